@@ -1,0 +1,369 @@
+//! The small value types the IR is made of: value and span ids, dtypes,
+//! parameter types, and scalar expressions.
+//!
+//! Scalars are kept as expressions rather than folded numbers because the
+//! function's scalar parameters (`lr: f64`) are runtime inputs: a graph is
+//! compiled once and called with many learning rates.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// An SSA tensor value. Each value is defined once (by a parameter or a node);
+/// in-place ops mutate a value without defining a new one, so the value keeps
+/// its identity exactly like the eager tensor it stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ValueId(pub u32);
+
+impl ValueId {
+    /// The index of this value in [`crate::Graph::values`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for ValueId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "%{}", self.0)
+    }
+}
+
+/// Where a node or parameter came from in the user's source. The macro keeps
+/// the table from ids to real spans; the IR only carries the id, so the IR
+/// stays free of `proc_macro2` and serialisable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[serde(transparent)]
+pub struct SpanId(pub u32);
+
+/// Element types, mirroring the runtime's `DType` (the IR has no runtime dependency).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum IrDType {
+    F32,
+    F64,
+    F16,
+    BF16,
+    I64,
+    Bool,
+}
+
+impl IrDType {
+    /// Parses the variant name as written in `DType::F32`.
+    pub fn from_name(name: &str) -> Option<IrDType> {
+        Some(match name {
+            "F32" => IrDType::F32,
+            "F64" => IrDType::F64,
+            "F16" => IrDType::F16,
+            "BF16" => IrDType::BF16,
+            "I64" => IrDType::I64,
+            "Bool" => IrDType::Bool,
+            _ => return None,
+        })
+    }
+
+    /// The variant name, as the user writes it after `DType::`.
+    pub fn name(self) -> &'static str {
+        match self {
+            IrDType::F32 => "F32",
+            IrDType::F64 => "F64",
+            IrDType::F16 => "F16",
+            IrDType::BF16 => "BF16",
+            IrDType::I64 => "I64",
+            IrDType::Bool => "Bool",
+        }
+    }
+
+    /// Whether tensors of this dtype can carry gradients.
+    pub fn is_float(self) -> bool {
+        matches!(self, IrDType::F32 | IrDType::F64 | IrDType::F16 | IrDType::BF16)
+    }
+}
+
+/// The declared type of a parameter of an `#[aot_fn]` function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ParamType {
+    /// `&Tensor`: the body may read it but must not mutate it.
+    Tensor,
+    /// `&mut Tensor`: the body may mutate its data or metadata.
+    TensorMut,
+    F64,
+    F32,
+    I64,
+    Usize,
+    Bool,
+}
+
+impl ParamType {
+    pub fn is_tensor(self) -> bool {
+        matches!(self, ParamType::Tensor | ParamType::TensorMut)
+    }
+
+    /// The scalar class of a scalar parameter; `None` for tensors.
+    pub fn scalar_ty(self) -> Option<ScalarTy> {
+        match self {
+            ParamType::Tensor | ParamType::TensorMut => None,
+            ParamType::F64 | ParamType::F32 => Some(ScalarTy::Float),
+            ParamType::I64 | ParamType::Usize => Some(ScalarTy::Int),
+            ParamType::Bool => Some(ScalarTy::Bool),
+        }
+    }
+
+    /// The type as written in the signature.
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            ParamType::Tensor => "&Tensor",
+            ParamType::TensorMut => "&mut Tensor",
+            ParamType::F64 => "f64",
+            ParamType::F32 => "f32",
+            ParamType::I64 => "i64",
+            ParamType::Usize => "usize",
+            ParamType::Bool => "bool",
+        }
+    }
+}
+
+/// The class of a scalar expression, used to type-check op arguments at compile time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ScalarTy {
+    Float,
+    Int,
+    Bool,
+}
+
+impl ScalarTy {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarTy::Float => "float",
+            ScalarTy::Int => "integer",
+            ScalarTy::Bool => "bool",
+        }
+    }
+}
+
+/// Arithmetic between scalars (`lr * 0.5`), evaluated at call time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ScalarBinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl ScalarBinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            ScalarBinOp::Add => "+",
+            ScalarBinOp::Sub => "-",
+            ScalarBinOp::Mul => "*",
+            ScalarBinOp::Div => "/",
+        }
+    }
+}
+
+/// A scalar: a literal, a scalar parameter (by its position in the
+/// signature), or arithmetic over them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ScalarExpr {
+    F64(f64),
+    I64(i64),
+    Bool(bool),
+    /// The scalar parameter at this position of the signature.
+    Param(usize),
+    Neg(Box<ScalarExpr>),
+    Bin(ScalarBinOp, Box<ScalarExpr>, Box<ScalarExpr>),
+    /// `expr as f64` / `expr as i64` (and the other numeric casts, folded onto these two).
+    Cast(ScalarTy, Box<ScalarExpr>),
+}
+
+/// A scalar computed at call time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScalarValue {
+    F64(f64),
+    I64(i64),
+    Bool(bool),
+}
+
+impl ScalarValue {
+    pub fn ty(self) -> ScalarTy {
+        match self {
+            ScalarValue::F64(_) => ScalarTy::Float,
+            ScalarValue::I64(_) => ScalarTy::Int,
+            ScalarValue::Bool(_) => ScalarTy::Bool,
+        }
+    }
+}
+
+impl fmt::Display for ScalarValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScalarValue::F64(v) => write!(f, "{v:?}"),
+            ScalarValue::I64(v) => write!(f, "{v}"),
+            ScalarValue::Bool(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// Why a scalar expression could not be evaluated.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ScalarError {
+    #[error("scalar parameter {0} is missing or not a scalar")]
+    MissingParam(usize),
+    #[error("cannot apply `{op}` to {lhs} and {rhs}")]
+    BadOperands { op: &'static str, lhs: &'static str, rhs: &'static str },
+    #[error("integer overflow in scalar arithmetic")]
+    Overflow,
+    #[error("integer division by zero")]
+    DivByZero,
+    #[error("cannot cast a bool to a number")]
+    BadCast,
+}
+
+impl ScalarExpr {
+    /// The static class of the expression, given the signature's parameter
+    /// types; `None` when a parameter index is not a scalar parameter.
+    pub fn ty(&self, params: &[ParamType]) -> Option<ScalarTy> {
+        Some(match self {
+            ScalarExpr::F64(_) => ScalarTy::Float,
+            ScalarExpr::I64(_) => ScalarTy::Int,
+            ScalarExpr::Bool(_) => ScalarTy::Bool,
+            ScalarExpr::Param(i) => params.get(*i)?.scalar_ty()?,
+            ScalarExpr::Neg(e) => e.ty(params)?,
+            ScalarExpr::Bin(_, a, b) => match (a.ty(params)?, b.ty(params)?) {
+                (ScalarTy::Int, ScalarTy::Int) => ScalarTy::Int,
+                (ScalarTy::Bool, _) | (_, ScalarTy::Bool) => ScalarTy::Bool,
+                _ => ScalarTy::Float,
+            },
+            ScalarExpr::Cast(t, _) => *t,
+        })
+    }
+
+    /// Evaluates the expression with the call's scalar arguments, indexed by
+    /// parameter position (`None` at tensor positions).
+    pub fn eval(&self, params: &[Option<ScalarValue>]) -> Result<ScalarValue, ScalarError> {
+        use ScalarValue as V;
+        Ok(match self {
+            ScalarExpr::F64(v) => V::F64(*v),
+            ScalarExpr::I64(v) => V::I64(*v),
+            ScalarExpr::Bool(v) => V::Bool(*v),
+            ScalarExpr::Param(i) => params.get(*i).copied().flatten().ok_or(ScalarError::MissingParam(*i))?,
+            ScalarExpr::Neg(e) => match e.eval(params)? {
+                V::F64(v) => V::F64(-v),
+                V::I64(v) => V::I64(v.checked_neg().ok_or(ScalarError::Overflow)?),
+                V::Bool(_) => return Err(ScalarError::BadOperands { op: "-", lhs: "bool", rhs: "bool" }),
+            },
+            ScalarExpr::Bin(op, a, b) => eval_bin(*op, a.eval(params)?, b.eval(params)?)?,
+            ScalarExpr::Cast(t, e) => match (t, e.eval(params)?) {
+                (ScalarTy::Float, V::F64(v)) => V::F64(v),
+                (ScalarTy::Float, V::I64(v)) => V::F64(v as f64),
+                // `as` saturates in Rust; the DSL follows Rust's rule.
+                (ScalarTy::Int, V::F64(v)) => V::I64(v as i64),
+                (ScalarTy::Int, V::I64(v)) => V::I64(v),
+                (ScalarTy::Bool, V::Bool(v)) => V::Bool(v),
+                _ => return Err(ScalarError::BadCast),
+            },
+        })
+    }
+
+    /// The value when the expression uses no parameter (a literal, `-1`, `2 * 3`).
+    pub fn as_const(&self) -> Option<ScalarValue> {
+        self.eval(&[]).ok()
+    }
+
+    /// The literal integer, when the expression is a constant integer.
+    pub fn as_const_int(&self) -> Option<i64> {
+        match self.as_const()? {
+            ScalarValue::I64(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+fn eval_bin(op: ScalarBinOp, a: ScalarValue, b: ScalarValue) -> Result<ScalarValue, ScalarError> {
+    use ScalarValue as V;
+    let name = |v: ScalarValue| v.ty().name();
+    match (a, b) {
+        (V::I64(x), V::I64(y)) => {
+            let r = match op {
+                ScalarBinOp::Add => x.checked_add(y),
+                ScalarBinOp::Sub => x.checked_sub(y),
+                ScalarBinOp::Mul => x.checked_mul(y),
+                ScalarBinOp::Div => {
+                    if y == 0 {
+                        return Err(ScalarError::DivByZero);
+                    }
+                    x.checked_div(y)
+                }
+            };
+            r.map(V::I64).ok_or(ScalarError::Overflow)
+        }
+        (V::Bool(_), _) | (_, V::Bool(_)) => Err(ScalarError::BadOperands { op: op.symbol(), lhs: name(a), rhs: name(b) }),
+        _ => {
+            let f = |v: ScalarValue| match v {
+                V::F64(x) => x,
+                V::I64(x) => x as f64,
+                V::Bool(_) => 0.0,
+            };
+            let (x, y) = (f(a), f(b));
+            Ok(V::F64(match op {
+                ScalarBinOp::Add => x + y,
+                ScalarBinOp::Sub => x - y,
+                ScalarBinOp::Mul => x * y,
+                ScalarBinOp::Div => x / y,
+            }))
+        }
+    }
+}
+
+/// One argument of a node. The receiver of a method (`a` in `a.mul_(2.0)`) is
+/// the node's first argument.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Arg {
+    Tensor(ValueId),
+    Scalar(ScalarExpr),
+    /// An integer list such as the `&[2, -1]` of `view`.
+    Ints(Vec<ScalarExpr>),
+    DType(IrDType),
+}
+
+impl Arg {
+    pub fn as_tensor(&self) -> Option<ValueId> {
+        match self {
+            Arg::Tensor(v) => Some(*v),
+            _ => None,
+        }
+    }
+    pub fn as_scalar(&self) -> Option<&ScalarExpr> {
+        match self {
+            Arg::Scalar(s) => Some(s),
+            _ => None,
+        }
+    }
+    pub fn as_ints(&self) -> Option<&[ScalarExpr]> {
+        match self {
+            Arg::Ints(v) => Some(v),
+            _ => None,
+        }
+    }
+    /// The literal integers of an `Ints` argument, when none of them depends on a parameter.
+    pub fn const_ints(&self) -> Option<Vec<i64>> {
+        self.as_ints()?.iter().map(ScalarExpr::as_const_int).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalar_eval_follows_rust_rules() {
+        let e = ScalarExpr::Bin(ScalarBinOp::Mul, Box::new(ScalarExpr::Param(1)), Box::new(ScalarExpr::F64(0.5)));
+        let params = [None, Some(ScalarValue::F64(0.2))];
+        assert_eq!(e.eval(&params), Ok(ScalarValue::F64(0.1)));
+        let d = ScalarExpr::Bin(ScalarBinOp::Div, Box::new(ScalarExpr::I64(7)), Box::new(ScalarExpr::I64(2)));
+        assert_eq!(d.as_const(), Some(ScalarValue::I64(3)));
+        let z = ScalarExpr::Bin(ScalarBinOp::Div, Box::new(ScalarExpr::I64(7)), Box::new(ScalarExpr::I64(0)));
+        assert_eq!(z.eval(&[]), Err(ScalarError::DivByZero));
+        assert_eq!(ScalarExpr::Neg(Box::new(ScalarExpr::I64(1))).as_const_int(), Some(-1));
+        assert_eq!(e.ty(&[ParamType::Tensor, ParamType::F64]), Some(ScalarTy::Float));
+        assert_eq!(ScalarExpr::Param(0).ty(&[ParamType::Tensor]), None);
+    }
+}

@@ -1,0 +1,281 @@
+//! Eager reverse-mode autograd, candle-style: each recorded op is a `Node`
+//! holding a `BackwardOp` (the data of the gradient rule) and the edges to
+//! its inputs' histories; `engine.rs` does one topological walk.
+//!
+//! In-place ops rewrite history the way PyTorch does: the mutated tensor
+//! gets a new `grad_fn` whose first edge is its old history; an in-place op
+//! on a view gives the view's base a `CopySlices` node, and the view's own
+//! `grad_fn` is regenerated from the base when its version is stale.
+
+mod backprop;
+mod engine;
+
+pub(crate) use backprop::BackwardOp;
+
+use crate::error::{AotError, Result};
+use crate::tensor::Tensor;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+thread_local! {
+    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+}
+
+/// True unless inside `no_grad`.
+pub fn is_grad_enabled() -> bool {
+    GRAD_ENABLED.with(|g| g.get())
+}
+
+/// Disables gradient recording until dropped (PyTorch's `torch.no_grad()`).
+pub struct NoGradGuard {
+    prev: bool,
+}
+
+impl NoGradGuard {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> NoGradGuard {
+        let prev = GRAD_ENABLED.with(|g| g.replace(false));
+        NoGradGuard { prev }
+    }
+}
+
+impl Drop for NoGradGuard {
+    fn drop(&mut self) {
+        GRAD_ENABLED.with(|g| g.set(self.prev));
+    }
+}
+
+/// Runs `f` with gradient recording off.
+///
+/// ```
+/// use aot_runtime::prelude::*;
+/// let w = Tensor::ones(&[2], DType::F32, &Device::Cpu)?.requires_grad_(true)?;
+/// aot_runtime::no_grad(|| w.sub_(0.5))?;   // an optimizer step on a leaf
+/// assert!(w.is_leaf());
+/// # Ok::<(), AotError>(())
+/// ```
+pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
+    let _g = NoGradGuard::new();
+    f()
+}
+
+/// Runs `f` with gradient recording set to `enabled`.
+pub(crate) fn with_grad_mode<R>(enabled: bool, f: impl FnOnce() -> R) -> R {
+    let prev = GRAD_ENABLED.with(|g| g.replace(enabled));
+    let r = f();
+    GRAD_ENABLED.with(|g| g.set(prev));
+    r
+}
+
+/// A differentiable view's link to its root base.
+#[derive(Clone)]
+pub(crate) struct ViewInfo {
+    pub(crate) base: Tensor,
+    /// Made under no_grad: in-place on it in grad mode is refused when the
+    /// base requires grad (PyTorch's CreationMeta::NO_GRAD_MODE).
+    pub(crate) created_in_no_grad: bool,
+}
+
+#[derive(Clone, Default)]
+pub(crate) struct AutogradMeta {
+    /// The user flag; only meaningful for leaves.
+    pub(crate) requires_grad: bool,
+    pub(crate) grad_fn: Option<Arc<Node>>,
+    pub(crate) grad: Option<Tensor>,
+    pub(crate) view: Option<ViewInfo>,
+    /// Storage version for which `grad_fn` of a view is current.
+    pub(crate) grad_fn_version: u64,
+}
+
+/// Where a gradient goes: another node, or a leaf's `.grad`.
+#[derive(Clone)]
+pub(crate) enum Edge {
+    Node(Arc<Node>),
+    Leaf(Tensor),
+}
+
+static NEXT_NODE_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// One recorded op. `op` is taken out (None) once the graph was freed by a
+/// backward pass, if it held saved tensors.
+pub(crate) struct Node {
+    pub(crate) id: usize,
+    pub(crate) name: &'static str,
+    pub(crate) op: Mutex<Option<BackwardOp>>,
+    pub(crate) edges: Vec<Option<Edge>>,
+}
+
+impl Node {
+    pub(crate) fn new(op: BackwardOp, edges: Vec<Option<Edge>>) -> Arc<Node> {
+        Arc::new(Node { id: NEXT_NODE_ID.fetch_add(1, Ordering::Relaxed), name: op.name(), op: Mutex::new(Some(op)), edges })
+    }
+}
+
+/// A tensor saved for backward, with the version it had when saved.
+#[derive(Clone)]
+pub(crate) struct SavedTensor {
+    pub(crate) t: Tensor,
+    pub(crate) version: u64,
+}
+
+impl SavedTensor {
+    /// Saves `t`'s current value (an alias: no copy) without its history.
+    pub(crate) fn save(t: &Tensor) -> SavedTensor {
+        SavedTensor { t: t.alias_with_layout(t.layout()), version: t.version() }
+    }
+    pub(crate) fn get(&self, node: &str) -> Result<Tensor> {
+        let now = self.t.version();
+        if now != self.version {
+            return Err(AotError::autograd(
+                node,
+                format!(
+                    "one of the variables needed for gradient computation has been modified by an inplace operation: [{} {:?}], which is saved by {node}, is at version {now}; expected version {} instead",
+                    self.t.dtype(),
+                    self.t.shape(),
+                    self.version
+                ),
+            ));
+        }
+        Ok(self.t.clone())
+    }
+}
+
+impl Tensor {
+    /// Sets the `requires_grad` flag of this tensor (a leaf) and returns it.
+    pub fn requires_grad_(&self, requires_grad: bool) -> Result<Tensor> {
+        if !self.is_leaf() {
+            if requires_grad {
+                return Ok(self.clone());
+            }
+            return Err(AotError::autograd(
+                "requires_grad_",
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().",
+            ));
+        }
+        if requires_grad && !self.dtype().is_float() {
+            return Err(AotError::autograd(
+                "requires_grad_",
+                format!("only Tensors of floating point dtype can require gradients, got {}", self.dtype()),
+            ));
+        }
+        self.state_mut().ag.requires_grad = requires_grad;
+        Ok(self.clone())
+    }
+
+    /// True if gradients flow to or through this tensor.
+    pub fn requires_grad(&self) -> bool {
+        let s = self.state();
+        s.ag.requires_grad || s.ag.grad_fn.is_some() || self.view_needs_refresh(&s.ag)
+    }
+
+    /// True if this tensor has no autograd history (PyTorch's `is_leaf`).
+    pub fn is_leaf(&self) -> bool {
+        self.grad_fn().is_none()
+    }
+
+    /// The accumulated gradient of a leaf.
+    pub fn grad(&self) -> Option<Tensor> {
+        self.state().ag.grad.clone()
+    }
+
+    /// Sets or clears the gradient (e.g. `zero_grad`).
+    pub fn set_grad(&self, grad: Option<Tensor>) {
+        self.state_mut().ag.grad = grad;
+    }
+
+    /// The name of the node that produced this tensor (e.g. `MulBackward0`).
+    pub fn grad_fn_name(&self) -> Option<&'static str> {
+        self.grad_fn().map(|n| n.name)
+    }
+
+    /// True if this is a view whose base is in-place modified since its
+    /// `grad_fn` was computed and the base carries history.
+    fn view_needs_refresh(&self, ag: &AutogradMeta) -> bool {
+        match &ag.view {
+            Some(v) => self.version() != ag.grad_fn_version && !v.base.same_tensor(self) && v.base.requires_grad(),
+            None => false,
+        }
+    }
+
+    /// The current `grad_fn`, regenerating a stale view's from its base.
+    pub(crate) fn grad_fn(&self) -> Option<Arc<Node>> {
+        let (view, version_ok, grad_fn) = {
+            let s = self.state();
+            (s.ag.view.clone(), s.ag.grad_fn_version == self.version(), s.ag.grad_fn.clone())
+        };
+        let Some(view) = view else { return grad_fn };
+        if version_ok {
+            return grad_fn;
+        }
+        let now = self.version();
+        let new_fn = match view.base.grad_edge() {
+            Some(edge) => {
+                let base_layout = view.base.layout();
+                let vl = self.layout();
+                let op = BackwardOp::View {
+                    op: crate::ops::ViewOp::AsStrided { size: vl.shape, stride: vl.stride, offset: vl.offset },
+                    in_layout: base_layout,
+                    storage_len: self.storage_len(),
+                    dtype: self.dtype(),
+                };
+                Some(Node::new(op, vec![Some(edge)]))
+            }
+            None => grad_fn,
+        };
+        let mut s = self.state_mut();
+        s.ag.grad_fn = new_fn.clone();
+        s.ag.grad_fn_version = now;
+        new_fn
+    }
+
+    /// Where this tensor's gradient goes, if anywhere.
+    pub(crate) fn grad_edge(&self) -> Option<Edge> {
+        if let Some(n) = self.grad_fn() {
+            return Some(Edge::Node(n));
+        }
+        if self.state().ag.requires_grad {
+            return Some(Edge::Leaf(self.clone()));
+        }
+        None
+    }
+
+    /// A new tensor sharing storage, without history (PyTorch's `detach`).
+    pub fn detach(&self) -> Result<Tensor> {
+        Ok(self.alias_with_layout(self.layout()))
+    }
+
+    /// Computes gradients of this one-element tensor with respect to the
+    /// leaves that require grad, accumulating into their `.grad`.
+    pub fn backward(&self) -> Result<()> {
+        engine::backward(self, None)
+    }
+
+    /// Backward with an explicit output gradient (same shape as `self`).
+    pub fn backward_with(&self, grad: &Tensor) -> Result<()> {
+        engine::backward(self, Some(grad))
+    }
+}
+
+/// Records `op` as the history of `out` if grad mode is on and any input
+/// requires grad. `inputs` are the differentiable inputs, in the op's order.
+pub(crate) fn record(out: &Tensor, inputs: &[Option<&Tensor>], op: impl FnOnce() -> Result<BackwardOp>) -> Result<()> {
+    if !is_grad_enabled() {
+        return Ok(());
+    }
+    let edges: Vec<Option<Edge>> = inputs.iter().map(|t| t.and_then(|t| t.grad_edge())).collect();
+    if edges.iter().all(|e| e.is_none()) {
+        return Ok(());
+    }
+    let node = Node::new(op()?, edges);
+    let version = out.version();
+    let mut s = out.state_mut();
+    s.ag.grad_fn = Some(node);
+    s.ag.grad_fn_version = version;
+    Ok(())
+}
+
+/// True if recording would happen for these inputs.
+pub(crate) fn any_requires_grad(inputs: &[&Tensor]) -> bool {
+    is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
+}

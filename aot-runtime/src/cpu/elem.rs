@@ -1,0 +1,240 @@
+//! The element traits the kernels are written against, so each kernel is one
+//! generic function and dtype dispatch happens once at its entry.
+//!
+//! - [`Elem`]: any storage element, with exact casts between dtypes.
+//! - [`FloatElem`]: a floating element and the type it computes in
+//!   (f16/bf16/f32 compute in f32, f64 in f64).
+//! - [`Float`]: the compute type itself.
+
+use crate::dtype::DType;
+use crate::storage::CpuElem;
+use half::{bf16, f16};
+
+/// A storage element.
+pub(crate) trait Elem: CpuElem + Default {
+    /// The value as an integer (floats truncate toward zero).
+    fn to_i64(self) -> i64;
+    /// The integer converted to this type with a single rounding.
+    fn from_i64(v: i64) -> Self;
+    /// PyTorch's cast: float -> int truncates toward zero, anything -> bool
+    /// is `!= 0`, bool -> anything is 0/1. Exact for i64 -> i64.
+    #[inline(always)]
+    fn cast<U: Elem>(self) -> U {
+        if Self::DTYPE == DType::I64 {
+            U::from_i64(self.to_i64())
+        } else {
+            U::from_f64(self.to_f64())
+        }
+    }
+}
+
+impl Elem for f32 {
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+    fn from_i64(v: i64) -> Self {
+        v as f32
+    }
+}
+impl Elem for f64 {
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+    fn from_i64(v: i64) -> Self {
+        v as f64
+    }
+}
+impl Elem for f16 {
+    fn to_i64(self) -> i64 {
+        f16::to_f32(self) as i64
+    }
+    fn from_i64(v: i64) -> Self {
+        f16::from_f64(v as f64)
+    }
+}
+impl Elem for bf16 {
+    fn to_i64(self) -> i64 {
+        bf16::to_f32(self) as i64
+    }
+    fn from_i64(v: i64) -> Self {
+        bf16::from_f64(v as f64)
+    }
+}
+impl Elem for i64 {
+    fn to_i64(self) -> i64 {
+        self
+    }
+    fn from_i64(v: i64) -> Self {
+        v
+    }
+}
+impl Elem for bool {
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+    fn from_i64(v: i64) -> Self {
+        v != 0
+    }
+}
+
+/// The type a floating kernel computes in.
+pub(crate) trait Float: num_traits::Float + Default + Send + Sync + std::fmt::Debug + 'static {
+    /// `v` rounded to this type.
+    fn of(v: f64) -> Self;
+    /// The value as f64 (exact).
+    fn f64(self) -> f64;
+    fn erf(self) -> Self;
+    fn erfc(self) -> Self;
+}
+
+impl Float for f32 {
+    #[inline(always)]
+    fn of(v: f64) -> Self {
+        v as f32
+    }
+    #[inline(always)]
+    fn f64(self) -> f64 {
+        self as f64
+    }
+    fn erf(self) -> Self {
+        super::special::erf(self as f64) as f32
+    }
+    fn erfc(self) -> Self {
+        super::special::erfc(self as f64) as f32
+    }
+}
+
+impl Float for f64 {
+    #[inline(always)]
+    fn of(v: f64) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn f64(self) -> f64 {
+        self
+    }
+    fn erf(self) -> Self {
+        super::special::erf(self)
+    }
+    fn erfc(self) -> Self {
+        super::special::erfc(self)
+    }
+}
+
+/// torch.maximum: NaN if either is NaN.
+pub(crate) fn max_nan<C: Float>(x: C, y: C) -> C {
+    if x.is_nan() || x >= y {
+        x
+    } else {
+        y
+    }
+}
+
+/// torch.minimum: NaN if either is NaN.
+pub(crate) fn min_nan<C: Float>(x: C, y: C) -> C {
+    if x.is_nan() || x <= y {
+        x
+    } else {
+        y
+    }
+}
+
+/// A floating storage element and its compute type.
+pub(crate) trait FloatElem: Elem {
+    type C: Float;
+    fn to_c(self) -> Self::C;
+    /// Rounds a computed value to the element type (once).
+    fn from_c(c: Self::C) -> Self;
+}
+
+impl FloatElem for f32 {
+    type C = f32;
+    #[inline(always)]
+    fn to_c(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn from_c(c: f32) -> Self {
+        c
+    }
+}
+impl FloatElem for f64 {
+    type C = f64;
+    #[inline(always)]
+    fn to_c(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn from_c(c: f64) -> Self {
+        c
+    }
+}
+impl FloatElem for f16 {
+    type C = f32;
+    #[inline(always)]
+    fn to_c(self) -> f32 {
+        f16::to_f32(self)
+    }
+    #[inline(always)]
+    fn from_c(c: f32) -> Self {
+        f16::from_f32(c)
+    }
+}
+impl FloatElem for bf16 {
+    type C = f32;
+    #[inline(always)]
+    fn to_c(self) -> f32 {
+        bf16::to_f32(self)
+    }
+    #[inline(always)]
+    fn from_c(c: f32) -> Self {
+        bf16::from_f32(c)
+    }
+}
+
+/// Runs `$body` with `$v` bound to the typed vector of a floating
+/// `CpuStorage`; any other storage is bound to `$o` and runs `$other`.
+macro_rules! float_or {
+    ($s:expr, $v:ident => $body:expr, $o:ident => $other:expr) => {
+        match $s {
+            $crate::storage::CpuStorage::F32($v) => $body,
+            $crate::storage::CpuStorage::F64($v) => $body,
+            $crate::storage::CpuStorage::F16($v) => $body,
+            $crate::storage::CpuStorage::BF16($v) => $body,
+            $o => $other,
+        }
+    };
+}
+pub(crate) use float_or;
+
+/// PyTorch's spelling of a dtype in "not implemented for 'Long'" messages.
+pub(crate) fn torch_type_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "Float",
+        DType::F64 => "Double",
+        DType::F16 => "Half",
+        DType::BF16 => "BFloat16",
+        DType::I64 => "Long",
+        DType::Bool => "Bool",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn casts_follow_torch() {
+        assert_eq!((-2.7f32).cast::<i64>(), -2);
+        assert_eq!(2.7f64.cast::<i64>(), 2);
+        assert!(f64::NAN.cast::<bool>());
+        assert!(!(0.0f32).cast::<bool>());
+        assert_eq!(true.cast::<f16>(), f16::ONE);
+        assert_eq!(true.cast::<i64>(), 1);
+        // i64 -> i64 stays exact beyond 2^53
+        assert_eq!(((1i64 << 60) + 1).cast::<i64>(), (1i64 << 60) + 1);
+        // f32 -> f16 rounds once
+        assert_eq!(0.1f32.cast::<f16>(), f16::from_f32(0.1));
+        assert_eq!(3i64.cast::<bf16>(), bf16::from_f32(3.0));
+    }
+}

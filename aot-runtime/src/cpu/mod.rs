@@ -1,0 +1,1 @@
+//! CPU kernels (owned by the kernels work item; see the brief).

@@ -1,0 +1,77 @@
+//! The one error type of the project. Every message names the op, and where
+//! it applies the function and argument, so a user can find the failing line.
+
+use thiserror::Error;
+
+/// The error of every fallible operation in aot.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum AotError {
+    /// Shapes that do not fit the op (broadcast, matmul, view, ...).
+    #[error("{op}: shape mismatch: {msg}")]
+    ShapeMismatch { op: &'static str, msg: String },
+
+    /// Dtypes that do not fit the op.
+    #[error("{op}: dtype mismatch: {msg}")]
+    DTypeMismatch { op: &'static str, msg: String },
+
+    /// Tensors on different devices used together.
+    #[error("{op}: expected all tensors to be on the same device, but found {lhs} and {rhs}")]
+    DeviceMismatch { op: &'static str, lhs: String, rhs: String },
+
+    /// A dimension out of range for the rank.
+    #[error("{op}: dimension out of range (expected to be in range of [{min}, {max}], but got {dim})")]
+    DimOutOfRange { op: &'static str, dim: i64, min: i64, max: i64 },
+
+    /// An index out of range for the dimension.
+    #[error("{op}: index {index} is out of bounds for dimension {dim} with size {size}")]
+    IndexOutOfRange { op: &'static str, index: i64, dim: usize, size: usize },
+
+    /// A request that PyTorch also refuses, with PyTorch's reason.
+    #[error("{op}: {msg}")]
+    Unsupported { op: &'static str, msg: String },
+
+    /// Autograd refused: in-place on a leaf, modified saved tensor, second backward, ...
+    #[error("{op}: {msg}")]
+    Autograd { op: String, msg: String },
+
+    /// A device backend that is not compiled in or not available.
+    #[error("{op}: device unavailable: {msg}")]
+    DeviceUnavailable { op: &'static str, msg: String },
+
+    /// An error inside an `#[aot_fn]` call, naming the function and, when known, the argument.
+    #[error("in `{func}`{}: {source}", arg.as_ref().map(|a| format!(", argument `{a}`")).unwrap_or_default())]
+    InFunction { func: String, arg: Option<String>, #[source] source: Box<AotError> },
+
+    /// A call that does not match the function's signature.
+    #[error("`{func}`: {msg}")]
+    Signature { func: String, msg: String },
+
+    /// An internal invariant broke: a bug in aot, reported instead of panicking.
+    #[error("internal error in {op}: {msg}")]
+    Internal { op: &'static str, msg: String },
+}
+
+/// `Result` with [`AotError`].
+pub type Result<T> = std::result::Result<T, AotError>;
+
+impl AotError {
+    pub(crate) fn shape(op: &'static str, msg: impl Into<String>) -> Self {
+        AotError::ShapeMismatch { op, msg: msg.into() }
+    }
+    pub(crate) fn dtype(op: &'static str, msg: impl Into<String>) -> Self {
+        AotError::DTypeMismatch { op, msg: msg.into() }
+    }
+    pub(crate) fn unsupported(op: &'static str, msg: impl Into<String>) -> Self {
+        AotError::Unsupported { op, msg: msg.into() }
+    }
+    pub(crate) fn internal(op: &'static str, msg: impl Into<String>) -> Self {
+        AotError::Internal { op, msg: msg.into() }
+    }
+    pub(crate) fn autograd(op: impl Into<String>, msg: impl Into<String>) -> Self {
+        AotError::Autograd { op: op.into(), msg: msg.into() }
+    }
+    /// Wraps the error with the name of the `#[aot_fn]` function (and argument) it happened in.
+    pub fn in_function(self, func: &str, arg: Option<&str>) -> Self {
+        AotError::InFunction { func: func.to_string(), arg: arg.map(str::to_string), source: Box::new(self) }
+    }
+}

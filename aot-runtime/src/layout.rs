@@ -1,0 +1,593 @@
+//! Layout: shape, strides (in elements) and storage offset, and the pure
+//! geometry of every view op. Nothing here touches data.
+
+use crate::error::{AotError, Result};
+
+/// Shape, strides in elements and storage offset of a tensor.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    pub(crate) shape: Vec<usize>,
+    pub(crate) stride: Vec<usize>,
+    pub(crate) offset: usize,
+}
+
+/// Normalise a possibly negative dim against a rank (PyTorch's `maybe_wrap_dim`).
+/// A scalar (rank 0) accepts -1 and 0, as in PyTorch.
+pub fn wrap_dim(op: &'static str, dim: i64, rank: usize) -> Result<usize> {
+    let r = rank.max(1) as i64;
+    if dim < -r || dim >= r {
+        return Err(AotError::DimOutOfRange { op, dim, min: -r, max: r - 1 });
+    }
+    Ok(if dim < 0 { (dim + r) as usize } else { dim as usize })
+}
+
+/// Contiguous (row-major) strides of a shape.
+pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut stride = vec![0; shape.len()];
+    let mut acc = 1usize;
+    for i in (0..shape.len()).rev() {
+        stride[i] = acc;
+        acc *= shape[i].max(1);
+    }
+    stride
+}
+
+/// `torch.broadcast_shapes`.
+pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(AotError::shape(
+                op,
+                format!(
+                    "the size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton dimension {i} (shapes {a:?} and {b:?})"
+                ),
+            ));
+        };
+    }
+    Ok(out)
+}
+
+/// How two layouts on one storage overlap (PyTorch's `get_overlap_status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overlap {
+    No,
+    Full,
+    Partial,
+    TooHard,
+}
+
+impl Layout {
+    /// A contiguous layout of `shape` at offset 0.
+    pub fn contiguous(shape: &[usize]) -> Layout {
+        Layout { shape: shape.to_vec(), stride: contiguous_strides(shape), offset: 0 }
+    }
+    pub fn new(shape: Vec<usize>, stride: Vec<usize>, offset: usize) -> Layout {
+        Layout { shape, stride, offset }
+    }
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    pub fn stride(&self) -> &[usize] {
+        &self.stride
+    }
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// PyTorch's `is_contiguous`: strides of size-1 dims don't matter.
+    pub fn is_contiguous(&self) -> bool {
+        if self.numel() == 0 {
+            return true;
+        }
+        let mut expected = 1;
+        for i in (0..self.rank()).rev() {
+            if self.shape[i] != 1 {
+                if self.stride[i] != expected {
+                    return false;
+                }
+                expected *= self.shape[i];
+            }
+        }
+        true
+    }
+
+    /// One past the largest storage index this layout touches (0 if empty).
+    pub fn storage_extent(&self) -> usize {
+        if self.numel() == 0 {
+            return self.offset;
+        }
+        self.offset + self.shape.iter().zip(&self.stride).map(|(&n, &s)| (n - 1) * s).sum::<usize>() + 1
+    }
+
+    /// Storage index of each element, in row-major logical order.
+    pub fn offsets(&self) -> StridedIndex<'_> {
+        StridedIndex::new(self)
+    }
+
+    /// True if some memory location is reached by two indices through a
+    /// stride-0 dim (PyTorch's `has_internal_overlap` returning YES).
+    pub fn has_internal_overlap(&self) -> bool {
+        self.shape.iter().zip(&self.stride).any(|(&n, &s)| n > 1 && s == 0)
+    }
+
+    /// PyTorch's `is_non_overlapping_and_dense`.
+    pub fn is_non_overlapping_and_dense(&self) -> bool {
+        let n = self.rank();
+        if n == 1 {
+            return self.shape[0] < 2 || self.stride[0] == 1;
+        }
+        let mut perm: Vec<usize> = (0..n).collect();
+        perm.sort_by(|&a, &b| {
+            let (sa, sb) = (self.shape[a] < 2, self.shape[b] < 2);
+            match (sa, sb) {
+                (true, true) => std::cmp::Ordering::Equal,
+                (true, false) => std::cmp::Ordering::Greater,
+                (false, true) => std::cmp::Ordering::Less,
+                _ => self.stride[a].cmp(&self.stride[b]),
+            }
+        });
+        let mut require = 1;
+        for &i in &perm {
+            if self.shape[i] < 2 {
+                return true;
+            }
+            if self.stride[i] != require {
+                return false;
+            }
+            require *= self.shape[i];
+        }
+        true
+    }
+
+    /// PyTorch's `get_overlap_status` for two layouts on the same storage.
+    pub fn overlap(&self, other: &Layout) -> Overlap {
+        if self.numel() == 0 || other.numel() == 0 {
+            return Overlap::No;
+        }
+        if !self.is_non_overlapping_and_dense() || !other.is_non_overlapping_and_dense() {
+            return Overlap::TooHard;
+        }
+        let (ab, ae) = (self.offset, self.offset + self.numel());
+        let (bb, be) = (other.offset, other.offset + other.numel());
+        if ab == bb && ae == be {
+            return if self.stride == other.stride { Overlap::Full } else { Overlap::Partial };
+        }
+        if ab < be && bb < ae {
+            return Overlap::Partial;
+        }
+        Overlap::No
+    }
+
+    /// True if some storage index is touched by both layouts. Exact but
+    /// O(numel); used by analyses that must not guess.
+    pub fn shares_elements_with(&self, other: &Layout) -> bool {
+        if self.numel() == 0 || other.numel() == 0 {
+            return false;
+        }
+        let (a0, a1) = (self.offset, self.storage_extent());
+        let (b0, b1) = (other.offset, other.storage_extent());
+        if a1 <= b0 || b1 <= a0 {
+            return false;
+        }
+        let mut seen = std::collections::HashSet::new();
+        for o in self.offsets() {
+            seen.insert(o);
+        }
+        other.offsets().any(|o| seen.contains(&o))
+    }
+
+    // ---- view geometry --------------------------------------------------
+
+    /// Resolve a shape that may hold one -1 against `numel`.
+    pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Vec<usize>> {
+        let mut infer = None;
+        let mut known = 1usize;
+        for (i, &d) in shape.iter().enumerate() {
+            if d == -1 {
+                if infer.is_some() {
+                    return Err(AotError::shape(op, "only one dimension can be inferred"));
+                }
+                infer = Some(i);
+            } else if d < 0 {
+                return Err(AotError::shape(op, format!("invalid shape dimension {d}")));
+            } else {
+                known *= d as usize;
+            }
+        }
+        let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
+        match infer {
+            Some(i) => {
+                if known == 0 || numel % known != 0 {
+                    return Err(AotError::shape(op, format!("shape '{shape:?}' is invalid for input of size {numel}")));
+                }
+                out[i] = numel / known;
+            }
+            None => {
+                if known != numel {
+                    return Err(AotError::shape(op, format!("shape '{shape:?}' is invalid for input of size {numel}")));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Strides for viewing this layout as `new_shape` without a copy, or None
+    /// if impossible (PyTorch's `computeStride`).
+    pub fn view_strides(&self, new_shape: &[usize]) -> Option<Vec<usize>> {
+        let old_shape = &self.shape;
+        let old_stride = &self.stride;
+        let numel = self.numel();
+        if old_shape.is_empty() {
+            return Some(vec![1; new_shape.len()]);
+        }
+        if numel == 0 {
+            if old_shape == new_shape {
+                return Some(old_stride.clone());
+            }
+            return Some(contiguous_strides(new_shape));
+        }
+        let mut new_stride = vec![0usize; new_shape.len()];
+        let mut view_d = new_shape.len() as i64 - 1;
+        let mut chunk_base_stride = *old_stride.last().unwrap_or(&1);
+        let mut tensor_numel = 1usize;
+        let mut view_numel = 1usize;
+        for tensor_d in (0..old_shape.len()).rev() {
+            tensor_numel *= old_shape[tensor_d];
+            if tensor_d == 0 || (old_shape[tensor_d - 1] != 1 && old_stride[tensor_d - 1] != tensor_numel * chunk_base_stride) {
+                while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
+                    new_stride[view_d as usize] = view_numel * chunk_base_stride;
+                    view_numel *= new_shape[view_d as usize];
+                    view_d -= 1;
+                }
+                if view_numel != tensor_numel {
+                    return None;
+                }
+                if tensor_d > 0 {
+                    chunk_base_stride = old_stride[tensor_d - 1];
+                    tensor_numel = 1;
+                    view_numel = 1;
+                }
+            }
+        }
+        if view_d != -1 {
+            return None;
+        }
+        Some(new_stride)
+    }
+
+    pub fn view(&self, op: &'static str, shape: &[i64]) -> Result<Layout> {
+        let new_shape = Layout::infer_shape(op, shape, self.numel())?;
+        match self.view_strides(&new_shape) {
+            Some(stride) => Ok(Layout { shape: new_shape, stride, offset: self.offset }),
+            None => Err(AotError::shape(
+                op,
+                format!(
+                    "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead. (shape {:?}, stride {:?}, requested {:?})",
+                    self.shape, self.stride, shape
+                ),
+            )),
+        }
+    }
+
+    pub fn transpose(&self, op: &'static str, d0: i64, d1: i64) -> Result<Layout> {
+        let r = self.rank();
+        let (a, b) = (wrap_dim(op, d0, r)?, wrap_dim(op, d1, r)?);
+        let mut l = self.clone();
+        if r > 0 {
+            l.shape.swap(a, b);
+            l.stride.swap(a, b);
+        }
+        Ok(l)
+    }
+
+    /// `t()`: transpose of a tensor with at most 2 dims.
+    pub fn t(&self, op: &'static str) -> Result<Layout> {
+        match self.rank() {
+            0 | 1 => Ok(self.clone()),
+            2 => self.transpose(op, 0, 1),
+            n => Err(AotError::shape(op, format!("t() expects a tensor with <= 2 dimensions, but self is {n}D"))),
+        }
+    }
+
+    pub fn permute(&self, op: &'static str, dims: &[i64]) -> Result<Layout> {
+        let r = self.rank();
+        if dims.len() != r {
+            return Err(AotError::shape(
+                op,
+                format!("number of dims don't match in permute: input has {r} dims, permutation has {}", dims.len()),
+            ));
+        }
+        let mut seen = vec![false; r];
+        let mut l = Layout { shape: vec![], stride: vec![], offset: self.offset };
+        for &d in dims {
+            let d = wrap_dim(op, d, r)?;
+            if seen[d] {
+                return Err(AotError::shape(op, "repeated dim in permute"));
+            }
+            seen[d] = true;
+            l.shape.push(self.shape[d]);
+            l.stride.push(self.stride[d]);
+        }
+        Ok(l)
+    }
+
+    pub fn unsqueeze(&self, op: &'static str, dim: i64) -> Result<Layout> {
+        let d = wrap_dim(op, dim, self.rank() + 1)?;
+        let mut l = self.clone();
+        let st = if d < self.rank() { self.shape[d] * self.stride[d] } else { 1 };
+        l.shape.insert(d, 1);
+        l.stride.insert(d, st);
+        Ok(l)
+    }
+
+    /// `squeeze(d)`: removes dim d if it has size 1, else returns the same geometry.
+    pub fn squeeze(&self, op: &'static str, dim: i64) -> Result<Layout> {
+        if self.rank() == 0 {
+            wrap_dim(op, dim, 0)?;
+            return Ok(self.clone());
+        }
+        let d = wrap_dim(op, dim, self.rank())?;
+        let mut l = self.clone();
+        if self.shape[d] == 1 {
+            l.shape.remove(d);
+            l.stride.remove(d);
+        }
+        Ok(l)
+    }
+
+    /// `squeeze()` with no dim: removes every size-1 dim.
+    pub fn squeeze_all(&self) -> Layout {
+        let mut l = Layout { shape: vec![], stride: vec![], offset: self.offset };
+        for (&n, &s) in self.shape.iter().zip(&self.stride) {
+            if n != 1 {
+                l.shape.push(n);
+                l.stride.push(s);
+            }
+        }
+        l
+    }
+
+    pub fn expand(&self, op: &'static str, shape: &[i64]) -> Result<Layout> {
+        let r = self.rank();
+        if shape.len() < r {
+            return Err(AotError::shape(
+                op,
+                format!(
+                    "the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({r})",
+                    shape.len()
+                ),
+            ));
+        }
+        let lead = shape.len() - r;
+        let mut l = Layout { shape: vec![0; shape.len()], stride: vec![0; shape.len()], offset: self.offset };
+        for (i, &want) in shape.iter().enumerate() {
+            if i < lead {
+                if want < 0 {
+                    return Err(AotError::shape(op, format!("the expanded size {want} is not allowed in a leading, non-existing dimension")));
+                }
+                l.shape[i] = want as usize;
+                l.stride[i] = 0;
+            } else {
+                let (have, st) = (self.shape[i - lead], self.stride[i - lead]);
+                if want == -1 || want as usize == have {
+                    l.shape[i] = have;
+                    l.stride[i] = st;
+                } else if have == 1 && want >= 0 {
+                    l.shape[i] = want as usize;
+                    l.stride[i] = 0;
+                } else {
+                    return Err(AotError::shape(
+                        op,
+                        format!(
+                            "the expanded size of the tensor ({want}) must match the existing size ({have}) at non-singleton dimension {i}. Target sizes: {shape:?}. Tensor sizes: {:?}",
+                            self.shape
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(l)
+    }
+
+    pub fn select(&self, op: &'static str, dim: i64, index: i64) -> Result<Layout> {
+        if self.rank() == 0 {
+            return Err(AotError::shape(op, "select() cannot be applied to a 0-dim tensor."));
+        }
+        let d = wrap_dim(op, dim, self.rank())?;
+        let n = self.shape[d] as i64;
+        if index < -n || index >= n {
+            return Err(AotError::IndexOutOfRange { op, index, dim: d, size: n as usize });
+        }
+        let i = if index < 0 { index + n } else { index } as usize;
+        let mut l = self.clone();
+        l.offset += i * self.stride[d];
+        l.shape.remove(d);
+        l.stride.remove(d);
+        Ok(l)
+    }
+
+    /// `slice(dim, start, end, step)` with PyTorch's clamping of start/end.
+    pub fn slice(&self, op: &'static str, dim: i64, start: i64, end: i64, step: i64) -> Result<Layout> {
+        if self.rank() == 0 {
+            return Err(AotError::shape(op, "slice() cannot be applied to a 0-dim tensor."));
+        }
+        if step <= 0 {
+            return Err(AotError::shape(op, "slice step must be positive"));
+        }
+        let d = wrap_dim(op, dim, self.rank())?;
+        let n = self.shape[d] as i64;
+        let clamp = |v: i64| -> i64 {
+            let v = if v < 0 { v + n } else { v };
+            v.clamp(0, n)
+        };
+        let s = clamp(start);
+        let e = clamp(end).max(s);
+        let len = (e - s + step - 1) / step;
+        let mut l = self.clone();
+        l.offset += s as usize * self.stride[d];
+        l.shape[d] = len as usize;
+        l.stride[d] = self.stride[d] * step as usize;
+        Ok(l)
+    }
+
+    pub fn narrow(&self, op: &'static str, dim: i64, start: i64, length: i64) -> Result<Layout> {
+        if self.rank() == 0 {
+            return Err(AotError::shape(op, "narrow() cannot be applied to a 0-dim tensor."));
+        }
+        let d = wrap_dim(op, dim, self.rank())?;
+        let n = self.shape[d] as i64;
+        let s = if start < 0 { start + n } else { start };
+        if s < 0 || s > n {
+            return Err(AotError::IndexOutOfRange { op, index: start, dim: d, size: n as usize });
+        }
+        if length < 0 || s + length > n {
+            return Err(AotError::shape(op, format!("start ({s}) + length ({length}) exceeds dimension size ({n}).")));
+        }
+        self.slice(op, d as i64, s, s + length, 1)
+    }
+
+    /// `diagonal(offset, dim1, dim2)`; the diagonal becomes the last dim.
+    pub fn diagonal(&self, op: &'static str, offset: i64, dim1: i64, dim2: i64) -> Result<Layout> {
+        let r = self.rank();
+        if r < 2 {
+            return Err(AotError::shape(op, format!("diagonal() expects a tensor with at least 2 dimensions, got {r}")));
+        }
+        let (d1, d2) = (wrap_dim(op, dim1, r)?, wrap_dim(op, dim2, r)?);
+        if d1 == d2 {
+            return Err(AotError::shape(op, format!("diagonal dimensions cannot be identical {dim1}, {dim2}")));
+        }
+        let (n1, n2) = (self.shape[d1] as i64, self.shape[d2] as i64);
+        let (len, off) = if offset >= 0 {
+            ((n1).min(n2 - offset).max(0), if n1.min(n2 - offset) > 0 { offset as usize * self.stride[d2] } else { 0 })
+        } else {
+            ((n1 + offset).min(n2).max(0), if (n1 + offset).min(n2) > 0 { (-offset) as usize * self.stride[d1] } else { 0 })
+        };
+        let mut l = Layout { shape: vec![], stride: vec![], offset: self.offset + off };
+        for i in 0..r {
+            if i != d1 && i != d2 {
+                l.shape.push(self.shape[i]);
+                l.stride.push(self.stride[i]);
+            }
+        }
+        l.shape.push(len as usize);
+        l.stride.push(self.stride[d1] + self.stride[d2]);
+        Ok(l)
+    }
+
+    /// `as_strided(size, stride, offset)`: absolute geometry on the storage,
+    /// checked against the storage's length.
+    pub fn as_strided(op: &'static str, size: &[usize], stride: &[usize], offset: usize, storage_len: usize) -> Result<Layout> {
+        if size.len() != stride.len() {
+            return Err(AotError::shape(op, format!("mismatch in length of strides and shape ({} vs {})", stride.len(), size.len())));
+        }
+        let l = Layout { shape: size.to_vec(), stride: stride.to_vec(), offset };
+        if l.storage_extent() > storage_len {
+            return Err(AotError::shape(
+                op,
+                format!(
+                    "setStorage: sizes {size:?}, strides {stride:?}, storage offset {offset} requiring a storage size of {} are out of bounds for storage of size {storage_len}",
+                    l.storage_extent()
+                ),
+            ));
+        }
+        Ok(l)
+    }
+}
+
+/// Iterates the storage index of every element of a layout in row-major order.
+pub struct StridedIndex<'a> {
+    layout: &'a Layout,
+    index: Vec<usize>,
+    next: Option<usize>,
+    contiguous: bool,
+    remaining: usize,
+}
+
+impl<'a> StridedIndex<'a> {
+    fn new(layout: &'a Layout) -> Self {
+        let n = layout.numel();
+        StridedIndex {
+            layout,
+            index: vec![0; layout.rank()],
+            next: if n == 0 { None } else { Some(layout.offset) },
+            contiguous: layout.is_contiguous(),
+            remaining: n,
+        }
+    }
+}
+
+impl Iterator for StridedIndex<'_> {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
+        let cur = self.next?;
+        self.remaining -= 1;
+        if self.remaining == 0 {
+            self.next = None;
+            return Some(cur);
+        }
+        if self.contiguous {
+            self.next = Some(cur + 1);
+            return Some(cur);
+        }
+        let mut off = cur;
+        for d in (0..self.index.len()).rev() {
+            self.index[d] += 1;
+            off += self.layout.stride[d];
+            if self.index[d] < self.layout.shape[d] {
+                self.next = Some(off);
+                return Some(cur);
+            }
+            off -= self.layout.stride[d] * self.index[d];
+            self.index[d] = 0;
+        }
+        self.next = None;
+        Some(cur)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+impl ExactSizeIterator for StridedIndex<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn view_strides_follow_torch() {
+        let l = Layout::contiguous(&[2, 3, 4]);
+        assert_eq!(l.view("view", &[6, 4]).unwrap().stride, vec![4, 1]);
+        let t = l.transpose("t", 0, 1).unwrap();
+        assert!(t.view("view", &[-1]).is_err());
+        assert_eq!(t.view("view", &[3, 2, 2, 2]).unwrap().stride, vec![4, 12, 2, 1]);
+    }
+    #[test]
+    fn offsets_of_transposed() {
+        let l = Layout::contiguous(&[2, 3]).t("t").unwrap();
+        assert_eq!(l.offsets().collect::<Vec<_>>(), vec![0, 3, 1, 4, 2, 5]);
+    }
+    #[test]
+    fn overlap_status() {
+        let a = Layout::contiguous(&[3, 3]);
+        assert_eq!(a.overlap(&a.t("t").unwrap()), Overlap::Partial);
+        assert_eq!(a.overlap(&a), Overlap::Full);
+        let r0 = a.select("s", 0, 0).unwrap();
+        let r1 = a.select("s", 0, 1).unwrap();
+        assert_eq!(r0.overlap(&r1), Overlap::No);
+        let c0 = a.select("s", 1, 0).unwrap();
+        assert_eq!(c0.overlap(&r0), Overlap::TooHard);
+    }
+}

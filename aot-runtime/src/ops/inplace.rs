@@ -1,0 +1,233 @@
+//! In-place data mutations, with PyTorch's checks and history rewriting.
+//!
+//! Every in-place op computes its new value out of place first and writes
+//! it only after that succeeded, so a failing op leaves its target intact.
+//! When autograd records, the op is computed from a snapshot that carries
+//! the target's history; the target then takes the new history (or, for a
+//! view, its base gets a `CopySlices` node).
+
+use super::Operand;
+use crate::autograd::{is_grad_enabled, record, with_grad_mode, AutogradMeta, BackwardOp, Edge, Node};
+use crate::cpu::{self, BinaryOp};
+use crate::dtype::DType;
+use crate::error::{AotError, Result};
+use crate::layout::{Layout, Overlap};
+use crate::storage::CpuStorage;
+use crate::tensor::Tensor;
+use std::sync::Arc;
+
+pub(crate) fn leaf_error(op: &str, t: &Tensor) -> AotError {
+    let is_view = t.state().ag.view.is_some();
+    let msg = if is_view {
+        "a view of a leaf Variable that requires grad is being used in an in-place operation."
+    } else {
+        "a leaf Variable that requires grad is being used in an in-place operation."
+    };
+    AotError::autograd(op, msg)
+}
+
+/// PyTorch's memory-overlap checks for writing into `dst` while reading `srcs`.
+fn check_overlap(op: &'static str, dst: &Tensor, srcs: &[&Tensor]) -> Result<()> {
+    let dl = dst.layout();
+    if dl.has_internal_overlap() {
+        return Err(AotError::unsupported(
+            op,
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
+        ));
+    }
+    for s in srcs {
+        if s.shares_storage_with(dst) && dl.overlap(&s.layout()) == Overlap::Partial {
+            return Err(AotError::unsupported(
+                op,
+                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Writes `value` (any layout, broadcastable to `dst`'s shape) into `dst`'s
+/// elements, casting to `dst`'s dtype, and bumps the version.
+pub(crate) fn write_into(op: &'static str, dst: &Tensor, value: &Tensor) -> Result<()> {
+    let dl = dst.layout();
+    let vshape = value.shape();
+    if crate::layout::broadcast_shapes(op, &vshape, &dl.shape)? != dl.shape {
+        return Err(AotError::shape(op, format!("output with shape {:?} doesn't match the broadcast shape {:?}", dl.shape, vshape)));
+    }
+    let vl = super::binary::broadcast_layout(&value.layout(), &dl.shape);
+    if value.shares_storage_with(dst) {
+        // Read first, then write: the two layouts may overlap.
+        let tmp: CpuStorage = value.with_cpu(op, |c, _| Ok(cpu::cast(c, &vl, dst.dtype())))?;
+        let tl = Layout::contiguous(&dl.shape);
+        dst.storage().with_cpu_mut(op, |d| cpu::copy_strided(&tmp, &tl, d, &dl))?;
+    } else {
+        value.storage().with_cpu(op, |src| dst.storage().with_cpu_mut(op, |d| cpu::copy_strided(src, &vl, d, &dl)))?;
+    }
+    dst.storage().bump_version();
+    Ok(())
+}
+
+/// Runs an in-place op on `target`: `compute` gets the current value of the
+/// target (with its history when recording) and returns the new value.
+pub(crate) fn inplace(
+    op: &'static str,
+    target: &Tensor,
+    others: &[&Tensor],
+    compute: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    check_overlap(op, target, others)?;
+    let recording = is_grad_enabled() && (target.requires_grad() || others.iter().any(|t| t.requires_grad()));
+    if !recording {
+        let value = with_grad_mode(false, || compute(target))?;
+        write_into(op, target, &value)?;
+        return Ok(target.clone());
+    }
+    let view = target.state().ag.view.clone();
+    if target.is_leaf() && target.state().ag.requires_grad {
+        return Err(leaf_error(op, target));
+    }
+    if let Some(v) = &view {
+        if v.base.is_leaf() && v.base.requires_grad() {
+            return Err(leaf_error(op, target));
+        }
+        if v.created_in_no_grad && v.base.requires_grad() {
+            return Err(AotError::autograd(
+                op,
+                "A view was created in no_grad mode and is being modified inplace with grad mode enabled. This view is the output of a function that returns multiple views or was created under no_grad; such views cannot be modified inplace. You should replace the inplace operation by an out-of-place one.",
+            ));
+        }
+    }
+    // The snapshot holds the target's current values; for a plain tensor it
+    // carries the target's history, for a view it stands in for the view's
+    // old value inside CopySlices (which supplies the base's history).
+    let values = with_grad_mode(false, || target.copy())?;
+    let snap_ag = match &view {
+        None => AutogradMeta { grad_fn: target.grad_fn(), requires_grad: false, ..Default::default() },
+        Some(_) => AutogradMeta { requires_grad: true, ..Default::default() },
+    };
+    let snap = Tensor::from_parts(values.storage().clone(), values.layout(), snap_ag);
+    let value = compute(&snap)?;
+    let node = value.grad_fn();
+    write_into(op, target, &value)?;
+    let version = target.version();
+    match view {
+        None => {
+            let mut s = target.state_mut();
+            s.ag.grad_fn = node;
+            s.ag.grad_fn_version = version;
+        }
+        Some(v) => {
+            let fn_node = node.ok_or_else(|| AotError::internal(op, "in-place op on a view recorded no node"))?;
+            let base = v.base.clone();
+            let mut edges: Vec<Option<Edge>> = vec![base.grad_edge()];
+            edges.extend(fn_node.edges.iter().skip(1).cloned());
+            let cs = Node::new(
+                BackwardOp::CopySlices {
+                    base_layout: base.layout(),
+                    view_layout: target.layout(),
+                    storage_len: target.storage_len(),
+                    dtype: base.dtype(),
+                    fn_node: Arc::clone(&fn_node),
+                },
+                edges,
+            );
+            let mut s = base.state_mut();
+            s.ag.grad_fn = Some(cs);
+            s.ag.grad_fn_version = version;
+        }
+    }
+    Ok(target.clone())
+}
+
+/// The dtype check of an in-place binary op: the result must be castable to the target.
+fn check_castable(op: &'static str, target: &Tensor, rhs: &Operand<'_>, bop: BinaryOp) -> Result<()> {
+    let result = match rhs {
+        Operand::Tensor(t) => super::result_type(target, t),
+        Operand::Scalar(s) => s.promote_with(target.dtype()),
+    };
+    let result = if bop == BinaryOp::Div && !result.is_float() { DType::F32 } else { result };
+    if result.category() > target.dtype().category() {
+        return Err(AotError::dtype(op, format!("result type {} can't be cast to the desired output type {}", result, target.dtype())));
+    }
+    Ok(())
+}
+
+fn binary_inplace(op: &'static str, bop: BinaryOp, target: &Tensor, rhs: Operand<'_>) -> Result<Tensor> {
+    check_castable(op, target, &rhs, bop)?;
+    let others: Vec<&Tensor> = match &rhs {
+        Operand::Tensor(t) => vec![*t],
+        Operand::Scalar(_) => vec![],
+    };
+    inplace(op, target, &others, |cur| super::binary::binary(bop, cur, rhs, false))
+}
+
+impl Tensor {
+    /// In-place `self += rhs`; returns `self`.
+    pub fn add_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
+        binary_inplace("add_", BinaryOp::Add, self, rhs.into())
+    }
+    pub fn sub_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
+        binary_inplace("sub_", BinaryOp::Sub, self, rhs.into())
+    }
+    pub fn mul_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
+        binary_inplace("mul_", BinaryOp::Mul, self, rhs.into())
+    }
+    pub fn div_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
+        binary_inplace("div_", BinaryOp::Div, self, rhs.into())
+    }
+
+    /// Copies `src` (broadcast, cast) into `self`; returns `self`.
+    pub fn copy_(&self, src: &Tensor) -> Result<Tensor> {
+        let op = "copy_";
+        super::check_same_device(op, self, src)?;
+        let shape = self.shape();
+        let dtype = self.dtype();
+        inplace(op, self, &[src], |cur| {
+            let e = with_grad_mode(false, || src.expand(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>()))
+                .map_err(|_| AotError::shape(op, format!("the source of shape {:?} cannot be broadcast to the destination of shape {shape:?}", src.shape())))?;
+            let data = e.with_cpu(op, |c, l| Ok(cpu::cast(c, l, dtype)))?;
+            let out = Tensor::from_cpu(data, &shape);
+            record(&out, &[Some(cur), Some(src)], || Ok(BackwardOp::CopyFrom { src_shape: src.shape(), src_dtype: src.dtype() }))?;
+            Ok(out)
+        })
+    }
+
+    /// Fills `self` with `value`; returns `self`.
+    pub fn fill_(&self, value: f64) -> Result<Tensor> {
+        let shape = self.shape();
+        let dtype = self.dtype();
+        inplace("fill_", self, &[], |cur| {
+            let out = Tensor::full(&shape, value, dtype, &cur.device())?;
+            record(&out, &[Some(cur)], || Ok(BackwardOp::Fill))?;
+            Ok(out)
+        })
+    }
+    pub fn zero_(&self) -> Result<Tensor> {
+        self.fill_(0.0)
+    }
+    pub fn clamp_(&self, min: f64, max: f64) -> Result<Tensor> {
+        inplace("clamp_", self, &[], |cur| cur.clamp(min, max))
+    }
+    pub fn relu_(&self) -> Result<Tensor> {
+        inplace("relu_", self, &[], |cur| cur.relu())
+    }
+    pub fn sigmoid_(&self) -> Result<Tensor> {
+        self.float_only("sigmoid_")?;
+        inplace("sigmoid_", self, &[], |cur| cur.sigmoid())
+    }
+    pub fn exp_(&self) -> Result<Tensor> {
+        self.float_only("exp_")?;
+        inplace("exp_", self, &[], |cur| cur.exp())
+    }
+    pub fn neg_(&self) -> Result<Tensor> {
+        inplace("neg_", self, &[], |cur| cur.neg())
+    }
+
+    fn float_only(&self, op: &'static str) -> Result<()> {
+        if self.dtype().is_float() {
+            Ok(())
+        } else {
+            Err(AotError::dtype(op, format!("result type Float can't be cast to the desired output type {}", self.dtype())))
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! matmul / mm / bmm with PyTorch's rank rules and batch broadcasting.
+
+use super::check_same_device;
+use crate::autograd::{record, BackwardOp, SavedTensor};
+use crate::cpu;
+use crate::error::{AotError, Result};
+use crate::layout::{broadcast_shapes, Layout};
+use crate::tensor::Tensor;
+
+fn shape_i64(s: &[usize]) -> Vec<i64> {
+    s.iter().map(|&d| d as i64).collect()
+}
+
+/// Batched product of `a` [..., m, k] and `b` [..., k, n] (both rank >= 2).
+fn batched(op: &'static str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (sa, sb) = (a.shape(), b.shape());
+    let (m, k) = (sa[sa.len() - 2], sa[sa.len() - 1]);
+    let (k2, n) = (sb[sb.len() - 2], sb[sb.len() - 1]);
+    if k != k2 {
+        return Err(AotError::shape(op, format!("mat1 and mat2 shapes cannot be multiplied ({}x{k} and {k2}x{n}); shapes {sa:?} and {sb:?}", m)));
+    }
+    let batch = broadcast_shapes(op, &sa[..sa.len() - 2], &sb[..sb.len() - 2])?;
+    let nb: usize = batch.iter().product();
+    // Bring each operand to a 3-D layout [nb, rows, cols]; a stride-0 batch
+    // stays free, anything else multi-dim is materialised.
+    let to3 = |t: &Tensor, rows: usize, cols: usize| -> Result<Tensor> {
+        let mut full = batch.clone();
+        full.extend([rows, cols]);
+        let e = crate::autograd::with_grad_mode(false, || t.expand(&shape_i64(&full)))?;
+        let l = e.layout();
+        if batch.len() <= 1 {
+            let (bs, rs, cs) = if batch.is_empty() { (0, l.stride[0], l.stride[1]) } else { (l.stride[0], l.stride[1], l.stride[2]) };
+            return Ok(e.alias_with_layout(Layout::new(vec![nb, rows, cols], vec![bs, rs, cs], l.offset)));
+        }
+        let c = crate::autograd::with_grad_mode(false, || e.copy())?;
+        Ok(c.alias_with_layout(Layout::contiguous(&[nb, rows, cols])))
+    };
+    let (a3, b3) = (to3(a, m, k)?, to3(b, k, n)?);
+    let data = a3.with_cpu(op, |ca, la| b3.with_cpu(op, |cb, lb| cpu::matmul(ca, la, cb, lb)))?;
+    let mut out_shape = batch;
+    out_shape.extend([m, n]);
+    Ok(Tensor::from_cpu(data, &out_shape))
+}
+
+impl Tensor {
+    /// `torch.matmul`: dot, matrix-vector, matrix-matrix, batched with broadcasting.
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        let op = "matmul";
+        check_same_device(op, self, other)?;
+        if self.dtype() != other.dtype() {
+            return Err(AotError::dtype(op, format!("expected both operands to have the same dtype, but got {} and {}", self.dtype(), other.dtype())));
+        }
+        if !self.dtype().is_float() {
+            return Err(AotError::dtype(op, format!("matmul is only implemented for floating dtypes, got {}", self.dtype())));
+        }
+        let (ra, rb) = (self.rank(), other.rank());
+        if ra == 0 || rb == 0 {
+            return Err(AotError::shape(op, format!("both arguments to matmul need to be at least 1D, but they are {ra}D and {rb}D")));
+        }
+        let out = crate::autograd::with_grad_mode(false, || -> Result<Tensor> {
+            let a2 = if ra == 1 { self.unsqueeze(0)? } else { self.clone() };
+            let b2 = if rb == 1 { other.unsqueeze(-1)? } else { other.clone() };
+            let r = batched(op, &a2, &b2)?;
+            let mut shape = r.shape();
+            if rb == 1 {
+                shape.pop();
+            }
+            if ra == 1 {
+                let l = shape.len();
+                shape.remove(l - 1);
+            }
+            Ok(r.alias_with_layout(Layout::contiguous(&shape)))
+        })?;
+        record(&out, &[Some(self), Some(other)], || Ok(BackwardOp::Matmul { a: SavedTensor::save(self), b: SavedTensor::save(other) }))?;
+        Ok(out)
+    }
+
+    /// Matrix product of two 2-D tensors.
+    pub fn mm(&self, other: &Tensor) -> Result<Tensor> {
+        if self.rank() != 2 || other.rank() != 2 {
+            return Err(AotError::shape("mm", format!("mm expects 2-D tensors, got shapes {:?} and {:?}", self.shape(), other.shape())));
+        }
+        self.matmul(other)
+    }
+
+    /// Batched matrix product of two 3-D tensors with equal batch size.
+    pub fn bmm(&self, other: &Tensor) -> Result<Tensor> {
+        let (sa, sb) = (self.shape(), other.shape());
+        if sa.len() != 3 || sb.len() != 3 {
+            return Err(AotError::shape("bmm", format!("batch1 and batch2 must be 3D tensors, got shapes {sa:?} and {sb:?}")));
+        }
+        if sa[0] != sb[0] {
+            return Err(AotError::shape("bmm", format!("batch1 and batch2 must have same number of batches, got {} and {}", sa[0], sb[0])));
+        }
+        self.matmul(other)
+    }
+}

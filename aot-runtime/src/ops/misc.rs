@@ -1,0 +1,90 @@
+//! Copies, casts, `*_like` constructors and the random ops.
+
+use crate::autograd::{record, BackwardOp, SavedTensor};
+use crate::cpu::{self, Rng};
+use crate::dtype::DType;
+use crate::error::{AotError, Result};
+use crate::tensor::Tensor;
+use std::sync::Mutex;
+
+static GLOBAL_RNG: Mutex<Option<Rng>> = Mutex::new(None);
+
+/// Seeds the generator behind `rand_like` and `dropout` (PyTorch's `manual_seed`).
+pub fn manual_seed(seed: u64) {
+    *GLOBAL_RNG.lock().unwrap_or_else(|e| e.into_inner()) = Some(Rng::new(seed));
+}
+
+fn with_rng<R>(f: impl FnOnce(&mut Rng) -> R) -> R {
+    let mut g = GLOBAL_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(|| Rng::new(0)))
+}
+
+impl Tensor {
+    /// A new tensor with its own storage and the same values (PyTorch's `clone()`).
+    /// Gradients flow through it.
+    pub fn copy(&self) -> Result<Tensor> {
+        let data = self.with_cpu("copy", |c, l| Ok(cpu::cast(c, l, c.dtype())))?;
+        let out = Tensor::from_cpu(data, &self.shape());
+        record(&out, &[Some(self)], || Ok(BackwardOp::Identity))?;
+        Ok(out)
+    }
+
+    /// `self` if already contiguous, else a contiguous copy.
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        self.copy()
+    }
+
+    /// `self` if already of `dtype`, else a cast copy.
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        let data = self.with_cpu("to_dtype", |c, l| Ok(cpu::cast(c, l, dtype)))?;
+        let out = Tensor::from_cpu(data, &self.shape());
+        if dtype.is_float() {
+            let from = self.dtype();
+            record(&out, &[Some(self)], || Ok(BackwardOp::ToDtype { from }))?;
+        }
+        Ok(out)
+    }
+
+    pub fn zeros_like(&self) -> Result<Tensor> {
+        Tensor::zeros(&self.shape(), self.dtype(), &self.device())
+    }
+    pub fn ones_like(&self) -> Result<Tensor> {
+        Tensor::ones(&self.shape(), self.dtype(), &self.device())
+    }
+    pub fn full_like(&self, value: f64) -> Result<Tensor> {
+        Tensor::full(&self.shape(), value, self.dtype(), &self.device())
+    }
+    /// Uniform samples in [0, 1) of this shape and dtype, from the global generator.
+    pub fn rand_like(&self) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Err(AotError::dtype("rand_like", format!("rand_like is only defined for floating dtypes, got {}", self.dtype())));
+        }
+        let n = self.numel();
+        let data = with_rng(|r| cpu::rand_uniform(self.dtype(), n, r));
+        Ok(Tensor::from_cpu(data, &self.shape()))
+    }
+
+    /// Dropout in training mode: zeroes each element with probability `p`
+    /// and scales the rest by `1/(1-p)`.
+    pub fn dropout(&self, p: f64) -> Result<Tensor> {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(AotError::unsupported("dropout", format!("dropout probability has to be between 0 and 1, but got {p}")));
+        }
+        if !self.dtype().is_float() {
+            return Err(AotError::dtype("dropout", format!("dropout is only defined for floating dtypes, got {}", self.dtype())));
+        }
+        let n = self.numel();
+        let scale = if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
+        let mask_vals: Vec<f64> = with_rng(|r| (0..n).map(|_| if r.uniform() >= p { scale } else { 0.0 }).collect());
+        let mask = Tensor::from_cpu(crate::storage::CpuStorage::from_f64s(self.dtype(), mask_vals.into_iter()), &self.shape());
+        let out = crate::autograd::with_grad_mode(false, || self.mul(&mask))?;
+        record(&out, &[Some(self)], || Ok(BackwardOp::Dropout { mask: SavedTensor::save(&mask) }))?;
+        Ok(out)
+    }
+}

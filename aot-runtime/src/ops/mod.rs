@@ -1,0 +1,90 @@
+//! Eager ops: the reference semantics. Each op computes with the CPU
+//! kernels and records its gradient rule (a `BackwardOp`) when autograd is
+//! on. One file per family.
+
+mod binary;
+mod inplace;
+mod matmul;
+mod misc;
+mod reduce;
+mod unary;
+mod view;
+
+pub use misc::manual_seed;
+pub(crate) use inplace::write_into as write_into_raw;
+pub(crate) use view::ViewOp;
+
+use crate::dtype::{DType, Scalar};
+use crate::error::{AotError, Result};
+use crate::tensor::Tensor;
+
+/// The right-hand operand of a binary op: a tensor or a scalar.
+///
+/// `a.mul(&b)`, `a.mul(3.0)` and `a.mul(2)` all work.
+#[derive(Clone, Copy, Debug)]
+pub enum Operand<'a> {
+    Tensor(&'a Tensor),
+    Scalar(Scalar),
+}
+
+impl<'a> From<&'a Tensor> for Operand<'a> {
+    fn from(t: &'a Tensor) -> Self {
+        Operand::Tensor(t)
+    }
+}
+impl<'a> From<&'a mut Tensor> for Operand<'a> {
+    fn from(t: &'a mut Tensor) -> Self {
+        Operand::Tensor(t)
+    }
+}
+macro_rules! operand_from_scalar {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Operand<'_> {
+            fn from(v: $t) -> Self {
+                Operand::Scalar(Scalar::from(v))
+            }
+        }
+    )*};
+}
+operand_from_scalar!(f64, f32, i64, i32, usize, bool);
+impl From<Scalar> for Operand<'_> {
+    fn from(v: Scalar) -> Self {
+        Operand::Scalar(v)
+    }
+}
+
+/// PyTorch's `result_type` for two tensors: dimensioned tensors take
+/// priority over zero-dim ones unless the zero-dim one is of a higher category.
+pub(crate) fn result_type(a: &Tensor, b: &Tensor) -> DType {
+    let (da, db) = (a.dtype(), b.dtype());
+    match (a.rank() == 0, b.rank() == 0) {
+        (false, true) if db.category() <= da.category() => da,
+        (true, false) if da.category() <= db.category() => db,
+        _ => DType::promote(da, db),
+    }
+}
+
+pub(crate) fn check_same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.device() != b.device() {
+        return Err(AotError::DeviceMismatch { op, lhs: a.device().to_string(), rhs: b.device().to_string() });
+    }
+    Ok(())
+}
+
+/// Normalises a list of dims: wrapped, sorted, no repeats.
+pub(crate) fn normalize_dims(op: &'static str, dims: &[i64], rank: usize) -> Result<Vec<usize>> {
+    let mut out = Vec::with_capacity(dims.len());
+    for &d in dims {
+        let w = crate::layout::wrap_dim(op, d, rank)?;
+        if out.contains(&w) {
+            return Err(AotError::shape(op, format!("dim {w} appears multiple times in the list of dims")));
+        }
+        out.push(w);
+    }
+    out.sort_unstable();
+    // A scalar reduced over dim 0/-1 reduces nothing.
+    if rank == 0 {
+        out.clear();
+    }
+    Ok(out)
+}

@@ -1,0 +1,113 @@
+//! Reductions, var, softmax and log_softmax.
+
+use super::normalize_dims;
+use crate::autograd::{record, BackwardOp, SavedTensor};
+use crate::cpu::{self, ReduceOp};
+use crate::dtype::DType;
+use crate::error::{AotError, Result};
+use crate::tensor::Tensor;
+
+fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
+    let all = dims.is_empty();
+    let mut out = vec![];
+    for (i, &n) in shape.iter().enumerate() {
+        if all || dims.contains(&i) {
+            if keepdim {
+                out.push(1);
+            }
+        } else {
+            out.push(n);
+        }
+    }
+    out
+}
+
+fn float_input(op: &'static str, x: &Tensor) -> Result<Tensor> {
+    if x.dtype().is_float() {
+        Ok(x.clone())
+    } else {
+        Err(AotError::dtype(op, format!("{op}(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", x.dtype())))
+    }
+}
+
+fn reduce(op: ReduceOp, name: &'static str, x: &Tensor, dims: &[i64], keepdim: bool, all: bool) -> Result<Tensor> {
+    let x = if op == ReduceOp::Mean { float_input(name, x)? } else { x.clone() };
+    let shape = x.shape();
+    let dims = if all { vec![] } else { normalize_dims(name, dims, shape.len())? };
+    let data = x.with_cpu(name, |c, l| cpu::reduce(op, c, l, &dims, keepdim))?;
+    let out_shape = reduced_shape(&shape, &dims, keepdim);
+    let out = Tensor::from_cpu(data, &out_shape);
+    let full_dims: Vec<usize> = if dims.is_empty() { (0..shape.len()).collect() } else { dims.clone() };
+    record(&out, &[Some(&x)], || {
+        Ok(match op {
+            ReduceOp::Sum => BackwardOp::SumDim { in_shape: shape.clone(), dims: full_dims.clone(), keepdim, scale: 1.0 },
+            ReduceOp::Mean => {
+                let count: usize = full_dims.iter().map(|&d| shape[d]).product();
+                BackwardOp::SumDim { in_shape: shape.clone(), dims: full_dims.clone(), keepdim, scale: 1.0 / count as f64 }
+            }
+            ReduceOp::Amax => BackwardOp::AmaxDim { a: SavedTensor::save(&x), out: SavedTensor::save(&out), dims: full_dims.clone(), keepdim },
+        })
+    })?;
+    Ok(out)
+}
+
+impl Tensor {
+    /// Sum of all elements (a 0-dim tensor).
+    pub fn sum(&self) -> Result<Tensor> {
+        reduce(ReduceOp::Sum, "sum", self, &[], false, true)
+    }
+    /// Mean of all elements (a 0-dim tensor).
+    pub fn mean(&self) -> Result<Tensor> {
+        reduce(ReduceOp::Mean, "mean", self, &[], false, true)
+    }
+    /// Sum over `dims` (an empty list reduces every dim, like PyTorch).
+    pub fn sum_dim(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        reduce(ReduceOp::Sum, "sum_dim", self, dims, keepdim, dims.is_empty())
+    }
+    pub fn mean_dim(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        reduce(ReduceOp::Mean, "mean_dim", self, dims, keepdim, dims.is_empty())
+    }
+    pub fn amax_dim(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(AotError::dtype("amax_dim", "amax is not supported for bool tensors"));
+        }
+        reduce(ReduceOp::Amax, "amax_dim", self, dims, keepdim, dims.is_empty())
+    }
+
+    /// Variance over `dims`, dividing by `N - correction`.
+    pub fn var_dim(&self, dims: &[i64], correction: i64, keepdim: bool) -> Result<Tensor> {
+        let name = "var_dim";
+        let x = float_input(name, self)?;
+        let shape = x.shape();
+        let dims = if dims.is_empty() { vec![] } else { normalize_dims(name, dims, shape.len())? };
+        let data = x.with_cpu(name, |c, l| cpu::var(c, l, &dims, correction, keepdim))?;
+        let out = Tensor::from_cpu(data, &reduced_shape(&shape, &dims, keepdim));
+        let full_dims: Vec<usize> = if dims.is_empty() { (0..shape.len()).collect() } else { dims };
+        record(&out, &[Some(&x)], || Ok(BackwardOp::VarDim { a: SavedTensor::save(&x), dims: full_dims, correction, keepdim }))?;
+        Ok(out)
+    }
+
+    fn softmax_impl(&self, dim: i64, log: bool) -> Result<Tensor> {
+        let name = if log { "log_softmax" } else { "softmax" };
+        let x = float_input(name, self)?;
+        let d = crate::layout::wrap_dim(name, dim, x.rank())?;
+        let data = x.with_cpu(name, |c, l| {
+            if l.rank() == 0 {
+                // softmax of a scalar is 1 (log: 0)
+                cpu::softmax(c, &crate::layout::Layout::new(vec![1], vec![1], l.offset), 0, log)
+            } else {
+                cpu::softmax(c, l, d, log)
+            }
+        })?;
+        let out = Tensor::from_cpu(data, &x.shape());
+        let d = if x.rank() == 0 { usize::MAX } else { d };
+        record(&out, &[Some(&x)], || Ok(BackwardOp::Softmax { out: SavedTensor::save(&out), dim: d, log }))?;
+        Ok(out)
+    }
+    pub fn softmax(&self, dim: i64) -> Result<Tensor> {
+        self.softmax_impl(dim, false)
+    }
+    pub fn log_softmax(&self, dim: i64) -> Result<Tensor> {
+        self.softmax_impl(dim, true)
+    }
+}

@@ -1,0 +1,241 @@
+//! `Tensor`: a cheap handle to one tensor object. `Clone` gives the same
+//! tensor (identity), `copy()` a new storage with the same values.
+//!
+//! A tensor object owns a layout (which metadata mutations change in place,
+//! visible through every handle) and autograd metadata; it shares its
+//! `Storage` with every view of it.
+
+use crate::autograd::AutogradMeta;
+use crate::cpu;
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{AotError, Result};
+use crate::layout::Layout;
+use crate::storage::{cuda_unavailable, CpuElem, CpuStorage, Storage, StorageData};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+static NEXT_TENSOR_ID: AtomicUsize = AtomicUsize::new(1);
+
+pub(crate) struct TensorState {
+    pub(crate) layout: Layout,
+    pub(crate) ag: AutogradMeta,
+}
+
+pub(crate) struct TensorImpl {
+    pub(crate) id: usize,
+    pub(crate) storage: Arc<Storage>,
+    pub(crate) state: RwLock<TensorState>,
+}
+
+/// A handle to a tensor. Cloning the handle does not copy: both handles are
+/// the same tensor (`same_tensor` is true), like two Python names bound to
+/// one `torch.Tensor`.
+///
+/// ```
+/// use aot_runtime::prelude::*;
+/// let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2], &Device::Cpu)?;
+/// let row = a.select(0, 1)?;       // a view: shares storage with `a`
+/// row.mul_(10.0)?;                 // writes through to `a`
+/// assert_eq!(a.to_vec::<f32>()?, vec![1.0, 2.0, 30.0, 40.0]);
+/// # Ok::<(), AotError>(())
+/// ```
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Arc<TensorImpl>);
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let l = self.layout();
+        let mut d = f.debug_struct("Tensor");
+        d.field("shape", &l.shape).field("stride", &l.stride).field("offset", &l.offset).field("dtype", &self.dtype());
+        if self.numel() <= 32 {
+            if let Ok(v) = self.to_vec::<f64>() {
+                d.field("values", &v);
+            }
+        }
+        d.field("requires_grad", &self.requires_grad()).finish()
+    }
+}
+
+impl Tensor {
+    // ---- construction ---------------------------------------------------
+
+    pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout, ag: AutogradMeta) -> Tensor {
+        Tensor(Arc::new(TensorImpl {
+            id: NEXT_TENSOR_ID.fetch_add(1, Ordering::Relaxed),
+            storage,
+            state: RwLock::new(TensorState { layout, ag }),
+        }))
+    }
+
+    /// A new contiguous tensor over a fresh CPU buffer (no autograd history).
+    pub(crate) fn from_cpu(data: CpuStorage, shape: &[usize]) -> Tensor {
+        Tensor::from_parts(Arc::new(Storage::new_cpu(data)), Layout::contiguous(shape), AutogradMeta::default())
+    }
+
+    /// A new handle-object on the same storage with `layout` and no autograd
+    /// history (what `detach()` and saved tensors use).
+    pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
+        Tensor::from_parts(self.0.storage.clone(), layout, AutogradMeta::default())
+    }
+
+    fn check_device(op: &'static str, device: &Device) -> Result<()> {
+        match device {
+            Device::Cpu => Ok(()),
+            Device::Cuda(_) => Err(cuda_unavailable(op)),
+        }
+    }
+
+    /// A tensor holding `values` (row-major) with `shape`.
+    pub fn from_vec<T: CpuElem>(values: Vec<T>, shape: &[usize], device: &Device) -> Result<Tensor> {
+        Tensor::check_device("from_vec", device)?;
+        let n: usize = shape.iter().product();
+        if n != values.len() {
+            return Err(AotError::shape("from_vec", format!("{} values cannot fill a tensor of shape {shape:?} ({n} elements)", values.len())));
+        }
+        Ok(Tensor::from_cpu(T::into_storage(values), shape))
+    }
+
+    /// A tensor of `shape` filled with `value`.
+    pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
+        Tensor::check_device("full", device)?;
+        Ok(Tensor::from_cpu(CpuStorage::full(dtype, shape.iter().product(), value), shape))
+    }
+    pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
+        Tensor::full(shape, 0.0, dtype, device)
+    }
+    pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
+        Tensor::full(shape, 1.0, dtype, device)
+    }
+    /// `torch.arange(start, end, step)`: values `start + i*step` below `end`.
+    pub fn arange(start: f64, end: f64, step: f64, dtype: DType, device: &Device) -> Result<Tensor> {
+        Tensor::check_device("arange", device)?;
+        if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
+            return Err(AotError::unsupported("arange", format!("invalid range [{start}, {end}) with step {step}")));
+        }
+        if (end - start) * step < 0.0 {
+            return Err(AotError::unsupported("arange", "upper bound and larger bound inconsistent with step sign"));
+        }
+        let n = ((end - start) / step).ceil().max(0.0) as usize;
+        Ok(Tensor::from_cpu(CpuStorage::from_f64s(dtype, (0..n).map(|i| start + i as f64 * step)), &[n]))
+    }
+    /// Standard-normal samples from a generator seeded with `seed`.
+    pub fn randn(shape: &[usize], dtype: DType, device: &Device, seed: u64) -> Result<Tensor> {
+        Tensor::check_device("randn", device)?;
+        if !dtype.is_float() {
+            return Err(AotError::dtype("randn", format!("randn is only defined for floating dtypes, got {dtype}")));
+        }
+        let mut rng = cpu::Rng::new(seed);
+        Ok(Tensor::from_cpu(cpu::randn(dtype, shape.iter().product(), &mut rng), shape))
+    }
+    /// Uniform samples in [0, 1) from a generator seeded with `seed`.
+    pub fn rand(shape: &[usize], dtype: DType, device: &Device, seed: u64) -> Result<Tensor> {
+        Tensor::check_device("rand", device)?;
+        if !dtype.is_float() {
+            return Err(AotError::dtype("rand", format!("rand is only defined for floating dtypes, got {dtype}")));
+        }
+        let mut rng = cpu::Rng::new(seed);
+        Ok(Tensor::from_cpu(cpu::rand_uniform(dtype, shape.iter().product(), &mut rng), shape))
+    }
+
+    // ---- accessors ------------------------------------------------------
+
+    pub(crate) fn state(&self) -> RwLockReadGuard<'_, TensorState> {
+        // A poisoned lock only follows a panic elsewhere; the state is still valid.
+        self.0.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+    pub(crate) fn state_mut(&self) -> RwLockWriteGuard<'_, TensorState> {
+        self.0.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+    /// A snapshot of the current layout.
+    pub fn layout(&self) -> Layout {
+        self.state().layout.clone()
+    }
+    pub(crate) fn storage(&self) -> &Arc<Storage> {
+        &self.0.storage
+    }
+    pub(crate) fn id(&self) -> usize {
+        self.0.id
+    }
+    pub fn shape(&self) -> Vec<usize> {
+        self.state().layout.shape.clone()
+    }
+    pub fn stride(&self) -> Vec<usize> {
+        self.state().layout.stride.clone()
+    }
+    pub fn storage_offset(&self) -> usize {
+        self.state().layout.offset
+    }
+    pub fn rank(&self) -> usize {
+        self.state().layout.rank()
+    }
+    pub fn dim(&self) -> usize {
+        self.rank()
+    }
+    pub fn numel(&self) -> usize {
+        self.state().layout.numel()
+    }
+    pub fn dtype(&self) -> DType {
+        self.0.storage.dtype()
+    }
+    pub fn device(&self) -> Device {
+        self.0.storage.device()
+    }
+    pub fn is_contiguous(&self) -> bool {
+        self.state().layout.is_contiguous()
+    }
+    /// True if both handles are the same tensor object.
+    pub fn same_tensor(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+    /// True if both tensors are backed by the same storage.
+    pub fn shares_storage_with(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0.storage, &other.0.storage)
+    }
+    /// The storage's version counter (bumped by every in-place write).
+    pub fn version(&self) -> u64 {
+        self.0.storage.version()
+    }
+    /// An id of the storage, equal for tensors that share storage.
+    pub fn storage_id(&self) -> usize {
+        self.0.storage.id()
+    }
+    /// Number of elements of the underlying storage.
+    pub fn storage_len(&self) -> usize {
+        self.0.storage.len()
+    }
+
+    /// The values in logical row-major order, converted to `T`.
+    pub fn to_vec<T: CpuElem>(&self) -> Result<Vec<T>> {
+        let layout = self.layout();
+        self.0.storage.with_cpu("to_vec", |c| {
+            let out = cpu::cast(c, &layout, T::DTYPE);
+            Ok(T::slice(&out).map(|s| s.to_vec()).unwrap_or_default())
+        })
+    }
+    /// The single value of a one-element tensor.
+    pub fn item<T: CpuElem>(&self) -> Result<T> {
+        if self.numel() != 1 {
+            return Err(AotError::shape("item", format!("a Tensor with {} elements cannot be converted to Scalar", self.numel())));
+        }
+        self.to_vec::<T>().and_then(|v| v.into_iter().next().ok_or_else(|| AotError::internal("item", "empty")))
+    }
+
+    /// Runs `f` on this tensor's CPU buffer and layout.
+    pub(crate) fn with_cpu<R>(&self, op: &'static str, f: impl FnOnce(&CpuStorage, &Layout) -> Result<R>) -> Result<R> {
+        let layout = self.layout();
+        self.0.storage.with_cpu(op, |c| f(c, &layout))
+    }
+
+    /// Moves (copies) the tensor to `device`.
+    pub fn to_device(&self, device: &Device) -> Result<Tensor> {
+        if *device == self.device() {
+            return Ok(self.clone());
+        }
+        match (&*self.0.storage.read(), device) {
+            (StorageData::Cpu(_), Device::Cuda(_)) => Err(cuda_unavailable("to_device")),
+            #[allow(unreachable_patterns)]
+            _ => Err(cuda_unavailable("to_device")),
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! trybuild cases for #[aot_fn] diagnostics live in tests/.
