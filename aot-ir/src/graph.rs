@@ -1,0 +1,300 @@
+//! The graph: parameters, SSA values, nodes in program order, outputs.
+//!
+//! The graph is the program exactly as written: views stay views and in-place
+//! ops stay in place, with the receiver as their target. That is the form the
+//! static analyses reason about (PyTorch's AOTAutograd collects its metadata
+//! from the same, unfunctionalized program) and the eager reference executes.
+//! Functionalization is a later pass that produces a new graph.
+
+use crate::op::{OpClass, OpKind};
+use crate::types::{Arg, IrDType, ParamType, ScalarExpr, SpanId, ValueId};
+use serde::{Deserialize, Serialize};
+
+/// A traced `#[aot_fn]` function.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Graph {
+    /// The function's name, for messages.
+    pub name: String,
+    /// The parameters in signature order, scalars included.
+    pub params: Vec<Param>,
+    /// Every tensor value, indexed by [`ValueId`].
+    pub values: Vec<ValueInfo>,
+    /// The nodes in program order.
+    pub nodes: Vec<Node>,
+    /// The returned values, in order. A value may appear twice, and a
+    /// parameter's value is returned as that very tensor.
+    pub outputs: Vec<ValueId>,
+    pub ret: ReturnKind,
+}
+
+/// The declared return type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReturnKind {
+    /// No return type: `Result<()>`.
+    Unit,
+    /// `-> Tensor`.
+    Single,
+    /// `-> (Tensor, ..)` with this many elements.
+    Tuple(usize),
+}
+
+impl ReturnKind {
+    pub fn arity(self) -> usize {
+        match self {
+            ReturnKind::Unit => 0,
+            ReturnKind::Single => 1,
+            ReturnKind::Tuple(n) => n,
+        }
+    }
+}
+
+/// One parameter of the signature.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Param {
+    pub name: String,
+    pub ty: ParamType,
+    /// The tensor value standing for this parameter; `None` for scalars,
+    /// which are referenced by position through [`ScalarExpr::Param`].
+    pub value: Option<ValueId>,
+    pub span: SpanId,
+}
+
+/// What the IR knows about one value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ValueInfo {
+    /// The `let` name it was bound to, for the listing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub def: ValueDef,
+}
+
+/// Where a value is defined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ValueDef {
+    /// The parameter at this position.
+    Param(usize),
+    /// The node at this index.
+    Node(usize),
+}
+
+/// One op application.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    pub op: OpKind,
+    /// Receiver first, then the op's arguments.
+    pub args: Vec<Arg>,
+    /// The defined value; `None` for in-place ops, whose result is their
+    /// target ([`Node::target`]) with its identity unchanged.
+    pub out: Option<ValueId>,
+    /// Inside a `no_grad! { .. }` region.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_grad: bool,
+    pub span: SpanId,
+}
+
+impl Node {
+    /// The receiver (the first argument), when it is a tensor.
+    pub fn receiver(&self) -> Option<ValueId> {
+        self.args.first().and_then(Arg::as_tensor)
+    }
+
+    /// The tensor an in-place op writes; `None` for other ops.
+    pub fn target(&self) -> Option<ValueId> {
+        if self.op.is_inplace() {
+            self.receiver()
+        } else {
+            None
+        }
+    }
+
+    /// The value this node's expression evaluates to: its output, or for an
+    /// in-place op its target.
+    pub fn result(&self) -> Option<ValueId> {
+        self.out.or_else(|| self.target())
+    }
+
+    /// Every tensor the node reads, receiver included.
+    pub fn tensor_args(&self) -> impl Iterator<Item = ValueId> + '_ {
+        self.args.iter().filter_map(Arg::as_tensor)
+    }
+
+    /// Every scalar expression the node reads (scalars and list elements).
+    pub fn scalar_args(&self) -> impl Iterator<Item = &ScalarExpr> + '_ {
+        self.args.iter().flat_map(|a| match a {
+            Arg::Scalar(s) => std::slice::from_ref(s).iter(),
+            Arg::Ints(v) => v.iter(),
+            _ => [].iter(),
+        })
+    }
+
+    /// Whether gradients can flow through this node at all.
+    pub fn is_differentiable(&self) -> bool {
+        if self.no_grad || !self.op.is_differentiable() {
+            return false;
+        }
+        match (self.op, self.args.get(1)) {
+            (OpKind::ToDtype, Some(Arg::DType(d))) => d.is_float(),
+            _ => true,
+        }
+    }
+
+    pub fn class(&self) -> OpClass {
+        self.op.class()
+    }
+}
+
+impl Graph {
+    /// The parameter a value stands for, if it is a parameter's value.
+    pub fn param_of(&self, v: ValueId) -> Option<usize> {
+        match self.values.get(v.index())?.def {
+            ValueDef::Param(i) => Some(i),
+            ValueDef::Node(_) => None,
+        }
+    }
+
+    /// The node defining a value, if any.
+    pub fn def_node(&self, v: ValueId) -> Option<&Node> {
+        match self.values.get(v.index())?.def {
+            ValueDef::Node(n) => self.nodes.get(n),
+            ValueDef::Param(_) => None,
+        }
+    }
+
+    /// The parameter types in signature order.
+    pub fn param_types(&self) -> Vec<ParamType> {
+        self.params.iter().map(|p| p.ty).collect()
+    }
+
+    /// A readable name for a value: its `let` name or parameter name, else `%N`.
+    pub fn value_name(&self, v: ValueId) -> String {
+        match self.values.get(v.index()) {
+            Some(ValueInfo { name: Some(n), .. }) => n.clone(),
+            Some(ValueInfo { def: ValueDef::Param(i), .. }) => self.params[*i].name.clone(),
+            _ => v.to_string(),
+        }
+    }
+
+    /// Whether any node mutates anything (data or metadata).
+    pub fn has_inplace_ops(&self) -> bool {
+        self.nodes.iter().any(|n| n.op.is_inplace())
+    }
+}
+
+/// Builds graphs: used by the macro's lowering, by tests and by passes that
+/// rebuild a graph. It assigns value ids and keeps the value table in step.
+#[derive(Debug)]
+pub struct GraphBuilder {
+    graph: Graph,
+    no_grad: bool,
+}
+
+impl GraphBuilder {
+    pub fn new(name: impl Into<String>) -> Self {
+        GraphBuilder {
+            graph: Graph {
+                name: name.into(),
+                params: Vec::new(),
+                values: Vec::new(),
+                nodes: Vec::new(),
+                outputs: Vec::new(),
+                ret: ReturnKind::Unit,
+            },
+            no_grad: false,
+        }
+    }
+
+    /// Adds a parameter. Returns its tensor value for tensor parameters.
+    pub fn param(&mut self, name: impl Into<String>, ty: ParamType, span: SpanId) -> Option<ValueId> {
+        let index = self.graph.params.len();
+        let value = ty.is_tensor().then(|| self.new_value(ValueDef::Param(index), None));
+        self.graph.params.push(Param { name: name.into(), ty, value, span });
+        value
+    }
+
+    /// Adds a tensor parameter (test convenience).
+    pub fn tensor(&mut self, name: &str, mutable: bool) -> ValueId {
+        let ty = if mutable { ParamType::TensorMut } else { ParamType::Tensor };
+        let span = SpanId(self.graph.params.len() as u32);
+        self.param(name, ty, span).unwrap_or(ValueId(u32::MAX))
+    }
+
+    /// Adds a scalar parameter and returns the expression reading it.
+    pub fn scalar(&mut self, name: &str, ty: ParamType) -> ScalarExpr {
+        let span = SpanId(self.graph.params.len() as u32);
+        self.param(name, ty, span);
+        ScalarExpr::Param(self.graph.params.len() - 1)
+    }
+
+    /// Sets whether the following nodes are inside a `no_grad` region; returns the previous setting.
+    pub fn set_no_grad(&mut self, on: bool) -> bool {
+        std::mem::replace(&mut self.no_grad, on)
+    }
+
+    /// Appends a node. Returns the value the expression evaluates to: the new
+    /// output, or the target for in-place ops (`None` only when an in-place
+    /// op has no tensor receiver, which the verifier rejects).
+    pub fn op(&mut self, op: OpKind, args: Vec<Arg>, span: SpanId) -> Option<ValueId> {
+        let index = self.graph.nodes.len();
+        let out = (!op.is_inplace()).then(|| self.new_value(ValueDef::Node(index), None));
+        self.graph.nodes.push(Node { op, args, out, no_grad: self.no_grad, span });
+        self.graph.nodes[index].result()
+    }
+
+    /// Shorthand for a node whose arguments are the receiver plus `rest`.
+    pub fn call(&mut self, op: OpKind, recv: ValueId, rest: Vec<Arg>) -> ValueId {
+        let mut args = vec![Arg::Tensor(recv)];
+        args.extend(rest);
+        let span = SpanId(1000 + self.graph.nodes.len() as u32);
+        self.op(op, args, span).unwrap_or(recv)
+    }
+
+    /// Records the `let` name of a value, for the listing.
+    pub fn name_value(&mut self, v: ValueId, name: &str) {
+        if let Some(info) = self.graph.values.get_mut(v.index()) {
+            if info.name.is_none() && !matches!(info.def, ValueDef::Param(_)) {
+                info.name = Some(name.to_string());
+            }
+        }
+    }
+
+    /// The graph so far (for lookups during lowering).
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    pub fn finish(mut self, outputs: Vec<ValueId>, ret: ReturnKind) -> Graph {
+        self.graph.outputs = outputs;
+        self.graph.ret = ret;
+        self.graph
+    }
+
+    fn new_value(&mut self, def: ValueDef, name: Option<String>) -> ValueId {
+        let id = ValueId(self.graph.values.len() as u32);
+        self.graph.values.push(ValueInfo { name, def });
+        id
+    }
+}
+
+/// Shorthands for building arguments in tests and passes.
+pub mod args {
+    use super::*;
+
+    pub fn t(v: ValueId) -> Arg {
+        Arg::Tensor(v)
+    }
+    pub fn f(x: f64) -> Arg {
+        Arg::Scalar(ScalarExpr::F64(x))
+    }
+    pub fn i(x: i64) -> Arg {
+        Arg::Scalar(ScalarExpr::I64(x))
+    }
+    pub fn b(x: bool) -> Arg {
+        Arg::Scalar(ScalarExpr::Bool(x))
+    }
+    pub fn ints(xs: &[i64]) -> Arg {
+        Arg::Ints(xs.iter().map(|&x| ScalarExpr::I64(x)).collect())
+    }
+    pub fn dtype(d: IrDType) -> Arg {
+        Arg::DType(d)
+    }
+}

@@ -1,0 +1,320 @@
+//! Reductions over a set of dims: `sum`, `mean`, `amax` and `var`.
+//!
+//! The input is walked in the order of its strides (largest first) so reads
+//! stay sequential whichever dims are reduced; each run of the innermost dim
+//! either folds into one output element or adds elementwise into a row of
+//! outputs. Floating inputs accumulate in f64 and round once at the end.
+
+use super::elem::{float_or, max_nan, torch_type_name, FloatElem};
+use super::strided::{check_layout, Plan, PAR_MIN};
+use crate::error::{AotError, Result};
+use crate::layout::{contiguous_strides, Layout};
+use crate::storage::CpuStorage;
+use rayon::prelude::*;
+
+/// A reduction op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Mean,
+    Amax,
+}
+
+impl ReduceOp {
+    /// PyTorch's name of the op.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Mean => "mean",
+            ReduceOp::Amax => "amax",
+        }
+    }
+}
+
+/// The geometry of one reduction.
+struct Reduction {
+    /// The input with its kept dims first (in order), then its reduced dims;
+    /// size-1 dims dropped.
+    lin: Layout,
+    /// How many leading dims of `lin` are kept.
+    nk: usize,
+    /// Number of outputs.
+    out_n: usize,
+    /// Number of inputs reduced into each output.
+    red_n: usize,
+    /// Reduced dims (of the original layout) of size 0.
+    empty_dim: Option<usize>,
+}
+
+impl Reduction {
+    fn new(op: &'static str, l: &Layout, dims: &[usize]) -> Result<Self> {
+        let rank = l.rank();
+        let mask = reduced_mask(op, rank, dims)?;
+        let (mut kept, mut red) = (vec![], vec![]);
+        let (mut out_n, mut red_n) = (1usize, 1usize);
+        let mut empty_dim = None;
+        for d in 0..rank {
+            let (n, s) = (l.shape[d], l.stride[d]);
+            if mask[d] {
+                red_n *= n;
+                if n == 0 && empty_dim.is_none() {
+                    empty_dim = Some(d);
+                }
+                if n != 1 {
+                    red.push((n, s));
+                }
+            } else {
+                out_n *= n;
+                if n != 1 {
+                    kept.push((n, s));
+                }
+            }
+        }
+        let nk = kept.len();
+        let (shape, stride) = kept.into_iter().chain(red).unzip();
+        Ok(Reduction { lin: Layout::new(shape, stride, l.offset), nk, out_n, red_n, empty_dim })
+    }
+}
+
+/// Which dims of a rank-`rank` tensor `dims` reduces (empty = all).
+fn reduced_mask(op: &'static str, rank: usize, dims: &[usize]) -> Result<Vec<bool>> {
+    let mut mask = vec![dims.is_empty(); rank];
+    for &d in dims {
+        if d < rank {
+            mask[d] = true;
+        } else if !(rank == 0 && d == 0) {
+            let r = rank.max(1) as i64;
+            return Err(AotError::DimOutOfRange { op, dim: d as i64, min: -r, max: r - 1 });
+        }
+    }
+    Ok(mask)
+}
+
+/// Folds runs of the input into the accumulators:
+/// `row(acc, base, o0, os, x0, xs, len)` handles `len` inputs at
+/// `x0 + j*xs` whose outputs are `acc[o0 + j*os]` (`os == 0`: all into one);
+/// `base` is the global index of `acc[0]`.
+trait RowFn<A>: Fn(&mut [A], usize, usize, usize, usize, usize, usize) + Sync {}
+impl<A, F: Fn(&mut [A], usize, usize, usize, usize, usize, usize) + Sync> RowFn<A> for F {}
+
+/// Runs `row` over the runs of `lin` (kept dims first), `acc` being the
+/// outputs of the kept dims in row-major order.
+fn accumulate<A>(lin: &Layout, nk: usize, acc: &mut [A], base: usize, row: &impl RowFn<A>) {
+    let rank = lin.rank();
+    let numel = lin.numel();
+    if numel == 0 {
+        return;
+    }
+    let mut ostride = contiguous_strides(&lin.shape[..nk]);
+    ostride.resize(rank, 0);
+    // Walk the input in memory order: largest stride outermost.
+    let mut perm: Vec<usize> = (0..rank).collect();
+    perm.sort_by(|&i, &j| lin.stride[j].cmp(&lin.stride[i]));
+    let shape: Vec<usize> = perm.iter().map(|&d| lin.shape[d]).collect();
+    let lx = Layout::new(shape.clone(), perm.iter().map(|&d| lin.stride[d]).collect(), lin.offset);
+    let lo = Layout::new(shape.clone(), perm.iter().map(|&d| ostride[d]).collect(), 0);
+    let plan = Plan::new(&shape, [&lo, &lx]);
+    let [os, xs] = plan.inner_stride();
+    plan.for_each_run(0, numel, |_, [o0, x0], len| row(acc, base, o0, os, x0, xs, len));
+}
+
+/// The outputs of a reduction: each starts at `init`, `row` folds inputs in,
+/// `combine` merges partial results of parallel tasks.
+fn drive<A: Copy + Send + Sync>(r: &Reduction, init: A, row: impl RowFn<A>, combine: impl Fn(A, A) -> A + Sync) -> Vec<A> {
+    let mut acc = vec![init; r.out_n];
+    let lin = &r.lin;
+    let numel = lin.numel();
+    if numel == 0 {
+        return acc;
+    }
+    let threads = rayon::current_num_threads();
+    if numel < PAR_MIN || threads < 2 {
+        accumulate(lin, r.nk, &mut acc, 0, &row);
+        return acc;
+    }
+    // The largest reduced dim, to split when there are few outputs.
+    let split_red = (r.nk..lin.rank()).max_by_key(|&d| lin.shape[d]);
+    if r.nk > 0 && (lin.shape[0] >= threads || split_red.is_none()) {
+        // Split the outermost kept dim: each task owns a block of outputs.
+        let n0 = lin.shape[0];
+        let per_row = r.out_n / n0;
+        let rows = n0.div_ceil((threads * 4).min(n0));
+        acc.par_chunks_mut(rows * per_row).enumerate().for_each(|(i, chunk)| {
+            let mut sub = lin.clone();
+            sub.offset += i * rows * lin.stride[0];
+            sub.shape[0] = chunk.len() / per_row;
+            accumulate(&sub, r.nk, chunk, i * rows * per_row, &row);
+        });
+    } else if let Some(d) = split_red {
+        // Split the largest reduced dim: each task folds a slab into its own
+        // outputs, which are then combined.
+        let n = lin.shape[d];
+        let per = n.div_ceil(threads.min(n));
+        let partials: Vec<Vec<A>> = (0..n.div_ceil(per))
+            .into_par_iter()
+            .map(|p| {
+                let mut sub = lin.clone();
+                sub.offset += p * per * lin.stride[d];
+                sub.shape[d] = per.min(n - p * per);
+                let mut part = vec![init; r.out_n];
+                accumulate(&sub, r.nk, &mut part, 0, &row);
+                part
+            })
+            .collect();
+        for part in partials {
+            for (a, p) in acc.iter_mut().zip(part) {
+                *a = combine(*a, p);
+            }
+        }
+    } else {
+        accumulate(lin, r.nk, &mut acc, 0, &row);
+    }
+    acc
+}
+
+/// A row function folding `conv(x)` into the outputs with `op`
+/// (associative and commutative, with identity `id`).
+fn fold_row<'a, T, A>(x: &'a [T], conv: impl Fn(T) -> A + Sync + 'a, op: impl Fn(A, A) -> A + Sync + 'a, id: A) -> impl RowFn<A> + 'a
+where
+    T: Copy + Sync,
+    A: Copy + Sync + 'a,
+{
+    move |acc: &mut [A], _base: usize, o0: usize, os: usize, x0: usize, xs: usize, len: usize| {
+        if os == 0 {
+            // Four independent lanes: faster, and no worse for rounding.
+            let mut lanes = [id; 4];
+            if xs == 1 {
+                let s = &x[x0..x0 + len];
+                let mut chunks = s.chunks_exact(4);
+                for c in &mut chunks {
+                    for k in 0..4 {
+                        lanes[k] = op(lanes[k], conv(c[k]));
+                    }
+                }
+                for (k, &v) in chunks.remainder().iter().enumerate() {
+                    lanes[k] = op(lanes[k], conv(v));
+                }
+            } else {
+                for j in 0..len {
+                    lanes[j % 4] = op(lanes[j % 4], conv(x[x0 + j * xs]));
+                }
+            }
+            acc[o0] = op(acc[o0], op(op(lanes[0], lanes[1]), op(lanes[2], lanes[3])));
+        } else if os == 1 && xs == 1 {
+            for (a, &v) in acc[o0..o0 + len].iter_mut().zip(&x[x0..x0 + len]) {
+                *a = op(*a, conv(v));
+            }
+        } else {
+            for j in 0..len {
+                let o = o0 + j * os;
+                acc[o] = op(acc[o], conv(x[x0 + j * xs]));
+            }
+        }
+    }
+}
+
+fn add(a: f64, b: f64) -> f64 {
+    a + b
+}
+
+/// Reduces `dims` of `l` in `src` (`dims` normalised, sorted and
+/// deduplicated; empty = all dims). The output is contiguous with those dims
+/// removed (or kept as size 1 with `keepdim`). Sum of I64/Bool gives I64;
+/// Mean needs a floating dtype; Amax of an empty reduction is an error,
+/// sum of one is 0 and mean of one is NaN.
+pub fn reduce(op: ReduceOp, src: &CpuStorage, l: &Layout, dims: &[usize], keepdim: bool) -> Result<CpuStorage> {
+    let name = op.name();
+    check_layout(name, l, src.len())?;
+    let r = Reduction::new(name, l, dims)?;
+    if op == ReduceOp::Amax {
+        if let Some(d) = r.empty_dim {
+            return Err(AotError::shape(
+                name,
+                format!("amax(): Expected reduction dim {d} to have non-zero size. (input shape {:?})", l.shape),
+            ));
+        }
+    }
+    let _ = keepdim; // the data order does not depend on it; the caller owns the shape
+    fn float<T: FloatElem>(op: ReduceOp, v: &[T], r: &Reduction) -> CpuStorage {
+        let out: Vec<T> = match op {
+            ReduceOp::Sum => drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add).into_iter().map(T::from_f64).collect(),
+            ReduceOp::Mean => {
+                let n = r.red_n as f64;
+                drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add).into_iter().map(|s| T::from_f64(s / n)).collect()
+            }
+            ReduceOp::Amax => drive(r, f64::NEG_INFINITY, fold_row(v, T::to_f64, max_nan, f64::NEG_INFINITY), max_nan)
+                .into_iter()
+                .map(T::from_f64)
+                .collect(),
+        };
+        T::into_storage(out)
+    }
+    float_or!(src, v => Ok(float(op, v, &r)), other => match (op, other) {
+        (ReduceOp::Mean, _) => Err(AotError::dtype(
+            name,
+            format!(
+                "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+                torch_type_name(other.dtype())
+            ),
+        )),
+        (ReduceOp::Sum, CpuStorage::I64(v)) => {
+            Ok(CpuStorage::I64(drive(&r, 0, fold_row(v, |x| x, i64::wrapping_add, 0), i64::wrapping_add)))
+        }
+        (ReduceOp::Sum, CpuStorage::Bool(v)) => {
+            Ok(CpuStorage::I64(drive(&r, 0, fold_row(v, |x| x as i64, i64::wrapping_add, 0), i64::wrapping_add)))
+        }
+        (ReduceOp::Amax, CpuStorage::I64(v)) => {
+            Ok(CpuStorage::I64(drive(&r, i64::MIN, fold_row(v, |x| x, i64::max, i64::MIN), i64::max)))
+        }
+        (ReduceOp::Amax, CpuStorage::Bool(v)) => {
+            Ok(CpuStorage::Bool(drive(&r, false, fold_row(v, |x| x, |a, b| a | b, false), |a, b| a | b)))
+        }
+        _ => Err(AotError::internal(name, "unhandled dtype")),
+    })
+}
+
+/// The shape `reduce`/`var` give for `dims` of `shape`.
+#[cfg(test)]
+fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
+    let mask = reduced_mask("test", shape.len(), dims).unwrap_or_default();
+    shape.iter().zip(mask).filter_map(|(&n, m)| if !m { Some(n) } else if keepdim { Some(1) } else { None }).collect()
+}
+
+/// Variance over `dims` (as for [`reduce`]) dividing by
+/// `max(0, N - correction)`, so too few elements give inf or NaN as in
+/// PyTorch. Floating dtypes only; two passes (mean, then squared
+/// deviations) in f64.
+pub fn var(src: &CpuStorage, l: &Layout, dims: &[usize], correction: i64, keepdim: bool) -> Result<CpuStorage> {
+    const OP: &str = "var";
+    check_layout(OP, l, src.len())?;
+    let r = Reduction::new(OP, l, dims)?;
+    let _ = keepdim; // the data order does not depend on it
+    fn float<T: FloatElem>(v: &[T], r: &Reduction, correction: i64) -> CpuStorage {
+        let n = r.red_n as f64;
+        let mean: Vec<f64> = drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add).into_iter().map(|s| s / n).collect();
+        let mean = &mean;
+        let squares = move |acc: &mut [f64], base: usize, o0: usize, os: usize, x0: usize, xs: usize, len: usize| {
+            if os == 0 {
+                let m = mean[base + o0];
+                let mut s = 0.0;
+                for j in 0..len {
+                    let d = v[x0 + j * xs].to_f64() - m;
+                    s += d * d;
+                }
+                acc[o0] += s;
+            } else {
+                for j in 0..len {
+                    let o = o0 + j * os;
+                    let d = v[x0 + j * xs].to_f64() - mean[base + o];
+                    acc[o] += d * d;
+                }
+            }
+        };
+        let div = (n - correction as f64).max(0.0);
+        T::into_storage(drive(r, 0.0, squares, add).into_iter().map(|s| T::from_f64(s / div)).collect())
+    }
+    float_or!(src, v => Ok(float(v, &r, correction)), other => Err(AotError::dtype(
+        OP,
+        format!("std and var only support floating point and complex dtypes, got {}", torch_type_name(other.dtype())),
+    )))
+}
