@@ -1,0 +1,213 @@
+//! Helpers for the oracle tests: the golden data's format, its leaf values,
+//! its argument expressions, and tolerant comparisons.
+//!
+//! The golden data (`oracle/public.json`) is PyTorch's own record of what
+//! AOTAutograd decided and computed on a corpus of functions; see
+//! `oracle/README.md`.
+
+use aot_runtime::{DType, Device, Result, Tensor};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// One function of the corpus.
+#[derive(Debug, Deserialize)]
+pub struct Case {
+    pub name: String,
+    pub python: String,
+    pub rust: String,
+    pub calls: Vec<Call>,
+}
+
+/// One call of a function, with what PyTorch decided and computed.
+#[derive(Debug, Deserialize)]
+pub struct Call {
+    pub label: String,
+    pub leaves: Vec<Leaf>,
+    #[serde(default)]
+    pub lets: Vec<(String, String)>,
+    pub args: Vec<Value>,
+    pub fw_metadata: Option<Value>,
+    pub dedupe: Option<Value>,
+    pub synthetic_base_info: Option<Value>,
+    pub synthetic_base: Option<Value>,
+    pub result: Option<CallResult>,
+    pub error: Option<String>,
+    pub eager_error: Option<String>,
+    pub eager_result: Option<CallResult>,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Leaf {
+    pub name: String,
+    pub shape: Vec<usize>,
+    #[serde(default)]
+    pub requires_grad: bool,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+pub struct TensorRec {
+    pub shape: Option<Vec<usize>>,
+    pub values: Option<Vec<f64>>,
+    pub requires_grad: Option<bool>,
+    pub scalar: Option<f64>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+pub struct CallResult {
+    pub outputs: Vec<TensorRec>,
+    pub output_shares_storage_with_arg: Vec<Vec<usize>>,
+    pub args_after: Vec<TensorRec>,
+    #[serde(default)]
+    pub grads: HashMap<String, Option<Vec<f64>>>,
+}
+
+impl Call {
+    /// What the call must produce: eager PyTorch's result where PyTorch's
+    /// AOTAutograd was wrong or gave up, else the compiled result.
+    pub fn expected(&self) -> Option<&CallResult> {
+        self.eager_result.as_ref().or(self.result.as_ref())
+    }
+}
+
+/// The oracle corpus kept in the repository.
+pub fn load_cases() -> Vec<Case> {
+    let text = include_str!("../oracle/public.json");
+    serde_json::from_str(text).expect("oracle/public.json parses")
+}
+
+/// Leaf `k`'s values: `sin(0.37 i + 0.71 k + 0.1)` in f64, stored as f32.
+pub fn leaf_values(k: usize, numel: usize) -> Vec<f32> {
+    (0..numel).map(|i| (0.37 * i as f64 + 0.71 * k as f64 + 0.1).sin() as f32).collect()
+}
+
+/// Fresh leaves for a call, by name.
+pub fn make_leaves(leaves: &[Leaf]) -> Result<Vec<(String, Tensor)>> {
+    let mut out = vec![];
+    for (k, l) in leaves.iter().enumerate() {
+        let n = l.shape.iter().product();
+        let t = Tensor::from_vec(leaf_values(k, n), &l.shape, &Device::Cpu)?;
+        if l.requires_grad {
+            t.requires_grad_(true)?;
+        }
+        out.push((l.name.clone(), t));
+    }
+    Ok(out)
+}
+
+fn ints(s: &str) -> Vec<i64> {
+    s.split(|c: char| !(c.is_ascii_digit() || c == '-')).filter(|p| !p.is_empty() && *p != "-").filter_map(|p| p.parse().ok()).collect()
+}
+
+/// Evaluates `NAME(.method(args))*` over `env` (the README's expression language).
+pub fn eval_expr(expr: &str, env: &HashMap<String, Tensor>) -> std::result::Result<Tensor, String> {
+    let name_end = expr.find('.').unwrap_or(expr.len());
+    let name = &expr[..name_end];
+    let mut t = env.get(name).cloned().ok_or_else(|| format!("unknown name {name}"))?;
+    let mut rest = &expr[name_end..];
+    while let Some(r) = rest.strip_prefix('.') {
+        let open = r.find('(').ok_or("missing (")?;
+        let method = &r[..open];
+        // arguments may hold brackets but never parentheses
+        let close = r[open..].find(')').ok_or("missing )")? + open;
+        let args = &r[open + 1..close];
+        let v = ints(args);
+        let e = |e: aot_runtime::AotError| e.to_string();
+        t = match method {
+            "copy" => t.copy().map_err(e)?,
+            "view" => t.view(&v).map_err(e)?,
+            "t" => t.t().map_err(e)?,
+            "transpose" => t.transpose(v[0], v[1]).map_err(e)?,
+            "select" => t.select(v[0], v[1]).map_err(e)?,
+            "narrow" => t.narrow(v[0], v[1], v[2]).map_err(e)?,
+            "unsqueeze" => t.unsqueeze(v[0]).map_err(e)?,
+            "detach" => t.detach().map_err(e)?,
+            "diagonal" => t.diagonal().map_err(e)?,
+            "as_strided" => {
+                let (a, b) = args.split_once("],").ok_or("as_strided args")?;
+                let (b, c) = b.split_once(']').ok_or("as_strided args")?;
+                let sizes: Vec<usize> = ints(a).into_iter().map(|x| x as usize).collect();
+                let strides: Vec<usize> = ints(b).into_iter().map(|x| x as usize).collect();
+                let off = ints(c).first().copied().unwrap_or(0) as usize;
+                t.as_strided(&sizes, &strides, off).map_err(e)?
+            }
+            m => return Err(format!("unknown method {m}")),
+        };
+        rest = &r[close + 1..];
+    }
+    Ok(t)
+}
+
+/// An argument of a call: a tensor, or a number.
+#[derive(Clone, Debug)]
+pub enum CallArg {
+    Tensor(Tensor),
+    Number(f64),
+}
+
+/// Builds a call's leaves, lets and arguments.
+pub fn build_args(call: &Call) -> std::result::Result<(Vec<(String, Tensor)>, Vec<CallArg>), String> {
+    let leaves = make_leaves(&call.leaves).map_err(|e| e.to_string())?;
+    let mut env: HashMap<String, Tensor> = leaves.iter().cloned().collect();
+    for (name, expr) in &call.lets {
+        let t = eval_expr(expr, &env)?;
+        env.insert(name.clone(), t);
+    }
+    let mut args = vec![];
+    for a in &call.args {
+        match a {
+            Value::String(s) => args.push(CallArg::Tensor(eval_expr(s, &env)?)),
+            Value::Number(n) => args.push(CallArg::Number(n.as_f64().unwrap_or(0.0))),
+            other => return Err(format!("unsupported arg {other}")),
+        }
+    }
+    Ok((leaves, args))
+}
+
+/// `|a - b| <= tol * (1 + |b|)`, elementwise, NaN equal to NaN.
+pub fn close(got: &[f64], want: &[f64], tol: f64) -> bool {
+    got.len() == want.len()
+        && got.iter().zip(want).all(|(a, b)| (a.is_nan() && b.is_nan()) || (a - b).abs() <= tol * (1.0 + b.abs()))
+}
+
+/// The oracle's loss: `sum_i sum(out_i * w_i)` over outputs that require grad,
+/// with `w_i` the leaf formula at `k = 100 + i`.
+pub fn oracle_loss(outs: &[Tensor]) -> Result<Option<Tensor>> {
+    let mut loss: Option<Tensor> = None;
+    for (i, o) in outs.iter().enumerate() {
+        if !o.requires_grad() {
+            continue;
+        }
+        let w = Tensor::from_vec(leaf_values(100 + i, o.numel()), &o.shape(), &Device::Cpu)?.to_dtype(o.dtype())?;
+        let term = o.mul(&w)?.sum()?;
+        loss = Some(match loss {
+            Some(l) => l.add(&term)?,
+            None => term,
+        });
+    }
+    Ok(loss)
+}
+
+/// Values of a tensor as f64, row-major.
+pub fn values(t: &Tensor) -> Vec<f64> {
+    t.to_vec::<f64>().unwrap_or_default()
+}
+
+/// Removes keys the oracle says to ignore: `mutations_hidden_from_autograd`
+/// on inputs that are not mutated at all (PyTorch reports `true` there).
+pub fn normalize_meta(meta: &mut Value) {
+    let Some(inputs) = meta.get_mut("input_info").and_then(|v| v.as_array_mut()) else { return };
+    for inp in inputs {
+        let mutated = inp.get("mutates_data").and_then(Value::as_bool).unwrap_or(false)
+            || inp.get("mutates_metadata").and_then(Value::as_bool).unwrap_or(false);
+        if !mutated {
+            if let Some(o) = inp.as_object_mut() {
+                o.remove("mutations_hidden_from_autograd");
+            }
+        }
+    }
+}
+
+/// f32 is the oracle's dtype.
+pub const ORACLE_DTYPE: DType = DType::F32;
