@@ -3,6 +3,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod autograd;
+pub mod compiled;
 pub mod cpu;
 pub mod device;
 pub mod dtype;
@@ -11,6 +12,7 @@ pub mod layout;
 pub mod ops;
 pub mod storage;
 pub mod tensor;
+pub mod wrappers;
 
 pub use aot_macros::aot_fn;
 pub use device::Device;
@@ -19,6 +21,7 @@ pub use error::{AotError, Result};
 pub use tensor::Tensor;
 pub use autograd::{is_grad_enabled, no_grad, NoGradGuard};
 pub use ops::Operand;
+pub use compiled::{Arg, CompiledFn, CallReport};
 
 /// `use aot_runtime::prelude::*;` brings what user code needs.
 pub mod prelude {

@@ -239,3 +239,16 @@ impl Tensor {
         }
     }
 }
+
+impl Tensor {
+    /// The root base of a differentiable view (PyTorch's `._base`).
+    pub fn view_base(&self) -> Option<Tensor> {
+        self.state().ag.view.as_ref().map(|v| v.base.clone())
+    }
+
+    /// A 1-D tensor over this tensor's whole storage, without history.
+    pub fn storage_as_1d(&self) -> Tensor {
+        let n = self.storage_len();
+        self.alias_with_layout(Layout::contiguous(&[n]))
+    }
+}

@@ -403,9 +403,10 @@ impl BackwardOp {
             BackwardOp::Dropout { mask } => one(g.mul(&mask.get(name)?)),
             BackwardOp::View { op, in_layout, storage_len, dtype } => one(view_backward(op, in_layout, *storage_len, *dtype, g)),
             BackwardOp::CopyFrom { src_shape, src_dtype } => {
-                Ok(vec![None, if need(1) { Some(sum_to(g, src_shape, *src_dtype)?) } else { None }])
+                // PyTorch gives the overwritten value a zero gradient, not none.
+                Ok(vec![if need(0) { Some(g.zeros_like()?) } else { None }, if need(1) { Some(sum_to(g, src_shape, *src_dtype)?) } else { None }])
             }
-            BackwardOp::Fill => Ok(vec![None]),
+            BackwardOp::Fill => one(g.zeros_like()),
             BackwardOp::CopySlices { base_layout, view_layout, storage_len, dtype, fn_node } => {
                 let mirror = Tensor::zeros(&[*storage_len], *dtype, &g.device())?;
                 let base_view = mirror.alias_with_layout(base_layout.clone());

@@ -193,7 +193,7 @@ impl Tensor {
     /// `grad_fn` was computed and the base carries history.
     fn view_needs_refresh(&self, ag: &AutogradMeta) -> bool {
         match &ag.view {
-            Some(v) => self.version() != ag.grad_fn_version && !v.base.same_tensor(self) && v.base.requires_grad(),
+            Some(v) => !v.created_in_no_grad && self.version() != ag.grad_fn_version && !v.base.same_tensor(self) && v.base.requires_grad(),
             None => false,
         }
     }
@@ -205,7 +205,8 @@ impl Tensor {
             (s.ag.view.clone(), s.ag.grad_fn_version == self.version(), s.ag.grad_fn.clone())
         };
         let Some(view) = view else { return grad_fn };
-        if version_ok {
+        // Views made under no_grad keep their own (leaf) history.
+        if version_ok || view.created_in_no_grad {
             return grad_fn;
         }
         let now = self.version();
@@ -273,9 +274,4 @@ pub(crate) fn record(out: &Tensor, inputs: &[Option<&Tensor>], op: impl FnOnce()
     s.ag.grad_fn = Some(node);
     s.ag.grad_fn_version = version;
     Ok(())
-}
-
-/// True if recording would happen for these inputs.
-pub(crate) fn any_requires_grad(inputs: &[&Tensor]) -> bool {
-    is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
 }

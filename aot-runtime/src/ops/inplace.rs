@@ -83,19 +83,19 @@ pub(crate) fn inplace(
         return Ok(target.clone());
     }
     let view = target.state().ag.view.clone();
-    if target.is_leaf() && target.state().ag.requires_grad {
-        return Err(leaf_error(op, target));
-    }
     if let Some(v) = &view {
-        if v.base.is_leaf() && v.base.requires_grad() {
-            return Err(leaf_error(op, target));
-        }
         if v.created_in_no_grad && v.base.requires_grad() {
             return Err(AotError::autograd(
                 op,
                 "A view was created in no_grad mode and is being modified inplace with grad mode enabled. This view is the output of a function that returns multiple views or was created under no_grad; such views cannot be modified inplace. You should replace the inplace operation by an out-of-place one.",
             ));
         }
+        if v.base.is_leaf() && v.base.requires_grad() {
+            return Err(leaf_error(op, target));
+        }
+    }
+    if target.is_leaf() && target.state().ag.requires_grad {
+        return Err(leaf_error(op, target));
     }
     // The snapshot holds the target's current values; for a plain tensor it
     // carries the target's history, for a view it stands in for the view's

@@ -65,10 +65,14 @@ fn make_view(x: &Tensor, layout: Layout, op: ViewOp) -> Result<Tensor> {
         None => x.clone(),
     };
     {
+        // A view made under no_grad of a tensor that requires grad still
+        // requires grad, as a leaf: no gradient reaches the base (PyTorch).
+        let leaf_requires_grad = !is_grad_enabled() && x.requires_grad();
         let version = out.version();
         let mut s = out.state_mut();
         s.ag.view = Some(ViewInfo { base, created_in_no_grad: !is_grad_enabled() });
         s.ag.grad_fn_version = version;
+        s.ag.requires_grad = leaf_requires_grad;
     }
     let in_layout = x.layout();
     let storage_len = x.storage_len();

@@ -1,0 +1,205 @@
+//! The PyTorch oracle, run through `#[aot_fn]`: for every call of every
+//! case, the metadata `explain()` reports, and the outputs, arguments after
+//! the call, storage sharing and gradients of the call itself.
+//!
+//! Failures are collected and reported together, one line per mismatch.
+
+#[path = "../../ui-tests/tests/oracle/cases.rs"]
+mod cases;
+
+use aot_runtime::{Arg, CompiledFn, Tensor};
+use aot_tests::{build_args, close, load_cases, normalize_meta, oracle_loss, values, Call, CallArg};
+use serde_json::Value;
+
+const TOL: f64 = 1e-3;
+
+fn to_args(args: &[CallArg]) -> Vec<Arg<'_>> {
+    args.iter()
+        .map(|a| match a {
+            CallArg::Tensor(t) => Arg::from(t),
+            CallArg::Number(n) => Arg::from(*n),
+        })
+        .collect()
+}
+
+/// Compares `explain()` with PyTorch's decisions; returns mismatches.
+fn check_metadata(f: &CompiledFn, call: &Call) -> Vec<String> {
+    let mut errs = vec![];
+    // Where PyTorch's AOTAutograd gave up, there is no metadata to compare.
+    if call.error.is_some() || call.fw_metadata.is_none() {
+        return errs;
+    }
+    let (_, args) = match build_args(call) {
+        Ok(a) => a,
+        Err(e) => return vec![format!("building args: {e}")],
+    };
+    let report = match f.explain(&to_args(&args)) {
+        Ok(r) => serde_json::to_value(r).unwrap_or(Value::Null),
+        Err(e) => return vec![format!("explain failed: {e}")],
+    };
+    let mut got_meta = report["fw_metadata"].clone();
+    let mut want_meta = call.fw_metadata.clone().unwrap_or(Value::Null);
+    normalize_meta(&mut got_meta);
+    normalize_meta(&mut want_meta);
+    diff("fw_metadata", &got_meta, &want_meta, &mut errs);
+    let want = |v: &Option<Value>| v.clone().unwrap_or(Value::Null);
+    diff("dedupe", &report["dedupe"], &want(&call.dedupe), &mut errs);
+    diff("synthetic_base_info", &report["synthetic_base_info"], &want(&call.synthetic_base_info), &mut errs);
+    diff("synthetic_base", &report["synthetic_base"], &want(&call.synthetic_base), &mut errs);
+    errs
+}
+
+/// Structural diff of two JSON values, naming each differing path.
+fn diff(path: &str, got: &Value, want: &Value, errs: &mut Vec<String>) {
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => {
+            for (k, wv) in w {
+                let p = format!("{path}.{k}");
+                match g.get(k) {
+                    Some(gv) => diff(&p, gv, wv, errs),
+                    None if k == "mutations_hidden_from_autograd" => {}
+                    None => errs.push(format!("{p}: missing (want {wv})")),
+                }
+            }
+            for k in g.keys() {
+                if !w.contains_key(k) && k != "mutations_hidden_from_autograd" {
+                    errs.push(format!("{path}.{k}: unexpected"));
+                }
+            }
+        }
+        (Value::Array(g), Value::Array(w)) if g.len() == w.len() => {
+            for (i, (gv, wv)) in g.iter().zip(w).enumerate() {
+                diff(&format!("{path}[{i}]"), gv, wv, errs);
+            }
+        }
+        _ if got == want => {}
+        _ => errs.push(format!("{path}: got {got}, want {want}")),
+    }
+}
+
+/// Runs the call and compares with what eager PyTorch (or its correct
+/// compiled result) computed; returns mismatches.
+fn check_result(f: &CompiledFn, call: &Call) -> Vec<String> {
+    let mut errs = vec![];
+    let (leaves, args) = match build_args(call) {
+        Ok(a) => a,
+        Err(e) => return vec![format!("building args: {e}")],
+    };
+    let outs = f.__call(&to_args(&args));
+    if call.eager_error.is_some() {
+        if outs.is_ok() {
+            errs.push(format!("expected an error like PyTorch's `{}`, got Ok", call.eager_error.as_deref().unwrap_or("")));
+        }
+        return errs;
+    }
+    let Some(want) = call.expected() else { return errs };
+    let outs: Vec<Tensor> = match outs {
+        Ok(o) => o,
+        Err(e) => return vec![format!("call failed: {e}")],
+    };
+    if outs.len() != want.outputs.len() {
+        return vec![format!("{} outputs, want {}", outs.len(), want.outputs.len())];
+    }
+    for (i, (o, w)) in outs.iter().zip(&want.outputs).enumerate() {
+        if let Some(s) = &w.shape {
+            if &o.shape() != s {
+                errs.push(format!("output {i}: shape {:?}, want {s:?}", o.shape()));
+            }
+        }
+        if let Some(v) = &w.values {
+            if !close(&values(o), v, TOL) {
+                errs.push(format!("output {i}: values {:?}, want {v:?}", values(o)));
+            }
+        }
+        if let Some(rg) = w.requires_grad {
+            if o.requires_grad() != rg {
+                errs.push(format!("output {i}: requires_grad {}, want {rg}", o.requires_grad()));
+            }
+        }
+        let shares: Vec<usize> = args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| matches!(a, CallArg::Tensor(t) if t.shares_storage_with(o)))
+            .map(|(k, _)| k)
+            .collect();
+        if let Some(ws) = want.output_shares_storage_with_arg.get(i) {
+            if &shares != ws {
+                errs.push(format!("output {i}: shares storage with args {shares:?}, want {ws:?}"));
+            }
+        }
+    }
+    for (k, (a, w)) in args.iter().zip(&want.args_after).enumerate() {
+        if let CallArg::Tensor(t) = a {
+            if let Some(s) = &w.shape {
+                if &t.shape() != s {
+                    errs.push(format!("arg {k} after: shape {:?}, want {s:?}", t.shape()));
+                }
+            }
+            if let Some(v) = &w.values {
+                if !close(&values(t), v, TOL) {
+                    errs.push(format!("arg {k} after: values {:?}, want {v:?}", values(t)));
+                }
+            }
+        }
+    }
+    if !want.grads.is_empty() {
+        match oracle_loss(&outs) {
+            Ok(Some(loss)) => {
+                if let Err(e) = loss.backward() {
+                    errs.push(format!("backward failed: {e}"));
+                    return errs;
+                }
+            }
+            Ok(None) => errs.push("no output requires grad, but PyTorch computed gradients".into()),
+            Err(e) => errs.push(format!("loss failed: {e}")),
+        }
+        for (name, wg) in &want.grads {
+            let leaf = leaves.iter().find(|(n, _)| n == name).map(|(_, t)| t);
+            let got = leaf.and_then(|t| t.grad()).map(|g| values(&g));
+            match (got, wg) {
+                (Some(g), Some(w)) if close(&g, w, TOL) => {}
+                (None, None) => {}
+                (g, w) => errs.push(format!("grad of {name}: {g:?}, want {w:?}")),
+            }
+        }
+    }
+    errs
+}
+
+fn run(check: fn(&CompiledFn, &Call) -> Vec<String>) -> (usize, Vec<String>) {
+    let cases = load_cases();
+    let fns = cases::all();
+    assert_eq!(fns.len(), cases.len(), "cases.rs is stale: rerun tests/oracle/gen_cases.py");
+    let mut total = 0;
+    let mut failures = vec![];
+    for (case, (_, f)) in cases.iter().zip(&fns) {
+        for call in &case.calls {
+            total += 1;
+            for e in check(f, call) {
+                failures.push(format!("{} [{}]: {e}", case.name, call.label));
+            }
+        }
+    }
+    (total, failures)
+}
+
+fn report(what: &str, total: usize, failures: &[String]) {
+    let failing_calls: std::collections::BTreeSet<&str> = failures.iter().map(|f| f.split(": ").next().unwrap_or("")).collect();
+    println!("oracle {what}: {} of {total} calls match", total - failing_calls.len());
+    for f in failures {
+        println!("  {f}");
+    }
+    assert!(failures.is_empty(), "{} oracle {what} mismatches (see above)", failures.len());
+}
+
+#[test]
+fn oracle_results_match_pytorch() {
+    let (total, failures) = run(check_result);
+    report("results", total, &failures);
+}
+
+#[test]
+fn oracle_metadata_matches_pytorch() {
+    let (total, failures) = run(check_metadata);
+    report("metadata", total, &failures);
+}
