@@ -209,3 +209,35 @@ impl Tensor {
         binary(BinaryOp::Mul, &a, Operand::Tensor(&b), false)
     }
 }
+
+/// `&a + &b`, `&a * 2.0`, ...: the eager operators, returning `Result`.
+macro_rules! std_ops {
+    ($($trait:ident $method:ident => $op:ident),*) => {$(
+        impl std::ops::$trait<&Tensor> for &Tensor {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: &Tensor) -> Result<Tensor> {
+                binary(BinaryOp::$op, self, Operand::Tensor(rhs), false)
+            }
+        }
+        impl std::ops::$trait<f64> for &Tensor {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: f64) -> Result<Tensor> {
+                binary(BinaryOp::$op, self, Operand::Scalar(Scalar::F64(rhs)), false)
+            }
+        }
+        impl std::ops::$trait<&Tensor> for f64 {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: &Tensor) -> Result<Tensor> {
+                binary(BinaryOp::$op, rhs, Operand::Scalar(Scalar::F64(self)), true)
+            }
+        }
+    )*};
+}
+std_ops!(Add add => Add, Sub sub => Sub, Mul mul => Mul, Div div => Div);
+
+impl std::ops::Neg for &Tensor {
+    type Output = Result<Tensor>;
+    fn neg(self) -> Result<Tensor> {
+        Tensor::neg(self)
+    }
+}
