@@ -1,1 +1,38 @@
-pub fn _x(){}
+//! aot-ir: the IR of `#[aot_fn]` functions, the metadata schemas of
+//! AOTAutograd, and the static analyses shared by the macro (which runs them
+//! at compile time) and the runtime (which completes their results per call).
+//!
+//! No `syn`, no tensors: the crate is plain data and algorithms, so the proc
+//! macro can depend on it cheaply and the runtime can deserialise what the
+//! macro embedded.
+//!
+//! ```
+//! use aot_ir::{graph::args::*, GraphBuilder, OpKind, ReturnKind};
+//! let mut b = GraphBuilder::new("f");
+//! let a = b.tensor("a", true);
+//! b.call(OpKind::MulInplace, a, vec![f(2.0)]);
+//! let out = b.call(OpKind::Mul, a, vec![f(3.0)]);
+//! let g = b.finish(vec![out], ReturnKind::Single);
+//! aot_ir::verify(&g).unwrap();
+//! assert!(g.to_string().contains("mul_(%0, 2.0)"));
+//! let meta = aot_ir::StaticMeta::compute(&g);
+//! assert!(meta.inputs[0].mutates_data());
+//! ```
+
+pub mod analysis;
+pub mod graph;
+pub mod op;
+pub mod print;
+pub mod schema;
+pub mod types;
+pub mod verify;
+
+pub use analysis::{ArgFacts, CallFacts, Diagnostic, OutputAlias, StaticMeta};
+pub use graph::{Graph, GraphBuilder, Node, Param, ReturnKind, ValueDef, ValueInfo};
+pub use op::{OpClass, OpKind, OpSig, ParamKind, OP_TABLE};
+pub use schema::{
+    DedupeInfo, InputAliasInfo, MutationType, OutputAliasInfo, OutputType, SyntheticBaseEntry, SyntheticBaseInfo, TangentMeta,
+    ViewAndMutationMeta,
+};
+pub use types::{Arg, IrDType, ParamType, ScalarBinOp, ScalarError, ScalarExpr, ScalarTy, ScalarValue, SpanId, ValueId};
+pub use verify::{checked, verify, VerifyError};

@@ -1,3 +1,26 @@
+//! The `#[aot_fn]` attribute: traces a function of the tensor DSL into the
+//! aot IR at compile time, analyses its mutations and aliasing, refuses what
+//! cannot work with errors on the user's own tokens, and emits the function
+//! plus `NAME::compiled()`.
+//!
+//! The pipeline has one file per step: `ast` parses the body into the
+//! DSL's syntax tree, `valid` checks the signature and every call against
+//! the op table, `lower` builds the IR, and `expand` runs the analyses
+//! and emits the code. Use it through `aot_runtime::aot_fn`.
+
+mod ast;
+mod diag;
+mod expand;
+mod lower;
+mod valid;
+
+#[cfg(test)]
+mod tests;
+
 use proc_macro::TokenStream;
+
+/// Traces an `#[aot_fn]` function at compile time. See the crate `aot_runtime`.
 #[proc_macro_attribute]
-pub fn aot_fn(_attr: TokenStream, item: TokenStream) -> TokenStream { item }
+pub fn aot_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::expand(attr.into(), item.into()).into()
+}

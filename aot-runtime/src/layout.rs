@@ -211,7 +211,7 @@ impl Layout {
         let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
         match infer {
             Some(i) => {
-                if known == 0 || numel % known != 0 {
+                if known == 0 || !numel.is_multiple_of(known) {
                     return Err(AotError::shape(op, format!("shape '{shape:?}' is invalid for input of size {numel}")));
                 }
                 out[i] = numel / known;

@@ -25,5 +25,5 @@ pub use compiled::{Arg, CompiledFn, CallReport};
 
 /// `use aot_runtime::prelude::*;` brings what user code needs.
 pub mod prelude {
-    pub use crate::{aot_fn, AotError, DType, Device, Result, Tensor};
+    pub use crate::{aot_fn, AotError, Arg, DType, Device, Result, Tensor};
 }

@@ -167,8 +167,7 @@ pub fn build_args(call: &Call) -> std::result::Result<(Vec<(String, Tensor)>, Ve
 
 /// `|a - b| <= tol * (1 + |b|)`, elementwise, NaN equal to NaN.
 pub fn close(got: &[f64], want: &[f64], tol: f64) -> bool {
-    got.len() == want.len()
-        && got.iter().zip(want).all(|(a, b)| (a.is_nan() && b.is_nan()) || (a - b).abs() <= tol * (1.0 + b.abs()))
+    got.len() == want.len() && got.iter().zip(want).all(|(a, b)| (a.is_nan() && b.is_nan()) || (a - b).abs() <= tol * (1.0 + b.abs()))
 }
 
 /// The oracle's loss: `sum_i sum(out_i * w_i)` over outputs that require grad,

@@ -116,12 +116,8 @@ fn check_result(f: &CompiledFn, call: &Call) -> Vec<String> {
                 errs.push(format!("output {i}: requires_grad {}, want {rg}", o.requires_grad()));
             }
         }
-        let shares: Vec<usize> = args
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| matches!(a, CallArg::Tensor(t) if t.shares_storage_with(o)))
-            .map(|(k, _)| k)
-            .collect();
+        let shares: Vec<usize> =
+            args.iter().enumerate().filter(|(_, a)| matches!(a, CallArg::Tensor(t) if t.shares_storage_with(o))).map(|(k, _)| k).collect();
         if let Some(ws) = want.output_shares_storage_with_arg.get(i) {
             if &shares != ws {
                 errs.push(format!("output {i}: shares storage with args {shares:?}, want {ws:?}"));

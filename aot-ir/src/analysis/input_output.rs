@@ -67,7 +67,11 @@ pub fn remove_dupe_metadata(m: &ViewAndMutationMeta, keep_arg_mask: &[bool], add
     let output_info = m
         .output_info
         .iter()
-        .map(|o| OutputAliasInfo { output_type: o.output_type, base_idx: o.base_idx.map(|b| add_dupe_map[b]), requires_grad: o.requires_grad })
+        .map(|o| OutputAliasInfo {
+            output_type: o.output_type,
+            base_idx: o.base_idx.map(|b| add_dupe_map[b]),
+            requires_grad: o.requires_grad,
+        })
         .collect();
     ViewAndMutationMeta::new(input_info, output_info, m.num_intermediate_bases, m.keep_input_mutations, traced_tangents)
 }
@@ -193,7 +197,10 @@ pub fn create_synthetic_base_metadata(
         .collect();
     let skip = traced_tangents.len().min(m.traced_tangents.len());
     traced_tangents.extend(m.traced_tangents[skip..].iter().cloned());
-    (ViewAndMutationMeta::new(input_info, output_info, m.num_intermediate_bases, m.keep_input_mutations, traced_tangents), aliased_with_meta)
+    (
+        ViewAndMutationMeta::new(input_info, output_info, m.num_intermediate_bases, m.keep_input_mutations, traced_tangents),
+        aliased_with_meta,
+    )
 }
 
 #[cfg(test)]

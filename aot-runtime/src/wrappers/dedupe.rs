@@ -50,5 +50,5 @@ pub fn dedupe_plan(args: &[Arg], meta: &ViewAndMutationMeta) -> Option<DedupeInf
 
 /// The arguments with the repeats removed.
 pub fn remove_dupe_args<'a>(args: &[Arg<'a>], keep_arg_mask: &[bool]) -> Vec<Arg<'a>> {
-    args.iter().zip(keep_arg_mask).filter(|(_, &k)| k).map(|(a, _)| a.clone()).collect()
+    args.iter().zip(keep_arg_mask).filter(|(_, &k)| k).map(|(a, _)| *a).collect()
 }

@@ -50,7 +50,15 @@ pub fn merge_view_inputs(args: &[Arg], input_info: &[InputAliasInfo]) -> Option<
     let geoms: Vec<Option<ArgGeometry>> = (0..args.len()).map(|i| arg_geometry(args, i)).collect();
     let dense: Vec<ArgGeometry> = geoms
         .iter()
-        .map(|g| g.clone().unwrap_or(ArgGeometry { identity: usize::MAX, shape: vec![], stride: vec![], storage_offset: 0, requires_grad: false }))
+        .map(|g| {
+            g.clone().unwrap_or(ArgGeometry {
+                identity: usize::MAX,
+                shape: vec![],
+                stride: vec![],
+                storage_offset: 0,
+                requires_grad: false,
+            })
+        })
         .collect();
     let mut bases: Vec<SyntheticBase> = vec![];
     let mut entries: Vec<Option<SyntheticBaseEntry>> = vec![None; args.len()];
@@ -76,8 +84,12 @@ pub fn merge_view_inputs(args: &[Arg], input_info: &[InputAliasInfo]) -> Option<
         let bi = bases.len() - 1;
         for &i in g {
             let geo = geoms[i].as_ref()?;
-            entries[i] =
-                Some(SyntheticBaseEntry::View { base: bi, size: geo.shape.clone(), stride: geo.stride.clone(), storage_offset: geo.storage_offset });
+            entries[i] = Some(SyntheticBaseEntry::View {
+                base: bi,
+                size: geo.shape.clone(),
+                stride: geo.stride.clone(),
+                storage_offset: geo.storage_offset,
+            });
         }
     }
     if bases.is_empty() {

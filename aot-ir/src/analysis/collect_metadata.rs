@@ -1,0 +1,485 @@
+//! The static half of PyTorch's `run_functionalized_fw_and_collect_metadata`.
+//!
+//! PyTorch learns a function's mutations and aliasing by running it once on
+//! functional tensors. Most of what it learns depends only on the program:
+//! which inputs are mutated and how, which outputs are views of which input
+//! or intermediate. The rest depends on the call: `requires_grad` and
+//! `is_leaf` of the arguments, and which arguments are the same tensor.
+//!
+//! So the macro computes a [`StaticMeta`] template at compile time, and
+//! [`StaticMeta::complete`] fills in a call's facts to give exactly the
+//! `ViewAndMutationMeta` PyTorch would record, without re-analysing the graph.
+//!
+//! `requires_grad` of an output is a static function of the inputs' flags:
+//! each value carries the set of inputs whose gradient reaches it
+//! (`grad_deps`), kept per autograd group so that an in-place op on a view
+//! also makes its base (and the base's other views) require grad, as eager
+//! autograd does.
+
+use super::alias::{AliasInfo, LayoutTracker, StorageOwner};
+use crate::graph::Graph;
+use crate::op::OpClass;
+use crate::schema::{mutation_type, InputAliasInfo, OutputAliasInfo, OutputType, ViewAndMutationMeta};
+use crate::types::{Arg, ValueId};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap};
+
+/// What the program says about each input and output, before any call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StaticMeta {
+    pub inputs: Vec<InputTemplate>,
+    pub outputs: Vec<OutputTemplate>,
+    /// Some input's data or metadata is mutated. When false, the runtime can
+    /// skip alias checks between arguments entirely.
+    pub mutates_inputs: bool,
+    /// The graph draws random numbers (`rand_like`, `dropout`).
+    pub has_random_ops: bool,
+    /// Some fact depends on whether a `reshape`/`contiguous` aliased its
+    /// receiver; the template assumes it did.
+    pub uncertain: bool,
+}
+
+/// Static facts about one parameter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputTemplate {
+    pub is_tensor: bool,
+    /// How many in-place data writes reach this input's storage.
+    pub data_mutations: u32,
+    /// How many of them happen inside `no_grad!`.
+    pub data_mutations_under_no_grad: u32,
+    /// The tensor's own sizes/strides/offset are changed (`t_`, `unsqueeze_`, ..).
+    pub mutates_metadata: bool,
+    /// Every data write went through a `detach()` alias, invisible to autograd's history of this input.
+    pub mutated_only_through_detach: bool,
+    /// Inputs whose `requires_grad` makes this input require grad after the call.
+    pub final_grad_deps: Vec<usize>,
+}
+
+impl InputTemplate {
+    pub fn mutates_data(&self) -> bool {
+        self.data_mutations > 0
+    }
+}
+
+/// How an output aliases, before the call's facts are known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OutputAlias {
+    /// The output is the parameter's tensor itself.
+    IsInput(usize),
+    /// The output shares the parameter's storage (a view, or a detached alias).
+    AliasOfInput(usize),
+    /// The output shares storage allocated inside the function by this
+    /// value's op, without being that value: a view of it, or a detached alias.
+    AliasOfIntermediate(ValueId),
+    /// The output is a tensor the function allocated (other outputs may
+    /// still be views of it).
+    NonAlias,
+}
+
+/// Static facts about one output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputTemplate {
+    pub value: ValueId,
+    /// The tensor object returned (outputs with equal identity are the same tensor).
+    pub identity: ValueId,
+    pub alias: OutputAlias,
+    /// Outputs with the same storage class alias each other.
+    pub storage: u32,
+    /// Outputs with the same key have identical sizes, strides and offset.
+    pub layout_key: u32,
+    /// PyTorch's `._base` of the output, when it is an autograd view.
+    pub base: Option<ValueId>,
+    /// Inputs whose `requires_grad` makes this output require grad.
+    pub grad_deps: Vec<usize>,
+    /// The output type when it is the same for every `requires_grad`
+    /// pattern of distinct arguments.
+    pub static_type: Option<OutputType>,
+}
+
+/// A call's facts about one argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArgFacts {
+    pub is_tensor: bool,
+    pub requires_grad: bool,
+    pub is_leaf: bool,
+    /// Arguments with the same id are the very same tensor (passed twice).
+    pub identity: usize,
+}
+
+/// A call's facts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallFacts {
+    pub args: Vec<ArgFacts>,
+    pub grad_enabled: bool,
+    pub keep_input_mutations: bool,
+}
+
+impl CallFacts {
+    /// Distinct arguments with the given `requires_grad` flags, leaves all.
+    pub fn distinct(requires_grad: &[bool], is_tensor: &[bool]) -> CallFacts {
+        CallFacts {
+            args: requires_grad
+                .iter()
+                .zip(is_tensor)
+                .enumerate()
+                .map(|(i, (&rg, &t))| ArgFacts { is_tensor: t, requires_grad: rg && t, is_leaf: t, identity: i })
+                .collect(),
+            grad_enabled: true,
+            keep_input_mutations: true,
+        }
+    }
+}
+
+impl StaticMeta {
+    /// Analyses a graph. The graph must verify.
+    pub fn compute(g: &Graph) -> StaticMeta {
+        let alias = AliasInfo::compute(g);
+        let mut layouts = LayoutTracker::new(g, &alias);
+        let n_params = g.params.len();
+        let mut inputs: Vec<InputTemplate> = g
+            .params
+            .iter()
+            .map(|p| InputTemplate {
+                is_tensor: p.ty.is_tensor(),
+                data_mutations: 0,
+                data_mutations_under_no_grad: 0,
+                mutates_metadata: false,
+                mutated_only_through_detach: false,
+                final_grad_deps: Vec::new(),
+            })
+            .collect();
+        let mut detach_writes = vec![0u32; n_params];
+        let mut uncertain = false;
+
+        // Gradient dependencies per autograd group (keyed by group root).
+        let mut deps: HashMap<ValueId, BTreeSet<usize>> = HashMap::new();
+        for (i, p) in g.params.iter().enumerate() {
+            if let Some(v) = p.value {
+                deps.insert(v, BTreeSet::from([i]));
+            }
+        }
+        let group = |v: ValueId| alias.grad_root[v.index()];
+
+        for (k, node) in g.nodes.iter().enumerate() {
+            layouts.apply(g, &alias, k);
+            let sources: BTreeSet<usize> = if node.is_differentiable() {
+                node.op
+                    .differentiable_args()
+                    .iter()
+                    .filter_map(|&i| node.args.get(i).and_then(Arg::as_tensor))
+                    .filter(|v| !(node.op.is_inplace() && Some(*v) == node.receiver()))
+                    .flat_map(|v| deps.get(&group(v)).cloned().unwrap_or_default())
+                    .collect()
+            } else {
+                BTreeSet::new()
+            };
+            match node.class() {
+                OpClass::DataMutation => {
+                    let Some(t) = node.target() else { continue };
+                    if let Some(p) = alias.input_of(t) {
+                        let inp = &mut inputs[p];
+                        inp.data_mutations += 1;
+                        inp.data_mutations_under_no_grad += u32::from(node.no_grad);
+                        detach_writes[p] += u32::from(alias.through_detach[t.index()]);
+                        uncertain |= alias.uncertain[t.index()];
+                    }
+                    if !node.no_grad {
+                        deps.entry(group(t)).or_default().extend(sources);
+                    }
+                }
+                OpClass::MetadataMutation => {
+                    let Some(t) = node.target() else { continue };
+                    let id = alias.identity[t.index()];
+                    if let Some(p) = g.param_of(id) {
+                        inputs[p].mutates_metadata = true;
+                        uncertain |= alias.uncertain[t.index()];
+                    }
+                }
+                OpClass::View | OpClass::Compute => {
+                    let Some(out) = node.out else { continue };
+                    // Views and `contiguous` join their receiver's group; the
+                    // receiver's dependencies are already the group's.
+                    if group(out) == out {
+                        deps.insert(out, sources);
+                    }
+                }
+            }
+        }
+
+        for (p, inp) in inputs.iter_mut().enumerate() {
+            inp.mutated_only_through_detach = inp.data_mutations > 0 && detach_writes[p] == inp.data_mutations;
+            if let Some(v) = g.params[p].value {
+                inp.final_grad_deps = deps.get(&group(v)).map(|s| s.iter().copied().collect()).unwrap_or_default();
+            }
+        }
+
+        // Interned layout keys: equal keys mean identical metadata.
+        let mut keys: Vec<super::alias::LayoutPath> = Vec::new();
+        let mut outputs = Vec::with_capacity(g.outputs.len());
+        for &v in &g.outputs {
+            let identity = alias.identity[v.index()];
+            uncertain |= alias.uncertain[v.index()];
+            let out_alias = match alias.owner_of(v) {
+                StorageOwner::Input(p) if g.params[p].value == Some(identity) => OutputAlias::IsInput(p),
+                StorageOwner::Input(p) => OutputAlias::AliasOfInput(p),
+                StorageOwner::Intermediate(owner) if owner == identity => OutputAlias::NonAlias,
+                StorageOwner::Intermediate(owner) => OutputAlias::AliasOfIntermediate(owner),
+            };
+            let layout_key = match layouts.path(v) {
+                Some(path) => match keys.iter().position(|k| k == path) {
+                    Some(i) => i as u32,
+                    None => {
+                        keys.push(path.clone());
+                        (keys.len() - 1) as u32
+                    }
+                },
+                None => u32::MAX,
+            };
+            outputs.push(OutputTemplate {
+                value: v,
+                identity,
+                alias: out_alias,
+                storage: alias.storage_of(v).0,
+                layout_key,
+                base: alias.autograd_base[v.index()],
+                grad_deps: deps.get(&group(v)).map(|s| s.iter().copied().collect()).unwrap_or_default(),
+                static_type: None,
+            });
+        }
+
+        let mut meta = StaticMeta {
+            mutates_inputs: inputs.iter().any(|i| i.mutates_data() || i.mutates_metadata),
+            inputs,
+            outputs,
+            has_random_ops: g.nodes.iter().any(|n| n.op.is_random()),
+            uncertain,
+        };
+        meta.fill_static_types();
+        meta
+    }
+
+    /// An output's type is static when every `requires_grad` pattern of
+    /// distinct arguments gives the same answer. With many tensor inputs,
+    /// only the inputs the outputs depend on are enumerated.
+    fn fill_static_types(&mut self) {
+        let is_tensor: Vec<bool> = self.inputs.iter().map(|i| i.is_tensor).collect();
+        let relevant: Vec<usize> = {
+            let mut s: BTreeSet<usize> = BTreeSet::new();
+            for o in &self.outputs {
+                s.extend(o.grad_deps.iter().copied());
+            }
+            s.into_iter().collect()
+        };
+        if relevant.len() > 12 {
+            return;
+        }
+        let mut seen: Vec<Option<Option<OutputType>>> = vec![None; self.outputs.len()];
+        for mask in 0u32..(1 << relevant.len()) {
+            let mut rg = vec![false; is_tensor.len()];
+            for (bit, &i) in relevant.iter().enumerate() {
+                rg[i] = mask & (1 << bit) != 0;
+            }
+            let meta = self.complete(&CallFacts::distinct(&rg, &is_tensor));
+            for (slot, info) in seen.iter_mut().zip(&meta.output_info) {
+                *slot = match *slot {
+                    None => Some(Some(info.output_type)),
+                    Some(Some(t)) if t == info.output_type => Some(Some(t)),
+                    _ => Some(None),
+                };
+            }
+        }
+        for (o, s) in self.outputs.iter_mut().zip(seen) {
+            o.static_type = s.flatten();
+        }
+    }
+
+    /// Completes the template with a call's facts into the metadata PyTorch
+    /// would collect for that call. `traced_tangents` is left empty: it needs
+    /// shapes, which the runtime supplies.
+    pub fn complete(&self, facts: &CallFacts) -> ViewAndMutationMeta {
+        let arg = |i: usize| {
+            facts.args.get(i).copied().unwrap_or(ArgFacts {
+                is_tensor: false,
+                requires_grad: false,
+                is_leaf: false,
+                identity: usize::MAX - i,
+            })
+        };
+        let rg = |deps: &[usize]| facts.grad_enabled && deps.iter().any(|&i| arg(i).requires_grad);
+        let same = |i: usize, j: usize| arg(i).is_tensor && arg(j).is_tensor && arg(i).identity == arg(j).identity;
+        let n = self.inputs.len();
+
+        let input_info: Vec<InputAliasInfo> = (0..n)
+            .map(|i| {
+                let t = &self.inputs[i];
+                if !t.is_tensor || !arg(i).is_tensor {
+                    return InputAliasInfo {
+                        is_leaf: false,
+                        mutates_data: false,
+                        mutates_metadata: false,
+                        mutations_hidden_from_autograd: false,
+                        mutations_under_no_grad_or_inference_mode: false,
+                        mutates_storage_metadata: false,
+                        requires_grad: false,
+                        keep_input_mutations: facts.keep_input_mutations,
+                        mutation_type: crate::schema::MutationType::NotMutated,
+                    };
+                }
+                // An argument passed twice is one tensor: PyTorch sees the
+                // mutations of both parameters on it.
+                let group: Vec<usize> = (0..n).filter(|&j| self.inputs[j].is_tensor && same(i, j)).collect();
+                let writes: u32 = group.iter().map(|&j| self.inputs[j].data_mutations).sum();
+                let no_grad_writes: u32 = group.iter().map(|&j| self.inputs[j].data_mutations_under_no_grad).sum();
+                let mutates_data = writes > 0;
+                let mut info = InputAliasInfo {
+                    is_leaf: arg(i).is_leaf,
+                    mutates_data,
+                    mutates_metadata: group.iter().any(|&j| self.inputs[j].mutates_metadata),
+                    mutations_hidden_from_autograd: !mutates_data,
+                    mutations_under_no_grad_or_inference_mode: mutates_data && (no_grad_writes == writes || !facts.grad_enabled),
+                    mutates_storage_metadata: false,
+                    requires_grad: group.iter().any(|&j| rg(&self.inputs[j].final_grad_deps)),
+                    keep_input_mutations: facts.keep_input_mutations,
+                    mutation_type: crate::schema::MutationType::NotMutated,
+                };
+                info.mutation_type = mutation_type(&info);
+                info
+            })
+            .collect();
+
+        // PyTorch maps each input storage to the *last* argument holding it.
+        let last_same = |p: usize| (0..n).rev().find(|&j| same(p, j)).unwrap_or(p);
+        let out_rg: Vec<bool> = self.outputs.iter().map(|o| rg(&o.grad_deps)).collect();
+        let count_in_storage = |s: u32| self.outputs.iter().filter(|o| o.storage == s).count();
+        // The last output index holding each tensor object.
+        let last_out = |id: ValueId| self.outputs.iter().rposition(|o| o.identity == id);
+
+        let mut bases: Vec<ValueId> = Vec::new();
+        let mut output_info = Vec::with_capacity(self.outputs.len());
+        for (k, o) in self.outputs.iter().enumerate() {
+            let (output_type, base_idx) = match o.alias {
+                OutputAlias::IsInput(p) => (OutputType::IsInput, Some(last_same(p))),
+                OutputAlias::AliasOfInput(p) => (OutputType::AliasOfInput, Some(last_same(p))),
+                OutputAlias::AliasOfIntermediate(_) | OutputAlias::NonAlias => {
+                    let aliased = count_in_storage(o.storage);
+                    // The base is in o's autograd group, so it requires grad exactly when o does.
+                    match o.base {
+                        Some(base) if out_rg[k] => {
+                            if aliased == 1 {
+                                (OutputType::UnsafeViewAlias, None)
+                            } else if let Some(j) = last_out(base) {
+                                (OutputType::AliasOfIntermediateBaseIsUserOutput, Some(j))
+                            } else if let Some(j) = bases.iter().position(|&b| b == base) {
+                                (OutputType::AliasOfIntermediate, Some(j))
+                            } else {
+                                bases.push(base);
+                                (OutputType::AliasOfIntermediateSaveAsOutput, Some(bases.len() - 1))
+                            }
+                        }
+                        _ => {
+                            // `(out, out.detach())`: the detached output is
+                            // regenerated from its twin that requires grad.
+                            let twin = self.outputs.iter().enumerate().find(|&(j, t)| {
+                                t.identity != o.identity && t.storage == o.storage && t.layout_key == o.layout_key && out_rg[j]
+                            });
+                            match twin {
+                                Some((_, t)) if aliased > 1 && !out_rg[k] => {
+                                    (OutputType::AliasOfIntermediateBaseIsUserOutput, last_out(t.identity))
+                                }
+                                _ => (OutputType::NonAlias, None),
+                            }
+                        }
+                    }
+                }
+            };
+            output_info.push(OutputAliasInfo { output_type, base_idx, requires_grad: out_rg[k] });
+        }
+        ViewAndMutationMeta::new(input_info, output_info, bases.len(), facts.keep_input_mutations, Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::args::*;
+    use crate::graph::{GraphBuilder, ReturnKind};
+    use crate::op::OpKind;
+    use crate::schema::MutationType;
+
+    #[test]
+    fn input_mutation_facts() {
+        // a.mul_(2); no_grad { b.add_(1) }; c.detach().mul_(2); d.t_()
+        let mut bld = GraphBuilder::new("f");
+        let a = bld.tensor("a", true);
+        let b = bld.tensor("b", true);
+        let c = bld.tensor("c", true);
+        let d = bld.tensor("d", true);
+        bld.call(OpKind::MulInplace, a, vec![f(2.0)]);
+        bld.set_no_grad(true);
+        bld.call(OpKind::AddInplace, b, vec![f(1.0)]);
+        bld.set_no_grad(false);
+        let cd = bld.call(OpKind::Detach, c, vec![]);
+        bld.call(OpKind::MulInplace, cd, vec![f(2.0)]);
+        bld.call(OpKind::TInplace, d, vec![]);
+        let g = bld.finish(vec![], ReturnKind::Unit);
+        let m = StaticMeta::compute(&g);
+        assert_eq!((m.inputs[0].data_mutations, m.inputs[0].data_mutations_under_no_grad), (1, 0));
+        assert_eq!((m.inputs[1].data_mutations, m.inputs[1].data_mutations_under_no_grad), (1, 1));
+        assert!(m.inputs[2].mutated_only_through_detach);
+        assert!(m.inputs[3].mutates_metadata && !m.inputs[3].mutates_data());
+        assert!(m.mutates_inputs);
+
+        let full = m.complete(&CallFacts::distinct(&[false; 4], &[true; 4]));
+        let kinds: Vec<_> = full.input_info.iter().map(|i| i.mutation_type).collect();
+        assert_eq!(
+            kinds,
+            [MutationType::MutatedInGraph, MutationType::MutatedInGraph, MutationType::MutatedInGraph, MutationType::MutatedOutGraph]
+        );
+        let grad = m.complete(&CallFacts::distinct(&[true; 4], &[true; 4]));
+        assert_eq!(grad.input_info[0].mutation_type, MutationType::MutatedOutGraph);
+        assert_eq!(grad.input_info[1].mutation_type, MutationType::MutatedInGraph);
+        assert!(grad.input_info[3].mutations_hidden_from_autograd);
+    }
+
+    #[test]
+    fn outputs_aliasing_intermediates() {
+        // out = a * 3; (out.select(0, 0), out.select(0, 1), out)
+        let mut bld = GraphBuilder::new("f");
+        let a = bld.tensor("a", false);
+        let out = bld.call(OpKind::Mul, a, vec![f(3.0)]);
+        let s0 = bld.call(OpKind::Select, out, vec![i(0), i(0)]);
+        let s1 = bld.call(OpKind::Select, out, vec![i(0), i(1)]);
+        let g = bld.finish(vec![s0, s1, out], ReturnKind::Tuple(3));
+        let m = StaticMeta::compute(&g);
+        let grad = m.complete(&CallFacts::distinct(&[true], &[true]));
+        let types: Vec<_> = grad.output_info.iter().map(|o| (o.output_type, o.base_idx)).collect();
+        assert_eq!(
+            types,
+            [
+                (OutputType::AliasOfIntermediateBaseIsUserOutput, Some(2)),
+                (OutputType::AliasOfIntermediateBaseIsUserOutput, Some(2)),
+                (OutputType::NonAlias, None)
+            ]
+        );
+        assert_eq!(m.outputs[2].static_type, Some(OutputType::NonAlias));
+        assert_eq!(m.outputs[0].static_type, None);
+        assert_eq!(m.outputs[0].alias, OutputAlias::AliasOfIntermediate(out));
+        assert_eq!(m.outputs[2].alias, OutputAlias::NonAlias);
+    }
+
+    #[test]
+    fn in_place_from_a_grad_input_spreads_to_the_base() {
+        // x.select(0, 0).add_(y); return x  -> x requires grad when y does
+        let mut bld = GraphBuilder::new("f");
+        let x = bld.tensor("x", true);
+        let y = bld.tensor("y", false);
+        let v = bld.call(OpKind::Select, x, vec![i(0), i(0)]);
+        bld.call(OpKind::AddInplace, v, vec![t(y)]);
+        let g = bld.finish(vec![x], ReturnKind::Single);
+        let m = StaticMeta::compute(&g);
+        assert_eq!(m.inputs[0].final_grad_deps, vec![0, 1]);
+        assert_eq!(m.outputs[0].alias, OutputAlias::IsInput(0));
+        let meta = m.complete(&CallFacts::distinct(&[false, true], &[true, true]));
+        assert!(meta.input_info[0].requires_grad && meta.output_info[0].requires_grad);
+    }
+}

@@ -1,0 +1,417 @@
+//! Step 1, parse: the function body as a small DSL syntax tree.
+//!
+//! `syn` accepts all of Rust; the DSL is a small part of it. This step maps
+//! the part we support onto our own tree and reports everything else
+//! (closures, `match`, `if`, `while`, `?`, `self`, ...) with a span and a
+//! hint. Unsupported syntax becomes [`Expr::Error`], so the later steps can
+//! go on and report further problems without repeating this one.
+
+use crate::diag::{Errors, SpanRange};
+use aot_ir::{IrDType, ScalarTy};
+use syn::Ident;
+
+/// A `{ .. }` body: statements and an optional tail expression.
+#[derive(Debug)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+    pub tail: Option<Box<Expr>>,
+}
+
+#[derive(Debug)]
+pub enum Stmt {
+    Let {
+        pat: Pat,
+        init: Expr,
+    },
+    /// `name = value;` to a `let mut` binding.
+    Assign {
+        name: Ident,
+        value: Expr,
+    },
+    Expr(Expr),
+    /// `for var in start..end { body }`, unrolled during lowering.
+    For {
+        var: Option<Ident>,
+        start: i64,
+        end: i64,
+        body: Block,
+        span: SpanRange,
+    },
+}
+
+#[derive(Debug)]
+pub enum Pat {
+    /// A name, and whether it was declared `mut`.
+    Bind(Ident, bool),
+    Wild,
+    Tuple(Vec<Pat>, SpanRange),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+#[derive(Debug)]
+pub enum Expr {
+    Var(Ident),
+    Float(f64, SpanRange),
+    Int(i64, SpanRange),
+    Bool(bool, SpanRange),
+    DType(IrDType, SpanRange),
+    /// `&[a, b]` or `[a, b]`.
+    List(Vec<Expr>, SpanRange),
+    Tuple(Vec<Expr>, SpanRange),
+    /// `recv.method(args)`; `op` is filled in by validation when the call
+    /// matches the op table, and stays `None` for a call already reported.
+    Method {
+        recv: Box<Expr>,
+        method: Ident,
+        args: Vec<Expr>,
+        span: SpanRange,
+        call: SpanRange,
+        op: Option<aot_ir::OpKind>,
+    },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+        span: SpanRange,
+    },
+    Neg(Box<Expr>, SpanRange),
+    Cast(Box<Expr>, ScalarTy, SpanRange),
+    NoGrad(Block, SpanRange),
+    Block(Block, SpanRange),
+    /// Unsupported syntax, already reported.
+    Error(SpanRange),
+}
+
+impl Expr {
+    pub fn span(&self) -> SpanRange {
+        match self {
+            Expr::Var(i) => SpanRange::single(i.span()),
+            Expr::Float(_, s)
+            | Expr::Int(_, s)
+            | Expr::Bool(_, s)
+            | Expr::DType(_, s)
+            | Expr::List(_, s)
+            | Expr::Tuple(_, s)
+            | Expr::Method { span: s, .. }
+            | Expr::Binary { span: s, .. }
+            | Expr::Neg(_, s)
+            | Expr::Cast(_, _, s)
+            | Expr::NoGrad(_, s)
+            | Expr::Block(_, s)
+            | Expr::Error(s) => *s,
+        }
+    }
+}
+
+/// Parses a function body.
+pub fn parse_block(block: &syn::Block, errors: &mut Errors) -> Block {
+    parse_stmts(&block.stmts, errors)
+}
+
+fn parse_stmts(stmts: &[syn::Stmt], errors: &mut Errors) -> Block {
+    let mut out = Block { stmts: Vec::new(), tail: None };
+    let last = stmts.len().saturating_sub(1);
+    for (i, stmt) in stmts.iter().enumerate() {
+        match stmt {
+            syn::Stmt::Local(local) => {
+                if let Some(s) = parse_local(local, errors) {
+                    out.stmts.push(s);
+                }
+            }
+            syn::Stmt::Expr(syn::Expr::ForLoop(f), _) => {
+                if let Some(s) = parse_for(f, errors) {
+                    out.stmts.push(s);
+                }
+            }
+            syn::Stmt::Expr(syn::Expr::Assign(a), Some(_)) => match &*a.left {
+                syn::Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+                    let name = p.path.get_ident().cloned();
+                    if let Some(name) = name {
+                        out.stmts.push(Stmt::Assign { name, value: parse_expr(&a.right, errors) });
+                    }
+                }
+                other => {
+                    errors.add(
+                        SpanRange::of(other),
+                        "only plain names can be assigned to in an `#[aot_fn]` body",
+                        Some("write into a tensor with `copy_`".into()),
+                    );
+                }
+            },
+            syn::Stmt::Expr(e, semi) => {
+                let e = parse_expr(e, errors);
+                if semi.is_none() && i == last {
+                    out.tail = Some(Box::new(e));
+                } else {
+                    out.stmts.push(Stmt::Expr(e));
+                }
+            }
+            syn::Stmt::Macro(m) => {
+                let e = parse_macro(&m.mac, errors);
+                // A trailing `no_grad! { .. }` is the block's value.
+                if m.semi_token.is_none() && i == last {
+                    out.tail = Some(Box::new(e));
+                } else {
+                    out.stmts.push(Stmt::Expr(e));
+                }
+            }
+            syn::Stmt::Item(item) => {
+                errors.add(
+                    SpanRange::of(item),
+                    "items are not supported inside an `#[aot_fn]` body",
+                    Some("move the item outside the function".into()),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn parse_local(local: &syn::Local, errors: &mut Errors) -> Option<Stmt> {
+    let pat = parse_pat(&local.pat, errors)?;
+    let Some(init) = &local.init else {
+        errors.add(SpanRange::of(local), "`let` without a value is not supported", Some("bind the value directly: `let x = ...;`".into()));
+        return None;
+    };
+    if let Some((else_token, _)) = &init.diverge {
+        errors.add(SpanRange::of(else_token), "`let ... else` is not supported in an `#[aot_fn]` body", None);
+        return None;
+    }
+    Some(Stmt::Let { pat, init: parse_expr(&init.expr, errors) })
+}
+
+fn parse_pat(pat: &syn::Pat, errors: &mut Errors) -> Option<Pat> {
+    match pat {
+        syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => Some(Pat::Bind(p.ident.clone(), p.mutability.is_some())),
+        syn::Pat::Wild(_) => Some(Pat::Wild),
+        syn::Pat::Type(t) => parse_pat(&t.pat, errors),
+        syn::Pat::Paren(p) => parse_pat(&p.pat, errors),
+        syn::Pat::Tuple(t) => {
+            let items: Option<Vec<Pat>> = t.elems.iter().map(|p| parse_pat(p, errors)).collect();
+            Some(Pat::Tuple(items?, SpanRange::of(t)))
+        }
+        other => {
+            errors.add(
+                SpanRange::of(other),
+                "unsupported pattern in `let`",
+                Some("bind a name (`let x = ..`) or a tuple of names (`let (a, b) = ..`)".into()),
+            );
+            None
+        }
+    }
+}
+
+fn parse_for(f: &syn::ExprForLoop, errors: &mut Errors) -> Option<Stmt> {
+    let span = SpanRange::of(f);
+    if f.label.is_some() {
+        errors.add(SpanRange::of(&f.label), "loop labels are not supported", None);
+    }
+    let var = match &*f.pat {
+        syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => Some(p.ident.clone()),
+        syn::Pat::Wild(_) => None,
+        other => {
+            errors.add(SpanRange::of(other), "unsupported loop pattern", Some("use a name or `_`: `for i in 0..3`".into()));
+            return None;
+        }
+    };
+    let bounds = match &*f.expr {
+        syn::Expr::Range(r) => {
+            let lit = |e: &Option<Box<syn::Expr>>| e.as_deref().and_then(int_literal);
+            match (lit(&r.start), lit(&r.end), &r.limits) {
+                (Some(a), Some(b), syn::RangeLimits::HalfOpen(_)) => Some((a, b)),
+                (Some(a), Some(b), syn::RangeLimits::Closed(_)) => b.checked_add(1).map(|b| (a, b)),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    let Some((start, end)) = bounds else {
+        errors.add(
+            SpanRange::of(&f.expr),
+            "loop bounds must be integer literals",
+            Some("`for` loops are unrolled at compile time, so they must iterate over a literal range like `0..4`".into()),
+        );
+        return None;
+    };
+    let body = parse_block(&f.body, errors);
+    Some(Stmt::For { var, start, end, body, span })
+}
+
+/// An integer literal, possibly negated: `3`, `-1`.
+fn int_literal(e: &syn::Expr) -> Option<i64> {
+    match e {
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse().ok(),
+        syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => int_literal(expr)?.checked_neg(),
+        syn::Expr::Paren(p) => int_literal(&p.expr),
+        _ => None,
+    }
+}
+
+fn parse_macro(mac: &syn::Macro, errors: &mut Errors) -> Expr {
+    let span = SpanRange::of(mac);
+    if !mac.path.is_ident("no_grad") {
+        let name = mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        errors.add(
+            SpanRange::of(&mac.path),
+            format!("macro `{name}!` is not supported in an `#[aot_fn]` body"),
+            Some("the only macro of the DSL is `no_grad! { .. }`".into()),
+        );
+        return Expr::Error(span);
+    }
+    match mac.parse_body_with(syn::Block::parse_within) {
+        Ok(stmts) => Expr::NoGrad(parse_stmts(&stmts, errors), span),
+        Err(e) => {
+            errors.push(e);
+            Expr::Error(span)
+        }
+    }
+}
+
+/// Parses an expression, reporting unsupported syntax.
+pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
+    let span = SpanRange::of(e);
+    let mut unsupported = |what: &str, help: Option<&str>| {
+        errors.add(
+            span,
+            format!("{what} {} not supported in an `#[aot_fn]` body", if what.ends_with('s') { "are" } else { "is" }),
+            help.map(str::to_string),
+        );
+        Expr::Error(span)
+    };
+    match e {
+        syn::Expr::Lit(l) => match &l.lit {
+            syn::Lit::Float(f) => match f.base10_parse::<f64>() {
+                Ok(v) => Expr::Float(v, span),
+                Err(err) => {
+                    errors.push(err);
+                    Expr::Error(span)
+                }
+            },
+            syn::Lit::Int(i) => match i.base10_parse::<i64>() {
+                Ok(v) => Expr::Int(v, span),
+                Err(_) => unsupported("an integer literal outside the range of `i64`", None),
+            },
+            syn::Lit::Bool(b) => Expr::Bool(b.value, span),
+            _ => unsupported("this literal", Some("the DSL has numbers and bools")),
+        },
+        syn::Expr::Path(p) => parse_path(p, span, errors),
+        syn::Expr::MethodCall(m) => {
+            if m.turbofish.is_some() {
+                return unsupported("a turbofish (`::<..>`)", None);
+            }
+            let recv = parse_expr(&m.receiver, errors);
+            let args = m.args.iter().map(|a| parse_expr(a, errors)).collect();
+            let call = SpanRange::single(m.method.span()).to(SpanRange::single(m.paren_token.span.join()));
+            Expr::Method { recv: Box::new(recv), method: m.method.clone(), args, span, call, op: None }
+        }
+        syn::Expr::Binary(b) => {
+            let op = match b.op {
+                syn::BinOp::Add(_) => BinOp::Add,
+                syn::BinOp::Sub(_) => BinOp::Sub,
+                syn::BinOp::Mul(_) => BinOp::Mul,
+                syn::BinOp::Div(_) => BinOp::Div,
+                syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_) | syn::BinOp::Eq(_) | syn::BinOp::Ne(_) => {
+                    errors.add(
+                        SpanRange::of(&b.op),
+                        "comparison operators are not supported in an `#[aot_fn]` body",
+                        Some("compare tensors elementwise with the methods `lt`, `le`, `gt`, `ge`, `eq`, `ne`: `a.lt(&b)`".into()),
+                    );
+                    return Expr::Error(span);
+                }
+                syn::BinOp::AddAssign(_) | syn::BinOp::SubAssign(_) | syn::BinOp::MulAssign(_) | syn::BinOp::DivAssign(_) => {
+                    errors.add(
+                        SpanRange::of(&b.op),
+                        "compound assignment is not supported in an `#[aot_fn]` body",
+                        Some("use the in-place methods: `a.add_(&b)`, `a.sub_(&b)`, `a.mul_(&b)`, `a.div_(&b)`".into()),
+                    );
+                    return Expr::Error(span);
+                }
+                _ => {
+                    errors.add(SpanRange::of(&b.op), "this operator is not supported in an `#[aot_fn]` body", Some("the operators are `+ - * /` and unary `-`".into()));
+                    return Expr::Error(span);
+                }
+            };
+            let lhs = parse_expr(&b.left, errors);
+            let rhs = parse_expr(&b.right, errors);
+            Expr::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs), span }
+        }
+        syn::Expr::Unary(u) => match u.op {
+            syn::UnOp::Neg(_) => Expr::Neg(Box::new(parse_expr(&u.expr, errors)), span),
+            syn::UnOp::Deref(_) => unsupported("dereferencing (`*`)", Some("use the tensor directly: `a`")),
+            _ => unsupported("the `!` operator", None),
+        },
+        // `&` on operands is accepted and ignored: `a.add(&b)` and `a.add(b)` are the same.
+        syn::Expr::Reference(r) => parse_expr(&r.expr, errors),
+        syn::Expr::Array(a) => Expr::List(a.elems.iter().map(|x| parse_expr(x, errors)).collect(), span),
+        syn::Expr::Paren(p) => parse_expr(&p.expr, errors),
+        syn::Expr::Group(g) => parse_expr(&g.expr, errors),
+        syn::Expr::Tuple(t) => Expr::Tuple(t.elems.iter().map(|x| parse_expr(x, errors)).collect(), span),
+        syn::Expr::Macro(m) => parse_macro(&m.mac, errors),
+        syn::Expr::Block(b) if b.label.is_none() => Expr::Block(parse_block(&b.block, errors), span),
+        syn::Expr::Cast(c) => match cast_target(&c.ty) {
+            Some(ty) => Expr::Cast(Box::new(parse_expr(&c.expr, errors)), ty, span),
+            None => unsupported("this cast", Some("scalars can be cast with `as f64`, `as f32`, `as i64` or `as usize`")),
+        },
+        syn::Expr::Closure(_) => unsupported("closures", Some("write the computation inline; the body is traced once at compile time")),
+        syn::Expr::Match(_) => unsupported("`match`", Some("the traced program is a fixed sequence of ops; select values elementwise with `where_(&cond, &other)`")),
+        syn::Expr::If(_) => unsupported("`if`", Some("a branch on tensor values cannot be traced at compile time; select values elementwise with `where_(&cond, &other)`")),
+        syn::Expr::While(_) | syn::Expr::Loop(_) => unsupported("this loop", Some("only `for` loops over integer literal ranges (`for i in 0..4`) are supported; they are unrolled")),
+        syn::Expr::ForLoop(_) => unsupported("a `for` loop in expression position", Some("use the loop as a statement")),
+        syn::Expr::Return(_) => unsupported("`return`", Some("make the returned value the tail expression of the body")),
+        syn::Expr::Try(_) => unsupported("the `?` operator", Some("remove the `?`: ops in the body return tensors, and errors propagate from the generated function")),
+        syn::Expr::Async(_) | syn::Expr::Await(_) => unsupported("`async`/`.await`", None),
+        syn::Expr::Call(_) => unsupported("function calls", Some("call ops as methods on a tensor, e.g. `a.exp()`; create tensors from an argument with `zeros_like`, `ones_like`, `full_like`")),
+        syn::Expr::Field(_) => unsupported("field access", None),
+        syn::Expr::Index(_) => unsupported("indexing", Some("use `select(dim, index)`, `narrow(dim, start, len)` or `slice(dim, start, end, step)`")),
+        syn::Expr::Assign(_) => unsupported("assignment", Some("bind a new name with `let`, or write into a tensor with `copy_`")),
+        syn::Expr::Range(_) => unsupported("a range outside a `for` loop", None),
+        syn::Expr::Unsafe(_) => unsupported("`unsafe` blocks", None),
+        _ => unsupported("this expression", None),
+    }
+}
+
+fn parse_path(p: &syn::ExprPath, span: SpanRange, errors: &mut Errors) -> Expr {
+    if p.qself.is_none() {
+        if let Some(ident) = p.path.get_ident() {
+            if ident == "self" {
+                errors.add(
+                    span,
+                    "`self` is not supported in an `#[aot_fn]` body",
+                    Some("`#[aot_fn]` functions are free functions; pass the tensors as arguments".into()),
+                );
+                return Expr::Error(span);
+            }
+            return Expr::Var(ident.clone());
+        }
+        // `DType::F32`, also spelled with a crate prefix.
+        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        if segs.len() >= 2 && segs[segs.len() - 2] == "DType" {
+            if let Some(d) = IrDType::from_name(&segs[segs.len() - 1]) {
+                return Expr::DType(d, span);
+            }
+        }
+    }
+    errors.add(
+        span,
+        "unsupported path in an `#[aot_fn]` body",
+        Some("refer to parameters and `let` bindings by name, and to dtypes as `DType::F32`".into()),
+    );
+    Expr::Error(span)
+}
+
+fn cast_target(ty: &syn::Type) -> Option<ScalarTy> {
+    let syn::Type::Path(p) = ty else { return None };
+    let name = p.path.get_ident()?.to_string();
+    match name.as_str() {
+        "f64" | "f32" => Some(ScalarTy::Float),
+        "i64" | "i32" | "usize" | "isize" | "u32" | "u64" => Some(ScalarTy::Int),
+        _ => None,
+    }
+}

@@ -1,0 +1,466 @@
+//! Step 3, lower: the validated syntax tree to an IR graph.
+//!
+//! Names are resolved in Rust's scoping (blocks, `no_grad!` and loop bodies
+//! open scopes; `let` shadows), loops are unrolled, operators become ops and
+//! scalar arithmetic stays symbolic so that scalar parameters remain runtime
+//! inputs. Each node records a span id; the table of real spans stays here,
+//! so the analyses on the IR can point at the user's tokens.
+//!
+//! Errors poison the value they concern ([`Val::Poison`]); a poisoned value
+//! propagates silently, so one mistake yields one message.
+
+use crate::ast::{BinOp, Block, Expr, Pat, Stmt};
+use crate::diag::{Errors, SpanRange};
+use crate::valid::Signature;
+use aot_ir::{Arg, Graph, GraphBuilder, IrDType, OpKind, ParamKind, ReturnKind, ScalarBinOp, ScalarExpr, ScalarTy, SpanId, ValueId};
+use std::collections::HashMap;
+
+/// Unrolled loops stop here rather than exhausting the compiler.
+const MAX_NODES: usize = 50_000;
+/// An empty loop body adds no nodes, so iterations are capped too.
+const MAX_ITERATIONS: i64 = 10_000;
+
+/// The result of lowering: the graph and the span of every [`SpanId`].
+pub struct Lowered {
+    pub graph: Graph,
+    pub spans: Vec<SpanRange>,
+}
+
+impl Lowered {
+    pub fn span(&self, id: SpanId) -> SpanRange {
+        self.spans.get(id.0 as usize).copied().unwrap_or_else(|| SpanRange::single(proc_macro2::Span::call_site()))
+    }
+}
+
+/// The value of an expression during lowering.
+#[derive(Clone, Debug)]
+enum Val {
+    Tensor(ValueId),
+    Scalar(ScalarExpr, ScalarTy),
+    Ints(Vec<ScalarExpr>),
+    DType(IrDType),
+    Tuple(Vec<Val>),
+    Unit,
+    /// An expression that already produced an error.
+    Poison,
+}
+
+impl Val {
+    fn describe(&self) -> &'static str {
+        match self {
+            Val::Tensor(_) => "a tensor",
+            Val::Scalar(_, ScalarTy::Float) => "a float scalar",
+            Val::Scalar(_, ScalarTy::Int) => "an integer scalar",
+            Val::Scalar(_, ScalarTy::Bool) => "a bool",
+            Val::Ints(_) => "a list",
+            Val::DType(_) => "a dtype",
+            Val::Tuple(_) => "a tuple",
+            Val::Unit => "`()`",
+            Val::Poison => "an invalid value",
+        }
+    }
+}
+
+/// A name in scope: its value and whether it was declared `mut`.
+#[derive(Clone, Debug)]
+struct Binding {
+    val: Val,
+    mutable: bool,
+}
+
+struct Lower<'e> {
+    b: GraphBuilder,
+    scopes: Vec<HashMap<String, Binding>>,
+    spans: Vec<SpanRange>,
+    errors: &'e mut Errors,
+    over_budget: bool,
+}
+
+/// Lowers a function. Returns `None` when errors were reported.
+pub fn lower(name: &str, sig: &Signature, body: &Block, errors: &mut Errors) -> Option<Lowered> {
+    let before = errors.len();
+    let mut l = Lower { b: GraphBuilder::new(name), scopes: vec![HashMap::new()], spans: Vec::new(), errors, over_budget: false };
+    for (i, p) in sig.params.iter().enumerate() {
+        let span = l.span_id(p.span);
+        let val = match l.b.param(p.ident.to_string(), p.ty, span) {
+            Some(v) => Val::Tensor(v),
+            None => Val::Scalar(ScalarExpr::Param(i), p.ty.scalar_ty().unwrap_or(ScalarTy::Float)),
+        };
+        l.bind(&p.ident.to_string(), val, p.mutable);
+    }
+    let tail = l.block_stmts(body);
+    let outputs = l.outputs(tail, body, sig);
+    let spans = l.spans;
+    let graph = l.b.finish(outputs?, sig.ret);
+    if errors.len() > before {
+        return None;
+    }
+    if let Err(e) = aot_ir::verify(&graph) {
+        errors.add(sig.ret_span, format!("internal error in `#[aot_fn]`: the lowered graph is invalid: {e}"), None);
+        return None;
+    }
+    Some(Lowered { graph, spans })
+}
+
+impl Lower<'_> {
+    fn span_id(&mut self, r: SpanRange) -> SpanId {
+        self.spans.push(r);
+        SpanId((self.spans.len() - 1) as u32)
+    }
+
+    fn bind(&mut self, name: &str, val: Val, mutable: bool) {
+        if let Val::Tensor(id) = val {
+            self.b.name_value(id, name);
+        }
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.insert(name.to_string(), Binding { val, mutable });
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<Val> {
+        self.scopes.iter().rev().find_map(|s| s.get(name)).map(|b| b.val.clone())
+    }
+
+    /// `name = value`: updates the binding where it lives, as Rust does, so
+    /// the new value is seen after the inner scope (a loop body) ends.
+    fn assign(&mut self, name: &syn::Ident, val: Val) {
+        let key = name.to_string();
+        let Some(binding) = self.scopes.iter_mut().rev().find_map(|s| s.get_mut(&key)) else {
+            self.errors.add(SpanRange::single(name.span()), format!("cannot find value `{name}` in this scope"), None);
+            return;
+        };
+        if !binding.mutable {
+            self.errors.add(
+                SpanRange::single(name.span()),
+                format!("cannot assign twice to immutable variable `{name}`"),
+                Some(format!("make the binding mutable: `let mut {name} = ...`")),
+            );
+            return;
+        }
+        binding.val = val.clone();
+        if let Val::Tensor(id) = val {
+            self.b.name_value(id, &key);
+        }
+    }
+
+    /// Lowers the statements of a block in a new scope; returns its value.
+    fn block(&mut self, block: &Block) -> Val {
+        self.scopes.push(HashMap::new());
+        let v = self.block_stmts(block);
+        self.scopes.pop();
+        v
+    }
+
+    fn block_stmts(&mut self, block: &Block) -> Val {
+        for stmt in &block.stmts {
+            self.stmt(stmt);
+        }
+        match &block.tail {
+            Some(e) => self.expr(e),
+            None => Val::Unit,
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) {
+        match stmt {
+            Stmt::Let { pat, init } => {
+                let v = self.expr(init);
+                self.bind_pat(pat, v);
+            }
+            Stmt::Assign { name, value } => {
+                let v = self.expr(value);
+                self.assign(name, v);
+            }
+            Stmt::Expr(e) => {
+                self.expr(e);
+            }
+            Stmt::For { var, start, end, body, span } => {
+                if end.saturating_sub(*start) > MAX_ITERATIONS {
+                    self.errors.add(
+                        *span,
+                        format!("this loop runs more than {MAX_ITERATIONS} times"),
+                        Some("the loop is unrolled at compile time: use fewer iterations".into()),
+                    );
+                    return;
+                }
+                for k in *start..*end {
+                    if self.over_budget {
+                        break;
+                    }
+                    let before = self.errors.len();
+                    self.scopes.push(HashMap::new());
+                    if let Some(var) = var {
+                        self.bind(&var.to_string(), Val::Scalar(ScalarExpr::I64(k), ScalarTy::Int), false);
+                    }
+                    self.block_stmts(body);
+                    self.scopes.pop();
+                    // The same mistake in every iteration is one mistake.
+                    if self.errors.len() > before {
+                        break;
+                    }
+                    if self.b.graph().nodes.len() > MAX_NODES {
+                        self.over_budget = true;
+                        self.errors.add(
+                            *span,
+                            format!("this loop unrolls to more than {MAX_NODES} ops"),
+                            Some("use fewer iterations".into()),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn bind_pat(&mut self, pat: &Pat, v: Val) {
+        match (pat, v) {
+            (Pat::Wild, _) => {}
+            (Pat::Bind(id, mutable), v) => self.bind(&id.to_string(), v, *mutable),
+            (Pat::Tuple(pats, _), Val::Tuple(vals)) if pats.len() == vals.len() => {
+                for (p, v) in pats.iter().zip(vals) {
+                    self.bind_pat(p, v);
+                }
+            }
+            (Pat::Tuple(pats, _), Val::Poison) => {
+                for p in pats {
+                    self.bind_pat(p, Val::Poison);
+                }
+            }
+            (Pat::Tuple(pats, span), v) => {
+                self.errors.add(*span, format!("this pattern has {} elements, but the value is {}", pats.len(), describe_len(&v)), None);
+                for p in pats {
+                    self.bind_pat(p, Val::Poison);
+                }
+            }
+        }
+    }
+
+    fn outputs(&mut self, tail: Val, body: &Block, sig: &Signature) -> Option<Vec<ValueId>> {
+        let at = body.tail.as_ref().map_or(sig.ret_span, |e| e.span());
+        let tensor = |v: &Val| match v {
+            Val::Tensor(id) => Some(*id),
+            _ => None,
+        };
+        match (sig.ret, tail) {
+            (_, Val::Poison) => None,
+            (ReturnKind::Unit, Val::Unit) => Some(Vec::new()),
+            (ReturnKind::Unit, v) => {
+                self.errors.add(
+                    at,
+                    format!("the function declares no return type, but the body ends in {}", v.describe()),
+                    Some("declare the return type (e.g. `-> Tensor`), or end the statement with `;`".into()),
+                );
+                None
+            }
+            (ReturnKind::Single, Val::Tensor(v)) => Some(vec![v]),
+            (ReturnKind::Tuple(n), Val::Tuple(vals))
+                if vals.len() == n && vals.iter().all(|v| tensor(v).is_some() || matches!(v, Val::Poison)) =>
+            {
+                vals.iter().map(tensor).collect()
+            }
+            (ret, v) => {
+                let want = match ret {
+                    ReturnKind::Single => "a tensor".to_string(),
+                    _ => format!("a tuple of {} tensors", ret.arity()),
+                };
+                let found = match &v {
+                    Val::Unit if body.tail.is_none() => "nothing".to_string(),
+                    other => describe_len(other),
+                };
+                self.errors.add(
+                    at,
+                    format!("the function returns {want}, but the body ends in {found}"),
+                    Some("make the returned tensors the tail expression of the body".into()),
+                );
+                None
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) -> Val {
+        match e {
+            Expr::Var(id) => match self.lookup(&id.to_string()) {
+                Some(v) => v,
+                None => {
+                    self.errors.add(SpanRange::single(id.span()), format!("cannot find value `{id}` in this scope"), None);
+                    Val::Poison
+                }
+            },
+            Expr::Float(v, _) => Val::Scalar(ScalarExpr::F64(*v), ScalarTy::Float),
+            Expr::Int(v, _) => Val::Scalar(ScalarExpr::I64(*v), ScalarTy::Int),
+            Expr::Bool(v, _) => Val::Scalar(ScalarExpr::Bool(*v), ScalarTy::Bool),
+            Expr::DType(d, _) => Val::DType(*d),
+            Expr::List(items, _) => {
+                let mut out = Vec::with_capacity(items.len());
+                let mut poisoned = false;
+                for it in items {
+                    match self.expr(it) {
+                        Val::Scalar(s, ScalarTy::Int) => out.push(s),
+                        Val::Poison => poisoned = true,
+                        other => {
+                            self.errors.add(it.span(), format!("expected an integer in this list, found {}", other.describe()), None);
+                            poisoned = true;
+                        }
+                    }
+                }
+                if poisoned {
+                    Val::Poison
+                } else {
+                    Val::Ints(out)
+                }
+            }
+            Expr::Tuple(items, _) if items.is_empty() => Val::Unit,
+            Expr::Tuple(items, _) => Val::Tuple(items.iter().map(|x| self.expr(x)).collect()),
+            Expr::Method { recv, method, args, span, op, .. } => {
+                let recv_v = self.expr(recv);
+                let arg_vs: Vec<Val> = args.iter().map(|a| self.expr(a)).collect();
+                let Some(op) = *op else { return Val::Poison };
+                self.method(op, method, recv_v, recv.span(), arg_vs, args, *span)
+            }
+            Expr::Binary { op, lhs, rhs, span } => {
+                let l = self.expr(lhs);
+                let r = self.expr(rhs);
+                self.binary(*op, l, r, *span)
+            }
+            Expr::Neg(x, span) => match self.expr(x) {
+                Val::Tensor(t) => self.node(OpKind::Neg, vec![Arg::Tensor(t)], *span),
+                Val::Scalar(s, ty @ (ScalarTy::Float | ScalarTy::Int)) => Val::Scalar(ScalarExpr::Neg(Box::new(s)), ty),
+                Val::Poison => Val::Poison,
+                other => {
+                    self.errors.add(*span, format!("cannot negate {}", other.describe()), None);
+                    Val::Poison
+                }
+            },
+            Expr::Cast(x, ty, span) => match self.expr(x) {
+                Val::Scalar(s, ScalarTy::Float | ScalarTy::Int) => Val::Scalar(ScalarExpr::Cast(*ty, Box::new(s)), *ty),
+                Val::Poison => Val::Poison,
+                other => {
+                    self.errors.add(
+                        *span,
+                        format!("cannot cast {} with `as`", other.describe()),
+                        Some("use `to_dtype(DType::..)` to convert a tensor".into()),
+                    );
+                    Val::Poison
+                }
+            },
+            Expr::NoGrad(block, _) => {
+                let prev = self.b.set_no_grad(true);
+                let v = self.block(block);
+                self.b.set_no_grad(prev);
+                v
+            }
+            Expr::Block(block, _) => self.block(block),
+            Expr::Error(_) => Val::Poison,
+        }
+    }
+
+    fn node(&mut self, op: OpKind, args: Vec<Arg>, span: SpanRange) -> Val {
+        let id = self.span_id(span);
+        match self.b.op(op, args, id) {
+            Some(v) => Val::Tensor(v),
+            None => Val::Poison,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn method(
+        &mut self,
+        op: OpKind,
+        method: &syn::Ident,
+        recv: Val,
+        recv_span: SpanRange,
+        vals: Vec<Val>,
+        exprs: &[Expr],
+        span: SpanRange,
+    ) -> Val {
+        let sig = op.sig();
+        let recv = match recv {
+            Val::Tensor(t) => t,
+            Val::Poison => return Val::Poison,
+            other => {
+                self.errors.add(
+                    recv_span,
+                    format!("`{method}` is a tensor op, but it is called on {}", other.describe()),
+                    Some(format!("call it as `{}`", sig.usage)),
+                );
+                return Val::Poison;
+            }
+        };
+        let mut args = vec![Arg::Tensor(recv)];
+        let mut ok = true;
+        for ((v, e), kind) in vals.into_iter().zip(exprs).zip(sig.params) {
+            match convert_arg(v, *kind) {
+                Ok(a) => args.push(a),
+                Err(None) => ok = false,
+                Err(Some(found)) => {
+                    self.errors.add(
+                        e.span(),
+                        format!("`{method}` expects {} here, found {found}", kind.describe()),
+                        Some(format!("call it as `{}`", sig.usage)),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        if !ok {
+            return Val::Poison;
+        }
+        self.node(op, args, span)
+    }
+
+    fn binary(&mut self, op: BinOp, l: Val, r: Val, span: SpanRange) -> Val {
+        let (tensor_op, scalar_op, sym) = match op {
+            BinOp::Add => (OpKind::Add, ScalarBinOp::Add, "+"),
+            BinOp::Sub => (OpKind::Sub, ScalarBinOp::Sub, "-"),
+            BinOp::Mul => (OpKind::Mul, ScalarBinOp::Mul, "*"),
+            BinOp::Div => (OpKind::Div, ScalarBinOp::Div, "/"),
+        };
+        let num = |ty: ScalarTy| ty != ScalarTy::Bool;
+        match (l, r) {
+            (Val::Poison, _) | (_, Val::Poison) => Val::Poison,
+            (Val::Tensor(a), Val::Tensor(b)) => self.node(tensor_op, vec![Arg::Tensor(a), Arg::Tensor(b)], span),
+            (Val::Tensor(a), Val::Scalar(s, ty)) if num(ty) => self.node(tensor_op, vec![Arg::Tensor(a), Arg::Scalar(s)], span),
+            // A scalar on the left, lowered as PyTorch's reflected operators do:
+            // `s - t` is `-t + s` and `s / t` is `t.reciprocal() * s`.
+            (Val::Scalar(s, ty), Val::Tensor(t)) if num(ty) => match op {
+                BinOp::Add | BinOp::Mul => self.node(tensor_op, vec![Arg::Tensor(t), Arg::Scalar(s)], span),
+                BinOp::Sub | BinOp::Div => {
+                    let (first, then) = if op == BinOp::Sub { (OpKind::Neg, OpKind::Add) } else { (OpKind::Reciprocal, OpKind::Mul) };
+                    match self.node(first, vec![Arg::Tensor(t)], span) {
+                        Val::Tensor(u) => self.node(then, vec![Arg::Tensor(u), Arg::Scalar(s)], span),
+                        other => other,
+                    }
+                }
+            },
+            (Val::Scalar(a, ta), Val::Scalar(b, tb)) if num(ta) && num(tb) => {
+                let ty = if ta == ScalarTy::Int && tb == ScalarTy::Int { ScalarTy::Int } else { ScalarTy::Float };
+                Val::Scalar(ScalarExpr::Bin(scalar_op, Box::new(a), Box::new(b)), ty)
+            }
+            (l, r) => {
+                self.errors.add(span, format!("cannot apply `{sym}` to {} and {}", l.describe(), r.describe()), None);
+                Val::Poison
+            }
+        }
+    }
+}
+
+/// Converts a value to an argument of the given kind; `Err(Some(found))`
+/// describes a mismatch, `Err(None)` a poisoned value.
+fn convert_arg(v: Val, kind: ParamKind) -> Result<Arg, Option<&'static str>> {
+    match (kind, v) {
+        (_, Val::Poison) => Err(None),
+        (ParamKind::Tensor | ParamKind::Operand, Val::Tensor(t)) => Ok(Arg::Tensor(t)),
+        (ParamKind::Operand | ParamKind::Float, Val::Scalar(s, ScalarTy::Float | ScalarTy::Int)) => Ok(Arg::Scalar(s)),
+        (ParamKind::Int, Val::Scalar(s, ScalarTy::Int)) => Ok(Arg::Scalar(s)),
+        (ParamKind::Bool, Val::Scalar(s, ScalarTy::Bool)) => Ok(Arg::Scalar(s)),
+        (ParamKind::Ints, Val::Ints(v)) => Ok(Arg::Ints(v)),
+        (ParamKind::DType, Val::DType(d)) => Ok(Arg::DType(d)),
+        (_, other) => Err(Some(other.describe())),
+    }
+}
+
+fn describe_len(v: &Val) -> String {
+    match v {
+        Val::Tuple(items) => format!("a tuple of {} elements", items.len()),
+        other => other.describe().to_string(),
+    }
+}

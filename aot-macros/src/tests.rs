@@ -1,0 +1,156 @@
+//! Pipeline tests: the IR listings of lowered functions (insta snapshots),
+//! and the expansion-speed report.
+
+use crate::diag::Errors;
+use crate::{ast, expand, lower, valid};
+use proc_macro2::TokenStream;
+
+/// Runs parse -> validate -> lower and returns the listing.
+fn listing(src: &str) -> String {
+    let func: syn::ItemFn = syn::parse_str(src).expect("test source parses");
+    let mut errors = Errors::default();
+    let sig = valid::signature(&func.sig, &mut errors).expect("valid signature");
+    let mut body = ast::parse_block(&func.block, &mut errors);
+    valid::body(&mut body, &mut errors);
+    let lowered = lower::lower(&func.sig.ident.to_string(), &sig, &body, &mut errors);
+    assert!(errors.is_empty(), "{}", errors.to_compile_errors());
+    lowered.expect("lowered").graph.to_string()
+}
+
+#[test]
+fn contract_example() {
+    insta::assert_snapshot!(listing(
+        "fn f(a: &mut Tensor, b: &Tensor, lr: f64) -> (Tensor, Tensor) {
+            a.mul_(2.0);
+            let c = a + b * lr;
+            (c, a.view(&[-1]))
+        }"
+    ), @r"
+    fn f(%0 a: &mut Tensor, %1 b: &Tensor, lr: f64) -> (Tensor, Tensor) {
+        mul_(%0, 2.0)
+        %2 = mul(%1, lr)
+        %3 = add(%0, %2)  // c
+        %4 = view(%0, [-1])
+        return (%3, %4)
+    }
+    ");
+}
+
+#[test]
+fn no_grad_loops_scalars_and_reflected_operators() {
+    insta::assert_snapshot!(listing(
+        "fn step(w: &mut Tensor, buf: &mut Tensor, g: &Tensor, lr: f64, n: i64) -> Tensor {
+            no_grad! {
+                buf.mul_(0.9).add_(g);
+                w.sub_(&buf * (lr * 2.0));
+            }
+            let mut acc = w.zeros_like();
+            for i in 0..=1 {
+                let s = w.select(0, i + n);
+                acc = acc + s;
+            }
+            let y = no_grad! { 1.0 - acc };
+            2.0 / y.sum_dim(&[-1], true).to_dtype(DType::F64)
+        }"
+    ), @r"
+    fn step(%0 w: &mut Tensor, %1 buf: &mut Tensor, %2 g: &Tensor, lr: f64, n: i64) -> Tensor {
+        no_grad {
+            mul_(%1, 0.9)
+            add_(%1, %2)
+            %3 = mul(%1, (lr * 2.0))
+            sub_(%0, %3)
+        }
+        %4 = zeros_like(%0)  // acc
+        %5 = select(%0, 0, (0 + n))  // s
+        %6 = add(%4, %5)  // acc
+        %7 = select(%0, 0, (1 + n))  // s
+        %8 = add(%6, %7)  // acc
+        no_grad {
+            %9 = neg(%8)
+            %10 = add(%9, 1.0)  // y
+        }
+        %11 = sum_dim(%10, [-1], true)
+        %12 = to_dtype(%11, DType::F64)
+        %13 = reciprocal(%12)
+        %14 = mul(%13, 2.0)
+        return %14
+    }
+    ");
+}
+
+#[test]
+fn shadowing_tuples_and_returning_inputs() {
+    insta::assert_snapshot!(listing(
+        "fn f(x: &Tensor, y: &mut Tensor) -> (Tensor, Tensor, Tensor) {
+            let x = x + 1.0;
+            let (a, b) = (x.t(), y.detach());
+            y.t_();
+            (a, y, b)
+        }"
+    ), @r"
+    fn f(%0 x: &Tensor, %1 y: &mut Tensor) -> (Tensor, Tensor, Tensor) {
+        %2 = add(%0, 1.0)  // x
+        %3 = t(%2)  // a
+        %4 = detach(%1)  // b
+        t_(%1)
+        return (%3, %1, %4)
+    }
+    ");
+}
+
+/// A function of `n` elementwise ops, for the expansion-speed report.
+fn long_function(n: usize) -> TokenStream {
+    let mut body = String::from("let mut h = x.copy();\n");
+    for i in 0..n {
+        let line = match i % 4 {
+            0 => "h = h * w + 1.0;\n",
+            1 => "h = h.tanh();\n",
+            2 => "h.mul_(0.5);\n",
+            _ => "h = h.view(&[-1]).reshape(&[4, -1]);\n",
+        };
+        body.push_str(line);
+    }
+    format!("pub fn long(x: &Tensor, w: &Tensor) -> Tensor {{ {body} h }}").parse().expect("generated source parses")
+}
+
+/// Not a timed assertion: prints how long expanding a 100-op function takes
+/// (run with `--nocapture`). The budget is 50 ms per expansion.
+#[test]
+fn expansion_speed_report() {
+    let item = long_function(100);
+    let first = expand::expand(TokenStream::new(), item.clone()).to_string();
+    assert!(!first.contains("compile_error"), "{first}");
+    let runs = 100;
+    let start = std::time::Instant::now();
+    for _ in 0..runs {
+        std::hint::black_box(expand::expand(TokenStream::new(), item.clone()));
+    }
+    let per = start.elapsed() / runs;
+    println!("expanding a 100-op #[aot_fn] takes {per:?} per expansion ({runs} runs; budget 50 ms)");
+}
+
+/// No input makes the macro panic: every variant of a DSL function with one
+/// word removed or replaced expands to code or to `compile_error!`s.
+#[test]
+fn mutated_sources_never_panic() {
+    let src = "pub fn f(a: &mut Tensor, b: &Tensor, lr: f64, n: usize) -> (Tensor, Tensor) { \
+        no_grad! { a.mul_(2.0).add_(&b); } \
+        let c = (a + b * lr).view(&[-1, 2]).t(); \
+        for i in 0..2 { a.select(0, i).zero_(); } \
+        let (p, q) = (c.sum_dim(&[0], true), a.narrow(0, 0, n as i64)); \
+        (p.where_(&p.gt(0.0), 1.0), q.to_dtype(DType::F64)) }";
+    let words: Vec<&str> = src.split_whitespace().collect();
+    let replacements = ["", "x", "1", "&", ".", "-", "a.t_()", "{", "(x)"];
+    let mut expanded = 0;
+    for i in 0..words.len() {
+        for r in replacements {
+            let mut w = words.clone();
+            w[i] = r;
+            // Unbalanced delimiters do not even lex; rustc would reject them before us.
+            let Ok(item) = w.join(" ").parse::<TokenStream>() else { continue };
+            std::hint::black_box(expand::expand(TokenStream::new(), item));
+            expanded += 1;
+        }
+    }
+    assert!(expanded > 150, "{expanded}");
+}

@@ -1,0 +1,278 @@
+//! Step 2, validate: the signature, and every method call against the op
+//! table (known name, arity, argument syntax).
+//!
+//! What needs name resolution (is `b` a tensor or a scalar?) is checked by
+//! lowering; validation marks each call it accepted (`op: Some(..)`) so that
+//! lowering neither repeats an error nor trips over a call already reported.
+
+use crate::ast::{Block, Expr, Stmt};
+use crate::diag::{suggest, Errors, SpanRange};
+use aot_ir::{op::op_names, OpKind, ParamKind, ParamType, ReturnKind};
+use syn::{FnArg, Ident, ReturnType, Type};
+
+/// One parameter of a valid signature.
+pub struct ParamSig {
+    pub ident: Ident,
+    /// Declared `mut`: the body may assign to it.
+    pub mutable: bool,
+    pub ty: ParamType,
+    pub span: SpanRange,
+}
+
+/// The parts of the signature the later steps need.
+pub struct Signature {
+    pub params: Vec<ParamSig>,
+    pub ret: ReturnKind,
+    pub ret_span: SpanRange,
+}
+
+const PARAM_HELP: &str = "parameters can be `&Tensor`, `&mut Tensor`, `f64`, `f32`, `i64`, `usize` or `bool`";
+
+/// Checks the signature. Returns `None` (with errors recorded) when a later
+/// step could not make sense of it.
+pub fn signature(sig: &syn::Signature, errors: &mut Errors) -> Option<Signature> {
+    let before = errors.len();
+    let qualifier = |errors: &mut Errors, at: SpanRange, what: &str| {
+        errors.add(
+            at,
+            format!("`{what} fn` is not supported by `#[aot_fn]`"),
+            Some("remove the qualifier: the function is traced at compile time and runs synchronously".into()),
+        );
+    };
+    if let Some(t) = &sig.constness {
+        qualifier(errors, SpanRange::of(t), "const");
+    }
+    if let Some(t) = &sig.asyncness {
+        qualifier(errors, SpanRange::of(t), "async");
+    }
+    if let Some(t) = &sig.unsafety {
+        qualifier(errors, SpanRange::of(t), "unsafe");
+    }
+    if let Some(abi) = &sig.abi {
+        qualifier(errors, SpanRange::of(abi), "extern");
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        errors.add(
+            SpanRange::of(&sig.generics),
+            "generic parameters are not supported by `#[aot_fn]`",
+            Some("the function is traced once, at compile time, for concrete types: use `&Tensor`, `&mut Tensor` and scalar types".into()),
+        );
+    }
+    if let Some(v) = &sig.variadic {
+        errors.add(SpanRange::of(v), "variadic parameters are not supported by `#[aot_fn]`", None);
+    }
+
+    // A parameter typed by a generic parameter is already reported above.
+    let generic_types: Vec<&Ident> = sig.generics.type_params().map(|t| &t.ident).collect();
+    let mut params = Vec::new();
+    for input in &sig.inputs {
+        match input {
+            FnArg::Receiver(r) => errors.add(
+                SpanRange::of(r),
+                "`self` parameters are not supported by `#[aot_fn]`",
+                Some("`#[aot_fn]` works on free functions: pass the tensors as arguments".into()),
+            ),
+            FnArg::Typed(pt) => {
+                let (ident, mutable) = match &*pt.pat {
+                    syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (p.ident.clone(), p.mutability.is_some()),
+                    other => {
+                        errors.add(SpanRange::of(other), "parameters must be plain names", Some("write `name: Type`".into()));
+                        continue;
+                    }
+                };
+                if params.iter().any(|p: &ParamSig| p.ident == ident) {
+                    errors.add(SpanRange::of(&ident), format!("parameter `{ident}` is declared twice"), None);
+                    continue;
+                }
+                let span = SpanRange::of(pt);
+                let generic = matches!(&*pt.ty, Type::Path(p) if p.path.get_ident().is_some_and(|i| generic_types.contains(&i)));
+                if generic {
+                    continue;
+                }
+                if let Some(ty) = param_type(&pt.ty, errors) {
+                    params.push(ParamSig { ident, mutable, ty, span });
+                }
+            }
+        }
+    }
+
+    let (ret, ret_span) = match &sig.output {
+        ReturnType::Default => (Some(ReturnKind::Unit), SpanRange::of(&sig.ident)),
+        ReturnType::Type(_, ty) => (return_kind(ty, errors), SpanRange::of(ty)),
+    };
+    if errors.len() > before {
+        return None;
+    }
+    Some(Signature { params, ret: ret?, ret_span })
+}
+
+fn is_tensor_path(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().is_some_and(|s| s.ident == "Tensor" && s.arguments.is_empty()),
+        Type::Group(g) => is_tensor_path(&g.elem),
+        Type::Paren(p) => is_tensor_path(&p.elem),
+        _ => false,
+    }
+}
+
+fn param_type(ty: &Type, errors: &mut Errors) -> Option<ParamType> {
+    let at = SpanRange::of(ty);
+    match ty {
+        Type::Reference(r) if is_tensor_path(&r.elem) => {
+            Some(if r.mutability.is_some() { ParamType::TensorMut } else { ParamType::Tensor })
+        }
+        t if is_tensor_path(t) => {
+            errors.add(
+                at,
+                "tensor parameters must be taken by reference",
+                Some("write `&Tensor`, or `&mut Tensor` if the body mutates it".into()),
+            );
+            None
+        }
+        Type::Path(p) if p.qself.is_none() => {
+            let found = p.path.get_ident().and_then(|i| match i.to_string().as_str() {
+                "f64" => Some(ParamType::F64),
+                "f32" => Some(ParamType::F32),
+                "i64" => Some(ParamType::I64),
+                "usize" => Some(ParamType::Usize),
+                "bool" => Some(ParamType::Bool),
+                _ => None,
+            });
+            if found.is_none() {
+                errors.add(at, "unsupported parameter type", Some(PARAM_HELP.into()));
+            }
+            found
+        }
+        Type::Group(g) => param_type(&g.elem, errors),
+        _ => {
+            errors.add(at, "unsupported parameter type", Some(PARAM_HELP.into()));
+            None
+        }
+    }
+}
+
+fn return_kind(ty: &Type, errors: &mut Errors) -> Option<ReturnKind> {
+    const HELP: &str = "return `Tensor`, a tuple of `Tensor`s such as `(Tensor, Tensor)`, or nothing";
+    match ty {
+        t if is_tensor_path(t) => Some(ReturnKind::Single),
+        Type::Tuple(t) if t.elems.is_empty() => Some(ReturnKind::Unit),
+        Type::Tuple(t) if t.elems.iter().all(is_tensor_path) => Some(ReturnKind::Tuple(t.elems.len())),
+        Type::Group(g) => return_kind(&g.elem, errors),
+        Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Result") => {
+            errors.add(
+                SpanRange::of(ty),
+                "unsupported return type: write the plain type without `Result`",
+                Some("the generated function already returns `aot_runtime::Result<...>` of the declared type".into()),
+            );
+            None
+        }
+        _ => {
+            errors.add(SpanRange::of(ty), "unsupported return type", Some(HELP.into()));
+            None
+        }
+    }
+}
+
+/// Checks every method call of the body against the op table and records
+/// the op it names.
+pub fn body(block: &mut Block, errors: &mut Errors) {
+    for stmt in &mut block.stmts {
+        match stmt {
+            Stmt::Let { init, .. } | Stmt::Assign { value: init, .. } => expr(init, errors),
+            Stmt::Expr(e) => expr(e, errors),
+            Stmt::For { body: b, .. } => body(b, errors),
+        }
+    }
+    if let Some(t) = &mut block.tail {
+        expr(t, errors);
+    }
+}
+
+fn expr(e: &mut Expr, errors: &mut Errors) {
+    match e {
+        Expr::Method { recv, method, args, call, op, .. } => {
+            expr(recv, errors);
+            args.iter_mut().for_each(|a| expr(a, errors));
+            *op = method_call(method, args, *call, errors);
+        }
+        Expr::Binary { lhs, rhs, .. } => {
+            expr(lhs, errors);
+            expr(rhs, errors);
+        }
+        Expr::Neg(x, _) | Expr::Cast(x, _, _) => expr(x, errors),
+        Expr::List(xs, _) | Expr::Tuple(xs, _) => xs.iter_mut().for_each(|x| expr(x, errors)),
+        Expr::NoGrad(b, _) | Expr::Block(b, _) => body(b, errors),
+        Expr::Var(_) | Expr::Float(..) | Expr::Int(..) | Expr::Bool(..) | Expr::DType(..) | Expr::Error(_) => {}
+    }
+}
+
+fn method_call(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut Errors) -> Option<OpKind> {
+    let name = method.to_string();
+    let at = SpanRange::single(method.span());
+    if name == "clone" {
+        errors.add(
+            at,
+            "`.clone()` on a tensor is not supported in an `#[aot_fn]` body: it would copy the handle, not the data",
+            Some("write `.copy()` for a copy of the data (PyTorch's `clone()`), or use the tensor itself to share it".into()),
+        );
+        return None;
+    }
+    let Some(op) = OpKind::from_name(&name) else {
+        let help = match suggest(&name, op_names()) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None => "see the list of ops in the `#[aot_fn]` documentation (CONTRACT.md)".into(),
+        };
+        errors.add(at, format!("unknown op `{name}` in an `#[aot_fn]` body"), Some(help));
+        return None;
+    };
+    let sig = op.sig();
+    if args.len() != sig.params.len() {
+        let plural = |n: usize| if n == 1 { "argument" } else { "arguments" };
+        errors.add(
+            call,
+            format!(
+                "`{name}` takes {} {} but {} {} supplied",
+                sig.params.len(),
+                plural(sig.params.len()),
+                args.len(),
+                if args.len() == 1 { "was" } else { "were" }
+            ),
+            Some(format!("call it as `{}`", sig.usage)),
+        );
+        return None;
+    }
+    let mut ok = true;
+    for (arg, kind) in args.iter().zip(sig.params) {
+        if let Some(found) = syntactic_mismatch(arg, *kind) {
+            errors.add(
+                arg.span(),
+                format!("`{name}` expects {} here, found {found}", kind.describe()),
+                Some(format!("call it as `{}`", sig.usage)),
+            );
+            ok = false;
+        }
+    }
+    ok.then_some(op)
+}
+
+/// The kinds visible from syntax alone: a list, a dtype, a literal.
+fn syntactic_mismatch(arg: &Expr, kind: ParamKind) -> Option<&'static str> {
+    let found = match arg {
+        Expr::List(..) => "a list",
+        Expr::DType(..) => "a dtype",
+        Expr::Float(..) => "a float literal",
+        Expr::Int(..) => "an integer literal",
+        Expr::Bool(..) => "a bool literal",
+        Expr::Tuple(..) => "a tuple",
+        _ => return None,
+    };
+    let fits = matches!(
+        (kind, arg),
+        (ParamKind::Ints, Expr::List(..))
+            | (ParamKind::DType, Expr::DType(..))
+            | (ParamKind::Operand | ParamKind::Float, Expr::Float(..) | Expr::Int(..))
+            | (ParamKind::Int, Expr::Int(..))
+            | (ParamKind::Bool, Expr::Bool(..))
+    );
+    (!fits).then_some(found)
+}

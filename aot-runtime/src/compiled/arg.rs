@@ -1,0 +1,105 @@
+//! Call arguments: tensors by reference, and the scalar types of the DSL.
+
+use crate::error::{AotError, Result};
+use crate::tensor::Tensor;
+use aot_ir::{Graph, ParamType, ScalarValue};
+
+/// One argument of a call to a compiled function, or of
+/// [`CompiledFn::explain`](super::CompiledFn::explain).
+///
+/// ```
+/// use aot_runtime::prelude::*;
+/// use aot_runtime::Arg;
+/// let x = Tensor::ones(&[2], DType::F32, &Device::Cpu)?;
+/// let args = [Arg::from(&x), Arg::from(0.5), Arg::from(3usize)];
+/// assert!(args[0].tensor().is_some());
+/// # Ok::<(), AotError>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    Tensor(&'a Tensor),
+    F64(f64),
+    F32(f32),
+    I64(i64),
+    Usize(usize),
+    Bool(bool),
+}
+
+impl<'a> Arg<'a> {
+    /// The tensor, when the argument is one.
+    pub fn tensor(&self) -> Option<&'a Tensor> {
+        match self {
+            Arg::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Arg::Tensor(_) => "a tensor",
+            Arg::F64(_) => "an f64",
+            Arg::F32(_) => "an f32",
+            Arg::I64(_) => "an i64",
+            Arg::Usize(_) => "a usize",
+            Arg::Bool(_) => "a bool",
+        }
+    }
+}
+
+impl<'a> From<&'a Tensor> for Arg<'a> {
+    fn from(t: &'a Tensor) -> Self {
+        Arg::Tensor(t)
+    }
+}
+
+impl<'a> From<&'a mut Tensor> for Arg<'a> {
+    fn from(t: &'a mut Tensor) -> Self {
+        Arg::Tensor(t)
+    }
+}
+
+macro_rules! arg_from {
+    ($($t:ty => $v:ident),*) => {$(
+        impl From<$t> for Arg<'_> {
+            fn from(v: $t) -> Self {
+                Arg::$v(v)
+            }
+        }
+    )*};
+}
+arg_from!(f64 => F64, f32 => F32, i64 => I64, usize => Usize, bool => Bool);
+
+/// Checks the arguments against the signature and returns the scalar
+/// values by parameter position (`None` at tensor positions).
+///
+/// Numbers convert where no information is lost in a way the user could
+/// not expect: any number for a float parameter, integers for integer
+/// parameters.
+pub(crate) fn scalar_values(g: &Graph, args: &[Arg]) -> Result<Vec<Option<ScalarValue>>> {
+    let sig_err = |msg: String| AotError::Signature { func: g.name.clone(), msg };
+    if args.len() != g.params.len() {
+        return Err(sig_err(format!("expected {} arguments, got {}", g.params.len(), args.len())));
+    }
+    g.params
+        .iter()
+        .zip(args)
+        .map(|(p, a)| {
+            let v = match (p.ty, *a) {
+                (ParamType::Tensor | ParamType::TensorMut, Arg::Tensor(_)) => None,
+                (ParamType::F64 | ParamType::F32, Arg::F64(v)) => Some(ScalarValue::F64(v)),
+                (ParamType::F64 | ParamType::F32, Arg::F32(v)) => Some(ScalarValue::F64(f64::from(v))),
+                (ParamType::F64 | ParamType::F32, Arg::I64(v)) => Some(ScalarValue::F64(v as f64)),
+                (ParamType::I64 | ParamType::Usize, Arg::I64(v)) => Some(ScalarValue::I64(v)),
+                (ParamType::I64 | ParamType::Usize, Arg::Usize(v)) => {
+                    let v = i64::try_from(v).map_err(|_| sig_err(format!("argument `{}` = {v} does not fit in an i64", p.name)))?;
+                    Some(ScalarValue::I64(v))
+                }
+                (ParamType::Bool, Arg::Bool(v)) => Some(ScalarValue::Bool(v)),
+                (ty, a) => {
+                    return Err(sig_err(format!("argument `{}` is declared `{}`, but {} was passed", p.name, ty.rust_name(), a.kind())));
+                }
+            };
+            Ok(v)
+        })
+        .collect()
+}

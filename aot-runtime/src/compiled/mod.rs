@@ -1,0 +1,136 @@
+//! What `#[aot_fn]` produces at run time: the traced graph with its static
+//! metadata ([`CompiledFn`]), the call arguments ([`Arg`]), the report of
+//! [`CompiledFn::explain`] ([`CallReport`]) and the eager reference
+//! interpreter.
+//!
+//! The macro embeds the graph and the static metadata template as JSON;
+//! `NAME::compiled()` deserialises them once, on first use. Calls currently
+//! run the eager reference; compiled execution (functionalization, wrappers,
+//! kernels) replaces the body of [`CompiledFn::__call`] and keeps
+//! [`CompiledFn::run_eager`] as the reference it is tested against.
+
+mod arg;
+mod interp;
+mod report;
+#[cfg(test)]
+mod tests;
+
+pub use arg::Arg;
+pub use report::CallReport;
+
+use crate::autograd::is_grad_enabled;
+use crate::error::{AotError, Result};
+use crate::tensor::Tensor;
+use aot_ir::{ArgFacts, CallFacts, Graph, StaticMeta};
+
+/// A traced `#[aot_fn]` function: its graph and static metadata.
+#[derive(Clone, Debug)]
+pub struct CompiledFn {
+    graph: Graph,
+    meta: StaticMeta,
+}
+
+impl CompiledFn {
+    /// Builds a compiled function from a graph (for graphs built in code,
+    /// e.g. by property tests): verifies it and analyses it as the macro does.
+    pub fn new(graph: Graph) -> Result<CompiledFn> {
+        aot_ir::verify(&graph)
+            .map_err(|e| AotError::Internal { op: "CompiledFn::new", msg: format!("invalid graph `{}`: {e}", graph.name) })?;
+        let meta = StaticMeta::compute(&graph);
+        Ok(CompiledFn { graph, meta })
+    }
+
+    /// The traced IR; its `Display` is the listing.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// The compile-time metadata template, before any call's facts.
+    pub fn static_meta(&self) -> &StaticMeta {
+        &self.meta
+    }
+
+    /// The function's name.
+    pub fn name(&self) -> &str {
+        &self.graph.name
+    }
+
+    /// What a call with these arguments would do, without running it.
+    ///
+    /// `fw_metadata` is the static template completed with the arguments'
+    /// `requires_grad` and `is_leaf`, the current grad mode, and which
+    /// arguments are the very same tensor. Still to come with compiled
+    /// execution: `traced_tangents` (left empty here), and the `dedupe` and
+    /// synthetic-base specialisations, reported as `None` for now.
+    pub fn explain(&self, args: &[Arg]) -> Result<CallReport> {
+        arg::scalar_values(&self.graph, args)?;
+        let mut facts = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            facts.push(match a.tensor() {
+                Some(t) => {
+                    // Arguments that are the same tensor share an identity:
+                    // the index of the first of them.
+                    let identity = args[..i].iter().position(|b| b.tensor().is_some_and(|u| u.same_tensor(t))).unwrap_or(i);
+                    ArgFacts { is_tensor: true, requires_grad: t.requires_grad(), is_leaf: t.is_leaf(), identity }
+                }
+                None => ArgFacts { is_tensor: false, requires_grad: false, is_leaf: false, identity: i },
+            });
+        }
+        let facts = CallFacts { args: facts, grad_enabled: is_grad_enabled(), keep_input_mutations: true };
+        let fw_metadata = self.meta.complete(&facts);
+        // The wrappers in PyTorch's order: dedupe, then synthetic bases on
+        // the deduplicated arguments and metadata.
+        let dedupe = crate::wrappers::dedupe::dedupe_plan(args, &fw_metadata);
+        let (deduped_args, deduped_meta) = match &dedupe {
+            Some(d) => (crate::wrappers::dedupe::remove_dupe_args(args, &d.keep_arg_mask), &d.meta),
+            None => (args.to_vec(), &fw_metadata),
+        };
+        let sb = crate::wrappers::synthetic_base::synthetic_base_plan(&deduped_args, deduped_meta);
+        let (synthetic_base_info, synthetic_base) = match sb {
+            Some((merged, info)) => (Some(merged.info), Some(info)),
+            None => (None, None),
+        };
+        Ok(CallReport { fw_metadata, dedupe, synthetic_base_info, synthetic_base })
+    }
+
+    /// Runs the graph op by op on eager tensors: the reference semantics.
+    pub fn run_eager(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
+        interp::run(&self.graph, args)
+    }
+
+    /// The entry point of the functions `#[aot_fn]` generates.
+    #[doc(hidden)]
+    pub fn __call(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
+        self.run_eager(args)
+    }
+}
+
+/// Support for the code `#[aot_fn]` generates. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    use super::CompiledFn;
+    // Re-exported so generated code names only `::aot_runtime` paths.
+    use crate::error::{AotError, Result};
+    use crate::tensor::Tensor;
+    pub use std::sync::OnceLock;
+
+    /// Rebuilds a compiled function from the JSON the macro embedded.
+    ///
+    /// The JSON was written by the same version of `aot-ir` this crate is
+    /// built with, so a failure here is a build inconsistency, not a user
+    /// error; there is no caller to return it to (`compiled()` returns a
+    /// reference), hence the panic.
+    pub fn load(graph_json: &str, meta_json: &str) -> CompiledFn {
+        let graph = serde_json::from_str(graph_json)
+            .unwrap_or_else(|e| panic!("aot: corrupt embedded graph ({e}); rebuild with matching aot-macros and aot-runtime"));
+        let meta = serde_json::from_str(meta_json)
+            .unwrap_or_else(|e| panic!("aot: corrupt embedded metadata ({e}); rebuild with matching aot-macros and aot-runtime"));
+        CompiledFn { graph, meta }
+    }
+
+    /// The outputs as an array of the declared arity.
+    pub fn outputs<const N: usize>(outs: Vec<Tensor>, func: &str) -> Result<[Tensor; N]> {
+        let n = outs.len();
+        outs.try_into().map_err(|_| AotError::Internal { op: "aot_fn", msg: format!("`{func}` produced {n} outputs, expected {N}") })
+    }
+}

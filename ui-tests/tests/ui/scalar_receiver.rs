@@ -1,0 +1,8 @@
+use aot_runtime::prelude::*;
+
+#[aot_fn]
+fn f(x: &Tensor, lr: f64) -> Tensor {
+    x * lr.exp()
+}
+
+fn main() {}

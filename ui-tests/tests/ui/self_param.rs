@@ -1,0 +1,8 @@
+use aot_runtime::prelude::*;
+
+#[aot_fn]
+fn f(self, x: &Tensor) -> Tensor {
+    x.sin()
+}
+
+fn main() {}
