@@ -1,5 +1,32 @@
 //! aot-runtime: tensors with PyTorch's view and in-place semantics, eager
 //! autograd, and the runtime half of AOTAutograd.
+//!
+//! ```
+//! use aot_runtime::prelude::*;
+//!
+//! // Slice assignment with gradients: rows 1..3 of `buf` take `y`.
+//! let x = Tensor::randn(&[4, 3], DType::F64, &Device::Cpu, 0)?.requires_grad_(true)?;
+//! let y = Tensor::randn(&[2, 3], DType::F64, &Device::Cpu, 1)?.requires_grad_(true)?;
+//! let buf = x.mul(2.0)?;
+//! buf.narrow(0, 1, 2)?.copy_(&y)?;
+//! buf.sum()?.backward()?;
+//! // x's gradient flows around the slice, y's through it
+//! assert_eq!(x.grad().unwrap().to_vec::<f64>()?[..3], [2.0, 2.0, 2.0]);
+//! assert_eq!(x.grad().unwrap().to_vec::<f64>()?[3..9], [0.0; 6]);
+//! assert_eq!(y.grad().unwrap().to_vec::<f64>()?, vec![1.0; 6]);
+//!
+//! // A compiled function with an in-place update of its argument.
+//! #[aot_fn]
+//! fn scale_(a: &mut Tensor, s: f64) -> Tensor {
+//!     a.mul_(s);
+//!     a.sum()
+//! }
+//! let a = Tensor::ones(&[3], DType::F32, &Device::Cpu)?;
+//! let total = scale_(&mut a.clone(), 2.0)?;
+//! assert_eq!(total.item::<f32>()?, 6.0);
+//! assert_eq!(a.to_vec::<f32>()?, vec![2.0; 3]);
+//! # Ok::<(), AotError>(())
+//! ```
 #![allow(clippy::needless_range_loop)]
 
 pub mod autograd;
@@ -20,7 +47,7 @@ pub use dtype::{DType, Scalar, WithDType};
 pub use error::{AotError, Result};
 pub use tensor::Tensor;
 pub use autograd::{is_grad_enabled, no_grad, NoGradGuard};
-pub use ops::Operand;
+pub use ops::{manual_seed, Operand};
 pub use compiled::{Arg, CompiledFn, CallReport};
 
 /// `use aot_runtime::prelude::*;` brings what user code needs.

@@ -207,6 +207,7 @@ impl Storage {
     }
     /// Runs `f` on the CPU buffer, or reports that the device is unavailable.
     pub(crate) fn with_cpu<R>(&self, op: &'static str, f: impl FnOnce(&CpuStorage) -> Result<R>) -> Result<R> {
+        let _ = op; // names the op in the CUDA arm
         match &*self.read() {
             StorageData::Cpu(c) => f(c),
             #[cfg(feature = "cuda")]
@@ -214,6 +215,7 @@ impl Storage {
         }
     }
     pub(crate) fn with_cpu_mut<R>(&self, op: &'static str, f: impl FnOnce(&mut CpuStorage) -> Result<R>) -> Result<R> {
+        let _ = op; // names the op in the CUDA arm
         match &mut *self.write() {
             StorageData::Cpu(c) => f(c),
             #[cfg(feature = "cuda")]

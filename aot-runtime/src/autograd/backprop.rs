@@ -112,7 +112,8 @@ fn view_backward(op: &ViewOp, in_layout: &Layout, storage_len: usize, dtype: DTy
         Ok(())
     })?;
     let mirror = Tensor::from_cpu(buf, &[buf_len]);
-    mirror.alias_with_layout(l0).contiguous().map(|t| t.alias_with_layout(Layout::contiguous(&in_layout.shape)))
+    // `copy` (not `contiguous`): the result must start at offset 0.
+    mirror.alias_with_layout(l0).copy()
 }
 
 fn keep_dims(g: &Tensor, dims: &[usize], keepdim: bool) -> Result<Tensor> {
@@ -328,11 +329,12 @@ impl BackwardOp {
             BackwardOp::Clamp { a, min, max } => {
                 let a = a.get(name)?;
                 let mut keep = a.ge(f64::NEG_INFINITY)?;
+                // torch 2.15: no gradient at the bounds themselves
                 if let Some(lo) = min {
-                    keep = keep.logical_and(&a.ge(*lo)?)?;
+                    keep = keep.logical_and(&a.gt(*lo)?)?;
                 }
                 if let Some(hi) = max {
-                    keep = keep.logical_and(&a.le(*hi)?)?;
+                    keep = keep.logical_and(&a.lt(*hi)?)?;
                 }
                 one(g.mul(&keep.to_dtype(g.dtype())?))
             }

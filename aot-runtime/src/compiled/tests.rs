@@ -63,7 +63,8 @@ fn explain_reports_the_contract_keys() {
     let mut keys: Vec<&String> = v.as_object().expect("object").keys().collect();
     keys.sort();
     assert_eq!(keys, ["dedupe", "fw_metadata", "synthetic_base", "synthetic_base_info"]);
-    assert!(v["dedupe"].is_null());
+    // `a` is mutated and passed twice: the dedupe specialisation applies.
+    assert_eq!(v["dedupe"]["keep_arg_mask"], serde_json::json!([true, false, true]));
     // `a` passed twice: both parameters see both mutations, and the outputs
     // alias the last of them, as in PyTorch.
     let info = &report.fw_metadata.input_info;

@@ -16,14 +16,19 @@ pub(crate) trait Elem: CpuElem + Default {
     fn to_i64(self) -> i64;
     /// The integer converted to this type with a single rounding.
     fn from_i64(v: i64) -> Self;
+    /// The value as f32; only exact (and only used) for f32, f16 and bf16.
+    fn to_f32(self) -> f32;
+    /// The f32 converted to this type with a single rounding.
+    fn from_f32(v: f32) -> Self;
     /// PyTorch's cast: float -> int truncates toward zero, anything -> bool
-    /// is `!= 0`, bool -> anything is 0/1. Exact for i64 -> i64.
+    /// is `!= 0`, bool -> anything is 0/1. i64 goes through i64 (exact),
+    /// f32/f16/bf16 through f32 (exact, and fast), the rest through f64.
     #[inline(always)]
     fn cast<U: Elem>(self) -> U {
-        if Self::DTYPE == DType::I64 {
-            U::from_i64(self.to_i64())
-        } else {
-            U::from_f64(self.to_f64())
+        match Self::DTYPE {
+            DType::I64 => U::from_i64(self.to_i64()),
+            DType::F32 | DType::F16 | DType::BF16 => U::from_f32(self.to_f32()),
+            DType::F64 | DType::Bool => U::from_f64(self.to_f64()),
         }
     }
 }
@@ -35,12 +40,26 @@ impl Elem for f32 {
     fn from_i64(v: i64) -> Self {
         v as f32
     }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v
+    }
 }
 impl Elem for f64 {
     fn to_i64(self) -> i64 {
         self as i64
     }
     fn from_i64(v: i64) -> Self {
+        v as f64
+    }
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+    fn from_f32(v: f32) -> Self {
         v as f64
     }
 }
@@ -51,6 +70,14 @@ impl Elem for f16 {
     fn from_i64(v: i64) -> Self {
         f16::from_f64(v as f64)
     }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        f16::to_f32(self)
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        f16::from_f32(v)
+    }
 }
 impl Elem for bf16 {
     fn to_i64(self) -> i64 {
@@ -58,6 +85,14 @@ impl Elem for bf16 {
     }
     fn from_i64(v: i64) -> Self {
         bf16::from_f64(v as f64)
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        bf16::to_f32(self)
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        bf16::from_f32(v)
     }
 }
 impl Elem for i64 {
@@ -67,6 +102,12 @@ impl Elem for i64 {
     fn from_i64(v: i64) -> Self {
         v
     }
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+    fn from_f32(v: f32) -> Self {
+        v as i64
+    }
 }
 impl Elem for bool {
     fn to_i64(self) -> i64 {
@@ -74,6 +115,12 @@ impl Elem for bool {
     }
     fn from_i64(v: i64) -> Self {
         v != 0
+    }
+    fn to_f32(self) -> f32 {
+        self as u8 as f32
+    }
+    fn from_f32(v: f32) -> Self {
+        v != 0.0
     }
 }
 
@@ -145,6 +192,10 @@ pub(crate) trait FloatElem: Elem {
     fn to_c(self) -> Self::C;
     /// Rounds a computed value to the element type (once).
     fn from_c(c: Self::C) -> Self;
+    /// Rounds a buffer of computed values (free when the types agree).
+    fn from_c_vec(v: Vec<Self::C>) -> Vec<Self> {
+        super::strided::map1(&v, &crate::layout::Layout::contiguous(&[v.len()]), Self::from_c)
+    }
 }
 
 impl FloatElem for f32 {
@@ -157,6 +208,9 @@ impl FloatElem for f32 {
     fn from_c(c: f32) -> Self {
         c
     }
+    fn from_c_vec(v: Vec<f32>) -> Vec<f32> {
+        v
+    }
 }
 impl FloatElem for f64 {
     type C = f64;
@@ -167,6 +221,9 @@ impl FloatElem for f64 {
     #[inline(always)]
     fn from_c(c: f64) -> Self {
         c
+    }
+    fn from_c_vec(v: Vec<f64>) -> Vec<f64> {
+        v
     }
 }
 impl FloatElem for f16 {
@@ -236,5 +293,10 @@ mod tests {
         // f32 -> f16 rounds once
         assert_eq!(0.1f32.cast::<f16>(), f16::from_f32(0.1));
         assert_eq!(3i64.cast::<bf16>(), bf16::from_f32(3.0));
+        // f64 -> f16 as `half` (and PyTorch, through float) does it
+        let x = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+        assert_eq!(x.cast::<f16>(), f16::from_f64(x));
+        assert_eq!(bf16::from_f32(1.5).cast::<f16>(), f16::from_f32(1.5));
+        assert!(f32::NAN.cast::<bool>() && !0.0f32.cast::<bool>() && (-0.0f64).cast::<i64>() == 0);
     }
 }

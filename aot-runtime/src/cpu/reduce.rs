@@ -6,11 +6,10 @@
 //! outputs. Floating inputs accumulate in f64 and round once at the end.
 
 use super::elem::{float_or, max_nan, torch_type_name, FloatElem};
-use super::strided::{check_layout, Plan, PAR_MIN};
+use super::strided::{check_layout, par_chunks, par_map, Plan, PAR_MIN};
 use crate::error::{AotError, Result};
 use crate::layout::{contiguous_strides, Layout};
 use crate::storage::CpuStorage;
-use rayon::prelude::*;
 
 /// A reduction op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -42,7 +41,7 @@ struct Reduction {
     out_n: usize,
     /// Number of inputs reduced into each output.
     red_n: usize,
-    /// Reduced dims (of the original layout) of size 0.
+    /// The first reduced dim (of the original layout) of size 0.
     empty_dim: Option<usize>,
 }
 
@@ -139,28 +138,25 @@ fn drive<A: Copy + Send + Sync>(r: &Reduction, init: A, row: impl RowFn<A>, comb
         let n0 = lin.shape[0];
         let per_row = r.out_n / n0;
         let rows = n0.div_ceil((threads * 4).min(n0));
-        acc.par_chunks_mut(rows * per_row).enumerate().for_each(|(i, chunk)| {
+        par_chunks(&mut acc, rows * per_row, &|start, chunk| {
             let mut sub = lin.clone();
-            sub.offset += i * rows * lin.stride[0];
+            sub.offset += start / per_row * lin.stride[0];
             sub.shape[0] = chunk.len() / per_row;
-            accumulate(&sub, r.nk, chunk, i * rows * per_row, &row);
+            accumulate(&sub, r.nk, chunk, start, &row);
         });
     } else if let Some(d) = split_red {
         // Split the largest reduced dim: each task folds a slab into its own
         // outputs, which are then combined.
         let n = lin.shape[d];
         let per = n.div_ceil(threads.min(n));
-        let partials: Vec<Vec<A>> = (0..n.div_ceil(per))
-            .into_par_iter()
-            .map(|p| {
-                let mut sub = lin.clone();
-                sub.offset += p * per * lin.stride[d];
-                sub.shape[d] = per.min(n - p * per);
-                let mut part = vec![init; r.out_n];
-                accumulate(&sub, r.nk, &mut part, 0, &row);
-                part
-            })
-            .collect();
+        let partials: Vec<Vec<A>> = par_map(n.div_ceil(per), &|p| {
+            let mut sub = lin.clone();
+            sub.offset += p * per * lin.stride[d];
+            sub.shape[d] = per.min(n - p * per);
+            let mut part = vec![init; r.out_n];
+            accumulate(&sub, r.nk, &mut part, 0, &row);
+            part
+        });
         for part in partials {
             for (a, p) in acc.iter_mut().zip(part) {
                 *a = combine(*a, p);
@@ -277,7 +273,19 @@ pub fn reduce(op: ReduceOp, src: &CpuStorage, l: &Layout, dims: &[usize], keepdi
 #[cfg(test)]
 fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
     let mask = reduced_mask("test", shape.len(), dims).unwrap_or_default();
-    shape.iter().zip(mask).filter_map(|(&n, m)| if !m { Some(n) } else if keepdim { Some(1) } else { None }).collect()
+    shape
+        .iter()
+        .zip(mask)
+        .filter_map(|(&n, m)| {
+            if !m {
+                Some(n)
+            } else if keepdim {
+                Some(1)
+            } else {
+                None
+            }
+        })
+        .collect()
 }
 
 /// Variance over `dims` (as for [`reduce`]) dividing by
@@ -317,4 +325,164 @@ pub fn var(src: &CpuStorage, l: &Layout, dims: &[usize], correction: i64, keepdi
         OP,
         format!("std and var only support floating point and complex dtypes, got {}", torch_type_name(other.dtype())),
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::testutil::{assert_close, layouts, logical, random_values, rounded, storage, tol, values};
+    use crate::dtype::DType;
+
+    /// Groups the row-major `input` of `shape` by output element and applies `f`.
+    fn reference(input: &[f64], shape: &[usize], dims: &[usize], f: impl Fn(&[f64]) -> f64) -> Vec<f64> {
+        let mask = reduced_mask("test", shape.len(), dims).unwrap();
+        let out_n: usize = shape.iter().zip(&mask).filter(|(_, &m)| !m).map(|(&n, _)| n).product();
+        let mut groups = vec![vec![]; out_n];
+        for (i, &v) in input.iter().enumerate() {
+            let (mut rem, mut o, mut scale) = (i, 0, 1);
+            for d in (0..shape.len()).rev() {
+                let idx = rem % shape[d];
+                rem /= shape[d];
+                if !mask[d] {
+                    o += idx * scale;
+                    scale *= shape[d];
+                }
+            }
+            groups[o].push(v);
+        }
+        groups.iter().map(|g| f(g)).collect()
+    }
+
+    fn sum(g: &[f64]) -> f64 {
+        g.iter().sum()
+    }
+    fn mean(g: &[f64]) -> f64 {
+        sum(g) / g.len() as f64
+    }
+    fn amax(g: &[f64]) -> f64 {
+        g.iter().fold(f64::NEG_INFINITY, |m, &x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x) })
+    }
+    fn variance(g: &[f64], correction: i64) -> f64 {
+        let m = mean(g);
+        g.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (g.len() as f64 - correction as f64).max(0.0)
+    }
+
+    fn dim_sets(rank: usize) -> Vec<Vec<usize>> {
+        (0u32..1 << rank).map(|bits| (0..rank).filter(|d| bits & (1 << d) != 0).collect()).collect()
+    }
+
+    #[test]
+    fn float_reductions_match_reference() {
+        for shape in [vec![2usize, 3, 4], vec![3, 5], vec![7]] {
+            for (name, l) in layouts(&shape) {
+                let data = random_values(l.storage_extent(), -2.0, 2.0, 11);
+                for dtype in DType::FLOATS {
+                    let src = storage(dtype, &data);
+                    let input = logical(&values(&src), &l);
+                    for dims in dim_sets(shape.len()) {
+                        let what = format!("{dtype} {name} {shape:?} dims {dims:?}");
+                        for (op, f) in [(ReduceOp::Sum, sum as fn(&[f64]) -> f64), (ReduceOp::Mean, mean), (ReduceOp::Amax, amax)] {
+                            let out = reduce(op, &src, &l, &dims, false).unwrap();
+                            let kept = reduce(op, &src, &l, &dims, true).unwrap();
+                            assert_eq!(out, kept);
+                            assert_eq!(out.len(), reduced_shape(&shape, &dims, true).iter().product::<usize>());
+                            assert_eq!(out.dtype(), dtype);
+                            let want = rounded(dtype, &reference(&input, &shape, &dims, f));
+                            assert_close(&values(&out), &want, tol(dtype), &format!("{op:?} {what}"));
+                        }
+                        for correction in [0, 1] {
+                            let out = var(&src, &l, &dims, correction, false).unwrap();
+                            let want = rounded(dtype, &reference(&input, &shape, &dims, |g| variance(g, correction)));
+                            assert_close(&values(&out), &want, tol(dtype), &format!("var({correction}) {what}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn large_reductions_use_every_split() {
+        for shape in [vec![64usize, 1024], vec![3, 40000], vec![40000, 3], vec![2, 2, 20000]] {
+            for (name, l) in layouts(&shape) {
+                let data = random_values(l.storage_extent(), -1.0, 1.0, 5);
+                for dtype in [DType::F32, DType::F64] {
+                    let src = storage(dtype, &data);
+                    let input = logical(&values(&src), &l);
+                    for dims in dim_sets(shape.len()) {
+                        let what = format!("{dtype} {name} {shape:?} dims {dims:?}");
+                        let out = reduce(ReduceOp::Sum, &src, &l, &dims, false).unwrap();
+                        let want = rounded(dtype, &reference(&input, &shape, &dims, sum));
+                        assert_close(&values(&out), &want, tol(dtype) * 10.0, &format!("sum {what}"));
+                        let out = reduce(ReduceOp::Amax, &src, &l, &dims, false).unwrap();
+                        assert_close(&values(&out), &rounded(dtype, &reference(&input, &shape, &dims, amax)), 0.0, &format!("amax {what}"));
+                        let out = var(&src, &l, &dims, 1, false).unwrap();
+                        let want = rounded(dtype, &reference(&input, &shape, &dims, |g| variance(g, 1)));
+                        assert_close(&values(&out), &want, tol(dtype) * 10.0, &format!("var {what}"));
+                    }
+                }
+                let ints: Vec<f64> = (0..l.storage_extent()).map(|i| (i % 13) as f64 - 6.0).collect();
+                let src = storage(DType::I64, &ints);
+                let input = logical(&ints, &l);
+                for dims in dim_sets(shape.len()) {
+                    let out = reduce(ReduceOp::Sum, &src, &l, &dims, false).unwrap();
+                    assert_eq!(values(&out), reference(&input, &shape, &dims, sum), "i64 sum {name} {shape:?} {dims:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn int_and_bool_reductions() {
+        let l = Layout::contiguous(&[2, 3]).t("t").unwrap(); // [[1, 4], [2, 5], [3, 6]] as [3, 2]
+        let i = CpuStorage::I64(vec![1, 2, 3, 4, 5, 6]);
+        assert_eq!(reduce(ReduceOp::Sum, &i, &l, &[1], false).unwrap(), CpuStorage::I64(vec![5, 7, 9]));
+        assert_eq!(reduce(ReduceOp::Sum, &i, &l, &[], false).unwrap(), CpuStorage::I64(vec![21]));
+        assert_eq!(reduce(ReduceOp::Amax, &i, &l, &[0], true).unwrap(), CpuStorage::I64(vec![3, 6]));
+        assert!(matches!(reduce(ReduceOp::Mean, &i, &l, &[0], false), Err(AotError::DTypeMismatch { .. })));
+        assert!(var(&i, &l, &[0], 1, false).is_err());
+        let b = CpuStorage::Bool(vec![true, false, true, true, false, false]);
+        assert_eq!(reduce(ReduceOp::Sum, &b, &l, &[0], false).unwrap(), CpuStorage::I64(vec![2, 1]));
+        assert_eq!(reduce(ReduceOp::Amax, &b, &l, &[1], false).unwrap(), CpuStorage::Bool(vec![true, false, true]));
+        assert!(reduce(ReduceOp::Mean, &b, &l, &[], false).is_err());
+    }
+
+    #[test]
+    fn empty_and_scalar_reductions() {
+        let l = Layout::contiguous(&[0, 3]);
+        let s = CpuStorage::F32(vec![]);
+        assert_eq!(reduce(ReduceOp::Sum, &s, &l, &[0], false).unwrap(), CpuStorage::F32(vec![0.0; 3]));
+        assert_eq!(reduce(ReduceOp::Sum, &s, &l, &[], false).unwrap(), CpuStorage::F32(vec![0.0]));
+        assert_eq!(reduce(ReduceOp::Sum, &s, &l, &[1], false).unwrap(), CpuStorage::F32(vec![]));
+        assert!(values(&reduce(ReduceOp::Mean, &s, &l, &[0], false).unwrap()).iter().all(|v| v.is_nan()));
+        assert!(values(&var(&s, &l, &[], 1, false).unwrap())[0].is_nan());
+        let err = reduce(ReduceOp::Amax, &s, &l, &[0], false).unwrap_err();
+        assert!(err.to_string().contains("Expected reduction dim 0 to have non-zero size"), "{err}");
+        assert!(reduce(ReduceOp::Amax, &s, &l, &[], false).is_err());
+        assert_eq!(reduce(ReduceOp::Amax, &s, &l, &[1], false).unwrap(), CpuStorage::F32(vec![]));
+        assert_eq!(reduce(ReduceOp::Sum, &CpuStorage::I64(vec![]), &l, &[0], true).unwrap(), CpuStorage::I64(vec![0; 3]));
+        // a 0-d tensor
+        let scalar = Layout::new(vec![], vec![], 2);
+        let x = CpuStorage::F64(vec![0.0, 0.0, 4.5]);
+        assert_eq!(reduce(ReduceOp::Sum, &x, &scalar, &[], false).unwrap(), CpuStorage::F64(vec![4.5]));
+        assert_eq!(reduce(ReduceOp::Mean, &x, &scalar, &[0], true).unwrap(), CpuStorage::F64(vec![4.5]));
+        assert!(reduce(ReduceOp::Sum, &x, &scalar, &[1], false).is_err());
+        assert!(reduce(ReduceOp::Sum, &x, &Layout::contiguous(&[3]), &[1], false).is_err());
+    }
+
+    #[test]
+    fn nan_and_correction_edge_cases() {
+        let l = Layout::contiguous(&[3]);
+        let s = CpuStorage::F32(vec![1.0, f32::NAN, 3.0]);
+        assert!(values(&reduce(ReduceOp::Amax, &s, &l, &[], false).unwrap())[0].is_nan());
+        let s = CpuStorage::F64(vec![1.0, 2.0]);
+        let l2 = Layout::contiguous(&[2]);
+        assert_eq!(values(&var(&s, &l2, &[], 0, false).unwrap()), vec![0.25]);
+        assert_eq!(values(&var(&s, &l2, &[], 1, false).unwrap()), vec![0.5]);
+        assert_eq!(values(&var(&s, &l2, &[], 3, false).unwrap()), vec![f64::INFINITY]);
+        assert!(values(&var(&s, &Layout::contiguous(&[1]), &[], 1, false).unwrap())[0].is_nan());
+        assert_eq!(values(&var(&s, &l2, &[], -2, false).unwrap()), vec![0.125]);
+        assert_eq!(reduced_shape(&[2, 3, 4], &[0, 2], true), vec![1, 3, 1]);
+        assert_eq!(reduced_shape(&[2, 3, 4], &[], false), Vec::<usize>::new());
+    }
 }

@@ -12,6 +12,9 @@
 //! is preserved.
 //! ====================================================
 
+// The coefficients keep the digits of the original source.
+#![allow(clippy::excessive_precision)]
+
 const ERX: f64 = 8.45062911510467529297e-01; /* 0x3FEB0AC1, 0x60000000 */
 /*
  * Coefficients for approximation to  erf on [0,0.84375]
@@ -129,7 +132,13 @@ pub(crate) fn erf(x: f64) -> f64 {
     let ix = hx & 0x7fff_ffff;
     if ix >= 0x7ff0_0000 {
         // erf(nan) = nan, erf(+-inf) = +-1
-        return if x.is_nan() { x } else if negative { -1.0 } else { 1.0 };
+        return if x.is_nan() {
+            x
+        } else if negative {
+            -1.0
+        } else {
+            1.0
+        };
     }
     if ix < 0x3feb_0000 {
         // |x| < 0.84375
@@ -163,7 +172,13 @@ pub(crate) fn erfc(x: f64) -> f64 {
     let ix = hx & 0x7fff_ffff;
     if ix >= 0x7ff0_0000 {
         // erfc(nan) = nan, erfc(+inf) = 0, erfc(-inf) = 2
-        return if x.is_nan() { x } else if negative { 2.0 } else { 0.0 };
+        return if x.is_nan() {
+            x
+        } else if negative {
+            2.0
+        } else {
+            0.0
+        };
     }
     if ix < 0x3feb_0000 {
         // |x| < 0.84375

@@ -12,8 +12,8 @@ use crate::tensor::Tensor;
 /// The dtype the kernel computes in, and the dtype of the result.
 fn compute_dtype(op: BinaryOp, promoted: DType) -> DType {
     match op {
-        // true division and pow of integers happen in the default float dtype
-        BinaryOp::Div | BinaryOp::Pow if !promoted.is_float() => DType::F32,
+        // true division of integers happens in the default float dtype
+        BinaryOp::Div if !promoted.is_float() => DType::F32,
         _ => promoted,
     }
 }
@@ -69,6 +69,11 @@ fn kernel_ts(op: BinaryOp, a: &Tensor, s: f64, dtype: DType, scalar_first: bool)
 /// Out-of-place binary op `a op rhs` (or `rhs op a` if `scalar_first`).
 pub(crate) fn binary(op: BinaryOp, a: &Tensor, rhs: Operand<'_>, scalar_first: bool) -> Result<Tensor> {
     let name = op.name();
+    if op == BinaryOp::Pow {
+        if let Some(out) = integer_pow(a, &rhs, scalar_first)? {
+            return Ok(out);
+        }
+    }
     match rhs {
         Operand::Tensor(b) => {
             check_same_device(name, a, b)?;
@@ -126,6 +131,24 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, rhs: Operand<'_>, scalar_first: b
             Ok(out)
         }
     }
+}
+
+/// `pow` of integers stays integer (PyTorch): computed in f64, exact for
+/// every result an i64 can hold, then cast back.
+fn integer_pow(a: &Tensor, rhs: &Operand<'_>, scalar_first: bool) -> Result<Option<Tensor>> {
+    let promoted = match rhs {
+        Operand::Tensor(b) => result_type(a, b),
+        Operand::Scalar(s) => s.promote_with(a.dtype()),
+    };
+    if promoted != DType::I64 {
+        return Ok(None);
+    }
+    let af = a.to_dtype(DType::F64)?;
+    let r = match rhs {
+        Operand::Tensor(b) => binary(BinaryOp::Pow, &af, Operand::Tensor(&b.to_dtype(DType::F64)?), scalar_first)?,
+        Operand::Scalar(s) => binary(BinaryOp::Pow, &af, Operand::Scalar(Scalar::F64(s.to_f64())), scalar_first)?,
+    };
+    Ok(Some(r.to_dtype(DType::I64)?))
 }
 
 macro_rules! binary_methods {

@@ -29,7 +29,8 @@ pub(crate) fn leaf_error(op: &str, t: &Tensor) -> AotError {
 /// PyTorch's memory-overlap checks for writing into `dst` while reading `srcs`.
 fn check_overlap(op: &'static str, dst: &Tensor, srcs: &[&Tensor]) -> Result<()> {
     let dl = dst.layout();
-    if dl.has_internal_overlap() {
+    // fill_ writes one value everywhere, so PyTorch lets it through
+    if dl.has_internal_overlap() && op != "fill_" {
         return Err(AotError::unsupported(
             op,
             "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
@@ -206,6 +207,7 @@ impl Tensor {
         self.fill_(0.0)
     }
     pub fn clamp_(&self, min: f64, max: f64) -> Result<Tensor> {
+        self.float_only("clamp_")?;
         inplace("clamp_", self, &[], |cur| cur.clamp(min, max))
     }
     pub fn relu_(&self) -> Result<Tensor> {

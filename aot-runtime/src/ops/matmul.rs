@@ -62,12 +62,13 @@ impl Tensor {
             let b2 = if rb == 1 { other.unsqueeze(-1)? } else { other.clone() };
             let r = batched(op, &a2, &b2)?;
             let mut shape = r.shape();
+            // drop the dims the 1-D operands gained: n (last) for b, m (second to last) for a
+            let l = shape.len();
+            if ra == 1 {
+                shape.remove(l - 2);
+            }
             if rb == 1 {
                 shape.pop();
-            }
-            if ra == 1 {
-                let l = shape.len();
-                shape.remove(l - 1);
             }
             Ok(r.alias_with_layout(Layout::contiguous(&shape)))
         })?;

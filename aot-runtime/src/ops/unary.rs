@@ -74,6 +74,10 @@ impl Tensor {
         if min.is_none() && max.is_none() {
             return Err(AotError::unsupported(name, "At least one of 'min' or 'max' must not be None"));
         }
+        // float bounds promote an integer tensor to the default float dtype
+        if !self.dtype().is_float() {
+            return self.to_dtype(DType::F32)?.clamp_opt(min, max);
+        }
         let data = self.with_cpu(name, |c, l| cpu::clamp(c, l, min, max))?;
         let out = Tensor::from_cpu(data, &self.shape());
         record(&out, &[Some(self)], || Ok(BackwardOp::Clamp { a: SavedTensor::save(self), min, max }))?;

@@ -103,8 +103,8 @@ impl Tensor {
     }
     /// Transpose of a tensor with at most 2 dims.
     pub fn t(&self) -> Result<Tensor> {
+        self.layout().t("t")?;
         if self.rank() < 2 {
-            self.layout().t("t")?;
             return self.view_op(ViewOp::Permute((0..self.rank()).collect()));
         }
         self.transpose(0, 1)
@@ -204,8 +204,8 @@ impl Tensor {
     }
 
     pub fn t_(&self) -> Result<Tensor> {
+        self.layout().t("t_")?;
         if self.rank() < 2 {
-            self.layout().t("t_")?;
             return self.metadata_mutation(ViewOp::Permute((0..self.rank()).collect()));
         }
         self.metadata_mutation(ViewOp::Transpose(0, 1))

@@ -1,0 +1,298 @@
+//! Batched matrix multiply on the `gemm` crate.
+//!
+//! f32 and f64 go straight to `gemm` with the operands' own strides;
+//! f16/bf16 are widened to f32, multiplied, and rounded once; i64 uses a
+//! plain loop (wrapping, like PyTorch's integer matmul).
+
+use super::elem::{torch_type_name, FloatElem};
+use super::strided::{check_layout, map1, par_chunks};
+use crate::error::{AotError, Result};
+use crate::layout::Layout;
+use crate::storage::CpuStorage;
+use gemm::Parallelism;
+
+const OP: &str = "matmul";
+
+/// Below this many multiply-adds per matrix, one `gemm` call stays on one
+/// thread.
+const GEMM_PAR_WORK: usize = 48 * 48 * 48;
+/// With many matrices, each at most this many multiply-adds, the batch is
+/// split across threads instead.
+const BATCH_PAR_MAX_WORK: usize = 256 * 256 * 256;
+
+/// The element types `gemm` is called with (only these: `gemm::gemm` panics
+/// for others).
+trait GemmElem: Copy + Send + Sync + Default + 'static {
+    const ZERO: Self;
+    const ONE: Self;
+}
+impl GemmElem for f32 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+}
+impl GemmElem for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+}
+
+/// Sizes and strides of one batched operand `[batch, rows, cols]`.
+#[derive(Clone, Copy)]
+struct Operand {
+    offset: usize,
+    batch_stride: usize,
+    rs: isize,
+    cs: isize,
+}
+
+impl Operand {
+    fn new(l: &Layout) -> Result<Operand> {
+        // The stride of a size-1 dim is never used to step; make it 0 so any
+        // value fits in an isize.
+        let eff = |d: usize| if l.shape[d] <= 1 { 0 } else { l.stride[d] };
+        let signed = |s: usize| isize::try_from(s).map_err(|_| AotError::internal(OP, format!("stride {s} does not fit in isize")));
+        Ok(Operand { offset: l.offset, batch_stride: eff(0), rs: signed(eff(1))?, cs: signed(eff(2))? })
+    }
+}
+
+/// Batched matmul: `la` is `[batch, m, k]`, `lb` is `[batch, k, n]` (any
+/// strides; a batch stride of 0 broadcasts). The output is a contiguous
+/// `[batch, m, n]` buffer of the operands' (common) dtype.
+pub fn matmul(a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout) -> Result<CpuStorage> {
+    if la.rank() != 3 || lb.rank() != 3 {
+        return Err(AotError::shape(OP, format!("batched matmul expects 3-D operands, got shapes {:?} and {:?}", la.shape, lb.shape)));
+    }
+    let (batch, m, k) = (la.shape[0], la.shape[1], la.shape[2]);
+    let (batch_b, k_b, n) = (lb.shape[0], lb.shape[1], lb.shape[2]);
+    if batch != batch_b {
+        return Err(AotError::shape(OP, format!("batch sizes differ: {batch} and {batch_b} (shapes {:?} and {:?})", la.shape, lb.shape)));
+    }
+    if k != k_b {
+        return Err(AotError::shape(OP, format!("mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k_b}x{n})")));
+    }
+    if a.dtype() != b.dtype() {
+        return Err(AotError::dtype(OP, format!("expected both operands to have the same dtype, but got {} and {}", a.dtype(), b.dtype())));
+    }
+    check_layout(OP, la, a.len())?;
+    check_layout(OP, lb, b.len())?;
+    let dims = Dims { batch, m, k, n };
+    match (a, b) {
+        (CpuStorage::F32(x), CpuStorage::F32(y)) => Ok(CpuStorage::F32(gemm_batched(dims, x, la, y, lb)?)),
+        (CpuStorage::F64(x), CpuStorage::F64(y)) => Ok(CpuStorage::F64(gemm_batched(dims, x, la, y, lb)?)),
+        (CpuStorage::F16(x), CpuStorage::F16(y)) => Ok(CpuStorage::F16(via_f32(dims, x, la, y, lb)?)),
+        (CpuStorage::BF16(x), CpuStorage::BF16(y)) => Ok(CpuStorage::BF16(via_f32(dims, x, la, y, lb)?)),
+        (CpuStorage::I64(x), CpuStorage::I64(y)) => Ok(CpuStorage::I64(naive_i64(dims, x, la, y, lb))),
+        _ => Err(AotError::dtype(OP, format!("\"addmm_impl_cpu_\" not implemented for '{}'", torch_type_name(a.dtype())))),
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Dims {
+    batch: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+}
+
+/// The operand widened to a contiguous f32 buffer and its layout. A batch
+/// dim of stride 0 stays stride 0 (the matrix is widened once).
+fn widen<T: FloatElem<C = f32>>(x: &[T], l: &Layout) -> (Vec<f32>, Layout) {
+    let (batch, r, c) = (l.shape[0], l.shape[1], l.shape[2]);
+    let broadcast = batch > 1 && l.stride[0] == 0;
+    let shape = [if broadcast { 1 } else { batch }, r, c];
+    let src = Layout::new(shape.to_vec(), l.stride.clone(), l.offset);
+    let data = map1(x, &src, T::to_c);
+    let stride = vec![if broadcast { 0 } else { r * c }, c, 1];
+    (data, Layout::new(vec![batch, r, c], stride, 0))
+}
+
+fn via_f32<T: FloatElem<C = f32>>(d: Dims, x: &[T], la: &Layout, y: &[T], lb: &Layout) -> Result<Vec<T>> {
+    let (xa, la) = widen(x, la);
+    let (yb, lb) = widen(y, lb);
+    let out = gemm_batched(d, &xa, &la, &yb, &lb)?;
+    Ok(T::from_c_vec(out))
+}
+
+fn gemm_batched<T: GemmElem>(d: Dims, x: &[T], la: &Layout, y: &[T], lb: &Layout) -> Result<Vec<T>> {
+    let Dims { batch, m, k, n } = d;
+    let mut out = vec![T::ZERO; batch * m * n];
+    if out.is_empty() || k == 0 {
+        return Ok(out);
+    }
+    let (pa, pb) = (Operand::new(la)?, Operand::new(lb)?);
+    let work = m * n * k;
+    // `dst` is the output matrix `bi` (m*n elements, row-major).
+    let one = |bi: usize, dst: &mut [T], par: Parallelism| {
+        let lhs = &x[pa.offset + bi * pa.batch_stride..];
+        let rhs = &y[pb.offset + bi * pb.batch_stride..];
+        // SAFETY: `gemm` reads lhs[i*rs + p*cs] for i < m, p < k: with the
+        // batch offset these are storage indices of `la`, all below
+        // `x.len()` (checked by `check_layout`), so they lie in `lhs`; the
+        // same holds for `rhs` (p < k, j < n) with `lb` and `y`. `dst` is an
+        // exclusively borrowed slice of exactly m*n elements written at
+        // i*n + j (rs = n, cs = 1), disjoint from both inputs. m, n, k > 0
+        // here, strides are non-negative and fit in isize, `read_dst` is
+        // false so `dst` is only written, and `T` is f32 or f64, the types
+        // `gemm` supports without panicking.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                dst.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                lhs.as_ptr(),
+                pa.cs,
+                pa.rs,
+                rhs.as_ptr(),
+                pb.cs,
+                pb.rs,
+                T::ZERO,
+                T::ONE,
+                false,
+                false,
+                false,
+                par,
+            )
+        }
+    };
+    let threads = rayon::current_num_threads();
+    if batch > 1 && threads > 1 && work <= BATCH_PAR_MAX_WORK && batch * work >= GEMM_PAR_WORK {
+        par_chunks(&mut out, m * n, &|start, dst| one(start / (m * n), dst, Parallelism::None));
+    } else {
+        let par = if work >= GEMM_PAR_WORK && threads > 1 { Parallelism::Rayon(0) } else { Parallelism::None };
+        for (bi, dst) in out.chunks_mut(m * n).enumerate() {
+            one(bi, dst, par);
+        }
+    }
+    Ok(out)
+}
+
+/// Integer matmul by a plain loop (wrapping on overflow).
+fn naive_i64(d: Dims, x: &[i64], la: &Layout, y: &[i64], lb: &Layout) -> Vec<i64> {
+    let Dims { batch, m, k, n } = d;
+    let mut out = vec![0i64; batch * m * n];
+    if out.is_empty() {
+        return out;
+    }
+    let (sa, sb) = (&la.stride, &lb.stride);
+    let per_batch = |start: usize, dst: &mut [i64]| {
+        let bi = start / (m * n);
+        for i in 0..m {
+            for p in 0..k {
+                let av = x[la.offset + bi * sa[0] + i * sa[1] + p * sa[2]];
+                let brow = lb.offset + bi * sb[0] + p * sb[1];
+                for (j, o) in dst[i * n..(i + 1) * n].iter_mut().enumerate() {
+                    *o = o.wrapping_add(av.wrapping_mul(y[brow + j * sb[2]]));
+                }
+            }
+        }
+    };
+    if batch > 1 && out.len() * k >= super::strided::PAR_MIN {
+        par_chunks(&mut out, m * n, &per_batch);
+    } else {
+        for (bi, dst) in out.chunks_mut(m * n).enumerate() {
+            per_batch(bi * m * n, dst);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::testutil::{assert_close, random_values, rounded, storage, tol, values};
+    use crate::dtype::DType;
+
+    /// The naive triple loop over `[batch, m, k] x [batch, k, n]`, in f64.
+    fn reference(x: &[f64], la: &Layout, y: &[f64], lb: &Layout) -> Vec<f64> {
+        let (batch, m, k, n) = (la.shape[0], la.shape[1], la.shape[2], lb.shape[2]);
+        let at = |l: &Layout, d: &[f64], b: usize, i: usize, j: usize| d[l.offset + b * l.stride[0] + i * l.stride[1] + j * l.stride[2]];
+        let mut out = vec![0.0; batch * m * n];
+        for b in 0..batch {
+            for i in 0..m {
+                for j in 0..n {
+                    out[(b * m + i) * n + j] = (0..k).map(|p| at(la, x, b, i, p) * at(lb, y, b, p, j)).sum();
+                }
+            }
+        }
+        out
+    }
+
+    /// Layouts of `[batch, rows, cols]`: contiguous, with the matrices
+    /// transposed in memory, or with batch stride 0.
+    fn operand(kind: usize, batch: usize, rows: usize, cols: usize) -> Layout {
+        match kind {
+            0 => Layout::contiguous(&[batch, rows, cols]),
+            1 => Layout::contiguous(&[batch, cols, rows]).transpose("t", 1, 2).unwrap(),
+            _ => Layout::new(vec![batch, rows, cols], vec![0, cols, 1], 2),
+        }
+    }
+
+    #[test]
+    fn matmul_matches_naive_loop() {
+        let shapes = [(1, 1, 1, 1), (2, 3, 4, 5), (3, 17, 33, 9), (1, 70, 80, 90), (8, 40, 50, 30), (4, 1, 7, 1), (2, 5, 1, 3)];
+        for &(batch, m, k, n) in &shapes {
+            for ka in 0..3 {
+                for kb in 0..3 {
+                    let la = operand(ka, batch, m, k);
+                    let lb = operand(kb, batch, k, n);
+                    let da = random_values(la.storage_extent(), -1.0, 1.0, 21);
+                    let db = random_values(lb.storage_extent(), -1.0, 1.0, 22);
+                    for dtype in DType::FLOATS {
+                        let (a, b) = (storage(dtype, &da), storage(dtype, &db));
+                        let out = matmul(&a, &la, &b, &lb).unwrap();
+                        assert_eq!(out.dtype(), dtype);
+                        let want = rounded(dtype, &reference(&values(&a), &la, &values(&b), &lb));
+                        // f32 sums of k products: allow for k roundings
+                        let t = tol(dtype) * if dtype == DType::F32 { k as f64 } else { 2.0 };
+                        assert_close(&values(&out), &want, t, &format!("{dtype} {batch}x{m}x{k}x{n} kinds {ka}/{kb}"));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn matmul_with_stride_zero_rows_and_columns() {
+        // a row broadcast down the matrix (stride 0 in dim 1) and a column
+        // broadcast across it (stride 0 in dim 2)
+        let la = Layout::new(vec![2, 3, 4], vec![4, 0, 1], 0);
+        let lb = Layout::new(vec![2, 4, 5], vec![4, 1, 0], 0);
+        let da = random_values(8, -1.0, 1.0, 1);
+        let db = random_values(8, -1.0, 1.0, 2);
+        for dtype in [DType::F32, DType::F64] {
+            let (a, b) = (storage(dtype, &da), storage(dtype, &db));
+            let out = matmul(&a, &la, &b, &lb).unwrap();
+            assert_close(&values(&out), &reference(&values(&a), &la, &values(&b), &lb), tol(dtype) * 4.0, "stride 0");
+        }
+    }
+
+    #[test]
+    fn matmul_edge_sizes_and_ints() {
+        let a = CpuStorage::F32(vec![]);
+        // k == 0 gives zeros
+        let out = matmul(&a, &Layout::contiguous(&[2, 3, 0]), &a, &Layout::contiguous(&[2, 0, 4])).unwrap();
+        assert_eq!(out, CpuStorage::F32(vec![0.0; 24]));
+        // empty m or n or batch
+        let b = CpuStorage::F32(vec![1.0; 12]);
+        assert_eq!(matmul(&a, &Layout::contiguous(&[1, 0, 3]), &b, &Layout::contiguous(&[1, 3, 4])).unwrap(), CpuStorage::F32(vec![]));
+        assert_eq!(matmul(&b, &Layout::contiguous(&[1, 4, 3]), &a, &Layout::contiguous(&[1, 3, 0])).unwrap(), CpuStorage::F32(vec![]));
+        assert_eq!(matmul(&a, &Layout::contiguous(&[0, 4, 3]), &a, &Layout::contiguous(&[0, 3, 2])).unwrap(), CpuStorage::F32(vec![]));
+        // integers
+        let x = CpuStorage::I64(vec![1, 2, 3, 4, 5, 6]);
+        let lx = Layout::contiguous(&[1, 2, 3]);
+        let ly = Layout::contiguous(&[1, 2, 3]).transpose("t", 1, 2).unwrap();
+        assert_eq!(matmul(&x, &lx, &x, &ly).unwrap(), CpuStorage::I64(vec![14, 32, 32, 77]));
+        // errors
+        let l = Layout::contiguous(&[1, 2, 3]);
+        assert!(matmul(&x, &l, &x, &l).is_err(), "inner sizes differ");
+        assert!(matmul(&x, &Layout::contiguous(&[2, 3]), &x, &Layout::contiguous(&[3, 2])).is_err(), "2-D");
+        assert!(matmul(&x, &l, &b, &ly).is_err(), "dtypes differ");
+        let t = CpuStorage::Bool(vec![true; 6]);
+        assert!(matmul(&t, &l, &t, &ly).is_err(), "bool");
+        assert!(matmul(&x, &Layout::contiguous(&[2, 2, 3]), &x, &Layout::contiguous(&[1, 3, 2])).is_err(), "batch");
+        assert!(matmul(&b, &Layout::contiguous(&[1, 4, 4]), &b, &Layout::contiguous(&[1, 4, 3])).is_err(), "past the buffer");
+    }
+}
