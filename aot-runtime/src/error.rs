@@ -40,7 +40,12 @@ pub enum AotError {
 
     /// An error inside an `#[aot_fn]` call, naming the function and, when known, the argument.
     #[error("in `{func}`{}: {source}", arg.as_ref().map(|a| format!(", argument `{a}`")).unwrap_or_default())]
-    InFunction { func: String, arg: Option<String>, #[source] source: Box<AotError> },
+    InFunction {
+        func: String,
+        arg: Option<String>,
+        #[source]
+        source: Box<AotError>,
+    },
 
     /// A call that does not match the function's signature.
     #[error("`{func}`: {msg}")]

@@ -377,7 +377,10 @@ impl Layout {
         for (i, &want) in shape.iter().enumerate() {
             if i < lead {
                 if want < 0 {
-                    return Err(AotError::shape(op, format!("the expanded size {want} is not allowed in a leading, non-existing dimension")));
+                    return Err(AotError::shape(
+                        op,
+                        format!("the expanded size {want} is not allowed in a leading, non-existing dimension"),
+                    ));
                 }
                 l.shape[i] = want as usize;
                 l.stride[i] = 0;

@@ -42,13 +42,13 @@ pub mod tensor;
 pub mod wrappers;
 
 pub use aot_macros::aot_fn;
+pub use autograd::{is_grad_enabled, no_grad, NoGradGuard};
+pub use compiled::{Arg, CallReport, CompiledFn};
 pub use device::Device;
 pub use dtype::{DType, Scalar, WithDType};
 pub use error::{AotError, Result};
-pub use tensor::Tensor;
-pub use autograd::{is_grad_enabled, no_grad, NoGradGuard};
 pub use ops::{manual_seed, Operand};
-pub use compiled::{Arg, CompiledFn, CallReport};
+pub use tensor::Tensor;
 
 /// `use aot_runtime::prelude::*;` brings what user code needs.
 pub mod prelude {

@@ -226,8 +226,5 @@ impl Storage {
 
 /// The error for a device whose backend is not compiled in.
 pub(crate) fn cuda_unavailable(op: &'static str) -> AotError {
-    AotError::DeviceUnavailable {
-        op,
-        msg: "aot was built without CUDA support; enable the `cuda` feature of aot-runtime".into(),
-    }
+    AotError::DeviceUnavailable { op, msg: "aot was built without CUDA support; enable the `cuda` feature of aot-runtime".into() }
 }

@@ -91,7 +91,10 @@ impl Tensor {
         Tensor::check_device("from_vec", device)?;
         let n: usize = shape.iter().product();
         if n != values.len() {
-            return Err(AotError::shape("from_vec", format!("{} values cannot fill a tensor of shape {shape:?} ({n} elements)", values.len())));
+            return Err(AotError::shape(
+                "from_vec",
+                format!("{} values cannot fill a tensor of shape {shape:?} ({n} elements)", values.len()),
+            ));
         }
         Ok(Tensor::from_cpu(T::into_storage(values), shape))
     }

@@ -113,19 +113,11 @@ gc!(softmax_of_transposed, [r(1, &[3, 4])], |x| x[0].t()?.softmax(1));
 
 gc!(matmul_1d_1d, [r(1, &[4]), r(2, &[4])], |x| x[0].matmul(&x[1]));
 gc!(matmul_2d_1d, [r(1, &[3, 4]), r(2, &[4])], |x| x[0].matmul(&x[1]));
-gc!(
-    matmul_1d_2d,
-    [r(1, &[4]), r(2, &[4, 5])],
-    |x| x[0].matmul(&x[1])
-);
+gc!(matmul_1d_2d, [r(1, &[4]), r(2, &[4, 5])], |x| x[0].matmul(&x[1]));
 gc!(matmul_2d_2d, [r(1, &[3, 4]), r(2, &[4, 2])], |x| x[0].matmul(&x[1]));
 gc!(matmul_batched_broadcast, [r(1, &[2, 1, 3, 4]), r(2, &[3, 4, 2])], |x| x[0].matmul(&x[1]));
 gc!(matmul_2d_3d, [r(1, &[3, 4]), r(2, &[2, 4, 5])], |x| x[0].matmul(&x[1]));
-gc!(
-    matmul_1d_3d,
-    [r(1, &[4]), r(2, &[2, 4, 3])],
-    |x| x[0].matmul(&x[1])
-);
+gc!(matmul_1d_3d, [r(1, &[4]), r(2, &[2, 4, 3])], |x| x[0].matmul(&x[1]));
 gc!(matmul_3d_1d, [r(1, &[2, 3, 4]), r(2, &[4])], |x| x[0].matmul(&x[1]));
 gc!(matmul_transposed_operands, [r(1, &[4, 3]), r(2, &[2, 4])], |x| x[0].t()?.matmul(&x[1].t()?));
 gc!(mm, [r(1, &[3, 4]), r(2, &[4, 2])], |x| x[0].mm(&x[1]));
@@ -142,11 +134,7 @@ gc!(view_diagonal_3d, [r(1, &[3, 2, 4])], |x| x[0].diagonal()?.square());
 gc!(view_as_strided, [r(1, &[3, 4])], |x| x[0].as_strided(&[2, 3], &[4, 2], 1));
 gc!(view_as_strided_overlapping, [r(1, &[6])], |x| x[0].as_strided(&[3, 3], &[1, 1], 0)?.square());
 gc!(view_as_strided_of_transposed, [r(1, &[3, 4])], |x| x[0].t()?.as_strided(&[2, 2], &[1, 4], 2)?.square());
-gc!(
-    view_as_strided_of_view,
-    [r(1, &[4, 3])],
-    |x| x[0].narrow(0, 1, 2)?.as_strided(&[2, 2], &[3, 1], 4)?.exp()
-);
+gc!(view_as_strided_of_view, [r(1, &[4, 3])], |x| x[0].narrow(0, 1, 2)?.as_strided(&[2, 2], &[3, 1], 4)?.exp());
 gc!(view_view_and_reshape, [r(1, &[2, 3, 4])], |x| x[0].view(&[6, -1])?.mul(&x[0].reshape(&[4, 6])?.t()?));
 gc!(reshape_of_transposed_copies, [r(1, &[3, 4])], |x| x[0].t()?.reshape(&[-1])?.mul(&r(3, &[12])));
 gc!(view_unsqueeze_squeeze, [r(1, &[3, 1, 2])], |x| x[0].squeeze(1)?.unsqueeze(0)?.unsqueeze(-1)?.mul(&x[0].squeeze(-2)?.unsqueeze(-1)?));

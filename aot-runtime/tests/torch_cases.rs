@@ -222,6 +222,7 @@ fn clamp_grads_away_from_the_bounds() -> Result<()> {
 
 /// PyTorch 2.15 (which generated CLAMP_BOUNDS_GX) gives 0 at x == min and
 /// x == max for scalar bounds; the runtime follows it.
+#[test]
 fn clamp_at_the_bounds_matches_torch_2_15() -> Result<()> {
     let g = grads(|x| x[0].clamp(-0.5, 0.5), &[(&[-1.0, -0.5, 0.0, 0.5, 1.0], &[5])])?;
     check(&g[1], &CLAMP_BOUNDS_GX, TOL);

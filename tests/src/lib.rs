@@ -146,8 +146,11 @@ pub enum CallArg {
     Number(f64),
 }
 
+/// A call's leaves by name, and its arguments.
+pub type BuiltCall = (Vec<(String, Tensor)>, Vec<CallArg>);
+
 /// Builds a call's leaves, lets and arguments.
-pub fn build_args(call: &Call) -> std::result::Result<(Vec<(String, Tensor)>, Vec<CallArg>), String> {
+pub fn build_args(call: &Call) -> std::result::Result<BuiltCall, String> {
     let leaves = make_leaves(&call.leaves).map_err(|e| e.to_string())?;
     let mut env: HashMap<String, Tensor> = leaves.iter().cloned().collect();
     for (name, expr) in &call.lets {

@@ -15,51 +15,167 @@ use std::sync::Arc;
 
 pub(crate) enum BackwardOp {
     Identity,
-    ToDtype { from: DType },
-    Add { a_shape: Vec<usize>, b_shape: Vec<usize>, a_dtype: DType, b_dtype: DType },
-    Sub { a_shape: Vec<usize>, b_shape: Vec<usize>, a_dtype: DType, b_dtype: DType },
-    Mul { a: SavedTensor, b: SavedTensor },
-    Div { a: SavedTensor, b: SavedTensor },
-    Pow { a: SavedTensor, b: SavedTensor, out: SavedTensor },
-    MaxMin { a: SavedTensor, b: SavedTensor, max: bool },
+    ToDtype {
+        from: DType,
+    },
+    Add {
+        a_shape: Vec<usize>,
+        b_shape: Vec<usize>,
+        a_dtype: DType,
+        b_dtype: DType,
+    },
+    Sub {
+        a_shape: Vec<usize>,
+        b_shape: Vec<usize>,
+        a_dtype: DType,
+        b_dtype: DType,
+    },
+    Mul {
+        a: SavedTensor,
+        b: SavedTensor,
+    },
+    Div {
+        a: SavedTensor,
+        b: SavedTensor,
+    },
+    Pow {
+        a: SavedTensor,
+        b: SavedTensor,
+        out: SavedTensor,
+    },
+    MaxMin {
+        a: SavedTensor,
+        b: SavedTensor,
+        max: bool,
+    },
     /// `g * scale` (add/sub/mul/div by a scalar, neg).
-    ScalarAffine { scale: f64, a_dtype: DType },
-    RDivScalar { s: f64, a: SavedTensor },
-    PowScalar { a: SavedTensor, exponent: f64 },
-    RPowScalar { base: f64, out: SavedTensor },
-    MaxMinScalar { a: SavedTensor, s: f64, max: bool },
-    Exp { out: SavedTensor },
-    Log { a: SavedTensor },
-    Sqrt { out: SavedTensor },
-    Rsqrt { out: SavedTensor },
-    Abs { a: SavedTensor },
-    Sin { a: SavedTensor },
-    Cos { a: SavedTensor },
-    Tanh { out: SavedTensor },
-    Sigmoid { out: SavedTensor },
-    Relu { out: SavedTensor },
-    Gelu { a: SavedTensor },
-    Silu { a: SavedTensor },
-    Reciprocal { out: SavedTensor },
-    Square { a: SavedTensor },
-    Clamp { a: SavedTensor, min: Option<f64>, max: Option<f64> },
-    Where { cond: SavedTensor, a_shape: Vec<usize>, b_shape: Vec<usize> },
+    ScalarAffine {
+        scale: f64,
+        a_dtype: DType,
+    },
+    RDivScalar {
+        s: f64,
+        a: SavedTensor,
+    },
+    PowScalar {
+        a: SavedTensor,
+        exponent: f64,
+    },
+    RPowScalar {
+        base: f64,
+        out: SavedTensor,
+    },
+    MaxMinScalar {
+        a: SavedTensor,
+        s: f64,
+        max: bool,
+    },
+    Exp {
+        out: SavedTensor,
+    },
+    Log {
+        a: SavedTensor,
+    },
+    Sqrt {
+        out: SavedTensor,
+    },
+    Rsqrt {
+        out: SavedTensor,
+    },
+    Abs {
+        a: SavedTensor,
+    },
+    Sin {
+        a: SavedTensor,
+    },
+    Cos {
+        a: SavedTensor,
+    },
+    Tanh {
+        out: SavedTensor,
+    },
+    Sigmoid {
+        out: SavedTensor,
+    },
+    Relu {
+        out: SavedTensor,
+    },
+    Gelu {
+        a: SavedTensor,
+    },
+    Silu {
+        a: SavedTensor,
+    },
+    Reciprocal {
+        out: SavedTensor,
+    },
+    Square {
+        a: SavedTensor,
+    },
+    Clamp {
+        a: SavedTensor,
+        min: Option<f64>,
+        max: Option<f64>,
+    },
+    Where {
+        cond: SavedTensor,
+        a_shape: Vec<usize>,
+        b_shape: Vec<usize>,
+    },
     /// sum/mean over `dims` (mean has `scale` = 1/count).
-    SumDim { in_shape: Vec<usize>, dims: Vec<usize>, keepdim: bool, scale: f64 },
-    AmaxDim { a: SavedTensor, out: SavedTensor, dims: Vec<usize>, keepdim: bool },
-    VarDim { a: SavedTensor, dims: Vec<usize>, correction: i64, keepdim: bool },
+    SumDim {
+        in_shape: Vec<usize>,
+        dims: Vec<usize>,
+        keepdim: bool,
+        scale: f64,
+    },
+    AmaxDim {
+        a: SavedTensor,
+        out: SavedTensor,
+        dims: Vec<usize>,
+        keepdim: bool,
+    },
+    VarDim {
+        a: SavedTensor,
+        dims: Vec<usize>,
+        correction: i64,
+        keepdim: bool,
+    },
     /// `dim == usize::MAX` marks a 0-dim input.
-    Softmax { out: SavedTensor, dim: usize, log: bool },
-    Matmul { a: SavedTensor, b: SavedTensor },
-    Dropout { mask: SavedTensor },
+    Softmax {
+        out: SavedTensor,
+        dim: usize,
+        log: bool,
+    },
+    Matmul {
+        a: SavedTensor,
+        b: SavedTensor,
+    },
+    Dropout {
+        mask: SavedTensor,
+    },
     /// A view op applied to an input of `in_layout` (on a storage of `storage_len`).
-    View { op: ViewOp, in_layout: Layout, storage_len: usize, dtype: DType },
+    View {
+        op: ViewOp,
+        in_layout: Layout,
+        storage_len: usize,
+        dtype: DType,
+    },
     /// `copy_`'s value: zero gradient to the old value, the rest to `src`.
-    CopyFrom { src_shape: Vec<usize>, src_dtype: DType },
+    CopyFrom {
+        src_shape: Vec<usize>,
+        src_dtype: DType,
+    },
     /// `fill_`/`zero_`'s value: no gradient to the old value.
     Fill,
     /// An in-place op on a view, seen from the base (PyTorch's CopySlices).
-    CopySlices { base_layout: Layout, view_layout: Layout, storage_len: usize, dtype: DType, fn_node: Arc<Node> },
+    CopySlices {
+        base_layout: Layout,
+        view_layout: Layout,
+        storage_len: usize,
+        dtype: DType,
+        fn_node: Arc<Node>,
+    },
 }
 
 fn i64s(s: &[usize]) -> Vec<i64> {
@@ -406,7 +522,10 @@ impl BackwardOp {
             BackwardOp::View { op, in_layout, storage_len, dtype } => one(view_backward(op, in_layout, *storage_len, *dtype, g)),
             BackwardOp::CopyFrom { src_shape, src_dtype } => {
                 // PyTorch gives the overwritten value a zero gradient, not none.
-                Ok(vec![if need(0) { Some(g.zeros_like()?) } else { None }, if need(1) { Some(sum_to(g, src_shape, *src_dtype)?) } else { None }])
+                Ok(vec![
+                    if need(0) { Some(g.zeros_like()?) } else { None },
+                    if need(1) { Some(sum_to(g, src_shape, *src_dtype)?) } else { None },
+                ])
             }
             BackwardOp::Fill => one(g.zeros_like()),
             BackwardOp::CopySlices { base_layout, view_layout, storage_len, dtype, fn_node } => {
@@ -439,4 +558,3 @@ pub(crate) fn second_backward(node: &str) -> AotError {
         "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward(). Specify retain_graph=True if you need to backward through the graph a second time.",
     )
 }
-

@@ -3,7 +3,7 @@
 //! backward leaves every `.grad` as it was.
 
 use super::backprop::second_backward;
-use super::{Edge, Node, NoGradGuard};
+use super::{Edge, NoGradGuard, Node};
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
 use std::collections::{HashMap, HashSet};
@@ -57,7 +57,10 @@ pub(crate) fn backward(root: &Tensor, grad: Option<&Tensor>) -> Result<()> {
         }
         None => {
             if root.numel() != 1 {
-                return Err(AotError::autograd(op, format!("grad can be implicitly created only for scalar outputs (output has shape {:?})", root.shape())));
+                return Err(AotError::autograd(
+                    op,
+                    format!("grad can be implicitly created only for scalar outputs (output has shape {:?})", root.shape()),
+                ));
             }
             root.ones_like()?
         }

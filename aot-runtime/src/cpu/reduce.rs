@@ -216,8 +216,8 @@ fn add(a: f64, b: f64) -> f64 {
 /// Reduces `dims` of `l` in `src` (`dims` normalised, sorted and
 /// deduplicated; empty = all dims). The output is contiguous with those dims
 /// removed (or kept as size 1 with `keepdim`). Sum of I64/Bool gives I64;
-/// Mean needs a floating dtype; Amax of an empty reduction is an error,
-/// sum of one is 0 and mean of one is NaN.
+/// Mean needs a floating dtype. Reducing zero elements: Amax is an error,
+/// Sum gives 0 and Mean NaN.
 pub fn reduce(op: ReduceOp, src: &CpuStorage, l: &Layout, dims: &[usize], keepdim: bool) -> Result<CpuStorage> {
     let name = op.name();
     check_layout(name, l, src.len())?;

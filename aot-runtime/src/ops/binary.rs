@@ -187,7 +187,10 @@ impl Tensor {
     pub fn where_<'a>(&self, cond: &Tensor, other: impl Into<Operand<'a>>) -> Result<Tensor> {
         let op = "where";
         if cond.dtype() != DType::Bool {
-            return Err(AotError::dtype(op, format!("where expected condition to be a boolean tensor, but got a tensor with dtype {}", cond.dtype())));
+            return Err(AotError::dtype(
+                op,
+                format!("where expected condition to be a boolean tensor, but got a tensor with dtype {}", cond.dtype()),
+            ));
         }
         check_same_device(op, self, cond)?;
         let other_t = match other.into() {

@@ -184,8 +184,12 @@ impl Tensor {
         let shape = self.shape();
         let dtype = self.dtype();
         inplace(op, self, &[src], |cur| {
-            let e = with_grad_mode(false, || src.expand(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>()))
-                .map_err(|_| AotError::shape(op, format!("the source of shape {:?} cannot be broadcast to the destination of shape {shape:?}", src.shape())))?;
+            let e = with_grad_mode(false, || src.expand(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>())).map_err(|_| {
+                AotError::shape(
+                    op,
+                    format!("the source of shape {:?} cannot be broadcast to the destination of shape {shape:?}", src.shape()),
+                )
+            })?;
             let data = e.with_cpu(op, |c, l| Ok(cpu::cast(c, l, dtype)))?;
             let out = Tensor::from_cpu(data, &shape);
             record(&out, &[Some(cur), Some(src)], || Ok(BackwardOp::CopyFrom { src_shape: src.shape(), src_dtype: src.dtype() }))?;

@@ -17,7 +17,10 @@ fn batched(op: &'static str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (m, k) = (sa[sa.len() - 2], sa[sa.len() - 1]);
     let (k2, n) = (sb[sb.len() - 2], sb[sb.len() - 1]);
     if k != k2 {
-        return Err(AotError::shape(op, format!("mat1 and mat2 shapes cannot be multiplied ({}x{k} and {k2}x{n}); shapes {sa:?} and {sb:?}", m)));
+        return Err(AotError::shape(
+            op,
+            format!("mat1 and mat2 shapes cannot be multiplied ({}x{k} and {k2}x{n}); shapes {sa:?} and {sb:?}", m),
+        ));
     }
     let batch = broadcast_shapes(op, &sa[..sa.len() - 2], &sb[..sb.len() - 2])?;
     let nb: usize = batch.iter().product();
@@ -48,7 +51,10 @@ impl Tensor {
         let op = "matmul";
         check_same_device(op, self, other)?;
         if self.dtype() != other.dtype() {
-            return Err(AotError::dtype(op, format!("expected both operands to have the same dtype, but got {} and {}", self.dtype(), other.dtype())));
+            return Err(AotError::dtype(
+                op,
+                format!("expected both operands to have the same dtype, but got {} and {}", self.dtype(), other.dtype()),
+            ));
         }
         if !self.dtype().is_float() {
             return Err(AotError::dtype(op, format!("matmul is only implemented for floating dtypes, got {}", self.dtype())));

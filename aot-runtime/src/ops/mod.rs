@@ -10,8 +10,8 @@ mod reduce;
 mod unary;
 mod view;
 
-pub use misc::manual_seed;
 pub(crate) use inplace::write_into as write_into_raw;
+pub use misc::manual_seed;
 pub(crate) use view::ViewOp;
 
 use crate::dtype::{DType, Scalar};

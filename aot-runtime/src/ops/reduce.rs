@@ -26,7 +26,13 @@ fn float_input(op: &'static str, x: &Tensor) -> Result<Tensor> {
     if x.dtype().is_float() {
         Ok(x.clone())
     } else {
-        Err(AotError::dtype(op, format!("{op}(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", x.dtype())))
+        Err(AotError::dtype(
+            op,
+            format!(
+                "{op}(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+                x.dtype()
+            ),
+        ))
     }
 }
 
@@ -45,7 +51,9 @@ fn reduce(op: ReduceOp, name: &'static str, x: &Tensor, dims: &[i64], keepdim: b
                 let count: usize = full_dims.iter().map(|&d| shape[d]).product();
                 BackwardOp::SumDim { in_shape: shape.clone(), dims: full_dims.clone(), keepdim, scale: 1.0 / count as f64 }
             }
-            ReduceOp::Amax => BackwardOp::AmaxDim { a: SavedTensor::save(&x), out: SavedTensor::save(&out), dims: full_dims.clone(), keepdim },
+            ReduceOp::Amax => {
+                BackwardOp::AmaxDim { a: SavedTensor::save(&x), out: SavedTensor::save(&out), dims: full_dims.clone(), keepdim }
+            }
         })
     })?;
     Ok(out)
