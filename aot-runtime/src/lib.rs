@@ -32,6 +32,8 @@
 pub mod autograd;
 pub mod compiled;
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod device;
 pub mod dtype;
 pub mod error;
