@@ -24,6 +24,7 @@ pub mod graph;
 pub mod op;
 pub mod print;
 pub mod schema;
+pub mod transform;
 pub mod types;
 pub mod verify;
 

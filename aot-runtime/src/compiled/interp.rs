@@ -47,14 +47,14 @@ pub(crate) fn run(g: &Graph, args: &[Arg]) -> Result<Vec<Tensor>> {
 
 /// The argument an error at `node` concerns: the first parameter among its
 /// tensor operands (the receiver first).
-fn blame<'g>(g: &'g Graph, node: &Node) -> Option<&'g str> {
+pub(crate) fn blame<'g>(g: &'g Graph, node: &Node) -> Option<&'g str> {
     node.tensor_args().find_map(|v| g.param_of(v)).map(|p| g.params[p].name.as_str())
 }
 
-struct Ctx<'a> {
-    node: &'a Node,
-    env: &'a [Option<Tensor>],
-    scalars: &'a [Option<ScalarValue>],
+pub(crate) struct Ctx<'a> {
+    pub(crate) node: &'a Node,
+    pub(crate) env: &'a [Option<Tensor>],
+    pub(crate) scalars: &'a [Option<ScalarValue>],
 }
 
 impl<'a> Ctx<'a> {
@@ -162,7 +162,7 @@ impl<'a> Ctx<'a> {
 }
 
 /// Executes one node; in-place ops return their (mutated) receiver.
-fn exec(c: &Ctx) -> Result<Tensor> {
+pub(crate) fn exec(c: &Ctx) -> Result<Tensor> {
     use OpKind as K;
     let x = c.tensor(0)?;
     match c.node.op {

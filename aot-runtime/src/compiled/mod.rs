@@ -10,10 +10,15 @@
 //! [`CompiledFn::run_eager`] as the reference it is tested against.
 
 mod arg;
+pub(crate) mod exec;
 mod interp;
 mod report;
+mod shadow;
+mod specialize;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_compiled;
 
 pub use arg::Arg;
 pub use report::CallReport;
@@ -22,12 +27,16 @@ use crate::autograd::is_grad_enabled;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
 use aot_ir::{ArgFacts, CallFacts, Graph, StaticMeta};
+use specialize::{GuardKey, SpecCache};
+use std::sync::Arc;
 
-/// A traced `#[aot_fn]` function: its graph and static metadata.
+/// A traced `#[aot_fn]` function: its graph, static metadata and the cache
+/// of its specialisations.
 #[derive(Clone, Debug)]
 pub struct CompiledFn {
     graph: Graph,
     meta: StaticMeta,
+    cache: Arc<SpecCache>,
 }
 
 impl CompiledFn {
@@ -37,7 +46,7 @@ impl CompiledFn {
         aot_ir::verify(&graph)
             .map_err(|e| AotError::Internal { op: "CompiledFn::new", msg: format!("invalid graph `{}`: {e}", graph.name) })?;
         let meta = StaticMeta::compute(&graph);
-        Ok(CompiledFn { graph, meta })
+        Ok(CompiledFn { graph, meta, cache: Arc::default() })
     }
 
     /// The traced IR; its `Display` is the listing.
@@ -99,9 +108,51 @@ impl CompiledFn {
     }
 
     /// The entry point of the functions `#[aot_fn]` generates.
+    ///
+    /// Inference calls (no tensor argument requires grad, or grad mode is
+    /// off) run compiled: guard key, cached specialisation, the functional
+    /// graph on the CPU kernels, then the epilogue. Nothing is written to an
+    /// argument unless every op succeeded. Calls that record gradients run
+    /// the eager reference, which builds the autograd graph op by op.
     #[doc(hidden)]
     pub fn __call(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
-        self.run_eager(args)
+        let scalars = arg::scalar_values(&self.graph, args)?;
+        let records_grad = is_grad_enabled() && args.iter().any(|a| a.tensor().is_some_and(Tensor::requires_grad));
+        if records_grad {
+            return self.run_eager(args);
+        }
+        let key = GuardKey::of(args, &self.meta);
+        let spec = self.cache.get(&self.graph, &self.meta, key)?;
+        let bases = spec.bases(args);
+        let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
+        let env = {
+            let _no_grad = crate::autograd::NoGradGuard::new();
+            exec::execute(&spec.graph, &self.graph, args, &bases, &scalars)?
+        };
+        match env {
+            Some(env) => crate::wrappers::epilogue::apply(&spec.graph, args, &bases, &env),
+            None => {
+                // A `reshape`/`contiguous` aliased otherwise than assumed:
+                // give back the random numbers drawn and run the reference.
+                if let Some(state) = rng {
+                    crate::ops::rng_restore(state);
+                }
+                shadow::run(&self.graph, &self.meta, args)
+            }
+        }
+    }
+
+    /// The functional graph a call with these arguments runs, as a listing.
+    pub fn functional_listing(&self, args: &[Arg]) -> Result<String> {
+        arg::scalar_values(&self.graph, args)?;
+        let spec = self.cache.get(&self.graph, &self.meta, GuardKey::of(args, &self.meta))?;
+        Ok(spec.graph.listing(&self.graph))
+    }
+
+    /// How many specialisations are cached.
+    #[doc(hidden)]
+    pub fn __num_specializations(&self) -> usize {
+        self.cache.len()
     }
 }
 
@@ -125,7 +176,7 @@ pub mod __private {
             .unwrap_or_else(|e| panic!("aot: corrupt embedded graph ({e}); rebuild with matching aot-macros and aot-runtime"));
         let meta = serde_json::from_str(meta_json)
             .unwrap_or_else(|e| panic!("aot: corrupt embedded metadata ({e}); rebuild with matching aot-macros and aot-runtime"));
-        CompiledFn { graph, meta }
+        CompiledFn { graph, meta, cache: Default::default() }
     }
 
     /// The outputs as an array of the declared arity.

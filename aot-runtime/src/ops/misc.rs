@@ -88,3 +88,15 @@ impl Tensor {
         Ok(out)
     }
 }
+
+/// The generator's state, so a compiled call that is abandoned before its
+/// effects (a fallback to the reference path) can give back the random
+/// numbers it drew.
+pub(crate) fn rng_snapshot() -> Option<Rng> {
+    GLOBAL_RNG.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Restores a state taken by [`rng_snapshot`].
+pub(crate) fn rng_restore(state: Option<Rng>) {
+    *GLOBAL_RNG.lock().unwrap_or_else(|e| e.into_inner()) = state;
+}

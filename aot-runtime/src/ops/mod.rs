@@ -12,6 +12,7 @@ mod view;
 
 pub(crate) use inplace::write_into as write_into_raw;
 pub use misc::manual_seed;
+pub(crate) use misc::{rng_restore, rng_snapshot};
 pub(crate) use view::ViewOp;
 
 use crate::dtype::{DType, Scalar};

@@ -6,6 +6,7 @@
 //! also what `explain()` reports.
 
 pub mod dedupe;
+pub(crate) mod epilogue;
 pub mod synthetic_base;
 
 use crate::compiled::Arg;

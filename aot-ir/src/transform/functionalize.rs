@@ -1,0 +1,535 @@
+//! Functionalization: the graph as written (views, in-place ops, metadata
+//! mutations) becomes a graph over immutable values.
+//!
+//! PyTorch gets there by tracing with `FunctionalTensorWrapper`s: every
+//! tensor remembers its base and the view ops that led from the base to it;
+//! a mutation writes a new version of the base (`*_scatter`), and a later
+//! read of any alias replays its views from the newest base. This pass does
+//! the same statically, over storage *roots*:
+//!
+//! - a root is an input storage group (the arguments that share one
+//!   storage, as the caller passed them) or a storage an op allocated;
+//! - every value is a root plus a [`ChainStep`] chain;
+//! - a data mutation of a value produces a new version of its root:
+//!   `root' = scatter(root, op(view(root, chain), ..), chain)` ([`FNode::Mutate`]);
+//! - a read of a value whose root has a newer version replays its chain on
+//!   that version ([`FNode::Regen`]);
+//! - a metadata mutation (`t_`, `as_strided_`, ..) is the equivalent view op,
+//!   and every value that is the same tensor object takes the new chain;
+//! - the first mutation of an input group starts from a copy of the
+//!   caller's storage ([`FNode::Cow`]): inputs are never written inside the
+//!   graph. Their final versions are graph outputs
+//!   (`fn_input_mutations_to_outputs`) that the runtime epilogue copies back.
+//!
+//! The executor runs `Mutate` in place on the root version it consumes
+//! (reinplacing): each version is read only until the next one exists,
+//! because every later read goes through `Regen`. So a version is free to
+//! be overwritten, and the only copies made are the `Cow`s of inputs.
+//!
+//! `reshape` and `contiguous` alias or copy depending on the layout at run
+//! time. The pass takes the alias analysis' assumption, and marks the nodes
+//! where the assumption matters ([`FNode::Op::check_alias`]); the runtime
+//! verifies them and falls back to a reference path when one is wrong.
+
+use crate::analysis::alias::{metadata_mutation_as_view, AliasInfo};
+use crate::graph::{Graph, Node};
+use crate::op::{AliasEffect, OpClass, OpKind};
+use crate::types::{Arg, ValueId};
+use std::collections::HashSet;
+use std::fmt::{self, Write};
+
+/// One step from a root to a value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ChainStep {
+    /// `as_strided` to the geometry the argument at this parameter position
+    /// has at call time: regenerates an aliased input from its group's base.
+    ArgGeometry(usize),
+    /// A view op with its arguments after the receiver.
+    View { op: OpKind, args: Vec<Arg> },
+}
+
+/// One node of a functional graph. Values are `ValueId`s of the functional
+/// graph, not of the source graph.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FNode {
+    /// The base of input group `group`, as the runtime provides it.
+    Base { group: usize, out: ValueId },
+    /// A copy of `src`'s whole storage with `src`'s geometry: the first
+    /// version of an input group that the graph may write.
+    Cow { src: ValueId, out: ValueId },
+    /// `chain` replayed on root version `root`.
+    Regen { root: ValueId, chain: Vec<ChainStep>, out: ValueId },
+    /// A source node that computes or views: `node.out` is defined.
+    /// `check_alias`: for a `reshape`/`contiguous` whose aliasing matters,
+    /// whether the pass assumed the result aliases its receiver.
+    Op { node: Node, src_node: usize, check_alias: Option<bool> },
+    /// A source in-place node applied to `node.args[0]`, a view of root
+    /// version `root`; `out` is the root's next version.
+    Mutate { node: Node, src_node: usize, root: ValueId, out: ValueId },
+}
+
+impl FNode {
+    pub fn out(&self) -> ValueId {
+        match self {
+            FNode::Base { out, .. } | FNode::Cow { out, .. } | FNode::Regen { out, .. } | FNode::Mutate { out, .. } => *out,
+            FNode::Op { node, .. } => node.out.unwrap_or(ValueId(u32::MAX)),
+        }
+    }
+
+    fn uses(&self) -> Vec<ValueId> {
+        match self {
+            FNode::Base { .. } => vec![],
+            FNode::Cow { src, .. } => vec![*src],
+            FNode::Regen { root, .. } => vec![*root],
+            FNode::Op { node, .. } => node.tensor_args().collect(),
+            FNode::Mutate { node, root, .. } => node.tensor_args().chain([*root]).collect(),
+        }
+    }
+}
+
+/// How the call's result `i` is produced from the functional values.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FOutput {
+    /// The argument at this parameter position, the very tensor.
+    Input(usize),
+    /// A view of input group `group`'s storage with `value`'s geometry.
+    AliasOfInput { group: usize, value: ValueId },
+    /// A tensor the graph allocated.
+    Value(ValueId),
+    /// A view with `value`'s geometry of the intermediate `base`, which the
+    /// graph returns.
+    ViewOfIntermediate { base: ValueId, value: ValueId },
+}
+
+/// The input groups of one specialisation: arguments that are one tensor
+/// (duplicates) or share a storage that the function writes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct InputGroups {
+    /// Per parameter: its group, `None` for scalars.
+    pub group_of: Vec<Option<usize>>,
+    /// Per group: whether it holds one tensor object (its base is that
+    /// tensor) or several (its base is their whole storage, 1-D).
+    pub single: Vec<bool>,
+}
+
+/// A functionalized graph: no value is ever written after it is defined.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionalGraph {
+    pub name: String,
+    pub groups: InputGroups,
+    pub num_values: usize,
+    pub nodes: Vec<FNode>,
+    /// `fn_input_mutations_to_outputs`: per data-mutated group, its final version.
+    pub mutated_groups: Vec<(usize, ValueId)>,
+    /// Per metadata-mutated parameter, the value with its final geometry.
+    pub metadata_mutations: Vec<(usize, ValueId)>,
+    pub outputs: Vec<FOutput>,
+}
+
+#[derive(Clone, Copy)]
+struct RootState {
+    value: ValueId,
+    version: u32,
+    group: Option<usize>,
+    copied: bool,
+}
+
+struct Pass {
+    alias: AliasInfo,
+    nodes: Vec<FNode>,
+    num_values: u32,
+    roots: Vec<RootState>,
+    root_of: Vec<usize>,
+    chain: Vec<Vec<ChainStep>>,
+    /// The functional value of a source value and the root version it was read at.
+    cur: Vec<Option<(ValueId, u32)>>,
+}
+
+/// Functionalizes `g` for a call whose tensor arguments form `groups`.
+pub fn functionalize(g: &Graph, groups: &InputGroups) -> FunctionalGraph {
+    let alias = AliasInfo::compute(g);
+    let sensitive = sensitive_storages(g, &alias);
+    let n = g.values.len();
+    let mut p = Pass {
+        alias,
+        nodes: Vec::new(),
+        num_values: 0,
+        roots: Vec::new(),
+        root_of: vec![usize::MAX; n],
+        chain: vec![Vec::new(); n],
+        cur: vec![None; n],
+    };
+    let mut group_root = vec![usize::MAX; groups.single.len()];
+    for (gi, slot) in group_root.iter_mut().enumerate() {
+        let out = p.fresh();
+        p.nodes.push(FNode::Base { group: gi, out });
+        *slot = p.roots.len();
+        p.roots.push(RootState { value: out, version: 0, group: Some(gi), copied: false });
+    }
+    for (pi, param) in g.params.iter().enumerate() {
+        let (Some(v), Some(gi)) = (param.value, groups.group_of.get(pi).copied().flatten()) else { continue };
+        let r = group_root[gi];
+        p.root_of[v.index()] = r;
+        if groups.single[gi] {
+            p.cur[v.index()] = Some((p.roots[r].value, 0));
+        } else {
+            p.chain[v.index()] = vec![ChainStep::ArgGeometry(pi)];
+        }
+    }
+    let mut metadata_mutated = vec![false; g.params.len()];
+    for (k, node) in g.nodes.iter().enumerate() {
+        match node.class() {
+            OpClass::DataMutation => p.mutation(k, node),
+            OpClass::MetadataMutation => {
+                if let Some(t) = node.target() {
+                    let id = p.alias.identity[t.index()];
+                    if let Some(pi) = g.param_of(id) {
+                        metadata_mutated[pi] = true;
+                    }
+                }
+                p.metadata_mutation(k, node);
+            }
+            OpClass::Compute | OpClass::View => {
+                let Some(out) = node.out else { continue };
+                let parent = p.alias.parent[out.index()];
+                let maybe = matches!(node.op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame);
+                let check = (maybe && sensitive.contains(&p.alias.storage_of(out))).then_some(parent.is_some());
+                // The receiver of a `reshape` the analysis decided copies is
+                // still sensitive when its own storage is.
+                let check = check.or_else(|| {
+                    let recv = node.receiver()?;
+                    (maybe && sensitive.contains(&p.alias.storage_of(recv))).then_some(parent.is_some())
+                });
+                match parent {
+                    Some(recv) => p.view(k, node, out, recv, check),
+                    None => p.compute(k, node, out, check),
+                }
+            }
+        }
+    }
+    let outputs = g
+        .outputs
+        .iter()
+        .map(|&o| {
+            let id = p.alias.identity[o.index()];
+            if let Some(pi) = g.param_of(id) {
+                return FOutput::Input(pi);
+            }
+            let value = p.fetch(o);
+            let r = p.root_of[o.index()];
+            match p.roots[r].group {
+                Some(group) => FOutput::AliasOfInput { group, value },
+                None if p.chain[o.index()].is_empty() => FOutput::Value(value),
+                None => FOutput::ViewOfIntermediate { base: p.roots[r].value, value },
+            }
+        })
+        .collect();
+    let mutated_groups = group_root.iter().enumerate().filter(|(_, &r)| p.roots[r].copied).map(|(gi, &r)| (gi, p.roots[r].value)).collect();
+    let metadata_mutations = metadata_mutated
+        .iter()
+        .enumerate()
+        .filter(|(_, &m)| m)
+        .filter_map(|(pi, _)| g.params[pi].value.map(|v| (pi, p.fetch(v))))
+        .collect();
+    FunctionalGraph {
+        name: g.name.clone(),
+        groups: groups.clone(),
+        num_values: p.num_values as usize,
+        nodes: p.nodes,
+        mutated_groups,
+        metadata_mutations,
+        outputs,
+    }
+}
+
+/// Storages where a wrong `reshape`/`contiguous` assumption changes the
+/// result: those written (data or metadata) and those of outputs.
+fn sensitive_storages(g: &Graph, alias: &AliasInfo) -> HashSet<crate::analysis::alias::StorageId> {
+    let mut s: HashSet<_> = g.nodes.iter().filter_map(Node::target).map(|t| alias.storage_of(t)).collect();
+    s.extend(g.outputs.iter().map(|&o| alias.storage_of(o)));
+    s
+}
+
+impl Pass {
+    fn fresh(&mut self) -> ValueId {
+        self.num_values += 1;
+        ValueId(self.num_values - 1)
+    }
+
+    /// The functional value of source value `v` now: regenerated from its
+    /// root's newest version when that changed since `v` was read.
+    fn fetch(&mut self, v: ValueId) -> ValueId {
+        let r = self.root_of[v.index()];
+        let root = self.roots[r];
+        if let Some((fv, ver)) = self.cur[v.index()] {
+            if ver == root.version {
+                return fv;
+            }
+        }
+        let fv = if self.chain[v.index()].is_empty() {
+            root.value
+        } else {
+            let out = self.fresh();
+            self.nodes.push(FNode::Regen { root: root.value, chain: self.chain[v.index()].clone(), out });
+            out
+        };
+        self.cur[v.index()] = Some((fv, root.version));
+        fv
+    }
+
+    fn map_args(&mut self, node: &Node) -> Vec<Arg> {
+        node.args
+            .iter()
+            .map(|a| match a {
+                Arg::Tensor(v) => Arg::Tensor(self.fetch(*v)),
+                other => other.clone(),
+            })
+            .collect()
+    }
+
+    fn compute(&mut self, k: usize, node: &Node, out: ValueId, check: Option<bool>) {
+        let args = self.map_args(node);
+        let fv = self.fresh();
+        self.nodes.push(FNode::Op { node: Node { args, out: Some(fv), ..node.clone() }, src_node: k, check_alias: check });
+        self.root_of[out.index()] = self.roots.len();
+        self.roots.push(RootState { value: fv, version: 0, group: None, copied: false });
+        self.cur[out.index()] = Some((fv, 0));
+    }
+
+    fn view(&mut self, k: usize, node: &Node, out: ValueId, recv: ValueId, check: Option<bool>) {
+        let args = self.map_args(node);
+        let fv = self.fresh();
+        self.nodes.push(FNode::Op { node: Node { args, out: Some(fv), ..node.clone() }, src_node: k, check_alias: check });
+        let r = self.root_of[recv.index()];
+        self.root_of[out.index()] = r;
+        self.chain[out.index()] = extend(&self.chain[recv.index()], node);
+        self.cur[out.index()] = Some((fv, self.roots[r].version));
+    }
+
+    fn mutation(&mut self, k: usize, node: &Node) {
+        let Some(t) = node.target() else { return };
+        let r = self.root_of[t.index()];
+        if self.roots[r].group.is_some() && !self.roots[r].copied {
+            let out = self.fresh();
+            self.nodes.push(FNode::Cow { src: self.roots[r].value, out });
+            let st = &mut self.roots[r];
+            st.value = out;
+            st.version += 1;
+            st.copied = true;
+        }
+        // Operands are read after the copy, so an operand aliasing the
+        // target reads the version being written, as in eager.
+        let args = self.map_args(node);
+        let out = self.fresh();
+        self.nodes.push(FNode::Mutate { node: Node { args, ..node.clone() }, src_node: k, root: self.roots[r].value, out });
+        let st = &mut self.roots[r];
+        st.value = out;
+        st.version += 1;
+    }
+
+    fn metadata_mutation(&mut self, k: usize, node: &Node) {
+        let (Some(t), Some(view_op)) = (node.target(), metadata_mutation_as_view(node.op)) else { return };
+        let args = self.map_args(node);
+        let fv = self.fresh();
+        let view_node = Node { op: view_op, args, out: Some(fv), ..node.clone() };
+        let chain = extend(&self.chain[t.index()], &view_node);
+        self.nodes.push(FNode::Op { node: view_node, src_node: k, check_alias: None });
+        let r = self.root_of[t.index()];
+        let ver = self.roots[r].version;
+        let id = self.alias.identity[t.index()];
+        for i in 0..self.chain.len() {
+            if self.alias.identity[i] == id && self.root_of[i] == r {
+                self.chain[i] = chain.clone();
+                self.cur[i] = Some((fv, ver));
+            }
+        }
+    }
+}
+
+/// The chain of a view of a value with chain `base`. `as_strided` places
+/// the view absolutely in the storage, so it replaces what came before;
+/// `contiguous` (assumed to return its receiver) and `detach` keep the
+/// geometry.
+fn extend(base: &[ChainStep], node: &Node) -> Vec<ChainStep> {
+    let step = ChainStep::View { op: node.op, args: node.args[1..].to_vec() };
+    match node.op {
+        OpKind::AsStrided => vec![step],
+        OpKind::Contiguous | OpKind::Detach => base.to_vec(),
+        _ => base.iter().cloned().chain([step]).collect(),
+    }
+}
+
+/// Why a functional graph is malformed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("functional graph `{name}`, node {node}: {msg}")]
+pub struct FunctionalVerifyError {
+    pub name: String,
+    pub node: usize,
+    pub msg: String,
+}
+
+impl FunctionalGraph {
+    /// The checker run after the pass: every value is defined exactly once
+    /// before it is used, and every group has one base.
+    pub fn verify(&self) -> Result<(), FunctionalVerifyError> {
+        let err = |node: usize, msg: String| FunctionalVerifyError { name: self.name.clone(), node, msg };
+        let mut defined = vec![false; self.num_values];
+        let mut bases = vec![0usize; self.groups.single.len()];
+        for (i, n) in self.nodes.iter().enumerate() {
+            for u in n.uses() {
+                if !defined.get(u.index()).copied().unwrap_or(false) {
+                    return Err(err(i, format!("{u} is used before it is defined")));
+                }
+            }
+            if let FNode::Base { group, .. } = n {
+                *bases.get_mut(*group).ok_or_else(|| err(i, format!("no group {group}")))? += 1;
+            }
+            if let FNode::Mutate { node, .. } = n {
+                if !node.op.is_inplace() {
+                    return Err(err(i, format!("`{}` is not an in-place op", node.op.name())));
+                }
+            }
+            let out = n.out();
+            match defined.get_mut(out.index()) {
+                Some(d) if !*d => *d = true,
+                Some(_) => return Err(err(i, format!("{out} is defined twice"))),
+                None => return Err(err(i, format!("{out} is out of range"))),
+            }
+        }
+        if let Some(g) = bases.iter().position(|&b| b != 1) {
+            return Err(err(self.nodes.len(), format!("group {g} has {} bases", bases[g])));
+        }
+        let used = |v: &ValueId| defined.get(v.index()).copied().unwrap_or(false);
+        let outs_ok = self.outputs.iter().all(|o| match o {
+            FOutput::Input(p) => self.groups.group_of.get(*p).is_some_and(Option::is_some),
+            FOutput::AliasOfInput { value, .. } | FOutput::Value(value) => used(value),
+            FOutput::ViewOfIntermediate { base, value } => used(base) && used(value),
+        });
+        if !outs_ok || !self.mutated_groups.iter().chain(&self.metadata_mutations).all(|(_, v)| used(v)) {
+            return Err(err(self.nodes.len(), "an output is not defined".into()));
+        }
+        Ok(())
+    }
+
+    /// The stable listing, with scalars named after `source`'s parameters.
+    pub fn listing(&self, source: &Graph) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "functional {} {{", self.name);
+        let chain_text = |c: &[ChainStep]| {
+            let steps: Vec<String> = c
+                .iter()
+                .map(|st| match st {
+                    ChainStep::ArgGeometry(p) => format!("arg_geometry({})", source.params.get(*p).map_or("?", |x| x.name.as_str())),
+                    ChainStep::View { op, args } => {
+                        let a: Vec<String> = args.iter().map(|a| source.arg_text(a)).collect();
+                        format!("{}({})", op.name(), a.join(", "))
+                    }
+                })
+                .collect();
+            format!("[{}]", steps.join(", "))
+        };
+        for n in &self.nodes {
+            let line = match n {
+                FNode::Base { group, out } => format!("{out} = base(group {group})"),
+                FNode::Cow { src, out } => format!("{out} = copy_storage({src})"),
+                FNode::Regen { root, chain, out } => format!("{out} = regen({root}, {})", chain_text(chain)),
+                FNode::Op { node, check_alias, .. } => {
+                    let check = match check_alias {
+                        Some(true) => "  // checked: aliases",
+                        Some(false) => "  // checked: copies",
+                        None => "",
+                    };
+                    format!("{}{check}", source.node_line(&Node { no_grad: false, ..node.clone() }))
+                }
+                FNode::Mutate { node, root, out, .. } => {
+                    format!("{out} = scatter({root}, {})", source.node_line(&Node { no_grad: false, ..node.clone() }))
+                }
+            };
+            let _ = writeln!(s, "    {line}");
+        }
+        for (g, v) in &self.mutated_groups {
+            let _ = writeln!(s, "    copy_back(group {g}, {v})");
+        }
+        for (p, v) in &self.metadata_mutations {
+            let _ = writeln!(s, "    as_strided_({}, {v})", source.params.get(*p).map_or("?", |x| x.name.as_str()));
+        }
+        let outs: Vec<String> = self.outputs.iter().map(|o| o.to_string()).collect();
+        let _ = writeln!(s, "    return ({})", outs.join(", "));
+        s.push('}');
+        s
+    }
+}
+
+impl fmt::Display for FOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FOutput::Input(p) => write!(f, "input {p}"),
+            FOutput::AliasOfInput { group, value } => write!(f, "alias(group {group}, {value})"),
+            FOutput::Value(v) => write!(f, "{v}"),
+            FOutput::ViewOfIntermediate { base, value } => write!(f, "view({base}, {value})"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::args::*;
+    use crate::graph::{GraphBuilder, ReturnKind};
+
+    fn singles(n: usize) -> InputGroups {
+        InputGroups { group_of: (0..n).map(Some).collect(), single: vec![true; n] }
+    }
+
+    #[test]
+    fn a_mutation_through_a_view_becomes_a_scatter_and_later_reads_regenerate() {
+        let mut b = GraphBuilder::new("f");
+        let a = b.tensor("a", true);
+        let row = b.call(OpKind::Select, a, vec![i(0), i(1)]);
+        b.call(OpKind::AddInplace, row, vec![f(1.0)]);
+        let s = b.call(OpKind::Mul, a, vec![f(2.0)]);
+        let g = b.finish(vec![s, row], ReturnKind::Tuple(2));
+        let fg = functionalize(&g, &singles(1));
+        fg.verify().unwrap();
+        let text = fg.listing(&g);
+        assert_eq!(
+            text,
+            "functional f {\n    %0 = base(group 0)\n    %1 = select(%0, 0, 1)\n    %2 = copy_storage(%0)\n    \
+             %3 = regen(%2, [select(0, 1)])\n    %4 = scatter(%2, add_(%3, 1.0))\n    \
+             %5 = mul(%4, 2.0)\n    %6 = regen(%4, [select(0, 1)])\n    copy_back(group 0, %4)\n    \
+             return (%5, alias(group 0, %6))\n}"
+        );
+    }
+
+    #[test]
+    fn metadata_mutations_become_views_of_the_same_object() {
+        let mut b = GraphBuilder::new("f");
+        let a = b.tensor("a", true);
+        b.call(OpKind::TInplace, a, vec![]);
+        let m = b.call(OpKind::Mul, a, vec![f(2.0)]);
+        b.call(OpKind::UnsqueezeInplace, m, vec![i(0)]);
+        let g = b.finish(vec![a, m], ReturnKind::Tuple(2));
+        let fg = functionalize(&g, &singles(1));
+        fg.verify().unwrap();
+        assert_eq!(fg.metadata_mutations.len(), 1);
+        assert!(fg.mutated_groups.is_empty());
+        assert_eq!(fg.outputs[0], FOutput::Input(0));
+        assert!(matches!(fg.outputs[1], FOutput::ViewOfIntermediate { .. }));
+    }
+
+    #[test]
+    fn aliased_inputs_share_one_base() {
+        let mut b = GraphBuilder::new("f");
+        let x = b.tensor("x", true);
+        let y = b.tensor("y", false);
+        b.call(OpKind::MulInplace, x, vec![f(2.0)]);
+        let s = b.call(OpKind::Add, y, vec![f(0.0)]);
+        let g = b.finish(vec![s], ReturnKind::Single);
+        let groups = InputGroups { group_of: vec![Some(0), Some(0)], single: vec![false] };
+        let fg = functionalize(&g, &groups);
+        fg.verify().unwrap();
+        let text = fg.listing(&g);
+        assert!(text.contains("regen(%1, [arg_geometry(x)])"), "{text}");
+        assert!(text.contains("regen(%3, [arg_geometry(y)])"), "{text}");
+    }
+}

@@ -1,0 +1,100 @@
+//! Runs a [`FunctionalGraph`] with the eager kernels.
+//!
+//! This is the CPU backend's plan for now: one eager op per node. Nothing
+//! here writes a caller's tensor: input groups are read through their bases
+//! and copied (`Cow`) before their first write, so an error at any node
+//! leaves every input as it was. The epilogue
+//! ([`crate::wrappers::epilogue`]) applies the effects afterwards.
+//!
+//! `Mutate` runs in place on the root version it consumes; the pass
+//! guarantees no later node reads that version (see
+//! `aot_ir::transform::functionalize`).
+
+use super::arg::Arg;
+use super::interp::{blame, exec, Ctx};
+use crate::error::{AotError, Result};
+use crate::tensor::Tensor;
+use aot_ir::transform::{ChainStep, FNode, FunctionalGraph};
+use aot_ir::{Arg as IrArg, Graph, Node, OpKind, ScalarValue, SpanId, ValueId};
+
+/// The values of a finished run, indexed by functional value.
+pub(crate) type Env = Vec<Option<Tensor>>;
+
+/// Executes `fg`. `Ok(None)`: a `reshape`/`contiguous` did not alias as the
+/// pass assumed; nothing was written, and the caller must take the
+/// reference path.
+pub(crate) fn execute(
+    fg: &FunctionalGraph,
+    g: &Graph,
+    args: &[Arg],
+    bases: &[Tensor],
+    scalars: &[Option<ScalarValue>],
+) -> Result<Option<Env>> {
+    let mut env: Env = vec![None; fg.num_values];
+    let internal = |what: String| AotError::Internal { op: "compiled call", msg: format!("`{}`: {what}", g.name) };
+    for n in &fg.nodes {
+        let (out, t) = match n {
+            FNode::Base { group, out } => (*out, bases.get(*group).cloned().ok_or_else(|| internal(format!("no base for group {group}")))?),
+            FNode::Cow { src, out } => {
+                let t = get(&env, *src)?;
+                let copy = t.storage_as_1d().copy()?;
+                (*out, copy.alias_with_layout(t.layout()))
+            }
+            FNode::Regen { root, chain, out } => (*out, replay(get(&env, *root)?, chain, args, scalars)?),
+            FNode::Op { node, src_node, check_alias } => {
+                let r = exec(&Ctx { node, env: &env, scalars }).map_err(|e| blamed(e, g, *src_node))?;
+                if let Some(assumed) = check_alias {
+                    let recv = get(&env, node.receiver().unwrap_or(ValueId(u32::MAX)))?;
+                    if r.shares_storage_with(recv) != *assumed {
+                        return Ok(None);
+                    }
+                }
+                (node.out.unwrap_or(ValueId(u32::MAX)), r)
+            }
+            FNode::Mutate { node, src_node, root, out } => {
+                exec(&Ctx { node, env: &env, scalars }).map_err(|e| blamed(e, g, *src_node))?;
+                (*out, get(&env, *root)?.clone())
+            }
+        };
+        *env.get_mut(out.index()).ok_or_else(|| internal(format!("value {out} out of range")))? = Some(t);
+    }
+    Ok(Some(env))
+}
+
+fn blamed(e: AotError, g: &Graph, src_node: usize) -> AotError {
+    let arg = g.nodes.get(src_node).and_then(|n| blame(g, n));
+    e.in_function(&g.name, arg)
+}
+
+pub(crate) fn get(env: &Env, v: ValueId) -> Result<&Tensor> {
+    env.get(v.index())
+        .and_then(Option::as_ref)
+        .ok_or_else(|| AotError::Internal { op: "compiled call", msg: format!("value {v} used before it was computed") })
+}
+
+/// Replays a view chain on `root`.
+pub(crate) fn replay(root: &Tensor, chain: &[ChainStep], args: &[Arg], scalars: &[Option<ScalarValue>]) -> Result<Tensor> {
+    let mut t = root.clone();
+    for step in chain {
+        t = match step {
+            ChainStep::ArgGeometry(p) => {
+                let a = args
+                    .get(*p)
+                    .and_then(Arg::tensor)
+                    .ok_or_else(|| AotError::Internal { op: "compiled call", msg: format!("argument {p} is not a tensor") })?;
+                t.as_strided(&a.shape(), &a.stride(), a.storage_offset())?
+            }
+            ChainStep::View { op, args: rest } => view_step(&t, *op, rest, scalars)?,
+        };
+    }
+    Ok(t)
+}
+
+fn view_step(t: &Tensor, op: OpKind, rest: &[IrArg], scalars: &[Option<ScalarValue>]) -> Result<Tensor> {
+    let mut node_args = Vec::with_capacity(rest.len() + 1);
+    node_args.push(IrArg::Tensor(ValueId(0)));
+    node_args.extend_from_slice(rest);
+    let node = Node { op, args: node_args, out: Some(ValueId(1)), no_grad: false, span: SpanId(0) };
+    let env = [Some(t.clone())];
+    exec(&Ctx { node: &node, env: &env, scalars })
+}

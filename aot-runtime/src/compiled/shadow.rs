@@ -1,0 +1,81 @@
+//! The reference path of a compiled call, kept transactional: the eager
+//! interpreter runs on *shadows* of the arguments (new tensor objects with
+//! the same geometry; over a copy of the storage where the function writes
+//! it), and the same kind of epilogue commits the effects.
+//!
+//! Compiled execution falls back to it when a `reshape`/`contiguous`
+//! aliased differently from what the functionalization pass assumed; the
+//! result is then exactly eager's, effects included, and still nothing is
+//! written to the caller's tensors when an op fails.
+
+use super::arg::Arg;
+use super::interp;
+use crate::autograd::NoGradGuard;
+use crate::error::Result;
+use crate::tensor::Tensor;
+use aot_ir::{Graph, StaticMeta};
+
+pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tensor>> {
+    let _no_grad = NoGradGuard::new();
+    // Storages the function writes, each copied once: (caller's, copy).
+    let mut copies: Vec<(Tensor, Tensor)> = Vec::new();
+    let mut shadows: Vec<Option<Tensor>> = vec![None; args.len()];
+    for (i, a) in args.iter().enumerate() {
+        let Some(t) = a.tensor() else { continue };
+        if let Some(j) = (0..i).find(|&j| args[j].tensor().is_some_and(|u| u.same_tensor(t))) {
+            shadows[i] = shadows[j].clone();
+            continue;
+        }
+        let written = args
+            .iter()
+            .enumerate()
+            .any(|(k, b)| b.tensor().is_some_and(|u| u.shares_storage_with(t)) && meta.inputs.get(k).is_some_and(|m| m.mutates_data()));
+        let over = if written {
+            match copies.iter().find(|(orig, _)| orig.shares_storage_with(t)) {
+                Some((_, c)) => c.clone(),
+                None => {
+                    let c = t.storage_as_1d().copy()?;
+                    copies.push((t.storage_as_1d(), c.clone()));
+                    c
+                }
+            }
+        } else {
+            t.clone()
+        };
+        shadows[i] = Some(over.alias_with_layout(t.layout()));
+    }
+    let shadow_args: Vec<Arg> = args.iter().zip(&shadows).map(|(a, s)| s.as_ref().map_or(*a, Arg::Tensor)).collect();
+    let outs = interp::run(g, &shadow_args)?;
+
+    // Commit.
+    for (orig, copy) in &copies {
+        orig.copy_(copy)?;
+    }
+    for (i, a) in args.iter().enumerate() {
+        if let (Some(t), Some(s)) = (a.tensor(), &shadows[i]) {
+            let first = !(0..i).any(|j| args[j].tensor().is_some_and(|u| u.same_tensor(t)));
+            let mutated = args
+                .iter()
+                .enumerate()
+                .any(|(k, b)| b.tensor().is_some_and(|u| u.same_tensor(t)) && meta.inputs.get(k).is_some_and(|m| m.mutates_metadata));
+            if first && mutated {
+                t.as_strided_(&s.shape(), &s.stride(), s.storage_offset())?;
+            }
+        }
+    }
+    let mut regenerated: Vec<(Tensor, Tensor)> = Vec::new();
+    outs.into_iter()
+        .map(|o| {
+            if let Some(i) = shadows.iter().position(|s| s.as_ref().is_some_and(|s| s.same_tensor(&o))) {
+                return Ok(args[i].tensor().map_or(o, Tensor::clone));
+            }
+            let Some((orig, _)) = copies.iter().find(|(_, c)| c.shares_storage_with(&o)) else { return Ok(o) };
+            if let Some((_, r)) = regenerated.iter().find(|(s, _)| s.same_tensor(&o)) {
+                return Ok(r.clone());
+            }
+            let r = orig.as_strided(&o.shape(), &o.stride(), o.storage_offset())?;
+            regenerated.push((o, r.clone()));
+            Ok(r)
+        })
+        .collect()
+}

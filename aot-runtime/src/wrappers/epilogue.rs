@@ -1,0 +1,68 @@
+//! The `RuntimeWrapper` epilogue: after every kernel of a call succeeded,
+//! apply the input mutations and hand out the outputs.
+//!
+//! - Data mutations: the final version of each written input group is
+//!   copied back over the caller's storage (`copy_`). A group's version
+//!   has the caller's geometry on a copy of the whole storage, so copying
+//!   storage to storage is exact, whatever views were written.
+//! - Metadata mutations: `as_strided_` of the caller's tensor to the final
+//!   geometry.
+//! - Outputs: `is_input` returns the caller's very tensor; an alias of an
+//!   input is regenerated over the caller's storage with the graph value's
+//!   geometry (storage offsets are absolute, so they carry over); values the
+//!   graph allocated are returned as they are. A value returned twice is
+//!   regenerated once, so the two outputs are the same tensor, as in eager.
+//!
+//! Nothing here can fail for a well-formed plan: the copies are between
+//! buffers of one length and dtype, and the geometries were valid on a
+//! storage of the same length.
+
+use crate::autograd::NoGradGuard;
+use crate::compiled::exec::{get, Env};
+use crate::compiled::Arg;
+use crate::error::{AotError, Result};
+use crate::tensor::Tensor;
+use aot_ir::transform::{FOutput, FunctionalGraph};
+
+/// Applies the effects of a finished run and builds the outputs.
+/// `bases[g]` is the caller's tensor over group `g`'s storage.
+pub(crate) fn apply(fg: &FunctionalGraph, args: &[Arg], bases: &[Tensor], env: &Env) -> Result<Vec<Tensor>> {
+    let _no_grad = NoGradGuard::new();
+    for &(group, v) in &fg.mutated_groups {
+        let dst = base(bases, group)?.storage_as_1d();
+        dst.copy_(&get(env, v)?.storage_as_1d())?;
+    }
+    for &(p, v) in &fg.metadata_mutations {
+        let t = get(env, v)?;
+        arg_tensor(args, p)?.as_strided_(&t.shape(), &t.stride(), t.storage_offset())?;
+    }
+    let mut regenerated: Vec<(aot_ir::ValueId, Tensor)> = Vec::new();
+    fg.outputs
+        .iter()
+        .map(|o| match o {
+            FOutput::Input(p) => Ok(arg_tensor(args, *p)?.clone()),
+            FOutput::AliasOfInput { group, value } => {
+                let t = get(env, *value)?;
+                if !fg.mutated_groups.iter().any(|(g, _)| g == group) {
+                    // The graph read the caller's storage itself: already a view of it.
+                    return Ok(t.clone());
+                }
+                if let Some((_, r)) = regenerated.iter().find(|(v, _)| v == value) {
+                    return Ok(r.clone());
+                }
+                let r = base(bases, *group)?.as_strided(&t.shape(), &t.stride(), t.storage_offset())?;
+                regenerated.push((*value, r.clone()));
+                Ok(r)
+            }
+            FOutput::Value(v) | FOutput::ViewOfIntermediate { value: v, .. } => Ok(get(env, *v)?.clone()),
+        })
+        .collect()
+}
+
+fn base(bases: &[Tensor], g: usize) -> Result<&Tensor> {
+    bases.get(g).ok_or_else(|| AotError::Internal { op: "epilogue", msg: format!("no base for input group {g}") })
+}
+
+fn arg_tensor<'a>(args: &[Arg<'a>], p: usize) -> Result<&'a Tensor> {
+    args.get(p).and_then(Arg::tensor).ok_or_else(|| AotError::Internal { op: "epilogue", msg: format!("argument {p} is not a tensor") })
+}
