@@ -211,10 +211,10 @@ fn oracle_metadata_matches_pytorch() {
     report("metadata", total, &failures);
 }
 
-/// Known gap (issue 4): `explain()` does not compute `traced_tangents` yet;
-/// they need the shapes and strides of the traced values.
+/// `traced_tangents`, with PyTorch's report semantics: present on the
+/// metadata the dedupe / synthetic-base wrappers rewrote, empty on a
+/// `fw_metadata` that was compiled with directly.
 #[test]
-#[ignore = "traced_tangents are not computed yet (issue 4)"]
 fn oracle_traced_tangents_match_pytorch() {
     let (total, failures) = run(check_tangents);
     report("traced_tangents", total, &failures);

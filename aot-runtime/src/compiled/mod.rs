@@ -15,6 +15,7 @@ mod interp;
 mod report;
 mod shadow;
 mod specialize;
+mod tangents;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -68,9 +69,10 @@ impl CompiledFn {
     ///
     /// `fw_metadata` is the static template completed with the arguments'
     /// `requires_grad` and `is_leaf`, the current grad mode, and which
-    /// arguments are the very same tensor. Still to come with compiled
-    /// execution: `traced_tangents` (left empty here), and the `dedupe` and
-    /// synthetic-base specialisations, reported as `None` for now.
+    /// arguments are the very same tensor; `traced_tangents` come from a
+    /// run on copies of the arguments (see `tangents.rs`), only when some
+    /// argument requires grad. Then the dedupe and synthetic-base wrappers'
+    /// decisions, in PyTorch's order.
     pub fn explain(&self, args: &[Arg]) -> Result<CallReport> {
         arg::scalar_values(&self.graph, args)?;
         let mut facts = Vec::with_capacity(args.len());
@@ -86,7 +88,16 @@ impl CompiledFn {
             });
         }
         let facts = CallFacts { args: facts, grad_enabled: is_grad_enabled(), keep_input_mutations: true };
-        let fw_metadata = self.meta.complete(&facts);
+        let mut fw_metadata = self.meta.complete(&facts);
+        let any_grad = fw_metadata.input_info.iter().any(|i| i.requires_grad);
+        if any_grad {
+            // Running on copies draws random numbers: give them back.
+            let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
+            fw_metadata.traced_tangents = tangents::traced_tangents(&self.graph, args, &fw_metadata).unwrap_or_default();
+            if let Some(state) = rng {
+                crate::ops::rng_restore(state);
+            }
+        }
         // The wrappers in PyTorch's order: dedupe, then synthetic bases on
         // the deduplicated arguments and metadata.
         let dedupe = crate::wrappers::dedupe::dedupe_plan(args, &fw_metadata);
@@ -99,6 +110,12 @@ impl CompiledFn {
             Some((merged, info)) => (Some(merged.info), Some(info)),
             None => (None, None),
         };
+        if dedupe.is_none() && synthetic_base.is_none() {
+            // PyTorch compiles with this very metadata object and then drops
+            // its traced tangents (they hold fake tensors); its report shows
+            // them only on the metadata the wrappers rewrote.
+            fw_metadata.traced_tangents.clear();
+        }
         Ok(CallReport { fw_metadata, dedupe, synthetic_base_info, synthetic_base })
     }
 
