@@ -13,7 +13,17 @@ use crate::storage::CpuStorage;
 use crate::tensor::Tensor;
 use std::sync::Arc;
 
+/// The backward of a node recorded outside the eager op table: the one
+/// node a compiled function attaches to its outputs.
+pub(crate) trait CustomBackward: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// Input gradients from the gradients of every output (`None`: the
+    /// output got no gradient, i.e. zero).
+    fn backward(&self, grads: &[Option<Tensor>], needs: &[bool]) -> Result<Vec<Option<Tensor>>>;
+}
+
 pub(crate) enum BackwardOp {
+    Custom(Box<dyn CustomBackward>),
     Identity,
     ToDtype {
         from: DType,
@@ -311,6 +321,7 @@ impl BackwardOp {
             BackwardOp::CopyFrom { .. } => "CopyBackwards",
             BackwardOp::Fill => "FillBackward0",
             BackwardOp::CopySlices { .. } => "CopySlices",
+            BackwardOp::Custom(c) => c.name(),
         }
     }
 
@@ -330,6 +341,15 @@ impl BackwardOp {
         )
     }
 
+    /// Input gradients from the gradients of the node's outputs.
+    pub(crate) fn backward_outputs(&self, grads: &[Option<Tensor>], needs: &[bool]) -> Result<Vec<Option<Tensor>>> {
+        match (self, grads.first()) {
+            (BackwardOp::Custom(c), _) => c.backward(grads, needs),
+            (_, Some(Some(g))) => self.backward(g, needs),
+            _ => Ok(vec![None; needs.len()]),
+        }
+    }
+
     /// Input gradients for output gradient `g`; `needs[i]` says whether
     /// input `i` wants one. `None` means zero.
     pub(crate) fn backward(&self, g: &Tensor, needs: &[bool]) -> Result<Vec<Option<Tensor>>> {
@@ -337,6 +357,7 @@ impl BackwardOp {
         let need = |i: usize| needs.get(i).copied().unwrap_or(false);
         let one = |t: Result<Tensor>| -> Result<Vec<Option<Tensor>>> { Ok(vec![if need(0) { Some(t?) } else { None }]) };
         match self {
+            BackwardOp::Custom(c) => c.backward(&[Some(g.clone())], needs),
             BackwardOp::Identity => Ok(vec![Some(g.clone())]),
             BackwardOp::ToDtype { from } => one(g.to_dtype(*from)),
             BackwardOp::Add { a_shape, b_shape, a_dtype, b_dtype } => Ok(vec![

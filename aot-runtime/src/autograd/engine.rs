@@ -5,6 +5,7 @@
 use super::backprop::second_backward;
 use super::{Edge, NoGradGuard, Node};
 use crate::error::{AotError, Result};
+use crate::layout::Layout;
 use crate::tensor::Tensor;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -20,7 +21,7 @@ fn topo_order(root: &Arc<Node>) -> Vec<Arc<Node>> {
     while let Some((node, i)) = stack.pop() {
         if i < node.edges.len() {
             stack.push((node.clone(), i + 1));
-            if let Some(Edge::Node(child)) = &node.edges[i] {
+            if let Some(Edge::Node(child, _)) = &node.edges[i] {
                 if seen.insert(child.id) {
                     stack.push((child.clone(), 0));
                 }
@@ -43,6 +44,27 @@ fn accumulate(map: &mut HashMap<usize, Tensor>, key: usize, g: Tensor) -> Result
         }
     }
     Ok(())
+}
+
+fn accumulate_output(map: &mut HashMap<usize, Vec<Option<Tensor>>>, node: &Arc<Node>, nr: usize, g: Tensor) -> Result<()> {
+    let slots = map.entry(node.id).or_insert_with(|| vec![None; node.num_outputs.max(1)]);
+    let slot = slots.get_mut(nr).ok_or_else(|| AotError::internal("backward", format!("{} has no output {nr}", node.name)))?;
+    *slot = Some(match slot.take() {
+        Some(prev) => prev.add(&g)?,
+        None => g,
+    });
+    Ok(())
+}
+
+/// PyTorch's layout contract for a leaf's `.grad`: the leaf's strides if
+/// it is non-overlapping and dense, else row-major.
+fn grad_layout(leaf: &Tensor) -> Layout {
+    let l = leaf.layout();
+    if l.is_non_overlapping_and_dense() {
+        Layout::new(l.shape().to_vec(), l.stride().to_vec(), 0)
+    } else {
+        Layout::contiguous(l.shape())
+    }
 }
 
 pub(crate) fn backward(root: &Tensor, grad: Option<&Tensor>) -> Result<()> {
@@ -76,21 +98,22 @@ pub(crate) fn backward(root: &Tensor, grad: Option<&Tensor>) -> Result<()> {
             leaves.insert(t.id(), t.clone());
             accumulate(&mut leaf_grads, t.id(), g0)?;
         }
-        Edge::Node(root_node) => {
+        Edge::Node(root_node, root_nr) => {
             order = topo_order(&root_node);
-            let mut grads: HashMap<usize, Tensor> = HashMap::new();
-            grads.insert(root_node.id, g0);
+            // Per node, the gradient of each of its outputs.
+            let mut grads: HashMap<usize, Vec<Option<Tensor>>> = HashMap::new();
+            accumulate_output(&mut grads, &root_node, root_nr, g0)?;
             for node in &order {
                 let Some(g) = grads.remove(&node.id) else { continue };
                 let needs: Vec<bool> = node.edges.iter().map(|e| e.is_some()).collect();
                 let outs = {
                     let guard = node.op.lock().unwrap_or_else(|e| e.into_inner());
                     let bop = guard.as_ref().ok_or_else(|| second_backward(node.name))?;
-                    bop.backward(&g, &needs)?
+                    bop.backward_outputs(&g, &needs)?
                 };
                 for (edge, out) in node.edges.iter().zip(outs) {
                     match (edge, out) {
-                        (Some(Edge::Node(n)), Some(o)) => accumulate(&mut grads, n.id, o)?,
+                        (Some(Edge::Node(n, nr)), Some(o)) => accumulate_output(&mut grads, n, *nr, o)?,
                         (Some(Edge::Leaf(t)), Some(o)) => {
                             leaves.entry(t.id()).or_insert_with(|| t.clone());
                             accumulate(&mut leaf_grads, t.id(), o)?;
@@ -111,8 +134,9 @@ pub(crate) fn backward(root: &Tensor, grad: Option<&Tensor>) -> Result<()> {
         }
         let new = match t.grad() {
             Some(prev) => prev.add(&g)?,
-            None => g.copy()?,
+            None => g,
         };
+        let new = new.copy_as(op, t.dtype(), grad_layout(t))?;
         updates.push((t.clone(), new));
     }
     for (t, g) in updates {

@@ -10,7 +10,7 @@
 mod backprop;
 mod engine;
 
-pub(crate) use backprop::BackwardOp;
+pub(crate) use backprop::{BackwardOp, CustomBackward};
 
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
@@ -82,16 +82,19 @@ pub(crate) struct AutogradMeta {
     /// The user flag; only meaningful for leaves.
     pub(crate) requires_grad: bool,
     pub(crate) grad_fn: Option<Arc<Node>>,
+    /// Which output of `grad_fn` this tensor is (nodes of compiled
+    /// functions have several).
+    pub(crate) output_nr: usize,
     pub(crate) grad: Option<Tensor>,
     pub(crate) view: Option<ViewInfo>,
     /// Storage version for which `grad_fn` of a view is current.
     pub(crate) grad_fn_version: u64,
 }
 
-/// Where a gradient goes: another node, or a leaf's `.grad`.
+/// Where a gradient goes: an output of another node, or a leaf's `.grad`.
 #[derive(Clone)]
 pub(crate) enum Edge {
-    Node(Arc<Node>),
+    Node(Arc<Node>, usize),
     Leaf(Tensor),
 }
 
@@ -104,11 +107,17 @@ pub(crate) struct Node {
     pub(crate) name: &'static str,
     pub(crate) op: Mutex<Option<BackwardOp>>,
     pub(crate) edges: Vec<Option<Edge>>,
+    /// How many outputs the op had; eager ops have one.
+    pub(crate) num_outputs: usize,
 }
 
 impl Node {
     pub(crate) fn new(op: BackwardOp, edges: Vec<Option<Edge>>) -> Arc<Node> {
-        Arc::new(Node { id: NEXT_NODE_ID.fetch_add(1, Ordering::Relaxed), name: op.name(), op: Mutex::new(Some(op)), edges })
+        Node::with_outputs(op, edges, 1)
+    }
+
+    pub(crate) fn with_outputs(op: BackwardOp, edges: Vec<Option<Edge>>, num_outputs: usize) -> Arc<Node> {
+        Arc::new(Node { id: NEXT_NODE_ID.fetch_add(1, Ordering::Relaxed), name: op.name(), op: Mutex::new(Some(op)), edges, num_outputs })
     }
 }
 
@@ -226,6 +235,7 @@ impl Tensor {
         };
         let mut s = self.state_mut();
         s.ag.grad_fn = new_fn.clone();
+        s.ag.output_nr = 0;
         s.ag.grad_fn_version = now;
         new_fn
     }
@@ -233,7 +243,7 @@ impl Tensor {
     /// Where this tensor's gradient goes, if anywhere.
     pub(crate) fn grad_edge(&self) -> Option<Edge> {
         if let Some(n) = self.grad_fn() {
-            return Some(Edge::Node(n));
+            return Some(Edge::Node(n, self.state().ag.output_nr));
         }
         if self.state().ag.requires_grad {
             return Some(Edge::Leaf(self.clone()));
@@ -272,6 +282,85 @@ pub(crate) fn record(out: &Tensor, inputs: &[Option<&Tensor>], op: impl FnOnce()
     let version = out.version();
     let mut s = out.state_mut();
     s.ag.grad_fn = Some(node);
+    s.ag.output_nr = 0;
     s.ag.grad_fn_version = version;
     Ok(())
+}
+
+/// Records one node for an op with several outputs (a compiled function):
+/// `outputs[k]` becomes output `k` of the node when `differentiable[k]`.
+/// Does nothing if grad mode is off or no input requires grad. Returns
+/// whether a node was recorded.
+pub(crate) fn record_multi(
+    outputs: &[Tensor],
+    differentiable: &[bool],
+    inputs: &[Option<&Tensor>],
+    op: Box<dyn CustomBackward>,
+) -> Result<bool> {
+    if !is_grad_enabled() {
+        return Ok(false);
+    }
+    let edges: Vec<Option<Edge>> = inputs.iter().map(|t| t.and_then(|t| t.grad_edge())).collect();
+    if edges.iter().all(|e| e.is_none()) {
+        return Ok(false);
+    }
+    let node = Node::with_outputs(BackwardOp::Custom(op), edges, outputs.len());
+    for (k, out) in outputs.iter().enumerate() {
+        if differentiable.get(k).copied().unwrap_or(false) {
+            let version = out.version();
+            let mut s = out.state_mut();
+            s.ag.grad_fn = Some(node.clone());
+            s.ag.output_nr = k;
+            s.ag.grad_fn_version = version;
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DType, Device};
+
+    /// `(2x, x*x)` as one node.
+    struct TwoOut {
+        x: SavedTensor,
+    }
+
+    impl CustomBackward for TwoOut {
+        fn name(&self) -> &'static str {
+            "TwoOutBackward"
+        }
+        fn backward(&self, grads: &[Option<Tensor>], _needs: &[bool]) -> Result<Vec<Option<Tensor>>> {
+            let x = self.x.get(self.name())?;
+            let mut g = x.zeros_like()?;
+            if let Some(g0) = &grads[0] {
+                g = g.add(&g0.mul(2.0)?)?;
+            }
+            if let Some(g1) = &grads[1] {
+                g = g.add(&g1.mul(&x)?.mul(2.0)?)?;
+            }
+            Ok(vec![Some(g)])
+        }
+    }
+
+    #[test]
+    fn a_node_with_two_outputs_gets_both_gradients() {
+        let x = Tensor::full(&[3], 1.5, DType::F64, &Device::Cpu).unwrap().requires_grad_(true).unwrap();
+        let outs = no_grad(|| -> Result<Vec<Tensor>> { Ok(vec![x.mul(2.0)?, x.mul(&x)?]) }).unwrap();
+        assert!(record_multi(&outs, &[true, true], &[Some(&x)], Box::new(TwoOut { x: SavedTensor::save(&x) })).unwrap());
+        assert_eq!(outs[0].grad_fn_name(), Some("TwoOutBackward"));
+        let loss = outs[0].add(&outs[1]).unwrap().sum().unwrap();
+        loss.backward().unwrap();
+        // d/dx (2x + x^2) = 2 + 2x = 5
+        assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![5.0; 3]);
+        // Only the second output reaches the loss.
+        x.set_grad(None);
+        let outs = no_grad(|| -> Result<Vec<Tensor>> { Ok(vec![x.mul(2.0)?, x.mul(&x)?]) }).unwrap();
+        record_multi(&outs, &[true, true], &[Some(&x)], Box::new(TwoOut { x: SavedTensor::save(&x) })).unwrap();
+        outs[1].sum().unwrap().backward().unwrap();
+        assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![3.0; 3]);
+        let err = outs[1].sum().unwrap().backward().unwrap_err().to_string();
+        assert!(err.contains("second time"), "{err}");
+    }
 }

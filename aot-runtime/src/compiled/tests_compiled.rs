@@ -14,27 +14,10 @@ fn seq(n: usize, shape: &[usize]) -> Tensor {
     tensor(&(0..n).map(|v| v as f32).collect::<Vec<_>>(), shape)
 }
 
-/// Deep copies of `args` with the same sharing: one new storage per
-/// distinct storage, each tensor re-viewed with its geometry.
+/// Deep copies of `args` with the same sharing.
 fn deep_copy(args: &[&Tensor]) -> Vec<Tensor> {
-    let mut storages: Vec<(Tensor, Tensor)> = Vec::new();
-    let mut out: Vec<Tensor> = Vec::new();
-    for (k, a) in args.iter().enumerate() {
-        if let Some(j) = args[..k].iter().position(|b| b.same_tensor(a)) {
-            out.push(out[j].clone());
-            continue;
-        }
-        let flat = match storages.iter().find(|(o, _)| o.shares_storage_with(a)) {
-            Some((_, c)) => c.clone(),
-            None => {
-                let c = a.storage_as_1d().copy().expect("copy");
-                storages.push(((*a).clone(), c.clone()));
-                c
-            }
-        };
-        out.push(flat.as_strided(&a.shape(), &a.stride(), a.storage_offset()).expect("view"));
-    }
-    out
+    let args: Vec<Arg> = args.iter().map(|t| Arg::from(*t)).collect();
+    super::tangents::deep_copy_args(&args).expect("copies").into_iter().map(|t| t.expect("a tensor")).collect()
 }
 
 fn state(t: &Tensor) -> (Vec<usize>, Vec<usize>, usize, Vec<f32>) {

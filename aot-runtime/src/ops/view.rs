@@ -197,6 +197,7 @@ impl Tensor {
         s.layout = new;
         if recording {
             s.ag.grad_fn = node;
+            s.ag.output_nr = 0;
         }
         s.ag.grad_fn_version = version;
         drop(s);
