@@ -7,3 +7,6 @@
 pub mod functionalize;
 
 pub use functionalize::{functionalize, ChainStep, FNode, FOutput, FunctionalGraph, InputGroups};
+pub mod grad_rules;
+pub mod joint;
+pub mod partition;

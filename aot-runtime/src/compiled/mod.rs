@@ -12,6 +12,8 @@
 mod arg;
 pub(crate) mod exec;
 mod interp;
+#[doc(hidden)]
+pub mod joint_exec;
 mod report;
 mod shadow;
 mod specialize;

@@ -1,0 +1,318 @@
+//! Runs joint graphs and their forward/backward partitions with the eager
+//! kernels, grad mode off: the graph is its own autograd.
+//!
+//! Source ops go through the interpreter's `exec`, view chains through
+//! `exec::replay`; the backward-only primitives of `aot_ir`'s grad rules
+//! are implemented here. A `Mutate` runs out of place (on a copy of its
+//! root): unlike the functional executor, a backward may still read the
+//! version a mutation replaced.
+
+use super::exec::replay;
+use super::interp::{exec, Ctx};
+use crate::autograd::NoGradGuard;
+use crate::dtype::DType;
+use crate::error::{AotError, Result};
+use crate::layout::{broadcast_shapes, Layout};
+use crate::tensor::Tensor;
+use aot_ir::transform::grad_rules::{needs_geometry, Prim};
+use aot_ir::transform::joint::{as_source_node, JNode, JOp, JointGraph};
+use aot_ir::transform::partition::{Partition, SubGraph};
+use aot_ir::transform::ChainStep;
+use aot_ir::{Arg as IrArg, Node, ScalarValue, SpanId, ValueId};
+
+type Env = Vec<Option<Tensor>>;
+
+fn internal(msg: String) -> AotError {
+    AotError::Internal { op: "joint graph", msg }
+}
+
+fn get(env: &Env, v: ValueId) -> Result<&Tensor> {
+    env.get(v.index()).and_then(Option::as_ref).ok_or_else(|| internal(format!("value {v} used before it was computed")))
+}
+
+fn set(env: &mut Env, v: ValueId, t: Tensor) -> Result<()> {
+    *env.get_mut(v.index()).ok_or_else(|| internal(format!("value {v} out of range")))? = Some(t);
+    Ok(())
+}
+
+/// Runs the whole joint graph: (forward outputs, per-parameter gradients).
+pub fn run_joint(
+    jg: &JointGraph,
+    primals: &[Tensor],
+    tangents: &[Tensor],
+    scalars: &[Option<ScalarValue>],
+) -> Result<(Vec<Tensor>, Vec<Option<Tensor>>)> {
+    let _no_grad = NoGradGuard::new();
+    let mut env: Env = vec![None; jg.num_values];
+    for node in &jg.nodes {
+        let t = match node.op {
+            JOp::Primal(g) => primals.get(g).cloned().ok_or_else(|| internal(format!("no primal {g}")))?,
+            JOp::Tangent(i) => tangents.get(i).cloned().ok_or_else(|| internal(format!("no tangent {i}")))?,
+            _ => run_node(node, &env, scalars)?,
+        };
+        set(&mut env, node.out, t)?;
+    }
+    let outs = jg.fw_outputs.iter().map(|o| get(&env, o.value).cloned()).collect::<Result<Vec<_>>>()?;
+    let grads = jg.input_grads.iter().map(|g| g.map(|g| get(&env, g).cloned()).transpose()).collect::<Result<Vec<_>>>()?;
+    Ok((outs, grads))
+}
+
+/// Runs a forward or backward graph on its inputs; returns its outputs.
+pub fn run_subgraph(sg: &SubGraph, num_values: usize, inputs: &[Tensor], scalars: &[Option<ScalarValue>]) -> Result<Vec<Tensor>> {
+    let _no_grad = NoGradGuard::new();
+    if inputs.len() != sg.inputs.len() {
+        return Err(internal(format!("{} inputs for a graph of {}", inputs.len(), sg.inputs.len())));
+    }
+    let mut env: Env = vec![None; num_values];
+    for (v, t) in sg.inputs.iter().zip(inputs) {
+        set(&mut env, *v, t.clone())?;
+    }
+    for node in &sg.nodes {
+        let t = run_node(node, &env, scalars)?;
+        set(&mut env, node.out, t)?;
+    }
+    sg.outputs.iter().map(|v| get(&env, *v).cloned()).collect()
+}
+
+/// The compiled forward: (forward outputs, saved values).
+pub fn run_forward(p: &Partition, primals: &[Tensor], scalars: &[Option<ScalarValue>]) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
+    let mut outs = run_subgraph(&p.forward, p.num_values, primals, scalars)?;
+    let saved = outs.split_off(p.num_fw_outputs);
+    Ok((outs, saved))
+}
+
+/// The compiled backward: per-parameter gradients.
+pub fn run_backward(p: &Partition, saved: &[Tensor], tangents: &[Tensor], scalars: &[Option<ScalarValue>]) -> Result<Vec<Option<Tensor>>> {
+    let inputs: Vec<Tensor> = saved.iter().chain(tangents).cloned().collect();
+    let outs = run_subgraph(&p.backward, p.num_values, &inputs, scalars)?;
+    p.grad_slots.iter().map(|s| s.map(|i| outs.get(i).cloned().ok_or_else(|| internal(format!("no gradient {i}")))).transpose()).collect()
+}
+
+fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>]) -> Result<Tensor> {
+    let tensor = |i: usize| -> Result<&Tensor> {
+        match node.args.get(i) {
+            Some(IrArg::Tensor(v)) => get(env, *v),
+            _ => Err(internal(format!("argument {i} of {} is not a tensor", node.out))),
+        }
+    };
+    match &node.op {
+        JOp::Primal(_) | JOp::Tangent(_) => Err(internal(format!("input {} is not bound", node.out))),
+        JOp::Cow => copy_storage(tensor(0)?),
+        JOp::Regen(chain) => replay(tensor(0)?, chain, &[], scalars),
+        JOp::Op { op, check_alias, .. } => {
+            let src = as_source_node(node, *op);
+            let r = exec(&Ctx { node: &src, env, scalars })?;
+            if let Some(assumed) = check_alias {
+                if r.shares_storage_with(tensor(0)?) != *assumed {
+                    return Err(AotError::Unsupported {
+                        op: op.name(),
+                        msg: "a reshape/contiguous aliased otherwise than the compiled graph assumed".into(),
+                    });
+                }
+            }
+            Ok(r)
+        }
+        JOp::Mutate { op, chain, .. } => {
+            let root = copy_storage(tensor(0)?)?;
+            let view = replay(&root, chain, &[], scalars)?;
+            // The op reads its operands from the environment and writes the copy.
+            let mut local: Env = vec![Some(view)];
+            let mut args = vec![IrArg::Tensor(ValueId(0))];
+            for a in node.args.iter().skip(2) {
+                args.push(match a {
+                    IrArg::Tensor(v) => {
+                        local.push(Some(get(env, *v)?.clone()));
+                        IrArg::Tensor(ValueId(local.len() as u32 - 1))
+                    }
+                    other => other.clone(),
+                });
+            }
+            let n = Node { op: *op, args, out: None, no_grad: false, span: SpanId(0) };
+            exec(&Ctx { node: &n, env: &local, scalars })?;
+            Ok(root)
+        }
+        JOp::Prim(p) => run_prim(p, node, env, scalars),
+    }
+}
+
+/// A copy of `t`'s whole storage, viewed with `t`'s geometry.
+fn copy_storage(t: &Tensor) -> Result<Tensor> {
+    Ok(t.storage_as_1d().copy()?.alias_with_layout(t.layout()))
+}
+
+fn i64s(s: &[usize]) -> Vec<i64> {
+    s.iter().map(|&d| d as i64).collect()
+}
+
+fn scalar(a: Option<&IrArg>, scalars: &[Option<ScalarValue>]) -> Result<ScalarValue> {
+    match a {
+        Some(IrArg::Scalar(s)) => s.eval(scalars).map_err(|e| internal(e.to_string())),
+        _ => Err(internal("expected a scalar argument".into())),
+    }
+}
+
+fn ints(a: Option<&IrArg>, scalars: &[Option<ScalarValue>]) -> Result<Vec<i64>> {
+    match a {
+        Some(IrArg::Ints(items)) => items
+            .iter()
+            .map(|s| match s.eval(scalars).map_err(|e| internal(e.to_string()))? {
+                ScalarValue::I64(v) => Ok(v),
+                other => Err(internal(format!("expected an integer, got {other}"))),
+            })
+            .collect(),
+        _ => Err(internal("expected an integer list".into())),
+    }
+}
+
+/// The reduced dims of a reduction over `dims` (empty: all) of a rank-`rank`
+/// tensor, normalized and sorted.
+fn reduced_dims(dims: &[i64], rank: usize) -> Result<Vec<usize>> {
+    if dims.is_empty() {
+        return Ok((0..rank).collect());
+    }
+    let mut out = dims.iter().map(|&d| crate::layout::wrap_dim("keep_dims", d, rank)).collect::<Result<Vec<_>>>()?;
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// Sums `g` down to `shape` (undoing broadcasting) and casts to `dtype`.
+fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    let gs = g.shape();
+    let mut g = g.clone();
+    if gs.as_slice() != shape {
+        let lead = gs.len().saturating_sub(shape.len());
+        let mut dims: Vec<i64> = (0..lead as i64).collect();
+        for (i, &n) in shape.iter().enumerate() {
+            if n == 1 && gs.get(i + lead).is_some_and(|&m| m != 1) {
+                dims.push((i + lead) as i64);
+            }
+        }
+        if !dims.is_empty() {
+            g = g.sum_dim(&dims, true)?;
+        }
+        g = g.reshape(&i64s(shape))?;
+    }
+    g.to_dtype(dtype)
+}
+
+fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>]) -> Result<Tensor> {
+    let tensor = |i: usize| -> Result<&Tensor> {
+        match node.args.get(i) {
+            Some(IrArg::Tensor(v)) => get(env, *v),
+            _ => Err(internal(format!("argument {i} of {} is not a tensor", p.name()))),
+        }
+    };
+    match p {
+        Prim::SumToLike => {
+            let like = tensor(1)?;
+            sum_to(tensor(0)?, &like.shape(), like.dtype())
+        }
+        Prim::CastLike => tensor(0)?.to_dtype(tensor(1)?.dtype()),
+        Prim::ReshapeLike => tensor(0)?.reshape(&i64s(&tensor(1)?.shape())),
+        Prim::ExpandLike => tensor(0)?.expand(&i64s(&tensor(1)?.shape()))?.contiguous(),
+        Prim::KeepDims => {
+            let (g, like) = (tensor(0)?, tensor(1)?);
+            let keepdim = matches!(scalar(node.args.get(3), scalars)?, ScalarValue::Bool(true));
+            if keepdim {
+                return Ok(g.clone());
+            }
+            let mut g = g.clone();
+            for d in reduced_dims(&ints(node.args.get(2), scalars)?, like.rank())? {
+                g = g.unsqueeze(d as i64)?;
+            }
+            Ok(g)
+        }
+        Prim::InvCount(scale) => {
+            let like = tensor(0)?;
+            let shape = like.shape();
+            let n: usize = reduced_dims(&ints(node.args.get(1), scalars)?, shape.len())?.iter().map(|&d| shape[d]).product();
+            let c = match scalar(node.args.get(2), scalars)? {
+                ScalarValue::I64(c) => c as f64,
+                ScalarValue::F64(c) => c,
+                ScalarValue::Bool(_) => return Err(internal("inv_count: bool correction".into())),
+            };
+            Tensor::full(&[], scale / (n as f64 - c).max(0.0), like.dtype(), &like.device())
+        }
+        Prim::ViewGrad(chain) => {
+            let (root, g) = (tensor(0)?, tensor(1)?);
+            let (mirror, view) = mirror_view(root, chain, scalars)?;
+            let mut buf = vec![0f64; mirror.1];
+            for (o, v) in view.offsets().zip(g.to_dtype(DType::F64)?.to_vec::<f64>()?) {
+                buf[o] += v;
+            }
+            gather(&buf, &mirror.0, root.dtype())
+        }
+        Prim::ViewOf(chain) => {
+            let (root, g) = (tensor(0)?, tensor(1)?);
+            if !needs_geometry(chain) {
+                return replay(g, chain, &[], scalars)?.contiguous();
+            }
+            let (mirror, view) = mirror_view(root, chain, scalars)?;
+            let mut buf = vec![0f64; mirror.1];
+            scatter(&mut buf, &mirror.0, g)?;
+            gather(&buf, &view, g.dtype())
+        }
+        Prim::ViewScatter(chain) => {
+            let (root, base, src) = (tensor(0)?, tensor(1)?, tensor(2)?);
+            let (mirror, view) = mirror_view(root, chain, scalars)?;
+            let mut buf = vec![0f64; mirror.1];
+            scatter(&mut buf, &mirror.0, base)?;
+            let src = src.expand(&i64s(view.shape()))?;
+            scatter(&mut buf, &view, &src)?;
+            gather(&buf, &mirror.0, base.dtype())
+        }
+        Prim::MatmulGrad { rhs } => matmul_grad(tensor(0)?, tensor(1)?, tensor(2)?, *rhs),
+        Prim::MetaOf => {
+            let x = tensor(0)?;
+            Tensor::zeros(&[], x.dtype(), &x.device())?.expand(&i64s(&x.shape()))
+        }
+    }
+}
+
+/// A zero buffer standing for `root` and the layout of `chain`'s view in it:
+/// `((root's layout in the buffer, buffer length), view layout)`. A chain
+/// with `as_strided` addresses the storage itself, so the buffer mirrors
+/// root's storage; otherwise it is root's shape, contiguous.
+fn mirror_view(root: &Tensor, chain: &[ChainStep], scalars: &[Option<ScalarValue>]) -> Result<((Layout, usize), Layout)> {
+    let (layout, len) =
+        if needs_geometry(chain) { (root.layout(), root.storage_len()) } else { (Layout::contiguous(&root.shape()), root.numel()) };
+    let dummy = Tensor::zeros(&[len], DType::Bool, &root.device())?.alias_with_layout(layout.clone());
+    let view = replay(&dummy, chain, &[], scalars)?;
+    Ok(((layout, len), view.layout()))
+}
+
+/// Writes `t`'s values at `layout`'s positions of `buf`.
+fn scatter(buf: &mut [f64], layout: &Layout, t: &Tensor) -> Result<()> {
+    for (o, v) in layout.offsets().zip(t.to_dtype(DType::F64)?.to_vec::<f64>()?) {
+        *buf.get_mut(o).ok_or_else(|| internal(format!("offset {o} outside the mirror")))? = v;
+    }
+    Ok(())
+}
+
+/// The values at `layout`'s positions of `buf`, as a contiguous tensor.
+fn gather(buf: &[f64], layout: &Layout, dtype: DType) -> Result<Tensor> {
+    let vals = layout.offsets().map(|o| buf.get(o).copied().ok_or_else(|| internal(format!("offset {o} outside the mirror"))));
+    let vals = vals.collect::<Result<Vec<f64>>>()?;
+    Tensor::from_vec(vals, layout.shape(), &crate::device::Device::Cpu)?.to_dtype(dtype)
+}
+
+/// The gradient of one operand of `a.matmul(b)`, as the eager rule.
+fn matmul_grad(g: &Tensor, a: &Tensor, b: &Tensor, rhs: bool) -> Result<Tensor> {
+    let (ra, rb) = (a.rank(), b.rank());
+    if ra == 0 || rb == 0 {
+        return Err(AotError::unsupported("matmul", "both arguments to matmul need to be at least 1D"));
+    }
+    let a2 = if ra == 1 { a.unsqueeze(0)? } else { a.clone() };
+    let b2 = if rb == 1 { b.unsqueeze(-1)? } else { b.clone() };
+    let mut out2 = broadcast_shapes("matmul", &a2.shape()[..a2.rank() - 2], &b2.shape()[..b2.rank() - 2])?;
+    out2.extend([a2.shape()[a2.rank() - 2], b2.shape()[b2.rank() - 1]]);
+    let g2 = g.reshape(&i64s(&out2))?;
+    if rhs {
+        let r = a2.transpose(-1, -2)?.matmul(&g2)?;
+        sum_to(&r, &b2.shape(), b.dtype())?.reshape(&i64s(&b.shape()))
+    } else {
+        let r = g2.matmul(&b2.transpose(-1, -2)?)?;
+        sum_to(&r, &a2.shape(), a.dtype())?.reshape(&i64s(&a.shape()))
+    }
+}
