@@ -4,6 +4,16 @@
 //! The golden data (`oracle/public.json`) is PyTorch's own record of what
 //! AOTAutograd decided and computed on a corpus of functions; see
 //! `oracle/README.md`.
+//!
+//! For the differential tests (compiled execution against the eager
+//! reference): [`choice`] (replayable random choices), [`progen`] (random
+//! programs in the IR), [`alias`] (argument templates with alias patterns)
+//! and [`snapshot`] (bit-exact snapshots, alias-preserving deep copies).
+
+pub mod alias;
+pub mod choice;
+pub mod progen;
+pub mod snapshot;
 
 use aot_runtime::{DType, Device, Result, Tensor};
 use serde::Deserialize;

@@ -1,0 +1,435 @@
+//! Argument templates: a description of a call's arguments, with the alias
+//! structure between them, that can be materialised any number of times into
+//! independent sets of tensors (fresh storages, same values, same sizes,
+//! strides and offsets, same sharing between arguments).
+//!
+//! A template is a list of storages and, per argument, where its tensor comes
+//! from: a storage's base tensor itself, an `as_strided` view of a storage's
+//! base, the very tensor of an earlier argument, or a scalar. The generator
+//! [`gen_template`] draws every alias pattern the differential tests need:
+//! independent tensors, non-contiguous inputs (permuted, strided, padded
+//! rows), inputs with a storage offset, the same tensor passed twice, views of
+//! one base (overlapping and disjoint), and a base passed next to views of it.
+
+use crate::choice::Choices;
+use crate::progen::{contiguous_strides, extent, numel, ParamSpec};
+use aot_runtime::{Arg, DType, Device, Result, Tensor};
+use std::fmt;
+
+/// One storage of a template.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StorageSpec {
+    /// Number of elements.
+    pub len: usize,
+    /// The shape of the base tensor (contiguous over the whole storage);
+    /// `None` for a flat `[len]` base that no argument is.
+    pub base_shape: Option<Vec<usize>>,
+    /// The base is a leaf that requires grad.
+    pub requires_grad: bool,
+    /// Values are `value(seed, i)`.
+    pub seed: usize,
+}
+
+/// Where one argument comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgSpec {
+    /// The base tensor of this storage itself.
+    Base(usize),
+    /// `base.as_strided(size, stride, offset)` of this storage's base.
+    View {
+        storage: usize,
+        size: Vec<usize>,
+        stride: Vec<usize>,
+        offset: usize,
+    },
+    /// The very tensor passed as the argument at this index.
+    Same(usize),
+    Scalar(f64),
+}
+
+/// A description of a call's arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArgTemplate {
+    pub dtype: DType,
+    pub storages: Vec<StorageSpec>,
+    pub args: Vec<ArgSpec>,
+}
+
+/// The value of element `i` of a storage with `seed`: distinct, of mixed
+/// signs, of magnitude below 2.
+pub fn value(seed: usize, i: usize) -> f64 {
+    1.7 * (0.37 * i as f64 + 0.71 * seed as f64 + 0.1).sin()
+}
+
+/// One materialisation of a template.
+#[derive(Clone, Debug)]
+pub struct Materialised {
+    /// The base tensor of each storage.
+    pub bases: Vec<Tensor>,
+    /// The tensor of each argument (`None` for scalars).
+    pub tensors: Vec<Option<Tensor>>,
+    pub scalars: Vec<Option<f64>>,
+}
+
+impl Materialised {
+    /// The call's arguments.
+    pub fn args(&self) -> Vec<Arg<'_>> {
+        self.tensors
+            .iter()
+            .zip(&self.scalars)
+            .map(|(t, s)| match (t, s) {
+                (Some(t), _) => Arg::from(t),
+                (None, s) => Arg::from(s.unwrap_or(0.0)),
+            })
+            .collect()
+    }
+}
+
+impl ArgTemplate {
+    /// Fresh tensors with the template's values, layouts and sharing.
+    pub fn materialise(&self) -> Result<Materialised> {
+        let mut bases = Vec::with_capacity(self.storages.len());
+        for s in &self.storages {
+            let vals: Vec<f64> = (0..s.len).map(|i| value(s.seed, i)).collect();
+            let shape = s.base_shape.clone().unwrap_or_else(|| vec![s.len]);
+            let base = match self.dtype {
+                DType::F32 => Tensor::from_vec(vals.iter().map(|&v| v as f32).collect::<Vec<f32>>(), &shape, &Device::Cpu)?,
+                DType::F64 => Tensor::from_vec(vals, &shape, &Device::Cpu)?,
+                other => Tensor::from_vec(vals, &shape, &Device::Cpu)?.to_dtype(other)?,
+            };
+            if s.requires_grad {
+                base.requires_grad_(true)?;
+            }
+            bases.push(base);
+        }
+        let mut tensors: Vec<Option<Tensor>> = Vec::with_capacity(self.args.len());
+        let mut scalars = Vec::with_capacity(self.args.len());
+        for a in &self.args {
+            let (t, s) = match a {
+                ArgSpec::Base(k) => (Some(bases[*k].clone()), None),
+                ArgSpec::View { storage, size, stride, offset } => (Some(bases[*storage].as_strided(size, stride, *offset)?), None),
+                ArgSpec::Same(j) => (tensors[*j].clone(), None),
+                ArgSpec::Scalar(v) => (None, Some(*v)),
+            };
+            tensors.push(t);
+            scalars.push(s);
+        }
+        Ok(Materialised { bases, tensors, scalars })
+    }
+
+    /// The storage elements argument `j` covers, and its storage.
+    fn elements(&self, j: usize) -> Option<(usize, std::collections::BTreeSet<usize>)> {
+        match &self.args[j] {
+            ArgSpec::Base(k) => Some((*k, (0..self.storages[*k].len).collect())),
+            ArgSpec::View { storage, size, stride, offset } => {
+                let mut set = std::collections::BTreeSet::new();
+                let n = numel(size);
+                for flat in 0..n {
+                    let (mut rem, mut off) = (flat, *offset);
+                    for d in (0..size.len()).rev() {
+                        off += (rem % size[d]) * stride[d];
+                        rem /= size[d];
+                    }
+                    set.insert(off);
+                }
+                Some((*storage, set))
+            }
+            ArgSpec::Same(i) => self.elements(*i),
+            ArgSpec::Scalar(_) => None,
+        }
+    }
+
+    /// The alias features of the pattern, for coverage statistics.
+    pub fn features(&self) -> Vec<&'static str> {
+        let mut f = vec![];
+        for (j, a) in self.args.iter().enumerate() {
+            match a {
+                ArgSpec::Same(_) => f.push("same tensor twice"),
+                ArgSpec::Scalar(_) => f.push("scalar"),
+                ArgSpec::Base(_) => {}
+                ArgSpec::View { size, stride, offset, .. } => {
+                    let contiguous = size.iter().zip(stride).zip(contiguous_strides(size)).all(|((&n, &s), c)| n <= 1 || s == c);
+                    if !contiguous {
+                        f.push("non-contiguous input");
+                    }
+                    if *offset > 0 {
+                        f.push("storage offset > 0");
+                    }
+                }
+            }
+            for i in 0..j {
+                if matches!(a, ArgSpec::Same(_)) || matches!(self.args[i], ArgSpec::Same(_)) {
+                    continue;
+                }
+                if let (Some((si, ei)), Some((sj, ej))) = (self.elements(i), self.elements(j)) {
+                    if si == sj {
+                        let base = matches!(a, ArgSpec::Base(_)) || matches!(self.args[i], ArgSpec::Base(_));
+                        f.push(match (base, ei.is_disjoint(&ej)) {
+                            (true, _) => "a base and a view of it",
+                            (false, true) => "disjoint views of one storage",
+                            (false, false) => "overlapping views of one storage",
+                        });
+                    }
+                }
+            }
+        }
+        if self.requires_grad() {
+            f.push("requires_grad");
+        }
+        if f.is_empty() || f == ["scalar"] {
+            f.push("independent contiguous tensors only");
+        }
+        f.sort_unstable();
+        f.dedup();
+        f
+    }
+
+    /// Whether any storage requires grad.
+    pub fn requires_grad(&self) -> bool {
+        self.storages.iter().any(|s| s.requires_grad)
+    }
+}
+
+impl fmt::Display for ArgTemplate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "dtype {:?}", self.dtype)?;
+        for (k, s) in self.storages.iter().enumerate() {
+            write!(f, "storage s{k}: {} elements (seed {})", s.len, s.seed)?;
+            match &s.base_shape {
+                Some(shape) => write!(f, ", base shape {shape:?}")?,
+                None => write!(f, ", flat base")?,
+            }
+            if s.requires_grad {
+                write!(f, ", requires_grad")?;
+            }
+            writeln!(f)?;
+        }
+        for (j, a) in self.args.iter().enumerate() {
+            match a {
+                ArgSpec::Base(k) => writeln!(f, "arg {j}: s{k} (the base tensor itself)")?,
+                ArgSpec::View { storage, size, stride, offset } => {
+                    writeln!(f, "arg {j}: s{storage}.as_strided({size:?}, {stride:?}, {offset})")?
+                }
+                ArgSpec::Same(i) => writeln!(f, "arg {j}: the same tensor as arg {i}")?,
+                ArgSpec::Scalar(v) => writeln!(f, "arg {j}: {v:?}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Knobs of the template generator.
+#[derive(Clone, Debug, Default)]
+pub struct TemplateOptions {
+    /// Chance, in percent, that a storage's base requires grad.
+    pub requires_grad_percent: u32,
+}
+
+/// A layout of `shape`: contiguous, permuted, every other element, or with
+/// padded rows. Returns strides.
+fn gen_strides(c: &mut Choices, shape: &[usize]) -> Vec<usize> {
+    let r = shape.len();
+    match c.weighted(&[3, 3, 2, 2]) {
+        0 => contiguous_strides(shape),
+        1 => {
+            // The layout of `base.permute(p)` for a contiguous base, read back:
+            // a transposed input when r == 2.
+            let p = if r == 2 { vec![1, 0] } else { c.permutation(r) };
+            let base_shape: Vec<usize> = p.iter().map(|&k| shape[k]).collect();
+            let base_strides = contiguous_strides(&base_shape);
+            let mut stride = vec![0; r];
+            for (pos, &k) in p.iter().enumerate() {
+                stride[k] = base_strides[pos];
+            }
+            stride
+        }
+        2 => contiguous_strides(shape).into_iter().map(|s| s * 2).collect(),
+        _ => {
+            // Rows padded by one or two elements (a slice of a wider matrix).
+            let mut padded = shape.to_vec();
+            if let Some(last) = padded.last_mut() {
+                *last += 1 + c.below(2);
+            }
+            let mut s = contiguous_strides(&padded);
+            if let Some(last) = s.last_mut() {
+                *last = 1;
+            }
+            s
+        }
+    }
+}
+
+/// Per storage: how far its arguments reach, and whether it can still grow.
+struct Place {
+    used: usize,
+    growable: bool,
+}
+
+/// Draws an alias pattern for the parameters of a program.
+pub fn gen_template(c: &mut Choices, params: &[ParamSpec], dtype: DType, opts: &TemplateOptions) -> ArgTemplate {
+    let mut storages: Vec<StorageSpec> = vec![];
+    let mut places: Vec<Place> = vec![];
+    let mut args: Vec<ArgSpec> = vec![];
+    // For each argument: its storage, when it is a tensor.
+    let mut arg_storage: Vec<Option<usize>> = vec![];
+    let mut next_seed = 0;
+    let new_storage = |storages: &mut Vec<StorageSpec>, places: &mut Vec<Place>, c: &mut Choices, seed: &mut usize| {
+        let requires_grad = opts.requires_grad_percent > 0 && c.chance(opts.requires_grad_percent, 100);
+        storages.push(StorageSpec { len: 0, base_shape: None, requires_grad, seed: *seed });
+        places.push(Place { used: 0, growable: true });
+        *seed += 1;
+        storages.len() - 1
+    };
+
+    for (j, p) in params.iter().enumerate() {
+        let shape = match p {
+            ParamSpec::Scalar { value } => {
+                args.push(ArgSpec::Scalar(*value));
+                arg_storage.push(None);
+                continue;
+            }
+            ParamSpec::Tensor { shape, .. } => shape.clone(),
+        };
+        let n = numel(&shape);
+        // Earlier tensor arguments of the same shape (not themselves `Same`).
+        let dups: Vec<usize> = (0..j)
+            .filter(|&i| params[i].shape() == Some(&shape[..]) && matches!(args[i], ArgSpec::Base(_) | ArgSpec::View { .. }))
+            .collect();
+        let earlier: Vec<usize> = (0..storages.len()).collect();
+        let base_candidates: Vec<usize> = earlier.iter().copied().filter(|&s| places[s].growable && n >= places[s].used).collect();
+        let kind = c.weighted(&[
+            4,                                              // fresh contiguous base
+            3,                                              // fresh storage, strided / offset view
+            if dups.is_empty() { 0 } else { 3 },            // the same tensor again
+            if earlier.is_empty() { 0 } else { 4 },         // a view of an earlier storage
+            if base_candidates.is_empty() { 0 } else { 1 }, // the base of earlier views
+        ]);
+        match kind {
+            1 => {
+                let s = new_storage(&mut storages, &mut places, c, &mut next_seed);
+                let stride = gen_strides(c, &shape);
+                let offset = c.below(3);
+                let end = extent(&shape, &stride, offset);
+                let len = end + c.below(2);
+                storages[s].len = len;
+                places[s].used = end;
+                args.push(ArgSpec::View { storage: s, size: shape, stride, offset });
+                arg_storage.push(Some(s));
+            }
+            2 => {
+                let i = *c.pick(&dups);
+                args.push(ArgSpec::Same(i));
+                arg_storage.push(arg_storage[i]);
+            }
+            3 => {
+                let s = *c.pick(&earlier);
+                let mut stride = gen_strides(c, &shape);
+                let mut ext = extent(&shape, &stride, 0);
+                if !places[s].growable && ext > storages[s].len {
+                    stride = contiguous_strides(&shape);
+                    ext = extent(&shape, &stride, 0);
+                }
+                if !places[s].growable && ext > storages[s].len {
+                    // Does not fit in that base: a fresh base instead.
+                    push_base(&mut storages, &mut places, &mut args, &mut arg_storage, c, &mut next_seed, opts, shape);
+                    continue;
+                }
+                let offset = if places[s].growable {
+                    if c.chance(1, 2) {
+                        // disjoint: after everything placed so far
+                        places[s].used + c.below(2)
+                    } else {
+                        // overlapping: somewhere in what is used
+                        c.below(places[s].used.max(1))
+                    }
+                } else {
+                    c.below(storages[s].len - ext + 1)
+                };
+                let end = offset + ext;
+                if places[s].growable {
+                    storages[s].len = storages[s].len.max(end);
+                }
+                places[s].used = places[s].used.max(end);
+                args.push(ArgSpec::View { storage: s, size: shape, stride, offset });
+                arg_storage.push(Some(s));
+            }
+            4 => {
+                let s = *c.pick(&base_candidates);
+                storages[s].len = n;
+                storages[s].base_shape = Some(shape);
+                places[s].growable = false;
+                places[s].used = n;
+                args.push(ArgSpec::Base(s));
+                arg_storage.push(Some(s));
+            }
+            _ => push_base(&mut storages, &mut places, &mut args, &mut arg_storage, c, &mut next_seed, opts, shape),
+        }
+    }
+    ArgTemplate { dtype, storages, args }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn push_base(
+    storages: &mut Vec<StorageSpec>,
+    places: &mut Vec<Place>,
+    args: &mut Vec<ArgSpec>,
+    arg_storage: &mut Vec<Option<usize>>,
+    c: &mut Choices,
+    seed: &mut usize,
+    opts: &TemplateOptions,
+    shape: Vec<usize>,
+) {
+    let requires_grad = opts.requires_grad_percent > 0 && c.chance(opts.requires_grad_percent, 100);
+    let n = numel(&shape);
+    storages.push(StorageSpec { len: n, base_shape: Some(shape), requires_grad, seed: *seed });
+    places.push(Place { used: n, growable: false });
+    *seed += 1;
+    args.push(ArgSpec::Base(storages.len() - 1));
+    arg_storage.push(Some(storages.len() - 1));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn materialisations_are_independent_and_alike() {
+        let tpl = ArgTemplate {
+            dtype: DType::F64,
+            storages: vec![StorageSpec { len: 6, base_shape: Some(vec![2, 3]), requires_grad: false, seed: 0 }],
+            args: vec![
+                ArgSpec::Base(0),
+                ArgSpec::View { storage: 0, size: vec![3], stride: vec![1], offset: 2 },
+                ArgSpec::Same(0),
+                ArgSpec::Scalar(0.5),
+            ],
+        };
+        let a = tpl.materialise().unwrap();
+        let b = tpl.materialise().unwrap();
+        let ta: Vec<&Tensor> = a.tensors.iter().flatten().collect();
+        let tb: Vec<&Tensor> = b.tensors.iter().flatten().collect();
+        assert!(ta[0].shares_storage_with(ta[1]) && ta[0].same_tensor(ta[2]));
+        assert!(!ta[0].shares_storage_with(tb[0]));
+        assert_eq!(ta[1].to_vec::<f64>().unwrap(), tb[1].to_vec::<f64>().unwrap());
+        assert_eq!(ta[1].storage_offset(), 2);
+        assert_eq!(a.args().len(), 4);
+    }
+
+    #[test]
+    fn generated_templates_materialise() {
+        let params = vec![
+            ParamSpec::Tensor { shape: vec![2, 3], mutable: true },
+            ParamSpec::Scalar { value: 1.0 },
+            ParamSpec::Tensor { shape: vec![2, 3], mutable: false },
+            ParamSpec::Tensor { shape: vec![3], mutable: true },
+        ];
+        for seed in 0..500u32 {
+            let data: Vec<u32> = (0..64).map(|k| seed.wrapping_mul(2654435761).wrapping_add(k * 40503) >> 7).collect();
+            let tpl = gen_template(&mut Choices::new(&data), &params, DType::F32, &TemplateOptions { requires_grad_percent: 20 });
+            let m = tpl.materialise().unwrap_or_else(|e| panic!("{tpl}: {e}"));
+            for (p, t) in params.iter().zip(&m.tensors) {
+                assert_eq!(p.shape().map(<[usize]>::to_vec), t.as_ref().map(Tensor::shape), "{tpl}");
+            }
+        }
+    }
+}
