@@ -32,8 +32,10 @@ fn vals(t: &Tensor) -> Vec<f64> {
 
 fn close(a: &Tensor, b: &Tensor, tol: f64, what: &str) {
     assert_eq!(a.shape(), b.shape(), "{what}: shapes differ");
+    assert_eq!(a.dtype(), b.dtype(), "{what}: dtypes differ");
+    let tol = if a.dtype() == DType::F64 { tol } else { tol.max(1e-5) };
     for (i, (x, y)) in vals(a).iter().zip(vals(b)).enumerate() {
-        let ok = (x - y).abs() <= tol * (1.0 + x.abs().max(y.abs())) || (x.is_nan() && y.is_nan());
+        let ok = *x == y || (x - y).abs() <= tol * (1.0 + x.abs().max(y.abs())) || (x.is_nan() && y.is_nan());
         assert!(ok, "{what}[{i}]: {x} vs {y}");
     }
 }
@@ -376,6 +378,13 @@ fn matmul_forms_match_eager() {
 
 #[test]
 fn views_match_eager() {
+    let inputs = || vec![In::T(randn(&[3, 4], 18), true)];
+    check(&views(true), &inputs());
+    // finite differences see through detach, so check without it
+    gradcheck(&views(false), &inputs());
+}
+
+fn views(with_detach: bool) -> Graph {
     let mut b = GraphBuilder::new("views");
     let x = b.tensor("x", false);
     let e = b.call(K::Exp, x, vec![]);
@@ -398,12 +407,12 @@ fn views_match_eager() {
     outs.push(b.call(K::Mul, ex, vec![f(2.0)]));
     let sq = b.call(K::Squeeze, u, vec![i(1)]);
     outs.push(b.call(K::Sin, sq, vec![]));
-    let det = b.call(K::Detach, x, vec![]);
-    outs.push(b.call(K::Mul, det, vec![t(x)]));
+    if with_detach {
+        let det = b.call(K::Detach, x, vec![]);
+        outs.push(b.call(K::Mul, det, vec![t(x)]));
+    }
     let n = outs.len();
-    let g = b.finish(outs, ReturnKind::Tuple(n));
-    let inputs = || vec![In::T(randn(&[3, 4], 18), true)];
-    check(&g, &inputs());
+    b.finish(outs, ReturnKind::Tuple(n))
 }
 
 #[test]
@@ -434,6 +443,35 @@ fn mutations_of_intermediates_match_eager() {
     let g = b.finish(vec![s, at, rows], ReturnKind::Tuple(3));
     let inputs = || vec![In::T(randn(&[3, 4], 19), true), In::T(randn(&[2, 4], 20), true)];
     check(&g, &inputs());
+    gradcheck(&g, &inputs());
+}
+
+#[test]
+fn metadata_mutations_match_eager() {
+    let mut b = GraphBuilder::new("meta");
+    let x = b.tensor("x", true);
+    let y = b.tensor("y", false);
+    b.call(K::TInplace, x, vec![]);
+    let m = b.call(K::Mul, y, vec![f(2.0)]);
+    b.call(K::TransposeInplace, m, vec![i(0), i(1)]);
+    b.call(K::MulInplace, m, vec![t(x)]);
+    b.call(K::UnsqueezeInplace, m, vec![i(0)]);
+    let o = b.call(K::Tanh, m, vec![]);
+    let g = b.finish(vec![o, x], ReturnKind::Tuple(2));
+    check(&g, &[In::T(randn(&[3, 4], 30), false), In::T(randn(&[3, 4], 31), true)]);
+}
+
+#[test]
+fn f32_mlp_matches_eager() {
+    let inputs: Vec<In> = mlp_inputs(true)
+        .into_iter()
+        .map(|i| match i {
+            In::T(t, r) => In::T(t.to_dtype(DType::F32).unwrap(), r),
+            s => s,
+        })
+        .collect();
+    let out = check(&mlp(), &inputs);
+    assert!(out.grads[1].as_ref().is_some_and(|g| g.dtype() == DType::F32));
 }
 
 #[test]
@@ -548,6 +586,78 @@ fn saved_bytes_of_the_partition_are_at_most_the_naive_ones() {
             out.saved_naive,
             every
         );
+        println!("{}", b.part.listing(&b.jg));
         assert!(out.saved <= out.saved_naive, "{name}: {} > {}", out.saved, out.saved_naive);
+    }
+}
+
+/// Small random programs (elementwise ops, views, in-place ops on views of
+/// intermediates, reductions) against eager autograd.
+#[test]
+fn random_programs_match_eager() {
+    for seed in 0..40u64 {
+        let mut r = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut next = |n: u64| {
+            r = r.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (r >> 33) % n
+        };
+        let mut b = GraphBuilder::new("rand");
+        let x = b.tensor("x", false);
+        let y = b.tensor("y", false);
+        // every value is [3, 4]
+        let mut pool = vec![x, y];
+        let mut outs = vec![];
+        for _ in 0..6 {
+            let a = pool[next(pool.len() as u64) as usize];
+            let c = pool[next(pool.len() as u64) as usize];
+            let v = match next(9) {
+                0 => b.call([K::Tanh, K::Sin, K::Sigmoid, K::Square, K::Neg, K::Gelu][next(6) as usize], a, vec![]),
+                1 => b.call([K::Add, K::Sub, K::Mul, K::Maximum, K::Minimum][next(5) as usize], a, vec![t(c)]),
+                2 => b.call([K::Add, K::Mul, K::Div][next(3) as usize], a, vec![f(0.7)]),
+                3 => {
+                    let tt = b.call(K::T, a, vec![]);
+                    let e = b.call(K::Sin, tt, vec![]);
+                    b.call(K::T, e, vec![])
+                }
+                4 => {
+                    let m = b.call(K::Mul, a, vec![f(1.5)]);
+                    let v = b.call(K::Narrow, m, vec![i(1), i(next(3) as i64), i(1)]);
+                    let cn = b.call(K::Narrow, c, vec![i(1), i(next(4) as i64), i(1)]);
+                    b.call([K::MulInplace, K::AddInplace, K::SubInplace][next(3) as usize], v, vec![t(cn)]);
+                    m
+                }
+                5 => {
+                    let m = b.call(K::Add, a, vec![f(0.0)]);
+                    let row = b.call(K::Select, m, vec![i(0), i(next(3) as i64)]);
+                    b.call([K::ReluInplace, K::SigmoidInplace, K::NegInplace][next(3) as usize], row, vec![]);
+                    m
+                }
+                6 => {
+                    let s = b.call(K::SumDim, a, vec![ints(&[1]), aot_ir::graph::args::b(true)]);
+                    b.call(K::Mul, c, vec![t(s)])
+                }
+                7 => {
+                    let sm = b.call(K::Softmax, a, vec![i(next(2) as i64)]);
+                    b.call(K::Mul, sm, vec![t(c)])
+                }
+                _ => {
+                    let m = b.call(K::Copy, a, vec![]);
+                    let d = b.call(K::Diagonal, m, vec![]);
+                    let src = b.call(K::Select, c, vec![i(0), i(0)]);
+                    let src = b.call(K::Narrow, src, vec![i(0), i(0), i(3)]);
+                    b.call(K::CopyInplace, d, vec![t(src)]);
+                    m
+                }
+            };
+            pool.push(v);
+            if next(3) == 0 {
+                outs.push(v);
+            }
+        }
+        outs.push(*pool.last().unwrap());
+        let n = outs.len();
+        let g = b.finish(outs, ReturnKind::Tuple(n));
+        let rg_y = next(2) == 0;
+        check(&g, &[In::T(randn(&[3, 4], 100 + seed), true), In::T(randn(&[3, 4], 200 + seed), rg_y)]);
     }
 }

@@ -17,6 +17,7 @@ use super::joint::{JNode, JOp};
 use crate::graph::args::{f, t};
 use crate::op::OpKind;
 use crate::types::{Arg, ScalarBinOp, ScalarExpr, ValueId};
+use std::collections::HashMap;
 use std::fmt;
 
 /// Backward-only primitives of the joint IR. Arguments are listed as
@@ -105,16 +106,37 @@ pub fn needs_geometry(chain: &[ChainStep]) -> bool {
 }
 
 /// Appends nodes to the joint graph under construction.
+/// Identical pure nodes are emitted once (rules often recompute the same
+/// value, e.g. var's mean, or a forward value).
 pub(crate) struct Emit<'a> {
     pub nodes: &'a mut Vec<JNode>,
     pub num_values: &'a mut usize,
+    pub seen: HashMap<String, ValueId>,
+}
+
+/// The value-numbering key of a node, `None` for nodes that must not be
+/// merged (inputs, random ops, mutations, copies of inputs).
+pub(crate) fn cse_key(op: &JOp, args: &[Arg]) -> Option<String> {
+    match op {
+        JOp::Op { op, check_alias: None, .. } if !op.is_random() => Some(format!("{op:?}{args:?}")),
+        JOp::Prim(p) => Some(format!("{p:?}{args:?}")),
+        JOp::Regen(c) => Some(format!("regen{c:?}{args:?}")),
+        _ => None,
+    }
 }
 
 impl Emit<'_> {
     pub fn push(&mut self, op: JOp, args: Vec<Arg>) -> ValueId {
+        let key = cse_key(&op, &args);
+        if let Some(v) = key.as_ref().and_then(|k| self.seen.get(k)) {
+            return *v;
+        }
         let out = ValueId(*self.num_values as u32);
         *self.num_values += 1;
         self.nodes.push(JNode { op, args, out, is_backward: false });
+        if let Some(k) = key {
+            self.seen.insert(k, out);
+        }
         out
     }
     pub fn op(&mut self, op: OpKind, args: Vec<Arg>) -> ValueId {

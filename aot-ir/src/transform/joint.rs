@@ -244,7 +244,9 @@ pub fn create_joint(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]
     // the forward in reverse.
     let mut num_values = n;
     let mut grads: Vec<Option<ValueId>> = vec![None; n];
-    let mut e = Emit { nodes: &mut nodes, num_values: &mut num_values };
+    // Forward values are candidates for reuse by the rules.
+    let seen = nodes.iter().filter_map(|nd| grad_rules::cse_key(&nd.op, &nd.args).map(|k| (k, nd.out))).collect();
+    let mut e = Emit { nodes: &mut nodes, num_values: &mut num_values, seen };
     for (ti, &oi) in tangents.iter().enumerate() {
         let tv = e.push(JOp::Tangent(ti), vec![]);
         accumulate(&mut e, &mut grads, fw_outputs[oi].value, tv);

@@ -25,11 +25,12 @@
 //! recomputation): every tangent-independent value the backward reads is saved.
 
 use super::grad_rules::Prim;
-use super::joint::{JNode, JOp, JointError, JointGraph};
+use super::joint::{node_text, JNode, JOp, JointError, JointGraph};
 use crate::op::OpKind;
 use crate::types::Arg;
 use crate::types::ValueId;
 use std::collections::VecDeque;
+use std::fmt::Write;
 
 /// A graph of joint nodes with explicit inputs and outputs; value ids are
 /// the joint graph's.
@@ -107,6 +108,24 @@ pub fn partition(jg: &JointGraph) -> Result<Partition, JointError> {
     let reach = net.reachable(src);
     let saved: Vec<ValueId> = (0..n).filter(|&v| cand[v] && reach[2 * v] && !reach[2 * v + 1]).map(|v| ValueId(v as u32)).collect();
     build(jg, saved)
+}
+
+impl Partition {
+    /// The stable listing of both graphs (`jg` names the scalars).
+    pub fn listing(&self, jg: &JointGraph) -> String {
+        let names = jg.names();
+        let list = |v: &[ValueId]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+        let mut s = String::new();
+        for (title, sg) in [("forward", &self.forward), ("backward", &self.backward)] {
+            let _ = writeln!(s, "{title} {}({}) {{", jg.name, list(&sg.inputs));
+            for node in &sg.nodes {
+                let _ = writeln!(s, "    {}", node_text(&names, node));
+            }
+            let _ = writeln!(s, "    return ({})\n}}", list(&sg.outputs));
+        }
+        let _ = write!(s, "saved ({})", list(&self.saved));
+        s
+    }
 }
 
 const INF: f64 = 1e18;
