@@ -1,5 +1,13 @@
 //! Layout: shape, strides (in elements) and storage offset, and the pure
-//! geometry of every view op. Nothing here touches data.
+//! geometry of every view op. Nothing here touches data. `iter` holds the
+//! layouts PyTorch gives computed tensors, `index` the row-major walk over
+//! a layout's storage indices.
+
+mod index;
+mod iter;
+
+pub use index::StridedIndex;
+pub use iter::{elementwise_layout, is_dense_output, preserve_layout};
 
 use crate::error::{AotError, Result};
 
@@ -124,8 +132,12 @@ impl Layout {
         self.shape.iter().zip(&self.stride).any(|(&n, &s)| n > 1 && s == 0)
     }
 
-    /// PyTorch's `is_non_overlapping_and_dense`.
+    /// PyTorch's `is_non_overlapping_and_dense` (true for every contiguous
+    /// layout, empty ones included).
     pub fn is_non_overlapping_and_dense(&self) -> bool {
+        if self.is_contiguous() {
+            return true;
+        }
         let n = self.rank();
         if n == 1 {
             return self.shape[0] < 2 || self.stride[0] == 1;
@@ -498,7 +510,8 @@ impl Layout {
             return Err(AotError::shape(op, format!("mismatch in length of strides and shape ({} vs {})", stride.len(), size.len())));
         }
         let l = Layout { shape: size.to_vec(), stride: stride.to_vec(), offset };
-        if l.storage_extent() > storage_len {
+        // An empty tensor needs no storage, wherever its offset points (as in PyTorch).
+        if l.numel() > 0 && l.storage_extent() > storage_len {
             return Err(AotError::shape(
                 op,
                 format!(
@@ -510,61 +523,6 @@ impl Layout {
         Ok(l)
     }
 }
-
-/// Iterates the storage index of every element of a layout in row-major order.
-pub struct StridedIndex<'a> {
-    layout: &'a Layout,
-    index: Vec<usize>,
-    next: Option<usize>,
-    contiguous: bool,
-    remaining: usize,
-}
-
-impl<'a> StridedIndex<'a> {
-    fn new(layout: &'a Layout) -> Self {
-        let n = layout.numel();
-        StridedIndex {
-            layout,
-            index: vec![0; layout.rank()],
-            next: if n == 0 { None } else { Some(layout.offset) },
-            contiguous: layout.is_contiguous(),
-            remaining: n,
-        }
-    }
-}
-
-impl Iterator for StridedIndex<'_> {
-    type Item = usize;
-    fn next(&mut self) -> Option<usize> {
-        let cur = self.next?;
-        self.remaining -= 1;
-        if self.remaining == 0 {
-            self.next = None;
-            return Some(cur);
-        }
-        if self.contiguous {
-            self.next = Some(cur + 1);
-            return Some(cur);
-        }
-        let mut off = cur;
-        for d in (0..self.index.len()).rev() {
-            self.index[d] += 1;
-            off += self.layout.stride[d];
-            if self.index[d] < self.layout.shape[d] {
-                self.next = Some(off);
-                return Some(cur);
-            }
-            off -= self.layout.stride[d] * self.index[d];
-            self.index[d] = 0;
-        }
-        self.next = None;
-        Some(cur)
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.remaining, Some(self.remaining))
-    }
-}
-impl ExactSizeIterator for StridedIndex<'_> {}
 
 #[cfg(test)]
 mod tests {

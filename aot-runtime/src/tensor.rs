@@ -73,13 +73,19 @@ impl Tensor {
         Tensor::from_parts(Arc::new(Storage::new_cpu(data)), Layout::contiguous(shape), AutogradMeta::default())
     }
 
+    /// A new tensor over a fresh CPU buffer laid out as `layout` (a dense
+    /// layout at offset 0 that a kernel wrote), without autograd history.
+    pub(crate) fn from_cpu_layout(data: CpuStorage, layout: Layout) -> Tensor {
+        Tensor::from_parts(Arc::new(Storage::new_cpu(data)), layout, AutogradMeta::default())
+    }
+
     /// A new handle-object on the same storage with `layout` and no autograd
     /// history (what `detach()` and saved tensors use).
     pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
         Tensor::from_parts(self.0.storage.clone(), layout, AutogradMeta::default())
     }
 
-    fn check_device(op: &'static str, device: &Device) -> Result<()> {
+    pub(crate) fn check_device(op: &'static str, device: &Device) -> Result<()> {
         match device {
             Device::Cpu => Ok(()),
             Device::Cuda(_) => Err(cuda_unavailable(op)),
@@ -212,7 +218,7 @@ impl Tensor {
     pub fn to_vec<T: CpuElem>(&self) -> Result<Vec<T>> {
         let layout = self.layout();
         self.0.storage.with_cpu("to_vec", |c| {
-            let out = cpu::cast(c, &layout, T::DTYPE);
+            let out = cpu::cast(c, &layout, T::DTYPE, &Layout::contiguous(&layout.shape))?;
             Ok(T::slice(&out).map(|s| s.to_vec()).unwrap_or_default())
         })
     }

@@ -15,6 +15,9 @@ f64 = torch.float64
 PRELUDE = """
 X23 = [[0.5, -1.25, 2.0], [1.5, 0.25, -0.75]]
 X34 = [[0.3, -1.2, 2.5, 0.7], [1.1, 0.4, -0.9, 1.8], [-0.6, 2.2, 0.05, -1.4]]
+X43 = [[0.9, -0.3, 1.6], [-2.1, 0.75, 0.2], [1.3, -1.1, 0.45], [0.6, 2.4, -0.8]]
+X234 = (torch.arange(24, dtype=f64) * 0.25 - 2.9).reshape(2, 3, 4).tolist()
+C43 = [[True, False, True], [False, False, True], [True, True, False], [False, True, True]]
 W = lambda out: torch.arange(1, out.numel() + 1, dtype=f64).reshape(out.shape).sin()
 def grads(f, *ins):
     ins = [torch.tensor(i, dtype=f64, requires_grad=True) for i in ins]
@@ -85,6 +88,33 @@ CASES = [
     ("UNARY_MIX",
      "out, gx = grads(lambda x: x.sigmoid() + x.tanh() + torch.nn.functional.silu(x) + x.abs() + x.relu(), [-2.0, -0.5, 0.0, 0.5, 2.0])",
      ["out", "gx"]),
+    # ---- result layouts (TensorIterator / preserve_format); checked with strides
+    ("LAYOUT_T_PLUS_SCALAR", "out, gx = grads(lambda x: x.t() + 1, X23)", ["out", "gx"]),
+    ("LAYOUT_PERMUTE_EXP", "out, gx = grads(lambda x: x.permute(2, 0, 1).exp(), X234)", ["out", "gx"]),
+    ("LAYOUT_MIXED_CT", "out, ga, gb = grads(lambda a, b: a * b.t(), X34, X43)", ["out", "ga", "gb"]),
+    ("LAYOUT_MIXED_TC", "out, ga, gb = grads(lambda a, b: b.t() * a, X34, X43)", ["out", "ga", "gb"]),
+    ("LAYOUT_T_PLUS_ROW", "out, ga, gb = grads(lambda a, r: a.t() + r, X43, [0.5, -1.0, 2.0, 0.25])", ["out", "ga", "gb"]),
+    ("LAYOUT_COL_PLUS_ROW", "r = torch.tensor([[1.0], [2.0], [3.0]]) + torch.tensor([[0.5, -1.0, 2.0, 0.25]])", ["r"]),
+    ("LAYOUT_SLICE", "out, gx = grads(lambda x: x[:, ::2] * 2, X34)", ["out", "gx"]),
+    ("LAYOUT_T_SLICE", "out, gx = grads(lambda x: x.t()[:, ::2].neg(), X34)", ["out", "gx"]),
+    ("LAYOUT_EXPAND", "r = torch.tensor([0.5, -1.0, 2.0, 0.25]).expand(3, 4) + 1", ["r"]),
+    ("LAYOUT_EXPAND_T", "out, gx = grads(lambda x: x.t().unsqueeze(0).expand(2, 3, 2) * 2, X23)", ["out", "gx"]),
+    ("LAYOUT_CLONE_PERMUTED", "out, gx = grads(lambda x: x.permute(2, 0, 1).clone(), X234)", ["out", "gx"]),
+    ("LAYOUT_CLONE_SLICE_T", "out, gx = grads(lambda x: x[:, ::2].t().clone(), X34)", ["out", "gx"]),
+    ("LAYOUT_ZEROS_LIKE_PERMUTED", "r = torch.zeros_like(torch.tensor(X234).permute(2, 0, 1))", ["r"]),
+    ("LAYOUT_ZEROS_LIKE_SLICE_T", "r = torch.zeros_like(torch.tensor(X34)[:, ::2].t())", ["r"]),
+    ("LAYOUT_TO_DTYPE_T", "r = torch.tensor(X23, dtype=f64).t().to(torch.float32)", ["r"]),
+    ("LAYOUT_SOFTMAX_T", "out, gx = grads(lambda x: x.t().softmax(0), X34)", ["out", "gx"]),
+    ("LAYOUT_SUM_PERMUTED", "out, gx = grads(lambda x: x.permute(2, 0, 1).sum(1), X234)", ["out", "gx"]),
+    ("LAYOUT_SUM_PERMUTED_KEEP", "r = torch.tensor(X234, dtype=f64).permute(2, 0, 1).sum(1, keepdim=True)", ["r"]),
+    ("LAYOUT_MEAN_PERMUTED", "r = torch.tensor(X234, dtype=f64).permute(2, 0, 1).mean(0)", ["r"]),
+    ("LAYOUT_MEAN_PERMUTED_KEEP", "r = torch.tensor(X234, dtype=f64).permute(2, 0, 1).mean(0, keepdim=True)", ["r"]),
+    ("LAYOUT_WHERE_COND_T",
+     "out, ga, gb = grads(lambda a, b: torch.where(torch.tensor(C43).t(), a, b.t()), X34, X43)",
+     ["out", "ga", "gb"]),
+    ("LAYOUT_WHERE_SELF_T",
+     "out, ga, gb = grads(lambda a, b: torch.where(torch.tensor([True, False, False, True]), b.t(), a), X34, X43)",
+     ["out", "ga", "gb"]),
     ("WHERE_BCAST",
      "out, ga, gb = grads(lambda a, b: torch.where(torch.tensor([True, False, True]), a, b), [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[-1.0], [-2.0]])",
      ["out", "ga", "gb"]),
@@ -93,7 +123,8 @@ CASES = [
 
 def rust_array(name, t):
     t = t.detach()
-    vals = t.to(f64).reshape(-1).tolist()
+    # row-major values, whatever the layout
+    vals = t.to(f64).contiguous().reshape(-1).tolist()
 
     def lit(v):
         if v != v:
@@ -107,7 +138,9 @@ def rust_array(name, t):
     body = ", ".join(lit(v) for v in vals)
     shape = ", ".join(str(s) for s in t.shape)
     dtype = str(t.dtype).replace("torch.", "")
-    return f"const {name}: Expect = Expect {{ vals: &[{body}], shape: &[{shape}], dtype: \"{dtype}\" }};\n"
+    stride = ", ".join(str(s) for s in t.stride())
+    return (f"const {name}: Expect = Expect {{ vals: &[{body}], shape: &[{shape}], stride: &[{stride}], "
+            f"offset: {t.storage_offset()}, dtype: \"{dtype}\" }};\n")
 
 
 def main():

@@ -7,7 +7,8 @@
 //! - [`Float`]: the compute type itself.
 
 use crate::dtype::DType;
-use crate::storage::CpuElem;
+use crate::error::{AotError, Result};
+use crate::storage::{CpuElem, CpuStorage};
 use half::{bf16, f16};
 
 /// A storage element.
@@ -274,6 +275,16 @@ pub(crate) fn torch_type_name(d: DType) -> &'static str {
         DType::I64 => "Long",
         DType::Bool => "Bool",
     }
+}
+
+/// PyTorch's error for a kernel that has no implementation for a dtype.
+pub(crate) fn not_implemented(op: &'static str, dtype: DType) -> AotError {
+    AotError::dtype(op, format!("\"{op}\" not implemented for '{}'", torch_type_name(dtype)))
+}
+
+/// The buffer of `s` as a slice of `T`, or a dtype error.
+pub(crate) fn typed<'a, T: CpuElem>(op: &'static str, s: &'a CpuStorage) -> Result<&'a [T]> {
+    T::slice(s).ok_or_else(|| AotError::dtype(op, format!("expected both operands to have dtype {}, but got {}", T::DTYPE, s.dtype())))
 }
 
 #[cfg(test)]

@@ -2,15 +2,19 @@
 //!
 //! Each kernel reads its inputs through their [`Layout`](crate::layout::Layout)s
 //! (any strides, offsets and stride-0 broadcast dims) and returns a new
-//! contiguous [`CpuStorage`](crate::storage::CpuStorage) — except
-//! [`copy_strided`] and [`fill`], which write into an existing buffer.
+//! [`CpuStorage`](crate::storage::CpuStorage) — except [`copy_strided`] and
+//! [`fill`], which write into an existing buffer. The elementwise kernels
+//! write the dense output layout they are given (PyTorch's, computed by
+//! [`crate::layout::elementwise_layout`]); reductions, softmax and matmul
+//! return contiguous buffers, as PyTorch does.
 //! Dtype dispatch happens once per call; the kernels themselves are generic
 //! over the element traits in `elem`. Contiguous inputs take slice fast
 //! paths, and large inputs (more than 32k elements) are split across rayon
 //! threads.
 //!
-//! - `elementwise`: [`unary`], [`binary`], [`binary_scalar`], [`where_cond`],
-//!   [`clamp`], [`cast`], [`copy_strided`], [`fill`].
+//! - `unary`: [`unary`] and [`clamp`].
+//! - `binary`: [`binary`], [`binary_scalar`] and [`where_cond`].
+//! - `copy`: [`cast`], [`copy_strided`] and [`fill`].
 //! - `reduce`: [`reduce`] (sum, mean, amax) and [`var`].
 //! - `softmax`: [`softmax`] and log-softmax.
 //! - `matmul`: batched [`matmul`] on the `gemm` crate.
@@ -19,20 +23,27 @@
 //! Floating math follows PyTorch: f16/bf16 compute in f32 and round once,
 //! f32 in f32, f64 in f64; reductions accumulate in f64.
 
+mod binary;
+mod copy;
 mod elem;
-mod elementwise;
 mod matmul;
+mod output;
 mod random;
 mod reduce;
 mod softmax;
 mod special;
 mod strided;
+mod unary;
 
+#[cfg(test)]
+mod elementwise_tests;
 #[cfg(test)]
 mod testutil;
 
-pub use elementwise::{binary, binary_scalar, cast, clamp, copy_strided, fill, unary, where_cond, BinaryOp, UnaryOp};
+pub use binary::{binary, binary_scalar, where_cond, BinaryOp};
+pub use copy::{cast, copy_strided, fill};
 pub use matmul::matmul;
 pub use random::{rand_uniform, randn, Rng};
 pub use reduce::{reduce, var, ReduceOp};
 pub use softmax::softmax;
+pub use unary::{clamp, unary, UnaryOp};

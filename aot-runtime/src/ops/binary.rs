@@ -1,11 +1,12 @@
-//! Binary ops with PyTorch's broadcasting and type promotion.
+//! Binary ops with PyTorch's broadcasting and type promotion; results take
+//! PyTorch's layout (`elementwise_layout` of the promoted operands).
 
 use super::{check_same_device, result_type, Operand};
 use crate::autograd::{record, BackwardOp, SavedTensor};
 use crate::cpu::{self, BinaryOp};
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};
-use crate::layout::{broadcast_shapes, Layout};
+use crate::layout::{broadcast_shapes, elementwise_layout, preserve_layout, Layout};
 use crate::storage::CpuStorage;
 use crate::tensor::Tensor;
 
@@ -30,7 +31,9 @@ pub(crate) fn broadcast_layout(layout: &Layout, shape: &[usize]) -> Layout {
     Layout::new(shape.to_vec(), stride, layout.offset)
 }
 
-/// Reads `t` as `dtype` (a cast copy only if the dtype differs).
+/// Reads `t` as `dtype`: in place if it already has that dtype, else as a
+/// cast copy laid out like PyTorch's `.to(dtype)` (TensorIterator promotes
+/// CPU inputs that way before it lays out the result).
 fn read_as(t: &Tensor, op: &'static str, dtype: DType) -> Result<(CpuStorage, Layout, bool)> {
     t.with_cpu(op, |c, l| {
         if c.dtype() == dtype {
@@ -38,36 +41,97 @@ fn read_as(t: &Tensor, op: &'static str, dtype: DType) -> Result<(CpuStorage, La
             // the caller to read in place instead.
             Ok((CpuStorage::zeros(dtype, 0), l.clone(), false))
         } else {
-            Ok((cpu::cast(c, l, dtype), Layout::contiguous(&l.shape), true))
+            let pl = preserve_layout(l);
+            Ok((cpu::cast(c, l, dtype, &pl)?, pl, true))
         }
     })
 }
 
-fn kernel_tt(op: BinaryOp, a: &Tensor, b: &Tensor, dtype: DType, shape: &[usize]) -> Result<CpuStorage> {
+/// `a op b` computed in `dtype`, laid out as `out` or else as PyTorch lays
+/// out the result of the two (promoted) operands.
+fn kernel_tt(op: BinaryOp, a: &Tensor, b: &Tensor, dtype: DType, shape: &[usize], out: Option<Layout>) -> Result<Tensor> {
     let name = op.name();
     let (ca, la, a_cast) = read_as(a, name, dtype)?;
     let (cb, lb, b_cast) = read_as(b, name, dtype)?;
+    let ol = out.unwrap_or_else(|| elementwise_layout(shape, &[&la, &lb]));
     let (la, lb) = (broadcast_layout(&la, shape), broadcast_layout(&lb, shape));
-    match (a_cast, b_cast) {
-        (true, true) => cpu::binary(op, &ca, &la, &cb, &lb),
-        (true, false) => b.storage().with_cpu(name, |sb| cpu::binary(op, &ca, &la, sb, &lb)),
-        (false, true) => a.storage().with_cpu(name, |sa| cpu::binary(op, sa, &la, &cb, &lb)),
-        (false, false) => a.storage().with_cpu(name, |sa| b.storage().with_cpu(name, |sb| cpu::binary(op, sa, &la, sb, &lb))),
+    let data = match (a_cast, b_cast) {
+        (true, true) => cpu::binary(op, &ca, &la, &cb, &lb, &ol),
+        (true, false) => b.storage().with_cpu(name, |sb| cpu::binary(op, &ca, &la, sb, &lb, &ol)),
+        (false, true) => a.storage().with_cpu(name, |sa| cpu::binary(op, sa, &la, &cb, &lb, &ol)),
+        (false, false) => a.storage().with_cpu(name, |sa| b.storage().with_cpu(name, |sb| cpu::binary(op, sa, &la, sb, &lb, &ol))),
+    }?;
+    Ok(Tensor::from_cpu_layout(data, ol))
+}
+
+/// The layout PyTorch's TensorIterator sees for an input promoted to
+/// `common`: its own, or that of its `.to(common)` copy.
+fn promoted_layout(t: &Tensor, common: DType) -> Layout {
+    let l = t.layout();
+    if t.dtype() == common {
+        l
+    } else {
+        preserve_layout(&l)
     }
 }
 
-fn kernel_ts(op: BinaryOp, a: &Tensor, s: f64, dtype: DType, scalar_first: bool) -> Result<CpuStorage> {
+/// How PyTorch lays out `tensor op scalar`.
+#[derive(Clone, Copy)]
+enum ScalarLayout {
+    /// The Python number becomes a 0-dim operand of a binary op, which
+    /// turns off TensorIterator's fast path (add, sub, mul, div, compare).
+    Wrapped,
+    /// A unary op of the tensor (pow, clamp-like maximum/minimum).
+    Unary,
+    /// `s ** t` allocates a contiguous result.
+    Contiguous,
+    /// `s / t` is `t.reciprocal() * s`: a unary op, then a wrapped one.
+    Reciprocal,
+}
+
+impl ScalarLayout {
+    fn of(op: BinaryOp, scalar_first: bool) -> ScalarLayout {
+        match (op, scalar_first) {
+            (BinaryOp::Pow, true) => ScalarLayout::Contiguous,
+            (BinaryOp::Pow | BinaryOp::Maximum | BinaryOp::Minimum, _) => ScalarLayout::Unary,
+            (BinaryOp::Div, true) => ScalarLayout::Reciprocal,
+            _ => ScalarLayout::Wrapped,
+        }
+    }
+
+    fn layout(self, l: &Layout) -> Layout {
+        let scalar = Layout::new(vec![], vec![], 0);
+        match self {
+            ScalarLayout::Unary => elementwise_layout(&l.shape, &[l]),
+            ScalarLayout::Contiguous => Layout::contiguous(&l.shape),
+            ScalarLayout::Wrapped => elementwise_layout(&l.shape, &[l, &scalar]),
+            ScalarLayout::Reciprocal => elementwise_layout(&l.shape, &[&elementwise_layout(&l.shape, &[l]), &scalar]),
+        }
+    }
+}
+
+/// `a op s` (or `s op a`) computed in `dtype`, laid out as `out` or else
+/// as PyTorch lays out that op.
+fn kernel_ts(op: BinaryOp, a: &Tensor, s: f64, dtype: DType, scalar_first: bool, out: Option<Layout>) -> Result<Tensor> {
     let name = op.name();
     let (ca, la, a_cast) = read_as(a, name, dtype)?;
-    if a_cast {
-        cpu::binary_scalar(op, &ca, &la, s, scalar_first)
+    let ol = out.unwrap_or_else(|| ScalarLayout::of(op, scalar_first).layout(&la));
+    let data = if a_cast {
+        cpu::binary_scalar(op, &ca, &la, s, scalar_first, &ol)
     } else {
-        a.storage().with_cpu(name, |sa| cpu::binary_scalar(op, sa, &la, s, scalar_first))
-    }
+        a.storage().with_cpu(name, |sa| cpu::binary_scalar(op, sa, &la, s, scalar_first, &ol))
+    }?;
+    Ok(Tensor::from_cpu_layout(data, ol))
 }
 
 /// Out-of-place binary op `a op rhs` (or `rhs op a` if `scalar_first`).
 pub(crate) fn binary(op: BinaryOp, a: &Tensor, rhs: Operand<'_>, scalar_first: bool) -> Result<Tensor> {
+    binary_with(op, a, rhs, scalar_first, None)
+}
+
+/// [`binary`], with the result laid out as `out` if given (for ops that
+/// PyTorch computes in one step and we in several).
+fn binary_with(op: BinaryOp, a: &Tensor, rhs: Operand<'_>, scalar_first: bool, out: Option<Layout>) -> Result<Tensor> {
     let name = op.name();
     if op == BinaryOp::Pow {
         if let Some(out) = integer_pow(a, &rhs, scalar_first)? {
@@ -80,8 +144,7 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, rhs: Operand<'_>, scalar_first: b
             let promoted = result_type(a, b);
             let dtype = compute_dtype(op, promoted);
             let shape = broadcast_shapes(name, &a.shape(), &b.shape())?;
-            let data = kernel_tt(op, a, b, dtype, &shape)?;
-            let out = Tensor::from_cpu(data, &shape);
+            let out = kernel_tt(op, a, b, dtype, &shape, out)?;
             if !op.is_comparison() {
                 record(&out, &[Some(a), Some(b)], || {
                     let (sa, sb) = (SavedTensor::save(a), SavedTensor::save(b));
@@ -106,8 +169,7 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, rhs: Operand<'_>, scalar_first: b
                 // unreachable by promotion, but keep the error instead of a silent truncation
                 return Err(AotError::dtype(name, format!("cannot combine {} tensor with float scalar {v}", a.dtype())));
             }
-            let data = kernel_ts(op, a, s.to_f64(), dtype, scalar_first)?;
-            let out = Tensor::from_cpu(data, &a.shape());
+            let out = kernel_ts(op, a, s.to_f64(), dtype, scalar_first, out)?;
             if !op.is_comparison() {
                 let v = s.to_f64();
                 record(&out, &[Some(a)], || {
@@ -143,10 +205,20 @@ fn integer_pow(a: &Tensor, rhs: &Operand<'_>, scalar_first: bool) -> Result<Opti
     if promoted != DType::I64 {
         return Ok(None);
     }
+    // The result is laid out as PyTorch's one integer op would be, not as
+    // our detour through f64 would lay it out.
     let af = a.to_dtype(DType::F64)?;
+    let la = promoted_layout(a, promoted);
     let r = match rhs {
-        Operand::Tensor(b) => binary(BinaryOp::Pow, &af, Operand::Tensor(&b.to_dtype(DType::F64)?), scalar_first)?,
-        Operand::Scalar(s) => binary(BinaryOp::Pow, &af, Operand::Scalar(Scalar::F64(s.to_f64())), scalar_first)?,
+        Operand::Tensor(b) => {
+            let lb = promoted_layout(b, promoted);
+            let out = elementwise_layout(&broadcast_shapes("pow", &la.shape, &lb.shape)?, &[&la, &lb]);
+            binary_with(BinaryOp::Pow, &af, Operand::Tensor(&b.to_dtype(DType::F64)?), scalar_first, Some(out))?
+        }
+        Operand::Scalar(s) => {
+            let out = ScalarLayout::of(BinaryOp::Pow, scalar_first).layout(&la);
+            binary_with(BinaryOp::Pow, &af, Operand::Scalar(Scalar::F64(s.to_f64())), scalar_first, Some(out))?
+        }
     };
     Ok(Some(r.to_dtype(DType::I64)?))
 }
@@ -208,14 +280,16 @@ impl Tensor {
         let shape = broadcast_shapes(op, &shape, &cond.shape())?;
         let a = self.to_dtype(dtype)?;
         let b = other_t.to_dtype(dtype)?;
-        let data = cond.with_cpu(op, |cc, lc| {
+        let out = cond.with_cpu(op, |cc, lc| {
             a.with_cpu(op, |ca, la| {
                 b.with_cpu(op, |cb, lb| {
-                    cpu::where_cond(cc, &broadcast_layout(lc, &shape), ca, &broadcast_layout(la, &shape), cb, &broadcast_layout(lb, &shape))
+                    // PyTorch's operand order: the condition comes first
+                    let ol = elementwise_layout(&shape, &[lc, la, lb]);
+                    let (lc, la, lb) = (broadcast_layout(lc, &shape), broadcast_layout(la, &shape), broadcast_layout(lb, &shape));
+                    Ok(Tensor::from_cpu_layout(cpu::where_cond(cc, &lc, ca, &la, cb, &lb, &ol)?, ol))
                 })
             })
         })?;
-        let out = Tensor::from_cpu(data, &shape);
         record(&out, &[Some(&a), Some(&b)], || {
             Ok(BackwardOp::Where { cond: SavedTensor::save(cond), a_shape: a.shape(), b_shape: b.shape() })
         })?;
@@ -226,13 +300,20 @@ impl Tensor {
 impl Tensor {
     /// Elementwise logical not (nonzero -> false).
     pub fn logical_not(&self) -> Result<Tensor> {
-        self.eq(0)
+        // a unary op in PyTorch, whatever we compute it with
+        let l = self.layout();
+        binary_with(BinaryOp::Eq, self, Operand::Scalar(Scalar::I64(0)), false, Some(elementwise_layout(&l.shape, &[&l])))
     }
     /// Elementwise logical and of two tensors (nonzero is true).
     pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
+        // PyTorch lays out its two (promoted) operands, not our `!= 0` steps.
+        let common = result_type(self, other);
+        let (la, lb) = (promoted_layout(self, common), promoted_layout(other, common));
+        let shape = broadcast_shapes("logical_and", &la.shape, &lb.shape)?;
+        let out = elementwise_layout(&shape, &[&la, &lb]);
         let a = self.ne(0)?;
         let b = other.ne(0)?;
-        binary(BinaryOp::Mul, &a, Operand::Tensor(&b), false)
+        binary_with(BinaryOp::Mul, &a, Operand::Tensor(&b), false, Some(out))
     }
 }
 

@@ -58,8 +58,8 @@ pub(crate) fn write_into(op: &'static str, dst: &Tensor, value: &Tensor) -> Resu
     let vl = super::binary::broadcast_layout(&value.layout(), &dl.shape);
     if value.shares_storage_with(dst) {
         // Read first, then write: the two layouts may overlap.
-        let tmp: CpuStorage = value.with_cpu(op, |c, _| Ok(cpu::cast(c, &vl, dst.dtype())))?;
         let tl = Layout::contiguous(&dl.shape);
+        let tmp: CpuStorage = value.with_cpu(op, |c, _| cpu::cast(c, &vl, dst.dtype(), &tl))?;
         dst.storage().with_cpu_mut(op, |d| cpu::copy_strided(&tmp, &tl, d, &dl))?;
     } else {
         value.storage().with_cpu(op, |src| dst.storage().with_cpu_mut(op, |d| cpu::copy_strided(src, &vl, d, &dl)))?;
@@ -190,7 +190,8 @@ impl Tensor {
                     format!("the source of shape {:?} cannot be broadcast to the destination of shape {shape:?}", src.shape()),
                 )
             })?;
-            let data = e.with_cpu(op, |c, l| Ok(cpu::cast(c, l, dtype)))?;
+            // only written into `self`: its layout does not matter
+            let data = e.with_cpu(op, |c, l| cpu::cast(c, l, dtype, &Layout::contiguous(&shape)))?;
             let out = Tensor::from_cpu(data, &shape);
             record(&out, &[Some(cur), Some(src)], || Ok(BackwardOp::CopyFrom { src_shape: src.shape(), src_dtype: src.dtype() }))?;
             Ok(out)

@@ -35,7 +35,7 @@ fn batched(op: &'static str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
             let (bs, rs, cs) = if batch.is_empty() { (0, l.stride[0], l.stride[1]) } else { (l.stride[0], l.stride[1], l.stride[2]) };
             return Ok(e.alias_with_layout(Layout::new(vec![nb, rows, cols], vec![bs, rs, cs], l.offset)));
         }
-        let c = crate::autograd::with_grad_mode(false, || e.copy())?;
+        let c = e.copy_as(op, e.dtype(), Layout::contiguous(&l.shape))?;
         Ok(c.alias_with_layout(Layout::contiguous(&[nb, rows, cols])))
     };
     let (a3, b3) = (to3(a, m, k)?, to3(b, k, n)?);

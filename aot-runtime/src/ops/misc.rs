@@ -4,6 +4,8 @@ use crate::autograd::{record, BackwardOp, SavedTensor};
 use crate::cpu::{self, Rng};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
+use crate::layout::{preserve_layout, Layout};
+use crate::storage::CpuStorage;
 use crate::tensor::Tensor;
 use std::sync::Mutex;
 
@@ -20,30 +22,38 @@ fn with_rng<R>(f: impl FnOnce(&mut Rng) -> R) -> R {
 }
 
 impl Tensor {
-    /// A new tensor with its own storage and the same values (PyTorch's `clone()`).
-    /// Gradients flow through it.
+    /// A new tensor with `self`'s values in a fresh buffer laid out as
+    /// `layout` (dense, offset 0), cast to `dtype`; no history.
+    pub(crate) fn copy_as(&self, op: &'static str, dtype: DType, layout: Layout) -> Result<Tensor> {
+        let data = self.with_cpu(op, |c, l| cpu::cast(c, l, dtype, &layout))?;
+        Ok(Tensor::from_cpu_layout(data, layout))
+    }
+
+    /// A new tensor with its own storage and the same values (PyTorch's
+    /// `clone()`, preserving the memory format). Gradients flow through it.
     pub fn copy(&self) -> Result<Tensor> {
-        let data = self.with_cpu("copy", |c, l| Ok(cpu::cast(c, l, c.dtype())))?;
-        let out = Tensor::from_cpu(data, &self.shape());
+        let out = self.copy_as("copy", self.dtype(), preserve_layout(&self.layout()))?;
         record(&out, &[Some(self)], || Ok(BackwardOp::Identity))?;
         Ok(out)
     }
 
-    /// `self` if already contiguous, else a contiguous copy.
+    /// `self` if already contiguous, else a contiguous (row-major) copy.
     pub fn contiguous(&self) -> Result<Tensor> {
         if self.is_contiguous() {
             return Ok(self.clone());
         }
-        self.copy()
+        let out = self.copy_as("contiguous", self.dtype(), Layout::contiguous(&self.shape()))?;
+        record(&out, &[Some(self)], || Ok(BackwardOp::Identity))?;
+        Ok(out)
     }
 
-    /// `self` if already of `dtype`, else a cast copy.
+    /// `self` if already of `dtype`, else a cast copy (preserving the
+    /// memory format, as PyTorch's `to`).
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let data = self.with_cpu("to_dtype", |c, l| Ok(cpu::cast(c, l, dtype)))?;
-        let out = Tensor::from_cpu(data, &self.shape());
+        let out = self.copy_as("to_dtype", dtype, preserve_layout(&self.layout()))?;
         if dtype.is_float() {
             let from = self.dtype();
             record(&out, &[Some(self)], || Ok(BackwardOp::ToDtype { from }))?;
@@ -51,23 +61,32 @@ impl Tensor {
         Ok(out)
     }
 
+    /// A tensor of this shape and dtype holding `data` (numel values, in
+    /// memory order) in `empty_like`'s layout.
+    fn like_with(&self, data: CpuStorage) -> Tensor {
+        Tensor::from_cpu_layout(data, preserve_layout(&self.layout()))
+    }
+
     pub fn zeros_like(&self) -> Result<Tensor> {
-        Tensor::zeros(&self.shape(), self.dtype(), &self.device())
+        self.full_like(0.0)
     }
     pub fn ones_like(&self) -> Result<Tensor> {
-        Tensor::ones(&self.shape(), self.dtype(), &self.device())
+        self.full_like(1.0)
     }
+    /// A tensor filled with `value`, laid out like `self` (preserve format).
     pub fn full_like(&self, value: f64) -> Result<Tensor> {
-        Tensor::full(&self.shape(), value, self.dtype(), &self.device())
+        Tensor::check_device("full_like", &self.device())?;
+        Ok(self.like_with(CpuStorage::full(self.dtype(), self.numel(), value)))
     }
-    /// Uniform samples in [0, 1) of this shape and dtype, from the global generator.
+    /// Uniform samples in [0, 1) of this shape and dtype, from the global
+    /// generator, laid out like `self` (preserve format).
     pub fn rand_like(&self) -> Result<Tensor> {
         if !self.dtype().is_float() {
             return Err(AotError::dtype("rand_like", format!("rand_like is only defined for floating dtypes, got {}", self.dtype())));
         }
         let n = self.numel();
         let data = with_rng(|r| cpu::rand_uniform(self.dtype(), n, r));
-        Ok(Tensor::from_cpu(data, &self.shape()))
+        Ok(self.like_with(data))
     }
 
     /// Dropout in training mode: zeroes each element with probability `p`
@@ -82,7 +101,7 @@ impl Tensor {
         let n = self.numel();
         let scale = if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
         let mask_vals: Vec<f64> = with_rng(|r| (0..n).map(|_| if r.uniform() >= p { scale } else { 0.0 }).collect());
-        let mask = Tensor::from_cpu(crate::storage::CpuStorage::from_f64s(self.dtype(), mask_vals.into_iter()), &self.shape());
+        let mask = Tensor::from_cpu(CpuStorage::from_f64s(self.dtype(), mask_vals.into_iter()), &self.shape());
         let out = crate::autograd::with_grad_mode(false, || self.mul(&mask))?;
         record(&out, &[Some(self)], || Ok(BackwardOp::Dropout { mask: SavedTensor::save(&mask) }))?;
         Ok(out)

@@ -1,9 +1,11 @@
-//! Unary elementwise ops and clamp.
+//! Unary elementwise ops and clamp. Results take PyTorch's layout for one
+//! operand (`elementwise_layout`).
 
 use crate::autograd::{record, BackwardOp, SavedTensor};
 use crate::cpu::{self, UnaryOp};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
+use crate::layout::elementwise_layout;
 use crate::tensor::Tensor;
 
 /// Ops that keep integer dtypes; the rest promote integers to f32 like PyTorch.
@@ -20,8 +22,10 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
         DType::I64 if !keeps_int(op) => x.to_dtype(DType::F32)?,
         _ => x.clone(),
     };
-    let data = input.with_cpu(name, |c, l| cpu::unary(op, c, l))?;
-    let out = Tensor::from_cpu(data, &x.shape());
+    let out = input.with_cpu(name, |c, l| {
+        let ol = elementwise_layout(&l.shape, &[l]);
+        Ok(Tensor::from_cpu_layout(cpu::unary(op, c, l, &ol)?, ol))
+    })?;
     record(&out, &[Some(&input)], || {
         let a = SavedTensor::save(&input);
         let o = SavedTensor::save(&out);
@@ -78,8 +82,10 @@ impl Tensor {
         if !self.dtype().is_float() {
             return self.to_dtype(DType::F32)?.clamp_opt(min, max);
         }
-        let data = self.with_cpu(name, |c, l| cpu::clamp(c, l, min, max))?;
-        let out = Tensor::from_cpu(data, &self.shape());
+        let out = self.with_cpu(name, |c, l| {
+            let ol = elementwise_layout(&l.shape, &[l]);
+            Ok(Tensor::from_cpu_layout(cpu::clamp(c, l, min, max, &ol)?, ol))
+        })?;
         record(&out, &[Some(self)], || Ok(BackwardOp::Clamp { a: SavedTensor::save(self), min, max }))?;
         Ok(out)
     }

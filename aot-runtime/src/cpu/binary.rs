@@ -1,0 +1,272 @@
+//! Binary elementwise kernels: arithmetic and comparisons of two tensors
+//! or of a tensor and a scalar ([`BinaryOp`]), and `where`. Each reads its
+//! inputs through their layouts and writes a new buffer in the (dense)
+//! output layout it is given.
+
+use super::elem::{float_or, max_nan, min_nan, not_implemented, typed, Elem, Float, FloatElem};
+use super::output::OutOrder;
+use super::strided::{check_layout, check_same_shape, map1, map2, map3};
+use crate::dtype::DType;
+use crate::error::{AotError, Result};
+use crate::layout::Layout;
+use crate::storage::CpuStorage;
+use num_traits::Float as _;
+
+/// A binary elementwise op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Maximum,
+    Minimum,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// The arithmetic half of [`BinaryOp`].
+#[derive(Clone, Copy)]
+enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Maximum,
+    Minimum,
+}
+
+/// The comparison half of [`BinaryOp`].
+#[derive(Clone, Copy)]
+enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+enum Kind {
+    Arith(Arith),
+    Cmp(Cmp),
+}
+
+impl BinaryOp {
+    /// PyTorch's name of the op.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+            BinaryOp::Eq => "eq",
+            BinaryOp::Ne => "ne",
+            BinaryOp::Lt => "lt",
+            BinaryOp::Le => "le",
+            BinaryOp::Gt => "gt",
+            BinaryOp::Ge => "ge",
+        }
+    }
+
+    /// True for the ops whose result is Bool.
+    pub fn is_comparison(self) -> bool {
+        matches!(self.kind(), Kind::Cmp(_))
+    }
+
+    fn kind(self) -> Kind {
+        match self {
+            BinaryOp::Add => Kind::Arith(Arith::Add),
+            BinaryOp::Sub => Kind::Arith(Arith::Sub),
+            BinaryOp::Mul => Kind::Arith(Arith::Mul),
+            BinaryOp::Div => Kind::Arith(Arith::Div),
+            BinaryOp::Pow => Kind::Arith(Arith::Pow),
+            BinaryOp::Maximum => Kind::Arith(Arith::Maximum),
+            BinaryOp::Minimum => Kind::Arith(Arith::Minimum),
+            BinaryOp::Eq => Kind::Cmp(Cmp::Eq),
+            BinaryOp::Ne => Kind::Cmp(Cmp::Ne),
+            BinaryOp::Lt => Kind::Cmp(Cmp::Lt),
+            BinaryOp::Le => Kind::Cmp(Cmp::Le),
+            BinaryOp::Gt => Kind::Cmp(Cmp::Gt),
+            BinaryOp::Ge => Kind::Cmp(Cmp::Ge),
+        }
+    }
+}
+
+/// The second operand of a binary kernel: a tensor, or a scalar already in
+/// the compute type (`first`: the scalar is the left operand).
+#[derive(Clone, Copy)]
+enum Rhs<'a, T, S> {
+    Tensor(&'a [T], &'a Layout),
+    Scalar { s: S, first: bool },
+}
+
+/// `f(conv(a), conv(b))` elementwise, with `b` a tensor or a scalar.
+fn apply<T, S, U>(a: &[T], la: &Layout, rhs: Rhs<'_, T, S>, conv: impl Fn(T) -> S + Sync, f: impl Fn(S, S) -> U + Sync) -> Vec<U>
+where
+    T: Copy + Sync,
+    S: Copy + Sync,
+    U: Copy + Default + Send,
+{
+    match rhs {
+        Rhs::Tensor(b, lb) => map2(a, la, b, lb, |x, y| f(conv(x), conv(y))),
+        Rhs::Scalar { s, first: false } => map1(a, la, |x| f(conv(x), s)),
+        Rhs::Scalar { s, first: true } => map1(a, la, |x| f(s, conv(x))),
+    }
+}
+
+/// A comparison of `a` and `rhs` in the compute type `S`.
+fn compare<T, S>(c: Cmp, a: &[T], la: &Layout, rhs: Rhs<'_, T, S>, conv: impl Fn(T) -> S + Sync) -> CpuStorage
+where
+    T: Copy + Sync,
+    S: Copy + Sync + PartialOrd,
+{
+    CpuStorage::Bool(match c {
+        Cmp::Eq => apply(a, la, rhs, conv, |x, y| x == y),
+        Cmp::Ne => apply(a, la, rhs, conv, |x, y| x != y),
+        Cmp::Lt => apply(a, la, rhs, conv, |x, y| x < y),
+        Cmp::Le => apply(a, la, rhs, conv, |x, y| x <= y),
+        Cmp::Gt => apply(a, la, rhs, conv, |x, y| x > y),
+        Cmp::Ge => apply(a, la, rhs, conv, |x, y| x >= y),
+    })
+}
+
+fn binary_float<T: FloatElem>(op: BinaryOp, a: &[T], la: &Layout, rhs: Rhs<'_, T, T::C>) -> CpuStorage {
+    fn ar<T: FloatElem>(a: &[T], la: &Layout, rhs: Rhs<'_, T, T::C>, f: impl Fn(T::C, T::C) -> T::C + Sync) -> CpuStorage {
+        T::into_storage(apply(a, la, rhs, T::to_c, |x, y| T::from_c(f(x, y))))
+    }
+    match op.kind() {
+        Kind::Cmp(c) => compare(c, a, la, rhs, T::to_c),
+        Kind::Arith(Arith::Add) => ar(a, la, rhs, |x, y| x + y),
+        Kind::Arith(Arith::Sub) => ar(a, la, rhs, |x, y| x - y),
+        Kind::Arith(Arith::Mul) => ar(a, la, rhs, |x, y| x * y),
+        Kind::Arith(Arith::Div) => ar(a, la, rhs, |x, y| x / y),
+        Kind::Arith(Arith::Pow) => ar(a, la, rhs, |x, y| x.powf(y)),
+        Kind::Arith(Arith::Maximum) => ar(a, la, rhs, max_nan),
+        Kind::Arith(Arith::Minimum) => ar(a, la, rhs, min_nan),
+    }
+}
+
+fn binary_i64(op: BinaryOp, a: &[i64], la: &Layout, rhs: Rhs<'_, i64, i64>) -> Result<CpuStorage> {
+    let id = |x: i64| x;
+    let out = match op.kind() {
+        Kind::Cmp(c) => return Ok(compare(c, a, la, rhs, id)),
+        Kind::Arith(Arith::Add) => apply(a, la, rhs, id, i64::wrapping_add),
+        Kind::Arith(Arith::Sub) => apply(a, la, rhs, id, i64::wrapping_sub),
+        Kind::Arith(Arith::Mul) => apply(a, la, rhs, id, i64::wrapping_mul),
+        Kind::Arith(Arith::Maximum) => apply(a, la, rhs, id, i64::max),
+        Kind::Arith(Arith::Minimum) => apply(a, la, rhs, id, i64::min),
+        Kind::Arith(Arith::Div | Arith::Pow) => {
+            return Err(AotError::dtype(
+                op.name(),
+                format!("\"{}\" of int64 operands must be computed in a floating dtype (promote first)", op.name()),
+            ))
+        }
+    };
+    Ok(CpuStorage::I64(out))
+}
+
+fn binary_bool(op: BinaryOp, a: &[bool], la: &Layout, rhs: Rhs<'_, bool, bool>) -> Result<CpuStorage> {
+    let id = |x: bool| x;
+    let out =
+        match op.kind() {
+            Kind::Cmp(c) => return Ok(compare(c, a, la, rhs, id)),
+            Kind::Arith(Arith::Add | Arith::Maximum) => apply(a, la, rhs, id, |x, y| x | y),
+            Kind::Arith(Arith::Mul | Arith::Minimum) => apply(a, la, rhs, id, |x, y| x & y),
+            Kind::Arith(Arith::Sub) => return Err(AotError::dtype(
+                "sub",
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+            )),
+            Kind::Arith(Arith::Div | Arith::Pow) => return Err(not_implemented(op.name(), DType::Bool)),
+        };
+    Ok(CpuStorage::Bool(out))
+}
+
+/// `a op b` elementwise, laid out as `out`. `la` and `lb` have one
+/// (broadcast) shape and the storages one dtype. Arithmetic keeps the
+/// dtype, comparisons give Bool.
+/// I64 has no Div/Pow (promote to float first); Bool has the comparisons,
+/// Add/Maximum (or) and Mul/Minimum (and).
+pub fn binary(op: BinaryOp, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout, out: &Layout) -> Result<CpuStorage> {
+    let name = op.name();
+    if a.dtype() != b.dtype() {
+        return Err(AotError::dtype(
+            name,
+            format!("expected both operands to have the same dtype, but got {} and {}", a.dtype(), b.dtype()),
+        ));
+    }
+    check_same_shape(name, la, lb)?;
+    check_layout(name, la, a.len())?;
+    check_layout(name, lb, b.len())?;
+    let o = OutOrder::new(name, out, &la.shape)?;
+    let (la, lb) = (&*o.input(la), &*o.input(lb));
+    float_or!(a, va => Ok(binary_float(op, va, la, Rhs::Tensor(typed(name, b)?, lb))), other => match other {
+        CpuStorage::I64(va) => binary_i64(op, va, la, Rhs::Tensor(typed(name, b)?, lb)),
+        CpuStorage::Bool(va) => binary_bool(op, va, la, Rhs::Tensor(typed(name, b)?, lb)),
+        _ => Err(AotError::internal(name, "unhandled dtype")),
+    })
+}
+
+/// `a op s` (or `s op a` if `scalar_first`), laid out as `out`, with a
+/// scalar `s` that fits the dtype of `a`. Arithmetic on f16/bf16/f32 uses `s` in f32 (PyTorch's
+/// opmath), comparisons compare with `s` cast to the dtype of `a`.
+pub fn binary_scalar(op: BinaryOp, a: &CpuStorage, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<CpuStorage> {
+    fn float<T: FloatElem>(op: BinaryOp, a: &[T], la: &Layout, s: f64, first: bool) -> CpuStorage {
+        let s = if op.is_comparison() { T::from_f64(s).to_c() } else { T::C::of(s) };
+        binary_float(op, a, la, Rhs::Scalar { s, first })
+    }
+    let name = op.name();
+    check_layout(name, la, a.len())?;
+    let la = &*OutOrder::new(name, out, &la.shape)?.input(la);
+    float_or!(a, va => Ok(float(op, va, la, s, scalar_first)), other => match other {
+        CpuStorage::I64(va) => binary_i64(op, va, la, Rhs::Scalar { s: s as i64, first: scalar_first }),
+        CpuStorage::Bool(va) => binary_bool(op, va, la, Rhs::Scalar { s: s != 0.0, first: scalar_first }),
+        _ => Err(AotError::internal(name, "unhandled dtype")),
+    })
+}
+
+// ---------------------------------------------------------------- where
+
+/// `torch.where(cond, a, b)`, laid out as `out`: `cond` is Bool, the three
+/// layouts share one (broadcast) shape, `a` and `b` share one dtype.
+pub fn where_cond(
+    cond: &CpuStorage,
+    lc: &Layout,
+    a: &CpuStorage,
+    la: &Layout,
+    b: &CpuStorage,
+    lb: &Layout,
+    out: &Layout,
+) -> Result<CpuStorage> {
+    const OP: &str = "where";
+    let CpuStorage::Bool(c) = cond else {
+        return Err(AotError::dtype(
+            OP,
+            format!("where expected condition to be a boolean tensor, but got a tensor with dtype {}", cond.dtype()),
+        ));
+    };
+    if a.dtype() != b.dtype() {
+        return Err(AotError::dtype(OP, format!("expected x and y to have the same dtype, but got {} and {}", a.dtype(), b.dtype())));
+    }
+    check_same_shape(OP, lc, la)?;
+    check_same_shape(OP, lc, lb)?;
+    check_layout(OP, lc, cond.len())?;
+    check_layout(OP, la, a.len())?;
+    check_layout(OP, lb, b.len())?;
+    let o = OutOrder::new(OP, out, &lc.shape)?;
+    let (lc, la, lb) = (&*o.input(lc), &*o.input(la), &*o.input(lb));
+    fn go<T: Elem>(c: &[bool], lc: &Layout, a: &[T], la: &Layout, b: &CpuStorage, lb: &Layout) -> Result<CpuStorage> {
+        let b = typed::<T>(OP, b)?;
+        Ok(T::into_storage(map3(c, lc, a, la, b, lb, |c, x, y| if c { x } else { y })))
+    }
+    crate::dispatch_cpu!(a, va => go(c, lc, va, la, b, lb))
+}

@@ -1,0 +1,103 @@
+//! Casts, strided copies and fills: [`cast`] makes a new buffer in a given
+//! layout, [`copy_strided`] and [`fill`] write into an existing one.
+
+use super::elem::{typed, Elem};
+use super::output::OutOrder;
+use super::strided::{check_layout, for_each_pair, map1, map1_into, Plan};
+use crate::dtype::DType;
+use crate::error::{AotError, Result};
+use crate::layout::Layout;
+use crate::storage::CpuStorage;
+
+/// The elements of `l` as a new buffer of `dtype` laid out as `out` (dense,
+/// of `l.shape`): float -> I64 truncates toward zero, anything -> Bool is
+/// `!= 0`, Bool -> anything is 0/1. Same dtype is a copy.
+pub fn cast(src: &CpuStorage, l: &Layout, dtype: DType, out: &Layout) -> Result<CpuStorage> {
+    fn go<T: Elem>(v: &[T], l: &Layout, dtype: DType) -> CpuStorage {
+        if T::DTYPE == dtype {
+            return T::into_storage(map1(v, l, |x| x));
+        }
+        match dtype {
+            DType::F32 => CpuStorage::F32(map1(v, l, Elem::cast)),
+            DType::F64 => CpuStorage::F64(map1(v, l, Elem::cast)),
+            DType::F16 => CpuStorage::F16(map1(v, l, Elem::cast)),
+            DType::BF16 => CpuStorage::BF16(map1(v, l, Elem::cast)),
+            DType::I64 => CpuStorage::I64(map1(v, l, Elem::cast)),
+            DType::Bool => CpuStorage::Bool(map1(v, l, Elem::cast)),
+        }
+    }
+    const OP: &str = "cast";
+    check_layout(OP, l, src.len())?;
+    let l = &*OutOrder::new(OP, out, &l.shape)?.input(l);
+    Ok(crate::dispatch_cpu!(src, v => go(v, l, dtype)))
+}
+
+/// Writes `f` of the elements of `s` (through `ls`) into the positions of
+/// `ld` in `d`; both layouts have one shape.
+fn copy_with<S: Copy + Sync, D: Copy + Send>(s: &[S], ls: &Layout, d: &mut [D], ld: &Layout, f: impl Fn(S) -> D + Sync) {
+    let n = ld.numel();
+    if n == 0 {
+        return;
+    }
+    if ld.is_contiguous() {
+        map1_into(&mut d[ld.offset..ld.offset + n], s, ls, f);
+    } else {
+        for_each_pair(&ld.shape, ld, ls, |di, si| d[di] = f(s[si]));
+    }
+}
+
+/// Writes the elements of `src` (read through `ls`, row-major) into `dst` at
+/// the positions of `ld` (row-major), casting if the dtypes differ. The
+/// layouts must have the same number of elements; `src` and `dst` are
+/// different buffers.
+pub fn copy_strided(src: &CpuStorage, ls: &Layout, dst: &mut CpuStorage, ld: &Layout) -> Result<()> {
+    const OP: &str = "copy_";
+    if ls.numel() != ld.numel() {
+        return Err(AotError::shape(
+            OP,
+            format!("cannot copy {} elements of shape {:?} into {} elements of shape {:?}", ls.numel(), ls.shape, ld.numel(), ld.shape),
+        ));
+    }
+    check_layout(OP, ls, src.len())?;
+    check_layout(OP, ld, dst.len())?;
+    if ls.shape != ld.shape {
+        // Same count, other shape: read in row-major order first.
+        let tmp = cast(src, ls, dst.dtype(), &Layout::contiguous(&ls.shape))?;
+        return copy_strided(&tmp, &Layout::contiguous(&ld.shape), dst, ld);
+    }
+    fn same<T: Elem>(src: &CpuStorage, ls: &Layout, d: &mut [T], ld: &Layout) -> Result<()> {
+        copy_with(typed::<T>(OP, src)?, ls, d, ld, |x| x);
+        Ok(())
+    }
+    fn other<D: Elem>(src: &CpuStorage, ls: &Layout, d: &mut [D], ld: &Layout) {
+        crate::dispatch_cpu!(src, s => copy_with(s, ls, d, ld, Elem::cast::<D>))
+    }
+    if src.dtype() == dst.dtype() {
+        crate::dispatch_cpu!(dst, d => same(src, ls, d, ld))
+    } else {
+        crate::dispatch_cpu!(dst, d => other(src, ls, d, ld));
+        Ok(())
+    }
+}
+
+/// Sets the positions of `l` in `dst` to `v` converted to the dtype of `dst`.
+pub fn fill(dst: &mut CpuStorage, l: &Layout, v: f64) {
+    fn go<T: Elem>(d: &mut [T], l: &Layout, x: T) {
+        let n = l.numel();
+        if n == 0 {
+            return;
+        }
+        if l.is_contiguous() {
+            d[l.offset..l.offset + n].fill(x);
+        } else {
+            let plan = Plan::new(&l.shape, [l]);
+            let [st] = plan.inner_stride();
+            plan.for_each_run(0, n, |_, [s], len| {
+                for j in 0..len {
+                    d[s + j * st] = x;
+                }
+            });
+        }
+    }
+    crate::dispatch_cpu!(dst, d => go(d, l, Elem::cast(v)))
+}
