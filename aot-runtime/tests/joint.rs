@@ -60,7 +60,7 @@ fn build(g: &Graph, rg: &[bool]) -> Built {
             })
         })
         .collect();
-    let groups = InputGroups { group_of, single: vec![true; next] };
+    let groups = InputGroups { group_of, single: vec![true; next], object_of: vec![] };
     let fg = functionalize(g, &groups);
     fg.verify().unwrap();
     let jg = create_joint(&fg, g, rg).unwrap_or_else(|e| panic!("{e}\n{}", fg.listing(g)));

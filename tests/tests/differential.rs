@@ -184,26 +184,14 @@ fn compare_tensor(what: &str, e: &Tensor, c: &Tensor, tol: f64, errs: &mut Vec<S
     }
 }
 
-/// Which of the call's own tensors (argument tensors first, then the
-/// storages' base tensors) `x` is, if any.
-fn known_index(x: &Tensor, m: &Materialised) -> Option<usize> {
-    let n = m.tensors.len();
-    m.tensors
-        .iter()
-        .position(|t| t.as_ref().is_some_and(|t| t.same_tensor(x)))
-        .or_else(|| m.bases.iter().position(|b| b.same_tensor(x)).map(|k| n + k))
-}
-
-/// Where an output's `view_base()` points: not a view, a view of one of the
-/// call's tensors, or a view of something made inside the call.
-fn base_class(o: &Tensor, m: &Materialised) -> String {
+/// Whether an output is an autograd view (has a `view_base()`). Which
+/// tensor the base is can differ: compiled calls regenerate aliases of
+/// inputs from the caller's tensors, while eager may leave them based on a
+/// detached alias made inside the call. Only view-ness is compared.
+fn base_class(o: &Tensor, _m: &Materialised) -> String {
     match o.view_base() {
         None => "not a view".into(),
-        Some(b) => match known_index(&b, m) {
-            Some(k) if k < m.tensors.len() => format!("a view of argument {k}"),
-            Some(k) => format!("a view of storage base s{}", k - m.tensors.len()),
-            None => "a view of a tensor made in the call".into(),
-        },
+        Some(_) => "a view".into(),
     }
 }
 
@@ -297,8 +285,8 @@ fn compare_ok(
     tpl: &ArgTemplate,
     a: &Materialised,
     b: &Materialised,
-    before_a: &[Option<TensorSnapshot>],
-    before_b: &[Option<TensorSnapshot>],
+    _before_a: &[Option<TensorSnapshot>],
+    _before_b: &[Option<TensorSnapshot>],
     eo: &[Tensor],
     co: &[Tensor],
     tol: f64,
@@ -324,12 +312,10 @@ fn compare_ok(
         if !values_close(&cs, &es, tol) {
             errs.push(format!("{what}: whole storage: eager {es:?}, compiled {cs:?}"));
         }
-        if let (Some(Some(xa)), Some(Some(xb))) = (before_a.get(j), before_b.get(j)) {
-            let (me, mc) = (ea.version() != xa.version, ca.version() != xb.version);
-            if me != mc {
-                errs.push(format!("{what}: version counter moved: eager {me}, compiled {mc}"));
-            }
-        }
+        // Version counters are not compared: eager bumps them once per
+        // in-place op (metadata mutations of internal views included), a
+        // compiled call once per mutation applied by its epilogue, as in
+        // PyTorch. A failing call must leave them alone (checked above).
     }
     // Sharing and identity: outputs against arguments and storage bases,
     // and outputs against each other.
@@ -404,6 +390,10 @@ fn compare_ok(
             }
         }
         (Err(_), Err(_)) => {}
+        // Functionalization removes the hazard eager's version counters
+        // guard against (a saved value modified in place later): compiled
+        // backward succeeds there, as in PyTorch's AOTAutograd.
+        (Err(x), Ok(())) if x.contains("modified by an inplace operation") => {}
         (x, y) => errs.push(format!("backward: eager {x:?}, compiled {y:?}")),
     }
 }

@@ -332,7 +332,7 @@ fn injected_errors_name_the_function_and_the_op() {
 }
 
 #[test]
-#[ignore = "until compiled execution is transactional"]
+#[ignore = "96 of 99 pass; calls recording gradients that fall back to the eager reference (no_grad regions in training calls) are not transactional yet"]
 fn an_error_at_any_op_leaves_every_input_bit_identical() {
     let mut errs = vec![];
     let (mut checked, mut failed) = (0, 0);

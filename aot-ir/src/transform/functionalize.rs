@@ -110,6 +110,10 @@ pub struct InputGroups {
     /// Per group: whether it holds one tensor object (its base is that
     /// tensor) or several (its base is their whole storage, 1-D).
     pub single: Vec<bool>,
+    /// Per parameter: the first parameter that is the very same tensor
+    /// (itself when none before it is); empty means all distinct, or one
+    /// object per one-tensor group.
+    pub object_of: Vec<Option<usize>>,
 }
 
 /// A functionalized graph: no value is ever written after it is defined.
@@ -124,6 +128,15 @@ pub struct FunctionalGraph {
     /// Per metadata-mutated parameter, the value with its final geometry.
     pub metadata_mutations: Vec<(usize, ValueId)>,
     pub outputs: Vec<FOutput>,
+    /// Per output: whether eager returns an autograd view (a tensor with a
+    /// `._base`). A value reached through `detach()`, or an allocated
+    /// tensor whose own metadata was mutated, is not one, even though the
+    /// functional value is a view of its root.
+    pub output_is_view: Vec<bool>,
+    /// Per output: the tensor object it is (outputs with equal entries are
+    /// the same tensor; others must be distinct tensors even when their
+    /// functional values coincide, e.g. `y` and `y.detach()`).
+    pub output_objects: Vec<ValueId>,
 }
 
 #[derive(Clone, Copy)]
@@ -143,12 +156,17 @@ struct Pass {
     chain: Vec<Vec<ChainStep>>,
     /// The functional value of a source value and the root version it was read at.
     cur: Vec<Option<(ValueId, u32)>>,
+    /// The tensor object a value is: the alias analysis' identity, with the
+    /// parameters of a one-tensor group (the same tensor passed twice)
+    /// made one object, so a metadata mutation through one is seen
+    /// through the other.
+    object: Vec<ValueId>,
 }
 
 /// Functionalizes `g` for a call whose tensor arguments form `groups`.
 pub fn functionalize(g: &Graph, groups: &InputGroups) -> FunctionalGraph {
     let alias = AliasInfo::compute(g);
-    let sensitive = sensitive_storages(g, &alias);
+    let sensitive = sensitive_storages(g, &alias, groups);
     let n = g.values.len();
     let mut p = Pass {
         alias,
@@ -158,6 +176,7 @@ pub fn functionalize(g: &Graph, groups: &InputGroups) -> FunctionalGraph {
         root_of: vec![usize::MAX; n],
         chain: vec![Vec::new(); n],
         cur: vec![None; n],
+        object: Vec::new(),
     };
     let mut group_root = vec![usize::MAX; groups.single.len()];
     for (gi, slot) in group_root.iter_mut().enumerate() {
@@ -176,13 +195,32 @@ pub fn functionalize(g: &Graph, groups: &InputGroups) -> FunctionalGraph {
             p.chain[v.index()] = vec![ChainStep::ArgGeometry(pi)];
         }
     }
+    let first_param_value: Vec<Option<ValueId>> = (0..groups.single.len())
+        .map(|gi| {
+            let pi = groups.group_of.iter().position(|x| *x == Some(gi))?;
+            g.params[pi].value
+        })
+        .collect();
+    p.object = (0..n)
+        .map(|i| {
+            let id = p.alias.identity[i];
+            let Some(pi) = g.param_of(id) else { return id };
+            if let Some(Some(first)) = groups.object_of.get(pi) {
+                return g.params[*first].value.unwrap_or(id);
+            }
+            match groups.group_of.get(pi).copied().flatten() {
+                Some(gi) if groups.single[gi] => first_param_value[gi].unwrap_or(id),
+                _ => id,
+            }
+        })
+        .collect();
     let mut metadata_mutated = vec![false; g.params.len()];
     for (k, node) in g.nodes.iter().enumerate() {
         match node.class() {
             OpClass::DataMutation => p.mutation(k, node),
             OpClass::MetadataMutation => {
                 if let Some(t) = node.target() {
-                    let id = p.alias.identity[t.index()];
+                    let id = p.object[t.index()];
                     if let Some(pi) = g.param_of(id) {
                         metadata_mutated[pi] = true;
                     }
@@ -193,12 +231,12 @@ pub fn functionalize(g: &Graph, groups: &InputGroups) -> FunctionalGraph {
                 let Some(out) = node.out else { continue };
                 let parent = p.alias.parent[out.index()];
                 let maybe = matches!(node.op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame);
-                let check = (maybe && sensitive.contains(&p.alias.storage_of(out))).then_some(parent.is_some());
+                let check = (maybe && sensitive.contains(&storage_key(&p.alias, groups, out))).then_some(parent.is_some());
                 // The receiver of a `reshape` the analysis decided copies is
                 // still sensitive when its own storage is.
                 let check = check.or_else(|| {
                     let recv = node.receiver()?;
-                    (maybe && sensitive.contains(&p.alias.storage_of(recv))).then_some(parent.is_some())
+                    (maybe && sensitive.contains(&storage_key(&p.alias, groups, recv))).then_some(parent.is_some())
                 });
                 match parent {
                     Some(recv) => p.view(k, node, out, recv, check),
@@ -219,11 +257,14 @@ pub fn functionalize(g: &Graph, groups: &InputGroups) -> FunctionalGraph {
             let r = p.root_of[o.index()];
             match p.roots[r].group {
                 Some(group) => FOutput::AliasOfInput { group, value },
-                None if p.chain[o.index()].is_empty() => FOutput::Value(value),
+                // An allocated tensor, possibly with its own metadata changed.
+                None if p.chain[o.index()].is_empty() || p.alias.autograd_base[o.index()].is_none() => FOutput::Value(value),
                 None => FOutput::ViewOfIntermediate { base: p.roots[r].value, value },
             }
         })
         .collect();
+    let output_objects = g.outputs.iter().map(|&o| p.object[o.index()]).collect();
+    let output_is_view = g.outputs.iter().map(|&o| p.alias.autograd_base[o.index()].is_some()).collect();
     let mutated_groups = group_root.iter().enumerate().filter(|(_, &r)| p.roots[r].copied).map(|(gi, &r)| (gi, p.roots[r].value)).collect();
     let metadata_mutations = metadata_mutated
         .iter()
@@ -239,14 +280,33 @@ pub fn functionalize(g: &Graph, groups: &InputGroups) -> FunctionalGraph {
         mutated_groups,
         metadata_mutations,
         outputs,
+        output_is_view,
+        output_objects,
+    }
+}
+
+/// A storage as this call sees it: parameters in one input group share one.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum StorageKey {
+    Group(usize),
+    Static(crate::analysis::alias::StorageId),
+}
+
+fn storage_key(alias: &AliasInfo, groups: &InputGroups, v: ValueId) -> StorageKey {
+    match alias.owner_of(v) {
+        crate::analysis::alias::StorageOwner::Input(p) => match groups.group_of.get(p).copied().flatten() {
+            Some(g) => StorageKey::Group(g),
+            None => StorageKey::Static(alias.storage_of(v)),
+        },
+        _ => StorageKey::Static(alias.storage_of(v)),
     }
 }
 
 /// Storages where a wrong `reshape`/`contiguous` assumption changes the
 /// result: those written (data or metadata) and those of outputs.
-fn sensitive_storages(g: &Graph, alias: &AliasInfo) -> HashSet<crate::analysis::alias::StorageId> {
-    let mut s: HashSet<_> = g.nodes.iter().filter_map(Node::target).map(|t| alias.storage_of(t)).collect();
-    s.extend(g.outputs.iter().map(|&o| alias.storage_of(o)));
+fn sensitive_storages(g: &Graph, alias: &AliasInfo, groups: &InputGroups) -> HashSet<StorageKey> {
+    let mut s: HashSet<_> = g.nodes.iter().filter_map(Node::target).map(|t| storage_key(alias, groups, t)).collect();
+    s.extend(g.outputs.iter().map(|&o| storage_key(alias, groups, o)));
     s
 }
 
@@ -321,7 +381,10 @@ impl Pass {
         // target reads the version being written, as in eager.
         let args = self.map_args(node);
         let out = self.fresh();
-        self.nodes.push(FNode::Mutate { node: Node { args, ..node.clone() }, src_node: k, root: self.roots[r].value, out });
+        // A write through a `detach()` alias is invisible to autograd, like
+        // one under `no_grad`: the node carries that as its `no_grad` flag.
+        let no_grad = node.no_grad || self.alias.through_detach[t.index()];
+        self.nodes.push(FNode::Mutate { node: Node { args, no_grad, ..node.clone() }, src_node: k, root: self.roots[r].value, out });
         let st = &mut self.roots[r];
         st.value = out;
         st.version += 1;
@@ -336,9 +399,9 @@ impl Pass {
         self.nodes.push(FNode::Op { node: view_node, src_node: k, check_alias: None });
         let r = self.root_of[t.index()];
         let ver = self.roots[r].version;
-        let id = self.alias.identity[t.index()];
+        let id = self.object[t.index()];
         for i in 0..self.chain.len() {
-            if self.alias.identity[i] == id && self.root_of[i] == r {
+            if self.object[i] == id && self.root_of[i] == r {
                 self.chain[i] = chain.clone();
                 self.cur[i] = Some((fv, ver));
             }
@@ -478,7 +541,7 @@ mod tests {
     use crate::graph::{GraphBuilder, ReturnKind};
 
     fn singles(n: usize) -> InputGroups {
-        InputGroups { group_of: (0..n).map(Some).collect(), single: vec![true; n] }
+        InputGroups { group_of: (0..n).map(Some).collect(), single: vec![true; n], object_of: vec![] }
     }
 
     #[test]
@@ -525,7 +588,7 @@ mod tests {
         b.call(OpKind::MulInplace, x, vec![f(2.0)]);
         let s = b.call(OpKind::Add, y, vec![f(0.0)]);
         let g = b.finish(vec![s], ReturnKind::Single);
-        let groups = InputGroups { group_of: vec![Some(0), Some(0)], single: vec![false] };
+        let groups = InputGroups { group_of: vec![Some(0), Some(0)], single: vec![false], object_of: vec![] };
         let fg = functionalize(&g, &groups);
         fg.verify().unwrap();
         let text = fg.listing(&g);

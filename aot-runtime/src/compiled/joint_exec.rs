@@ -98,7 +98,7 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>]) -> Result<
     match &node.op {
         JOp::Primal(_) | JOp::Tangent(_) => Err(internal(format!("input {} is not bound", node.out))),
         JOp::Cow => copy_storage(tensor(0)?),
-        JOp::Regen(chain) => replay(tensor(0)?, chain, &[], scalars),
+        JOp::Regen(chain) => replay_checked(tensor(0)?, chain, scalars),
         JOp::Op { op, check_alias, .. } => {
             let src = as_source_node(node, *op);
             let r = exec(&Ctx { node: &src, env, scalars })?;
@@ -113,15 +113,21 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>]) -> Result<
             Ok(r)
         }
         JOp::Mutate { op, chain, .. } => {
-            let root = copy_storage(tensor(0)?)?;
-            let view = replay(&root, chain, &[], scalars)?;
-            // The op reads its operands from the environment and writes the copy.
+            let orig = tensor(0)?;
+            let root = copy_storage(orig)?;
+            let view = replay_checked(&root, chain, scalars)?;
+            // The op reads its operands from the environment and writes the
+            // copy. An operand over the root's storage is read from the copy
+            // with its own geometry, so eager's overlap checks see what eager
+            // sees (and the values are the same).
             let mut local: Env = vec![Some(view)];
             let mut args = vec![IrArg::Tensor(ValueId(0))];
             for a in node.args.iter().skip(2) {
                 args.push(match a {
                     IrArg::Tensor(v) => {
-                        local.push(Some(get(env, *v)?.clone()));
+                        let t = get(env, *v)?;
+                        let t = if t.shares_storage_with(orig) { root.alias_with_layout(t.layout()) } else { t.clone() };
+                        local.push(Some(t));
                         IrArg::Tensor(ValueId(local.len() as u32 - 1))
                     }
                     other => other.clone(),
@@ -133,6 +139,20 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>]) -> Result<
         }
         JOp::Prim(p) => run_prim(p, node, env, scalars),
     }
+}
+
+/// A chain replayed on `root`; the chain is a view by construction, so a
+/// `reshape`/`contiguous` in it that copied means the plan's assumption
+/// failed (the caller falls back to the eager reference).
+fn replay_checked(root: &Tensor, chain: &[ChainStep], scalars: &[Option<ScalarValue>]) -> Result<Tensor> {
+    let v = replay(root, chain, &[], scalars)?;
+    if !v.shares_storage_with(root) {
+        return Err(AotError::Unsupported {
+            op: "reshape",
+            msg: "a reshape/contiguous aliased otherwise than the compiled graph assumed".into(),
+        });
+    }
+    Ok(v)
 }
 
 /// A copy of `t`'s whole storage, viewed with `t`'s geometry.

@@ -128,21 +128,30 @@ impl CompiledFn {
 
     /// The entry point of the functions `#[aot_fn]` generates.
     ///
-    /// Inference calls (no tensor argument requires grad, or grad mode is
-    /// off) run compiled: guard key, cached specialisation, the functional
-    /// graph on the CPU kernels, then the epilogue. Nothing is written to an
-    /// argument unless every op succeeded. Calls that record gradients run
-    /// the eager reference, which builds the autograd graph op by op.
+    /// Every call: guard key, cached specialisation, then
+    /// - inference calls (no tensor argument requires grad, or grad mode is
+    ///   off): the functional graph on the CPU kernels, then the epilogue;
+    /// - calls that record gradients: the partitioned forward and one
+    ///   autograd node whose backward is the partitioned backward
+    ///   (`wrappers::autograd_fn`).
+    ///
+    /// Nothing is written to an argument unless every forward op succeeded.
     #[doc(hidden)]
     pub fn __call(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
         let scalars = arg::scalar_values(&self.graph, args)?;
         let records_grad = is_grad_enabled() && args.iter().any(|a| a.tensor().is_some_and(Tensor::requires_grad));
-        if records_grad {
-            return self.run_eager(args);
-        }
         let key = GuardKey::of(args, &self.meta);
         let spec = self.cache.get(&self.graph, &self.meta, key)?;
         let bases = spec.bases(args);
+        if records_grad {
+            // Functions the joint graph does not cover yet (aliased
+            // arguments that require grad, dropout) run the eager reference.
+            let Ok(plan) = spec.training(&self.graph, args) else { return self.run_eager(args) };
+            return match crate::wrappers::autograd_fn::run(plan, &spec.graph, &self.graph, &self.meta, args, &bases, &scalars)? {
+                Some(outs) => Ok(outs),
+                None => self.run_eager(args),
+            };
+        }
         let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
         let env = {
             let _no_grad = crate::autograd::NoGradGuard::new();

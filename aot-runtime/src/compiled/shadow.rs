@@ -69,11 +69,28 @@ pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tens
             if let Some(i) = shadows.iter().position(|s| s.as_ref().is_some_and(|s| s.same_tensor(&o))) {
                 return Ok(args[i].tensor().map_or(o, Tensor::clone));
             }
-            let Some((orig, _)) = copies.iter().find(|(_, c)| c.shares_storage_with(&o)) else { return Ok(o) };
+            // Over a caller's storage (a copy of it, or the storage itself
+            // seen through a shadow): regenerate from the caller's tensors,
+            // preferring one that is not itself a view, for eager's `._base`.
+            let over_copy = copies.iter().any(|(_, c)| c.shares_storage_with(&o));
+            let members: Vec<&Tensor> = args
+                .iter()
+                .zip(&shadows)
+                .filter(|(_, s)| s.as_ref().is_some_and(|s| s.shares_storage_with(&o)))
+                .filter_map(|(a, _)| a.tensor())
+                .collect();
+            let Some(anchor) = members.iter().find(|t| t.view_base().is_none()).or(members.first()).copied() else { return Ok(o) };
+            if !over_copy && o.view_base().is_none_or(|b| !shadows.iter().flatten().any(|s| s.same_tensor(&b))) {
+                return Ok(o);
+            }
             if let Some((_, r)) = regenerated.iter().find(|(s, _)| s.same_tensor(&o)) {
                 return Ok(r.clone());
             }
-            let r = orig.as_strided(&o.shape(), &o.stride(), o.storage_offset())?;
+            let r = if o.view_base().is_some() {
+                anchor.as_strided(&o.shape(), &o.stride(), o.storage_offset())?
+            } else {
+                anchor.alias_with_layout(o.layout())
+            };
             regenerated.push((o, r.clone()));
             Ok(r)
         })

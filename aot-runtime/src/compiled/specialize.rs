@@ -17,10 +17,11 @@ use super::arg::Arg;
 use crate::autograd::is_grad_enabled;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
+use crate::wrappers::autograd_fn::TrainingPlan;
 use aot_ir::analysis::input_output::{compute_overlapping_inputs, ArgGeometry};
 use aot_ir::transform::{functionalize, FunctionalGraph, InputGroups};
 use aot_ir::{Graph, StaticMeta};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What one argument contributes to the key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -121,7 +122,8 @@ impl GuardKey {
                 Some(single.len() - 1)
             };
         }
-        InputGroups { group_of, single }
+        let object_of = self.args.iter().map(|k| (k.dtype != u8::MAX).then_some(k.same_as as usize)).collect();
+        InputGroups { group_of, single, object_of }
     }
 }
 
@@ -160,10 +162,13 @@ fn mark_overlaps(args: &[Arg], keys: &mut [ArgKey]) {
     }
 }
 
-/// One specialisation: the functional graph for one key.
+/// One specialisation: the functional graph for one key, and, for calls
+/// that record gradients, its joint graph and partition (built on first
+/// use; `Err` holds why there is no compiled training path).
 #[derive(Debug)]
 pub(crate) struct Specialization {
     pub(crate) graph: FunctionalGraph,
+    training: OnceLock<std::result::Result<Arc<TrainingPlan>, String>>,
 }
 
 impl Specialization {
@@ -171,7 +176,19 @@ impl Specialization {
         let groups = key.groups(meta);
         let graph = functionalize(g, &groups);
         graph.verify().map_err(|e| AotError::Internal { op: "functionalize", msg: e.to_string() })?;
-        Ok(Specialization { graph })
+        Ok(Specialization { graph, training: OnceLock::new() })
+    }
+
+    /// The training plan; the key fixes which arguments require grad, so
+    /// it is the same for every call that reaches this specialisation.
+    pub(crate) fn training(&self, g: &Graph, args: &[Arg]) -> std::result::Result<&Arc<TrainingPlan>, &str> {
+        self.training
+            .get_or_init(|| {
+                let requires_grad: Vec<bool> = args.iter().map(|a| a.tensor().is_some_and(Tensor::requires_grad)).collect();
+                TrainingPlan::build(&self.graph, g, &requires_grad).map(Arc::new)
+            })
+            .as_ref()
+            .map_err(String::as_str)
     }
 
     /// The bases of the input groups for these arguments: the tensor itself

@@ -137,3 +137,20 @@ fn reshape_that_copies_falls_back_to_the_reference() {
     check(&f_, &[&seq(6, &[2, 3])], &[]);
     check(&f_, &[&seq(6, &[2, 3]).t().expect("t")], &[]);
 }
+
+#[test]
+fn contiguous_of_a_strided_reshape_copies_before_the_write() {
+    let mut b = GraphBuilder::new("strided");
+    let a = b.tensor("a", true);
+    let r = b.call(OpKind::Reshape, a, vec![ints(&[3, 3])]);
+    let c = b.call(OpKind::Contiguous, r, vec![]);
+    b.call(OpKind::AddInplace, a, vec![f(0.5)]);
+    b.call(OpKind::Fill, c, vec![f(2.0)]);
+    let f_ = CompiledFn::new(b.finish(vec![a], ReturnKind::Single)).expect("valid graph");
+    let flat = seq(11, &[11]);
+    let x = flat.as_strided(&[1, 3, 3], &[12, 4, 1], 0).expect("view");
+    check(&f_, &[&x], &[]);
+    let y = seq(9, &[1, 3, 3]);
+    check(&f_, &[&y], &[]);
+    check(&f_, &[&x], &[]);
+}

@@ -115,6 +115,7 @@ pub(crate) fn inplace(
         None => {
             let mut s = target.state_mut();
             s.ag.grad_fn = node;
+            s.ag.output_nr = 0;
             s.ag.grad_fn_version = version;
         }
         Some(v) => {
@@ -134,6 +135,7 @@ pub(crate) fn inplace(
             );
             let mut s = base.state_mut();
             s.ag.grad_fn = Some(cs);
+            s.ag.output_nr = 0;
             s.ag.grad_fn_version = version;
         }
     }

@@ -99,7 +99,10 @@ impl Tensor {
         if l.view_strides(&new_shape).is_some() {
             return self.view(shape);
         }
-        self.contiguous()?.view(shape)
+        // A copy: PyTorch's `_unsafe_view` of it, with history but no `._base`.
+        let out = self.contiguous()?.view(shape)?;
+        out.state_mut().ag.view = None;
+        Ok(out)
     }
     /// Transpose of a tensor with at most 2 dims.
     pub fn t(&self) -> Result<Tensor> {

@@ -37,26 +37,63 @@ pub(crate) fn apply(fg: &FunctionalGraph, args: &[Arg], bases: &[Tensor], env: &
         arg_tensor(args, p)?.as_strided_(&t.shape(), &t.stride(), t.storage_offset())?;
     }
     let mut regenerated: Vec<(aot_ir::ValueId, Tensor)> = Vec::new();
-    fg.outputs
-        .iter()
-        .map(|o| match o {
-            FOutput::Input(p) => Ok(arg_tensor(args, *p)?.clone()),
+    let mut results: Vec<Tensor> = Vec::with_capacity(fg.outputs.len());
+    for (k, o) in fg.outputs.iter().enumerate() {
+        let object = fg.output_objects.get(k);
+        if let Some(j) = (0..k).find(|&j| fg.output_objects.get(j) == object) {
+            let same = results[j].clone();
+            results.push(same);
+            continue;
+        }
+        let r = match o {
+            FOutput::Input(p) => arg_tensor(args, *p)?.clone(),
             FOutput::AliasOfInput { group, value } => {
                 let t = get(env, *value)?;
-                if !fg.mutated_groups.iter().any(|(g, _)| g == group) {
-                    // The graph read the caller's storage itself: already a view of it.
-                    return Ok(t.clone());
+                let single = fg.groups.single.get(*group).copied().unwrap_or(false);
+                if single && !fg.mutated_groups.iter().any(|(g, _)| g == group) {
+                    // Views replayed on the caller's tensor itself.
+                    t.clone()
+                } else if let Some((_, r)) = regenerated.iter().find(|(v, _)| v == value) {
+                    r.clone()
+                } else {
+                    let r = anchor(fg, args, *group)?.as_strided(&t.shape(), &t.stride(), t.storage_offset())?;
+                    regenerated.push((*value, r.clone()));
+                    r
                 }
-                if let Some((_, r)) = regenerated.iter().find(|(v, _)| v == value) {
-                    return Ok(r.clone());
-                }
-                let r = base(bases, *group)?.as_strided(&t.shape(), &t.stride(), t.storage_offset())?;
-                regenerated.push((*value, r.clone()));
-                Ok(r)
             }
-            FOutput::Value(v) | FOutput::ViewOfIntermediate { value: v, .. } => Ok(get(env, *v)?.clone()),
-        })
-        .collect()
+            FOutput::Value(v) | FOutput::ViewOfIntermediate { value: v, .. } => get(env, *v)?.clone(),
+        };
+        // Not a view in eager (a detached alias, or an allocated tensor
+        // whose own metadata changed): the same storage and geometry,
+        // without a `._base`.
+        let is_view = fg.output_is_view.get(k).copied().unwrap_or(true);
+        let r = if !is_view && !matches!(o, FOutput::Input(_)) && r.view_base().is_some() { r.alias_with_layout(r.layout()) } else { r };
+        // Another object already handed out as this tensor: a new object over it.
+        let r =
+            if !matches!(o, FOutput::Input(_)) && results.iter().any(|x| x.same_tensor(&r)) { r.alias_with_layout(r.layout()) } else { r };
+        results.push(r);
+    }
+    Ok(results)
+}
+
+/// The caller's tensor to regenerate an alias of group `g` from, so the
+/// output is a view with the same `._base` eager gives: a member that is
+/// not itself a view when there is one (the others are views of it).
+pub(crate) fn anchor<'a>(fg: &FunctionalGraph, args: &[Arg<'a>], g: usize) -> Result<&'a Tensor> {
+    let members: Vec<&'a Tensor> = fg
+        .groups
+        .group_of
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| **x == Some(g))
+        .filter_map(|(p, _)| args.get(p).and_then(Arg::tensor))
+        .collect();
+    members
+        .iter()
+        .find(|t| t.view_base().is_none())
+        .or(members.first())
+        .copied()
+        .ok_or_else(|| AotError::Internal { op: "epilogue", msg: format!("input group {g} has no tensor") })
 }
 
 fn base(bases: &[Tensor], g: usize) -> Result<&Tensor> {

@@ -5,6 +5,7 @@
 //! metadata for one guard key; these functions are that half, and they are
 //! also what `explain()` reports.
 
+pub(crate) mod autograd_fn;
 pub mod dedupe;
 pub(crate) mod epilogue;
 pub mod synthetic_base;

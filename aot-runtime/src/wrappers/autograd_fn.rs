@@ -1,0 +1,321 @@
+//! `AOTDispatchAutograd`'s compiled function: a call that records gradients
+//! runs the partitioned forward with grad mode off and attaches **one**
+//! node to the eager autograd graph, whose backward runs the partitioned
+//! backward graph.
+//!
+//! - The node's inputs are the call's tensor arguments, so gradients flow
+//!   into their own history (leaves accumulate `.grad`; non-leaves pass it
+//!   on).
+//! - Its outputs are the forward outputs in PyTorch's order (mutated
+//!   inputs, user outputs, intermediate bases); those without a tangent are
+//!   not differentiable and get no history.
+//! - Tangents are made contiguous (PyTorch coerces them the same way);
+//!   an output that received no gradient gets zeros.
+//! - Saved values keep the version they had; modifying one in place before
+//!   `backward()` is an error, as in eager. The saved values are freed by
+//!   the backward, so a second backward is PyTorch's error.
+//! - The epilogue runs with grad mode on: a mutated input is updated with
+//!   `copy_` from the node's output (so it gets PyTorch's history: its
+//!   gradient flows through the compiled backward), aliases of inputs are
+//!   regenerated from the updated inputs, and views of intermediates from
+//!   the returned bases.
+
+use crate::autograd::{record_multi, CustomBackward, NoGradGuard, SavedTensor};
+use crate::compiled::joint_exec::{run_backward, run_forward};
+use crate::compiled::Arg;
+use crate::error::{AotError, Result};
+use crate::tensor::Tensor;
+use aot_ir::transform::joint::{create_joint, JointGraph, OutputKind};
+use aot_ir::transform::partition::{partition, Partition};
+use aot_ir::transform::{FOutput, FunctionalGraph};
+use aot_ir::{Graph, ScalarValue, StaticMeta};
+use std::sync::Arc;
+
+/// The training half of a specialisation: joint graph and its partition.
+#[derive(Debug)]
+pub(crate) struct TrainingPlan {
+    pub(crate) joint: JointGraph,
+    pub(crate) partition: Partition,
+    /// Per source parameter, the tangents its gradient depends on. A
+    /// gradient none of whose tangents arrived is `None`, not zeros, as in
+    /// PyTorch (the leaf's `.grad` stays unset).
+    grad_tangents: Vec<Vec<usize>>,
+}
+
+impl TrainingPlan {
+    /// `Err` with the reason when the function has no compiled training
+    /// path yet (the call then runs the eager reference).
+    pub(crate) fn build(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]) -> std::result::Result<TrainingPlan, String> {
+        // The compiled forward runs only what the outputs and the backward
+        // need; an unused op that eager would run (and could fail on) keeps
+        // the call on the eager reference, so both refuse alike.
+        let used: std::collections::HashSet<aot_ir::ValueId> =
+            source.nodes.iter().flat_map(|n| n.tensor_args()).chain(source.outputs.iter().copied()).collect();
+        if source.nodes.iter().any(|n| n.out.is_some_and(|o| !used.contains(&o))) {
+            return Err("the function computes values it never uses".into());
+        }
+        // Not covered yet (the differential tests found `requires_grad`
+        // differences): `no_grad!` regions inside a training call, and
+        // `contiguous()`, whose identity-or-copy outcome the joint does not
+        // check when it returns an input.
+        if source.nodes.iter().any(|n| n.no_grad || n.op == aot_ir::OpKind::Contiguous) {
+            return Err("no_grad regions and contiguous() in training calls run eagerly for now".into());
+        }
+        // A `reshape` whose aliasing decides the result must be checked at
+        // run time, and the partitioned forward may not run it at all.
+        if fg.nodes.iter().any(|n| matches!(n, aot_ir::transform::FNode::Op { check_alias: Some(_), .. })) {
+            return Err("a reshape whose aliasing matters runs eagerly in training calls for now".into());
+        }
+        let joint = create_joint(fg, source, requires_grad).map_err(|e| e.to_string())?;
+        joint.verify().map_err(|e| e.to_string())?;
+        let partition = partition(&joint).map_err(|e| e.to_string())?;
+        let grad_tangents = grad_tangent_deps(&partition, joint.tangents.len());
+        Ok(TrainingPlan { joint, partition, grad_tangents })
+    }
+}
+
+struct CompiledBackward {
+    plan: Arc<TrainingPlan>,
+    saved: Vec<SavedTensor>,
+    scalars: Vec<Option<ScalarValue>>,
+    /// Per forward output: shape and dtype, for zero tangents.
+    outputs: Vec<Tensor>,
+}
+
+impl CustomBackward for CompiledBackward {
+    fn name(&self) -> &'static str {
+        "CompiledFunctionBackward"
+    }
+
+    fn backward(&self, grads: &[Option<Tensor>], _needs: &[bool]) -> Result<Vec<Option<Tensor>>> {
+        let _no_grad = NoGradGuard::new();
+        let saved = self.saved.iter().map(|s| s.get(self.name())).collect::<Result<Vec<_>>>()?;
+        let tangents = self
+            .plan
+            .joint
+            .tangents
+            .iter()
+            .map(|&oi| match grads.get(oi).cloned().flatten() {
+                Some(g) => g.contiguous(),
+                None => self.outputs[oi].zeros_like(),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let arrived: Vec<bool> = self.plan.joint.tangents.iter().map(|&oi| grads.get(oi).is_some_and(Option::is_some)).collect();
+        let mut input_grads = run_backward(&self.plan.partition, &saved, &tangents, &self.scalars)?;
+        for (g, deps) in input_grads.iter_mut().zip(&self.plan.grad_tangents) {
+            if !deps.iter().any(|&t| arrived[t]) {
+                *g = None;
+            }
+        }
+        Ok(input_grads)
+    }
+}
+
+/// Runs a call that records gradients. `Ok(None)`: the call needs the
+/// eager reference (an input mutation eager refuses, reported by it).
+pub(crate) fn run(
+    plan: &Arc<TrainingPlan>,
+    fg: &FunctionalGraph,
+    g: &Graph,
+    meta: &StaticMeta,
+    args: &[Arg],
+    bases: &[Tensor],
+    scalars: &[Option<ScalarValue>],
+) -> Result<Option<Vec<Tensor>>> {
+    let jg = &plan.joint;
+    // Mutations autograd does not see (under no_grad, or through a
+    // detached alias) are copied back without history, as PyTorch does.
+    // Per parameter, judged over its whole group (the same tensor passed
+    // twice is written through either name).
+    let hidden = |p: usize| {
+        let group = fg.groups.group_of.get(p).copied().flatten();
+        (0..args.len())
+            .filter(|&q| fg.groups.group_of.get(q).copied().flatten() == group)
+            .all(|q| meta.inputs.get(q).is_none_or(|m| m.data_mutations == m.data_mutations_under_no_grad || m.mutated_only_through_detach))
+    };
+    // In-place writes that eager refuses (a leaf that requires grad,
+    // mutated with grad on): let the reference report them, before any work.
+    for o in &jg.fw_outputs {
+        if let OutputKind::MutatedInput(group) = o.kind {
+            let Some(p) = fg.groups.group_of.iter().position(|x| *x == Some(group)) else { continue };
+            let t = arg(args, p)?;
+            if !hidden(p) && inplace_refused(t) {
+                return Ok(None);
+            }
+        }
+    }
+    // A metadata mutation with grad on of a tensor eager refuses to change.
+    for o in &jg.fw_outputs {
+        // (Training plans have no `no_grad` regions, so every metadata
+        // mutation happened with grad on.)
+        if let OutputKind::MetadataMutation(p) = o.kind {
+            if inplace_refused(arg(args, p)?) {
+                return Ok(None);
+            }
+        }
+    }
+    let (outs, saved) = match run_forward(&plan.partition, bases, scalars) {
+        Ok(r) => r,
+        // A `reshape`/`contiguous` aliased otherwise than the plan assumed:
+        // nothing was written; the eager reference runs the call.
+        Err(e) if e.to_string().contains(ALIAS_SURPRISE) => return Ok(None),
+        Err(e) => return Err(e.in_function(&g.name, None)),
+    };
+    let in_fn = |e: AotError| e.in_function(&g.name, None);
+    // The node's outputs are tensor objects of their own: no `._base`
+    // pointing into the forward's internals (views of them are rebuilt below).
+    let outs: Vec<Tensor> = outs.into_iter().map(|t| if t.view_base().is_some() { t.alias_with_layout(t.layout()) } else { t }).collect();
+    // A saved value over an input's storage would see the epilogue's
+    // writes (and their version bumps): the backward needs it as it was.
+    let written: Vec<&Tensor> = args
+        .iter()
+        .enumerate()
+        .filter(|(p, _)| meta.inputs.get(*p).is_some_and(|m| m.mutates_data() || m.mutates_metadata))
+        .filter_map(|(_, a)| a.tensor())
+        .collect();
+    let saved = {
+        let _no_grad = NoGradGuard::new();
+        saved
+            .into_iter()
+            .map(|s| if written.iter().any(|w| w.shares_storage_with(&s)) { s.copy() } else { Ok(s) })
+            .collect::<Result<Vec<_>>>()?
+    };
+
+    // The one node. Its inputs are the arguments, each distinct tensor
+    // once: the backward's gradient of a group is the whole gradient of
+    // that tensor.
+    let differentiable: Vec<bool> = jg.fw_outputs.iter().map(|o| o.tangent.is_some()).collect();
+    let inputs: Vec<Option<&Tensor>> = args
+        .iter()
+        .enumerate()
+        .map(|(p, a)| {
+            let first = fg.groups.group_of.get(p).copied().flatten().and_then(|gi| fg.groups.group_of.iter().position(|x| *x == Some(gi)));
+            a.tensor().filter(|_| first == Some(p))
+        })
+        .collect();
+    let backward = CompiledBackward {
+        plan: plan.clone(),
+        saved: saved.iter().map(SavedTensor::save).collect(),
+        scalars: scalars.to_vec(),
+        outputs: outs.iter().map(|t| t.alias_with_layout(t.layout())).collect(),
+    };
+    record_multi(&outs, &differentiable, &inputs, Box::new(backward))?;
+
+    // Epilogue, grad mode on.
+    for (o, t) in jg.fw_outputs.iter().zip(&outs) {
+        if let OutputKind::MutatedInput(group) = o.kind {
+            let Some(p) = fg.groups.group_of.iter().position(|x| *x == Some(group)) else { continue };
+            let a = arg(args, p)?;
+            {
+                // The whole storage first: writes through `as_strided` can
+                // reach beyond the argument's own elements.
+                let _no_grad = NoGradGuard::new();
+                a.storage_as_1d().copy_(&t.storage_as_1d()).map_err(in_fn)?;
+            }
+            // Then the argument itself, for its autograd history.
+            let _no_grad = hidden(p).then(NoGradGuard::new);
+            a.copy_(t).map_err(in_fn)?;
+        }
+    }
+    for (o, t) in jg.fw_outputs.iter().zip(&outs) {
+        if let OutputKind::MetadataMutation(p) = o.kind {
+            // Eager allowed the metadata mutation, so where it would refuse
+            // it with grad on, the function did it under `no_grad`.
+            let a = arg(args, p)?;
+            let _no_grad = inplace_refused(a).then(NoGradGuard::new);
+            a.as_strided_(&t.shape(), &t.stride(), t.storage_offset()).map_err(in_fn)?;
+        }
+    }
+    let value_of = |k: usize| jg.fw_outputs.iter().position(|o| o.kind == OutputKind::User(k)).map(|i| &outs[i]);
+    let mut results: Vec<Tensor> = Vec::with_capacity(jg.user_outputs.len());
+    for (k, fo) in jg.user_outputs.iter().enumerate() {
+        let object = fg.output_objects.get(k);
+        if let Some(j) = (0..k).find(|&j| fg.output_objects.get(j) == object) {
+            let same = results[j].clone();
+            results.push(same);
+            continue;
+        }
+        // Views the function made under no_grad are regenerated under
+        // no_grad (eager makes them leaves of their own), and outputs that
+        // do not require grad (through `detach`) are returned detached.
+        let src = g.outputs.get(k).and_then(|&v| g.def_node(v));
+        let _no_grad = src.is_some_and(|n| n.no_grad).then(NoGradGuard::new);
+        let wants_grad = meta
+            .outputs
+            .get(k)
+            .is_some_and(|o| o.grad_deps.iter().any(|&p| args.get(p).and_then(Arg::tensor).is_some_and(Tensor::requires_grad)));
+        let geom = || value_of(k).ok_or_else(|| AotError::internal("compiled function", format!("no forward output for result {k}")));
+        let r = match fo {
+            FOutput::Input(p) => arg(args, *p)?.clone(),
+            FOutput::AliasOfInput { group, .. } => {
+                let p = fg.groups.group_of.iter().position(|x| *x == Some(*group)).unwrap_or(usize::MAX);
+                let v = geom()?;
+                // An output that does not require grad is a view of a
+                // detached alias (eager: a view of `x.detach()`).
+                let a = arg(args, p)?;
+                let a = if wants_grad { a.clone() } else { a.detach()? };
+                a.as_strided(&v.shape(), &v.stride(), v.storage_offset())?
+            }
+            FOutput::Value(_) => geom()?.clone(),
+            FOutput::ViewOfIntermediate { base, .. } => {
+                let v = geom()?;
+                let b = jg
+                    .fw_outputs
+                    .iter()
+                    .position(|o| o.value == *base)
+                    .map(|i| &outs[i])
+                    .ok_or_else(|| AotError::internal("compiled function", format!("no base returned for result {k}")))?;
+                let b = &(if wants_grad { b.clone() } else { b.detach()? });
+                b.as_strided(&v.shape(), &v.stride(), v.storage_offset())?
+            }
+        };
+        let r = if !wants_grad && r.requires_grad() && !matches!(fo, FOutput::Input(_)) { r.detach()? } else { r };
+        let is_view = fg.output_is_view.get(k).copied().unwrap_or(true);
+        let r = if !is_view && !matches!(fo, FOutput::Input(_)) && r.view_base().is_some() { r.detach()? } else { r };
+        results.push(r);
+    }
+    Ok(Some(results))
+}
+
+/// The joint executor's message for a failed `reshape`/`contiguous` check.
+const ALIAS_SURPRISE: &str = "aliased otherwise than the compiled graph assumed";
+
+fn arg<'a>(args: &[Arg<'a>], p: usize) -> Result<&'a Tensor> {
+    args.get(p).and_then(Arg::tensor).ok_or_else(|| AotError::internal("compiled function", format!("argument {p} is not a tensor")))
+}
+
+/// For each source parameter's gradient, the tangents (backward inputs
+/// after the saved values) it is computed from.
+fn grad_tangent_deps(p: &Partition, num_tangents: usize) -> Vec<Vec<usize>> {
+    let bw = &p.backward;
+    let num_saved = bw.inputs.len().saturating_sub(num_tangents);
+    let mut deps: Vec<Vec<usize>> = vec![Vec::new(); p.num_values];
+    for (i, v) in bw.inputs.iter().enumerate().skip(num_saved) {
+        if let Some(d) = deps.get_mut(v.index()) {
+            d.push(i - num_saved);
+        }
+    }
+    for n in &bw.nodes {
+        let mut d: Vec<usize> = n.uses().flat_map(|u| deps.get(u.index()).cloned().unwrap_or_default()).collect();
+        d.sort_unstable();
+        d.dedup();
+        if let Some(slot) = deps.get_mut(n.out.index()) {
+            *slot = d;
+        }
+    }
+    p.grad_slots
+        .iter()
+        .map(|s| s.and_then(|i| bw.outputs.get(i)).map(|v| deps.get(v.index()).cloned().unwrap_or_default()).unwrap_or_default())
+        .collect()
+}
+
+/// Whether eager refuses an in-place write to `t` with grad mode on: a leaf
+/// that requires grad, a view of one, or a view made under `no_grad` of a
+/// tensor that requires grad.
+fn inplace_refused(t: &Tensor) -> bool {
+    if !t.requires_grad() {
+        return false;
+    }
+    let view = t.state().ag.view.clone();
+    t.is_leaf() || view.is_some_and(|v| v.created_in_no_grad || (v.base.is_leaf() && v.base.requires_grad()))
+}
