@@ -348,3 +348,25 @@ fn an_error_at_any_op_leaves_every_input_bit_identical() {
     }
     assert!(errs.is_empty(), "{failed} of {checked} failing calls were not transactional:\n\n{}", errs.join("\n\n"));
 }
+
+/// The same check for every inference call (no argument requires grad):
+/// compiled execution writes nothing before every op succeeded.
+#[test]
+fn an_error_at_any_op_of_an_inference_call_leaves_every_input_bit_identical() {
+    let mut errs = vec![];
+    let mut checked = 0;
+    for case in cases() {
+        for p in 0..case.patterns.len() {
+            let m = case.patterns[p].materialise().unwrap_or_else(|e| panic!("{}: {e}", case.name));
+            if m.tensors.iter().flatten().any(|t| t.requires_grad()) {
+                continue;
+            }
+            for k in 0..=node_count(&case) {
+                checked += 1;
+                errs.extend(check(&case, p, k, true));
+            }
+        }
+    }
+    assert!(checked >= 50, "only {checked} inference calls checked");
+    assert!(errs.is_empty(), "{}", errs.join("\n\n"));
+}
