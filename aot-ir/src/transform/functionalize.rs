@@ -577,7 +577,9 @@ mod tests {
         assert_eq!(fg.metadata_mutations.len(), 1);
         assert!(fg.mutated_groups.is_empty());
         assert_eq!(fg.outputs[0], FOutput::Input(0));
-        assert!(matches!(fg.outputs[1], FOutput::ViewOfIntermediate { .. }));
+        // `m` is an allocated tensor whose own metadata changed: a value, not a view.
+        assert!(matches!(fg.outputs[1], FOutput::Value(_)));
+        assert_eq!(fg.output_is_view, vec![false, false]);
     }
 
     #[test]
