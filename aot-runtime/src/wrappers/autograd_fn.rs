@@ -58,8 +58,17 @@ impl TrainingPlan {
         // differences): `no_grad!` regions inside a training call, and
         // `contiguous()`, whose identity-or-copy outcome the joint does not
         // check when it returns an input.
-        if source.nodes.iter().any(|n| n.no_grad || n.op == aot_ir::OpKind::Contiguous) {
-            return Err("no_grad regions and contiguous() in training calls run eagerly for now".into());
+        // A write through a `detach()` alias gives the alias (not its base)
+        // history in eager; the joint treats such writes as invisible.
+        let alias = aot_ir::analysis::alias::AliasInfo::compute(source);
+        if source.nodes.iter().filter_map(aot_ir::Node::target).any(|t| alias.through_detach[t.index()]) {
+            return Err("writes through detach() in training calls run eagerly for now".into());
+        }
+        // `as_strided` can reach storage between a strided argument's
+        // elements, where gradients must land on the argument's base.
+        use aot_ir::OpKind as K;
+        if source.nodes.iter().any(|n| n.no_grad || matches!(n.op, K::Contiguous | K::AsStrided | K::AsStridedInplace)) {
+            return Err("no_grad regions, contiguous() and as_strided in training calls run eagerly for now".into());
         }
         // A `reshape` whose aliasing decides the result must be checked at
         // run time, and the partitioned forward may not run it at all.
@@ -272,6 +281,9 @@ pub(crate) fn run(
         let r = if !wants_grad && r.requires_grad() && !matches!(fo, FOutput::Input(_)) { r.detach()? } else { r };
         let is_view = fg.output_is_view.get(k).copied().unwrap_or(true);
         let r = if !is_view && !matches!(fo, FOutput::Input(_)) && r.view_base().is_some() { r.detach()? } else { r };
+        // Another object already handed out as this tensor (`y` and
+        // `y.detach()`): a distinct object over the same storage.
+        let r = if !matches!(fo, FOutput::Input(_)) && results.iter().any(|x| x.same_tensor(&r)) { r.detach()? } else { r };
         results.push(r);
     }
     Ok(Some(results))
