@@ -1,9 +1,9 @@
 //! Helpers for the oracle tests: the golden data's format, its leaf values,
 //! its argument expressions, and tolerant comparisons.
 //!
-//! The golden data (`oracle/public.json`) is PyTorch's own record of what
-//! AOTAutograd decided and computed on a corpus of functions; see
-//! `oracle/README.md`.
+//! The golden data (`oracle/public.json`, and the project's own
+//! `oracle/extra.json`) is PyTorch's own record of what AOTAutograd decided
+//! and computed on a corpus of functions; see `oracle/README.md`.
 //!
 //! For the differential tests (compiled execution against the eager
 //! reference): [`choice`] (replayable random choices), [`progen`] (random
@@ -85,6 +85,13 @@ impl Call {
 pub fn load_cases() -> Vec<Case> {
     let text = include_str!("../oracle/public.json");
     serde_json::from_str(text).expect("oracle/public.json parses")
+}
+
+/// The project's own corpus (`oracle/extra.json`, generated from
+/// `oracle/cases_extra.py` by `oracle/gen.py`), in the same format.
+pub fn load_extra_cases() -> Vec<Case> {
+    let text = include_str!("../oracle/extra.json");
+    serde_json::from_str(text).expect("oracle/extra.json parses")
 }
 
 /// Leaf `k`'s values: `sin(0.37 i + 0.71 k + 0.1)` in f64, stored as f32.

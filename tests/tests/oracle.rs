@@ -2,13 +2,19 @@
 //! case, the metadata `explain()` reports, and the outputs, arguments after
 //! the call, storage sharing and gradients of the call itself.
 //!
+//! Two corpora, checked the same way: the public one (`oracle/public.json`,
+//! tests `oracle_*`) and the project's own (`oracle/extra.json`, generated
+//! from `oracle/cases_extra.py`, tests `extra_oracle_*`).
+//!
 //! Failures are collected and reported together, one line per mismatch.
 
 #[path = "../../ui-tests/tests/oracle/cases.rs"]
 mod cases;
+#[path = "../../ui-tests/tests/oracle/cases_extra.rs"]
+mod cases_extra;
 
 use aot_runtime::{Arg, CompiledFn, Tensor};
-use aot_tests::{build_args, close, load_cases, normalize_meta, oracle_loss, values, Call, CallArg};
+use aot_tests::{build_args, close, load_cases, load_extra_cases, normalize_meta, oracle_loss, values, Call, CallArg, Case};
 use serde_json::Value;
 
 const TOL: f64 = 1e-3;
@@ -173,13 +179,23 @@ fn check_result(f: &CompiledFn, call: &Call) -> Vec<String> {
     errs
 }
 
-fn run(check: fn(&CompiledFn, &Call) -> Vec<String>) -> (usize, Vec<String>) {
-    let cases = load_cases();
-    let fns = cases::all();
-    assert_eq!(fns.len(), cases.len(), "cases.rs is stale: rerun tests/oracle/gen_cases.py");
+/// A corpus and its compiled functions, in the same order.
+type Corpus = (Vec<Case>, Vec<(&'static str, &'static CompiledFn)>);
+
+fn public() -> Corpus {
+    (load_cases(), cases::all())
+}
+
+fn extra() -> Corpus {
+    (load_extra_cases(), cases_extra::all())
+}
+
+fn run((cases, fns): Corpus, check: fn(&CompiledFn, &Call) -> Vec<String>) -> (usize, Vec<String>) {
+    assert_eq!(fns.len(), cases.len(), "the generated cases are stale: rerun tests/oracle/gen_cases.py");
     let mut total = 0;
     let mut failures = vec![];
-    for (case, (_, f)) in cases.iter().zip(&fns) {
+    for (case, (name, f)) in cases.iter().zip(&fns) {
+        assert_eq!(case.name, *name, "the generated cases are stale: rerun tests/oracle/gen_cases.py");
         for call in &case.calls {
             total += 1;
             for e in check(f, call) {
@@ -201,13 +217,13 @@ fn report(what: &str, total: usize, failures: &[String]) {
 
 #[test]
 fn oracle_results_match_pytorch() {
-    let (total, failures) = run(check_result);
+    let (total, failures) = run(public(), check_result);
     report("results", total, &failures);
 }
 
 #[test]
 fn oracle_metadata_matches_pytorch() {
-    let (total, failures) = run(check_metadata);
+    let (total, failures) = run(public(), check_metadata);
     report("metadata", total, &failures);
 }
 
@@ -216,6 +232,25 @@ fn oracle_metadata_matches_pytorch() {
 /// `fw_metadata` that was compiled with directly.
 #[test]
 fn oracle_traced_tangents_match_pytorch() {
-    let (total, failures) = run(check_tangents);
+    let (total, failures) = run(public(), check_tangents);
     report("traced_tangents", total, &failures);
+}
+
+#[test]
+fn extra_oracle_results_match_pytorch() {
+    let (total, failures) = run(extra(), check_result);
+    report("extra results", total, &failures);
+}
+
+#[test]
+fn extra_oracle_metadata_matches_pytorch() {
+    let (total, failures) = run(extra(), check_metadata);
+    report("extra metadata", total, &failures);
+}
+
+/// As `oracle_traced_tangents_match_pytorch`, on the project's own corpus.
+#[test]
+fn extra_oracle_traced_tangents_match_pytorch() {
+    let (total, failures) = run(extra(), check_tangents);
+    report("extra traced_tangents", total, &failures);
 }

@@ -7,6 +7,8 @@
 
 #[path = "oracle/cases.rs"]
 mod cases;
+#[path = "oracle/cases_extra.rs"]
+mod cases_extra;
 #[path = "oracle/common.rs"]
 mod common;
 
@@ -181,10 +183,20 @@ fn check_call(f: &CompiledFn, call: &Value) -> Result<Vec<String>> {
 
 #[test]
 fn eager_reference_matches_pytorch() {
-    let oracle = common::load();
+    check_eager(&common::load(), cases::all());
+}
+
+/// The same over the project's own corpus (tests/oracle/extra.json).
+#[test]
+fn extra_eager_reference_matches_pytorch() {
+    check_eager(&common::load_extra(), cases_extra::all());
+}
+
+fn check_eager(oracle: &[Value], fns: Vec<(&'static str, &'static CompiledFn)>) {
+    assert_eq!(fns.len(), oracle.len(), "run `python3 tests/oracle/gen_cases.py`");
     let mut failures = Vec::new();
     let mut checked = 0;
-    for ((name, compiled), case) in cases::all().into_iter().zip(&oracle) {
+    for ((name, compiled), case) in fns.into_iter().zip(oracle) {
         for call in case["calls"].as_array().into_iter().flatten() {
             checked += 1;
             let label = call["label"].as_str().unwrap_or("?");

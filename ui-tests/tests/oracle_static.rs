@@ -9,25 +9,57 @@
 //! 2. the template completed with each call's `requires_grad`, `is_leaf`
 //!    and duplicate arguments: the whole `fw_metadata` except
 //!    `traced_tangents` (which needs shapes, supplied at run time).
+//!
+//! Both corpora: the public one (tests/oracle/public.json, cases.rs) and the
+//! project's own (tests/oracle/extra.json, cases_extra.rs), the latter in
+//! the `extra_*` tests.
 
 #[path = "oracle/cases.rs"]
 mod cases;
+#[path = "oracle/cases_extra.rs"]
+mod cases_extra;
 #[path = "oracle/common.rs"]
 mod common;
 
 use aot_ir::{ArgFacts, CallFacts, OutputAlias};
+use aot_runtime::CompiledFn;
 use common::{lets, resolve};
 use serde_json::Value;
 
-#[test]
-fn generated_cases_are_up_to_date() {
-    let oracle = common::load();
-    assert_eq!(cases::COUNT, oracle.len(), "run `python3 tests/oracle/gen_cases.py`");
-    for (((name, compiled), case), source) in cases::all().into_iter().zip(&oracle).zip(cases::SOURCES) {
-        assert_eq!(Some(name), case["name"].as_str(), "run `python3 tests/oracle/gen_cases.py`");
+/// A corpus's cases, and the functions generated from it with their sources and count.
+struct Corpus {
+    oracle: Vec<Value>,
+    fns: Vec<(&'static str, &'static CompiledFn)>,
+    sources: &'static [&'static str],
+    count: usize,
+}
+
+fn public() -> Corpus {
+    Corpus { oracle: common::load(), fns: cases::all(), sources: cases::SOURCES, count: cases::COUNT }
+}
+
+fn extra() -> Corpus {
+    Corpus { oracle: common::load_extra(), fns: cases_extra::all(), sources: cases_extra::SOURCES, count: cases_extra::COUNT }
+}
+
+fn check_up_to_date(c: &Corpus) {
+    assert_eq!(c.count, c.oracle.len(), "run `python3 tests/oracle/gen_cases.py`");
+    assert_eq!(c.fns.len(), c.oracle.len(), "run `python3 tests/oracle/gen_cases.py`");
+    for (((name, compiled), case), source) in c.fns.iter().zip(&c.oracle).zip(c.sources) {
+        assert_eq!(Some(*name), case["name"].as_str(), "run `python3 tests/oracle/gen_cases.py`");
         assert_eq!(Some(*source), case["rust"].as_str(), "{name}: run `python3 tests/oracle/gen_cases.py`");
         assert_eq!(compiled.graph().params.len(), case["calls"][0]["args"].as_array().map_or(0, Vec::len), "{name}");
     }
+}
+
+#[test]
+fn generated_cases_are_up_to_date() {
+    check_up_to_date(&public());
+}
+
+#[test]
+fn extra_generated_cases_are_up_to_date() {
+    check_up_to_date(&extra());
 }
 
 /// The call's facts, read off its argument expressions: `requires_grad`
@@ -62,10 +94,18 @@ fn calls_with_meta(case: &Value) -> Vec<&Value> {
 
 #[test]
 fn static_template_matches_pytorch() {
-    let oracle = common::load();
+    check_static_template(&public());
+}
+
+#[test]
+fn extra_static_template_matches_pytorch() {
+    check_static_template(&extra());
+}
+
+fn check_static_template(c: &Corpus) {
     let mut failures = Vec::new();
     let mut checked = (0, 0);
-    for ((name, compiled), case) in cases::all().into_iter().zip(&oracle) {
+    for (&(name, compiled), case) in c.fns.iter().zip(&c.oracle) {
         let meta = compiled.static_meta();
         for call in calls_with_meta(case) {
             let facts = call_facts(call);
@@ -117,10 +157,18 @@ fn static_template_matches_pytorch() {
 
 #[test]
 fn completed_metadata_matches_pytorch() {
-    let oracle = common::load();
+    check_completed_metadata(&public());
+}
+
+#[test]
+fn extra_completed_metadata_matches_pytorch() {
+    check_completed_metadata(&extra());
+}
+
+fn check_completed_metadata(c: &Corpus) {
     let mut failures = Vec::new();
     let mut checked = 0;
-    for ((name, compiled), case) in cases::all().into_iter().zip(&oracle) {
+    for (&(name, compiled), case) in c.fns.iter().zip(&c.oracle) {
         for call in calls_with_meta(case) {
             let ours = compiled.static_meta().complete(&call_facts(call));
             let mut ours = serde_json::to_value(&ours).unwrap_or_default();

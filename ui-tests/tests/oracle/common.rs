@@ -1,4 +1,5 @@
-//! Reading the PyTorch oracle (tests/oracle/public.json): the cases, and
+//! Reading the PyTorch oracle (tests/oracle/public.json, and the project's
+//! own tests/oracle/extra.json): the cases, and
 //! the argument expressions of its calls (`x.copy()`, `p.view([-1])`, ...).
 
 #![allow(dead_code)]
@@ -7,7 +8,15 @@ use serde_json::Value;
 
 /// The oracle, as committed in the repository.
 pub fn load() -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/public.json");
+    load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/public.json"))
+}
+
+/// The project's own corpus (tests/oracle/extra.json), in the same format.
+pub fn load_extra() -> Vec<Value> {
+    load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/extra.json"))
+}
+
+fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     match serde_json::from_str(&text) {
         Ok(Value::Array(cases)) => cases,
