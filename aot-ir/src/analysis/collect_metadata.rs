@@ -37,6 +37,12 @@ pub struct StaticMeta {
     /// Some fact depends on whether a `reshape`/`contiguous` aliased its
     /// receiver; the template assumes it did.
     pub uncertain: bool,
+    /// Inputs whose gradient reaches an op run with grad mode on (the
+    /// receiver of an in-place op included). A call in which none of them
+    /// requires grad records no history at all: it runs as an inference
+    /// call, its writes to inputs that require grad hidden from autograd.
+    #[serde(default)]
+    pub grad_mode_deps: Vec<usize>,
 }
 
 /// Static facts about one parameter.
@@ -58,6 +64,18 @@ pub struct InputTemplate {
 impl InputTemplate {
     pub fn mutates_data(&self) -> bool {
         self.data_mutations > 0
+    }
+}
+
+impl StaticMeta {
+    /// Whether a call whose tensor arguments require grad as in
+    /// `requires_grad` (by parameter position) records autograd history:
+    /// some op run with grad mode on reads a value that requires grad.
+    /// A metadata mutation of an input that requires grad counts, wherever
+    /// it happens: the input's view history is rebuilt on its new geometry.
+    pub fn records_history(&self, requires_grad: impl Fn(usize) -> bool) -> bool {
+        self.grad_mode_deps.iter().any(|&p| requires_grad(p))
+            || self.inputs.iter().enumerate().any(|(p, i)| i.mutates_metadata && requires_grad(p))
     }
 }
 
@@ -159,9 +177,33 @@ impl StaticMeta {
             }
         }
         let group = |v: ValueId| alias.grad_root[v.index()];
+        // Per value, the inputs whose `requires_grad` makes it require
+        // grad (a view made under `no_grad` of one that does still does),
+        // and the inputs that reach an op run with grad mode on.
+        let mut rg_deps: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); g.values.len()];
+        for (i, p) in g.params.iter().enumerate() {
+            if let Some(v) = p.value {
+                rg_deps[v.index()].insert(i);
+            }
+        }
+        let mut grad_mode_deps: BTreeSet<usize> = BTreeSet::new();
 
         for (k, node) in g.nodes.iter().enumerate() {
             layouts.apply(g, &alias, k);
+            let reads: BTreeSet<usize> = node.tensor_args().flat_map(|v| rg_deps[v.index()].iter().copied()).collect();
+            if node.is_differentiable() {
+                grad_mode_deps.extend(reads.iter().copied());
+            }
+            if let Some(out) = node.out {
+                rg_deps[out.index()] = match node.op.alias_effect() {
+                    crate::op::AliasEffect::Detach => BTreeSet::new(),
+                    crate::op::AliasEffect::View | crate::op::AliasEffect::MaybeView | crate::op::AliasEffect::MaybeSame => {
+                        node.receiver().map(|r| rg_deps[r.index()].clone()).unwrap_or_default()
+                    }
+                    _ if node.no_grad => BTreeSet::new(),
+                    _ => reads,
+                };
+            }
             let sources: BTreeSet<usize> = if node.is_differentiable() {
                 node.op
                     .differentiable_args()
@@ -253,6 +295,7 @@ impl StaticMeta {
             outputs,
             has_random_ops: g.nodes.iter().any(|n| n.op.is_random()),
             uncertain,
+            grad_mode_deps: grad_mode_deps.into_iter().collect(),
         };
         meta.fill_static_types();
         meta

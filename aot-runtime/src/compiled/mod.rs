@@ -139,7 +139,7 @@ impl CompiledFn {
     #[doc(hidden)]
     pub fn __call(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
         let scalars = arg::scalar_values(&self.graph, args)?;
-        let records_grad = is_grad_enabled() && args.iter().any(|a| a.tensor().is_some_and(Tensor::requires_grad));
+        let records_grad = self.records_grad(args);
         let key = GuardKey::of(args, &self.meta);
         let spec = self.cache.get(&self.graph, &self.meta, key)?;
         let bases = spec.bases(args);
@@ -158,12 +158,17 @@ impl CompiledFn {
             exec::execute(&spec.graph, &self.graph, args, &bases, &scalars)?
         };
         match env {
-            Some(env) => crate::wrappers::epilogue::apply(&spec.graph, args, &bases, &env),
+            Some(env) => crate::wrappers::epilogue::apply(&spec.graph, &self.meta, args, &bases, &env),
             None => {
                 // A `reshape`/`contiguous` aliased otherwise than assumed:
                 // give back the random numbers drawn and run the reference.
                 if let Some(state) = rng {
                     crate::ops::rng_restore(state);
+                }
+                // The shadows carry no autograd state: with arguments that
+                // require grad (a call that records nothing), eager itself.
+                if args.iter().any(|a| a.tensor().is_some_and(Tensor::requires_grad)) {
+                    return self.run_eager(args);
                 }
                 shadow::run(&self.graph, &self.meta, args)
             }
@@ -175,6 +180,32 @@ impl CompiledFn {
         arg::scalar_values(&self.graph, args)?;
         let spec = self.cache.get(&self.graph, &self.meta, GuardKey::of(args, &self.meta))?;
         Ok(spec.graph.listing(&self.graph))
+    }
+
+    /// A call records history only when an op run with grad mode on reads
+    /// a value that requires grad. Otherwise (say, an optimizer step whose
+    /// writes to the parameters are all under `no_grad!`) it is an
+    /// inference call: the epilogue's writes are hidden from autograd, as
+    /// eager's are.
+    fn records_grad(&self, args: &[Arg]) -> bool {
+        is_grad_enabled() && self.meta.records_history(|p| args.get(p).and_then(Arg::tensor).is_some_and(Tensor::requires_grad))
+    }
+
+    /// How a call with these arguments runs: `"inference"`, `"compiled
+    /// training"`, or `"eager reference: <why>"` for a call that records
+    /// gradients through a function the joint graph does not cover yet.
+    /// For tests and diagnostics.
+    #[doc(hidden)]
+    pub fn __call_path(&self, args: &[Arg]) -> Result<String> {
+        arg::scalar_values(&self.graph, args)?;
+        if !self.records_grad(args) {
+            return Ok("inference".into());
+        }
+        let spec = self.cache.get(&self.graph, &self.meta, GuardKey::of(args, &self.meta))?;
+        Ok(match spec.training(&self.graph, args) {
+            Ok(_) => "compiled training".into(),
+            Err(why) => format!("eager reference: {why}"),
+        })
     }
 
     /// How many specialisations are cached.

@@ -25,7 +25,7 @@ use crate::compiled::joint_exec::{run_backward, run_forward};
 use crate::compiled::Arg;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
-use aot_ir::transform::joint::{create_joint, JointGraph, OutputKind};
+use aot_ir::transform::joint::{create_joint, JOp, JointGraph, OutputKind};
 use aot_ir::transform::partition::{partition, Partition};
 use aot_ir::transform::{FOutput, FunctionalGraph};
 use aot_ir::{Graph, ScalarValue, StaticMeta};
@@ -46,14 +46,6 @@ impl TrainingPlan {
     /// `Err` with the reason when the function has no compiled training
     /// path yet (the call then runs the eager reference).
     pub(crate) fn build(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]) -> std::result::Result<TrainingPlan, String> {
-        // The compiled forward runs only what the outputs and the backward
-        // need; an unused op that eager would run (and could fail on) keeps
-        // the call on the eager reference, so both refuse alike.
-        let used: std::collections::HashSet<aot_ir::ValueId> =
-            source.nodes.iter().flat_map(|n| n.tensor_args()).chain(source.outputs.iter().copied()).collect();
-        if source.nodes.iter().any(|n| n.out.is_some_and(|o| !used.contains(&o))) {
-            return Err("the function computes values it never uses".into());
-        }
         // Not covered yet (the differential tests found `requires_grad`
         // differences): `no_grad!` regions inside a training call, and
         // `contiguous()`, whose identity-or-copy outcome the joint does not
@@ -67,8 +59,21 @@ impl TrainingPlan {
         // `as_strided` can reach storage between a strided argument's
         // elements, where gradients must land on the argument's base.
         use aot_ir::OpKind as K;
-        if source.nodes.iter().any(|n| n.no_grad || matches!(n.op, K::Contiguous | K::AsStrided | K::AsStridedInplace)) {
-            return Err("no_grad regions, contiguous() and as_strided in training calls run eagerly for now".into());
+        // Under `no_grad`, eager's view semantics are their own: a view
+        // made there of a tensor that requires grad is a leaf that requires
+        // grad and refuses in-place writes with grad mode on, and a
+        // metadata mutation there leaves the view's history half rebuilt.
+        // The joint does not model these; data writes and computations
+        // under `no_grad` (optimizer steps, running statistics) it does.
+        let no_grad_view_or_meta = |n: &aot_ir::Node| {
+            n.no_grad
+                && (n.class() == aot_ir::OpClass::MetadataMutation
+                    || !matches!(n.op.alias_effect(), aot_ir::op::AliasEffect::Fresh | aot_ir::op::AliasEffect::InPlace))
+        };
+        if source.nodes.iter().any(|n| matches!(n.op, K::Contiguous | K::AsStrided | K::AsStridedInplace) || no_grad_view_or_meta(n)) {
+            return Err(
+                "contiguous(), as_strided, and views or metadata mutations under no_grad in training calls run eagerly for now".into()
+            );
         }
         // A `reshape` whose aliasing decides the result must be checked at
         // run time, and the partitioned forward may not run it at all.
@@ -78,6 +83,43 @@ impl TrainingPlan {
         let joint = create_joint(fg, source, requires_grad).map_err(|e| e.to_string())?;
         joint.verify().map_err(|e| e.to_string())?;
         let partition = partition(&joint).map_err(|e| e.to_string())?;
+        // The compiled forward runs only what the outputs and the backward
+        // need. A source op it leaves out (a value never used, a write to
+        // an intermediate nobody reads) could fail in eager: such a call
+        // runs the eager reference, so both refuse alike.
+        // (Views live on inside the chains that replay them; one whose value
+        // nobody reads at all is caught here.)
+        let used: std::collections::HashSet<aot_ir::ValueId> =
+            source.nodes.iter().flat_map(|n| n.tensor_args()).chain(source.outputs.iter().copied()).collect();
+        if source.nodes.iter().any(|n| n.out.is_some_and(|o| !used.contains(&o))) {
+            return Err("the function computes values it never uses".into());
+        }
+        let mut ran = vec![false; source.nodes.len()];
+        for n in &partition.forward.nodes {
+            if let JOp::Op { src_node: Some(k), .. } | JOp::Mutate { src_node: k, .. } = n.op {
+                if let Some(r) = ran.get_mut(k) {
+                    *r = true;
+                }
+            }
+        }
+        // Views and metadata mutations run inside the chains of the ops
+        // that read them: they count as run when something that ran (or
+        // an output) reads them, directly or through further views.
+        let mut needed = vec![false; source.values.len()];
+        for v in source.outputs.iter().copied().chain(source.nodes.iter().zip(&ran).filter(|(_, r)| **r).flat_map(|(n, _)| n.tensor_args()))
+        {
+            needed[v.index()] = true;
+        }
+        for (k, n) in source.nodes.iter().enumerate().rev() {
+            let Some(v) = n.result() else { continue };
+            if matches!(n.class(), aot_ir::OpClass::View | aot_ir::OpClass::MetadataMutation) && needed[v.index()] {
+                ran[k] = true;
+                n.tensor_args().for_each(|u| needed[u.index()] = true);
+            }
+        }
+        if let Some(k) = ran.iter().position(|r| !r) {
+            return Err(format!("source op {k} has no effect the compiled forward needs"));
+        }
         let grad_tangents = grad_tangent_deps(&partition, joint.tangents.len());
         Ok(TrainingPlan { joint, partition, grad_tangents })
     }

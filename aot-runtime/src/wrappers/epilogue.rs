@@ -23,18 +23,29 @@ use crate::compiled::Arg;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
 use aot_ir::transform::{FOutput, FunctionalGraph};
+use aot_ir::StaticMeta;
 
 /// Applies the effects of a finished run and builds the outputs.
 /// `bases[g]` is the caller's tensor over group `g`'s storage.
-pub(crate) fn apply(fg: &FunctionalGraph, args: &[Arg], bases: &[Tensor], env: &Env) -> Result<Vec<Tensor>> {
+/// `meta` says which outputs require grad in eager (inputs that require
+/// grad reach an inference call when nothing records history, such as an
+/// optimizer step under `no_grad!`).
+pub(crate) fn apply(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg], bases: &[Tensor], env: &Env) -> Result<Vec<Tensor>> {
     let _no_grad = NoGradGuard::new();
-    for &(group, v) in &fg.mutated_groups {
-        let dst = base(bases, group)?.storage_as_1d();
-        dst.copy_(&get(env, v)?.storage_as_1d())?;
-    }
+    let arg_rg = |p: usize| args.get(p).and_then(Arg::tensor).is_some_and(Tensor::requires_grad);
+    // An alias of an input that requires grad, which eager made from a
+    // detached alias: regenerated from a detached alias too.
+    let detached = |k: usize| meta.outputs.get(k).is_some_and(|o| !o.grad_deps.iter().any(|&p| arg_rg(p)));
+    // Metadata first: the data copies bump the version counters after the
+    // final geometry is in place, so a view's history is rebuilt on it (as
+    // eager does when a write follows the metadata change).
     for &(p, v) in &fg.metadata_mutations {
         let t = get(env, v)?;
         arg_tensor(args, p)?.as_strided_(&t.shape(), &t.stride(), t.storage_offset())?;
+    }
+    for &(group, v) in &fg.mutated_groups {
+        let dst = base(bases, group)?.storage_as_1d();
+        dst.copy_(&get(env, v)?.storage_as_1d())?;
     }
     let mut regenerated: Vec<(aot_ir::ValueId, Tensor)> = Vec::new();
     let mut results: Vec<Tensor> = Vec::with_capacity(fg.outputs.len());
@@ -50,13 +61,16 @@ pub(crate) fn apply(fg: &FunctionalGraph, args: &[Arg], bases: &[Tensor], env: &
             FOutput::AliasOfInput { group, value } => {
                 let t = get(env, *value)?;
                 let single = fg.groups.single.get(*group).copied().unwrap_or(false);
-                if single && !fg.mutated_groups.iter().any(|(g, _)| g == group) {
+                let anchor = anchor(fg, args, *group)?;
+                if anchor.requires_grad() && detached(k) {
+                    anchor.detach()?.as_strided(&t.shape(), &t.stride(), t.storage_offset())?
+                } else if single && !fg.mutated_groups.iter().any(|(g, _)| g == group) {
                     // Views replayed on the caller's tensor itself.
                     t.clone()
                 } else if let Some((_, r)) = regenerated.iter().find(|(v, _)| v == value) {
                     r.clone()
                 } else {
-                    let r = anchor(fg, args, *group)?.as_strided(&t.shape(), &t.stride(), t.storage_offset())?;
+                    let r = anchor.as_strided(&t.shape(), &t.stride(), t.storage_offset())?;
                     regenerated.push((*value, r.clone()));
                     r
                 }
