@@ -26,6 +26,27 @@ pub(crate) fn leaf_error(op: &str, t: &Tensor) -> AotError {
     AotError::autograd(op, msg)
 }
 
+/// Autograd's checks before an in-place op (data or metadata) that records
+/// history: the target may not be a leaf that requires grad, a view of one,
+/// or a view made under `no_grad` of a tensor that requires grad.
+pub(crate) fn check_inplace(op: &str, target: &Tensor) -> Result<()> {
+    if let Some(v) = &target.state().ag.view {
+        if v.created_in_no_grad && v.base.requires_grad() {
+            return Err(AotError::autograd(
+                op,
+                "A view was created in no_grad mode and is being modified inplace with grad mode enabled. This view is the output of a function that returns multiple views or was created under no_grad; such views cannot be modified inplace. You should replace the inplace operation by an out-of-place one.",
+            ));
+        }
+        if v.base.is_leaf() && v.base.requires_grad() {
+            return Err(leaf_error(op, target));
+        }
+    }
+    if target.is_leaf() && target.state().ag.requires_grad {
+        return Err(leaf_error(op, target));
+    }
+    Ok(())
+}
+
 /// PyTorch's memory-overlap checks for writing into `dst` while reading `srcs`.
 fn check_overlap(op: &'static str, dst: &Tensor, srcs: &[&Tensor]) -> Result<()> {
     let dl = dst.layout();
@@ -83,21 +104,8 @@ pub(crate) fn inplace(
         write_into(op, target, &value)?;
         return Ok(target.clone());
     }
+    check_inplace(op, target)?;
     let view = target.state().ag.view.clone();
-    if let Some(v) = &view {
-        if v.created_in_no_grad && v.base.requires_grad() {
-            return Err(AotError::autograd(
-                op,
-                "A view was created in no_grad mode and is being modified inplace with grad mode enabled. This view is the output of a function that returns multiple views or was created under no_grad; such views cannot be modified inplace. You should replace the inplace operation by an out-of-place one.",
-            ));
-        }
-        if v.base.is_leaf() && v.base.requires_grad() {
-            return Err(leaf_error(op, target));
-        }
-    }
-    if target.is_leaf() && target.state().ag.requires_grad {
-        return Err(leaf_error(op, target));
-    }
     // The snapshot holds the target's current values; for a plain tensor it
     // carries the target's history, for a view it stands in for the view's
     // old value inside CopySlices (which supplies the base's history).

@@ -185,8 +185,8 @@ impl Tensor {
         let old = self.layout();
         let new = op.apply(&old, self.storage_len())?;
         let recording = is_grad_enabled() && self.requires_grad();
-        if recording && self.is_leaf() {
-            return Err(crate::ops::inplace::leaf_error(name, self));
+        if recording {
+            crate::ops::inplace::check_inplace(name, self)?;
         }
         let node = if recording {
             let edge = self.grad_edge();

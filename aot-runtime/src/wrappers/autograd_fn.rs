@@ -40,6 +40,10 @@ pub(crate) struct TrainingPlan {
     /// gradient none of whose tangents arrived is `None`, not zeros, as in
     /// PyTorch (the leaf's `.grad` stays unset).
     grad_tangents: Vec<Vec<usize>>,
+    /// Parameters over whose storage a metadata mutation with grad mode on
+    /// changes some tensor: eager refuses it when that tensor is a view of
+    /// a leaf that requires grad, which only the call's arguments tell.
+    metadata_mutated_storages: Vec<usize>,
 }
 
 impl TrainingPlan {
@@ -53,6 +57,14 @@ impl TrainingPlan {
         // A write through a `detach()` alias gives the alias (not its base)
         // history in eager; the joint treats such writes as invisible.
         let alias = aot_ir::analysis::alias::AliasInfo::compute(source);
+        let mut metadata_mutated_storages: Vec<usize> = source
+            .nodes
+            .iter()
+            .filter(|n| !n.no_grad && n.class() == aot_ir::OpClass::MetadataMutation)
+            .filter_map(|n| n.target().and_then(|t| alias.input_of(t)))
+            .collect();
+        metadata_mutated_storages.sort_unstable();
+        metadata_mutated_storages.dedup();
         if source.nodes.iter().filter_map(aot_ir::Node::target).any(|t| alias.through_detach[t.index()]) {
             return Err("writes through detach() in training calls run eagerly for now".into());
         }
@@ -121,7 +133,7 @@ impl TrainingPlan {
             return Err(format!("source op {k} has no effect the compiled forward needs"));
         }
         let grad_tangents = grad_tangent_deps(&partition, joint.tangents.len());
-        Ok(TrainingPlan { joint, partition, grad_tangents })
+        Ok(TrainingPlan { joint, partition, grad_tangents, metadata_mutated_storages })
     }
 }
 
@@ -203,6 +215,13 @@ pub(crate) fn run(
             if inplace_refused(arg(args, p)?) {
                 return Ok(None);
             }
+        }
+    }
+    // A metadata mutation with grad on of a view of a leaf that requires
+    // grad (or of a view eager made under `no_grad`): eager refuses it.
+    for &p in &plan.metadata_mutated_storages {
+        if inplace_refused(arg(args, p)?) {
+            return Ok(None);
         }
     }
     let (outs, saved) = match run_forward(&plan.partition, bases, scalars) {
