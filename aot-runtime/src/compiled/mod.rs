@@ -142,11 +142,14 @@ impl CompiledFn {
         let records_grad = self.records_grad(args);
         let key = GuardKey::of(args, &self.meta);
         let spec = self.cache.get(&self.graph, &self.meta, key)?;
+        if cfg!(debug_assertions) {
+            spec.debug_assert_requires_grad(&self.graph.name, args)?;
+        }
         let bases = spec.bases(args);
         if records_grad {
             // Functions the joint graph does not cover yet (aliased
             // arguments that require grad, dropout) run the eager reference.
-            let Ok(plan) = spec.training(&self.graph, args) else { return self.run_eager(args) };
+            let Ok(plan) = spec.training(&self.graph) else { return self.run_eager(args) };
             return match crate::wrappers::autograd_fn::run(plan, &spec.graph, &self.graph, &self.meta, args, &bases, &scalars)? {
                 Some(outs) => Ok(outs),
                 None => self.run_eager(args),
@@ -202,7 +205,7 @@ impl CompiledFn {
             return Ok("inference".into());
         }
         let spec = self.cache.get(&self.graph, &self.meta, GuardKey::of(args, &self.meta))?;
-        Ok(match spec.training(&self.graph, args) {
+        Ok(match spec.training(&self.graph) {
             Ok(_) => "compiled training".into(),
             Err(why) => format!("eager reference: {why}"),
         })

@@ -168,6 +168,9 @@ fn mark_overlaps(args: &[Arg], keys: &mut [ArgKey]) {
 #[derive(Debug)]
 pub(crate) struct Specialization {
     pub(crate) graph: FunctionalGraph,
+    /// Per argument, whether it required grad when this specialisation was
+    /// made (from the key).
+    requires_grad: Vec<bool>,
     training: OnceLock<std::result::Result<Arc<TrainingPlan>, String>>,
 }
 
@@ -176,17 +179,39 @@ impl Specialization {
         let groups = key.groups(meta);
         let graph = functionalize(g, &groups);
         graph.verify().map_err(|e| AotError::Internal { op: "functionalize", msg: e.to_string() })?;
-        Ok(Specialization { graph, training: OnceLock::new() })
+        let requires_grad = key.args.iter().map(|k| k.requires_grad).collect();
+        Ok(Specialization { graph, requires_grad, training: OnceLock::new() })
+    }
+
+    /// PyTorch's `DebugAssertWrapper`: a call must have the `requires_grad`
+    /// pattern this specialisation was made for. The guard key contains
+    /// the pattern, so a mismatch means a cache bug; debug builds check
+    /// every call and refuse to run a plan made for other arguments.
+    pub(crate) fn debug_assert_requires_grad(&self, func: &str, args: &[Arg]) -> Result<()> {
+        for (i, (a, &compiled)) in args.iter().zip(&self.requires_grad).enumerate() {
+            let now = a.tensor().is_some_and(Tensor::requires_grad);
+            if now != compiled {
+                let (is, assumed) = if now { ("requires", "doesn't") } else { ("doesn't require", "does") };
+                return Err(AotError::Internal {
+                    op: "DebugAssertWrapper",
+                    msg: format!("`{func}`: argument {i} {is} grad, but the specialisation was compiled assuming it {assumed}"),
+                });
+            }
+        }
+        if args.len() != self.requires_grad.len() {
+            return Err(AotError::Internal {
+                op: "DebugAssertWrapper",
+                msg: format!("`{func}`: {} arguments, but the specialisation was compiled for {}", args.len(), self.requires_grad.len()),
+            });
+        }
+        Ok(())
     }
 
     /// The training plan; the key fixes which arguments require grad, so
     /// it is the same for every call that reaches this specialisation.
-    pub(crate) fn training(&self, g: &Graph, args: &[Arg]) -> std::result::Result<&Arc<TrainingPlan>, &str> {
+    pub(crate) fn training(&self, g: &Graph) -> std::result::Result<&Arc<TrainingPlan>, &str> {
         self.training
-            .get_or_init(|| {
-                let requires_grad: Vec<bool> = args.iter().map(|a| a.tensor().is_some_and(Tensor::requires_grad)).collect();
-                TrainingPlan::build(&self.graph, g, &requires_grad).map(Arc::new)
-            })
+            .get_or_init(|| TrainingPlan::build(&self.graph, g, &self.requires_grad).map(Arc::new))
             .as_ref()
             .map_err(String::as_str)
     }

@@ -154,3 +154,46 @@ fn contiguous_of_a_strided_reshape_copies_before_the_write() {
     check(&f_, &[&y], &[]);
     check(&f_, &[&x], &[]);
 }
+
+/// `(a * b).sum()`
+fn mul_sum() -> CompiledFn {
+    let mut b = GraphBuilder::new("mul_sum");
+    let a = b.tensor("a", false);
+    let x = b.tensor("b", false);
+    let m = b.call(OpKind::Mul, a, vec![t(x)]);
+    let s = b.call(OpKind::Sum, m, vec![]);
+    CompiledFn::new(b.finish(vec![s], ReturnKind::Single)).expect("valid graph")
+}
+
+#[test]
+fn each_requires_grad_pattern_gets_its_own_specialisation() {
+    // DebugAssertWrapper's contract: a plan compiled for one pattern is
+    // never reused for another (debug builds also check every call).
+    let f = mul_sum();
+    let (x, y) = (seq(4, &[2, 2]), seq(4, &[2, 2]));
+    let xg = seq(4, &[2, 2]).requires_grad_(true).expect("leaf");
+    for round in 0..2 {
+        let plain = f.__call(&[Arg::from(&x), Arg::from(&y)]).expect("call");
+        assert!(!plain[0].requires_grad());
+        assert_eq!(f.__call_path(&[Arg::from(&x), Arg::from(&y)]).expect("path"), "inference");
+        let grad = f.__call(&[Arg::from(&xg), Arg::from(&y)]).expect("call");
+        assert!(grad[0].requires_grad(), "round {round}: the output of a call with a grad input requires grad");
+        assert_eq!(f.__call_path(&[Arg::from(&xg), Arg::from(&y)]).expect("path"), "compiled training");
+        grad[0].backward().expect("backward");
+        assert_eq!(xg.grad().expect("grad").to_vec::<f32>().expect("values"), y.to_vec::<f32>().expect("values"));
+        xg.set_grad(None);
+        assert_eq!(f.__num_specializations(), 2, "round {round}");
+    }
+}
+
+#[test]
+fn debug_assert_wrapper_refuses_a_plan_made_for_another_pattern() {
+    let f = mul_sum();
+    let (x, y) = (seq(4, &[2, 2]), seq(4, &[2, 2]));
+    let xg = seq(4, &[2, 2]).requires_grad_(true).expect("leaf");
+    let key = super::GuardKey::of(&[Arg::from(&x), Arg::from(&y)], f.static_meta());
+    let spec = f.cache.get(f.graph(), f.static_meta(), key).expect("specialisation");
+    spec.debug_assert_requires_grad("mul_sum", &[Arg::from(&x), Arg::from(&y)]).expect("same pattern");
+    let err = spec.debug_assert_requires_grad("mul_sum", &[Arg::from(&xg), Arg::from(&y)]).expect_err("other pattern").to_string();
+    assert!(err.contains("mul_sum") && err.contains("argument 0 requires grad"), "{err}");
+}
