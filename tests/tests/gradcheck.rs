@@ -21,9 +21,8 @@
 //!
 //! Each test also records whether the call took the compiled training path
 //! (an output produced by `CompiledFunctionBackward`) and asserts it where
-//! the runtime is expected to compile the function (`Path::Compiled`);
-//! functions with `no_grad!` regions still run the eager reference in
-//! training calls (see README), which `Path::Any` allows.
+//! the runtime is expected to compile the function (`Path::Compiled`,
+//! every function here, `no_grad!` regions included).
 //!
 //! The last tests call `backward()` twice on a graph built by a compiled
 //! call: the second call must be PyTorch's error (graph freed,
@@ -102,8 +101,6 @@ macro_rules! call {
 enum Path {
     /// The call must be compiled (an output from `CompiledFunctionBackward`).
     Compiled,
-    /// Either path (functions the runtime still runs eagerly in training).
-    Any,
 }
 
 const EPS: f64 = 1e-6;
@@ -701,7 +698,7 @@ fn batch_norm_train(
 #[test]
 fn no_grad_buffer_mutation() {
     let inputs = [r(201, &[4, 3]), r(202, &[3]), r(203, &[3])];
-    let mask = gradcheck("batch_norm_train", Path::Any, &inputs, |m, x| {
+    let mask = gradcheck("batch_norm_train", Path::Compiled, &inputs, |m, x| {
         let mut rm = Tensor::zeros(&[3], DType::F64, &Device::Cpu)?;
         let mut rv = Tensor::ones(&[3], DType::F64, &Device::Cpu)?;
         let mut outs = call!(m, batch_norm_train(&x[0], &x[1], &x[2], &mut rm, &mut rv, 0.1));
@@ -729,7 +726,7 @@ fn no_grad_step(w: &Tensor, x: &Tensor, buf: &mut Tensor, g: &Tensor) -> (Tensor
 #[test]
 fn no_grad_buffer_read_before_and_after() {
     let inputs = [r(211, &[3, 2]), r(212, &[2, 3])];
-    let mask = gradcheck("no_grad_step", Path::Any, &inputs, |m, x| {
+    let mask = gradcheck("no_grad_step", Path::Compiled, &inputs, |m, x| {
         let mut buf = t64(rand_vals(213, 2, -1.0, 1.0), &[1, 2]);
         let g = t64(rand_vals(214, 2, -1.0, 1.0), &[2]);
         let mut outs = call!(m, no_grad_step(&x[0], &x[1], &mut buf, &g));
