@@ -149,10 +149,10 @@ impl CompiledFn {
         if records_grad {
             // Functions the joint graph does not cover yet (aliased
             // arguments that require grad, dropout) run the eager reference.
-            let Ok(plan) = spec.training(&self.graph) else { return self.run_eager(args) };
+            let Ok(plan) = spec.training(&self.graph) else { return self.run_reference(args) };
             return match crate::wrappers::autograd_fn::run(plan, &spec.graph, &self.graph, &self.meta, args, &bases, &scalars)? {
                 Some(outs) => Ok(outs),
-                None => self.run_eager(args),
+                None => self.run_reference(args),
             };
         }
         let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
@@ -171,7 +171,7 @@ impl CompiledFn {
                 // The shadows carry no autograd state: with arguments that
                 // require grad (a call that records nothing), eager itself.
                 if args.iter().any(|a| a.tensor().is_some_and(Tensor::requires_grad)) {
-                    return self.run_eager(args);
+                    return self.run_reference(args);
                 }
                 shadow::run(&self.graph, &self.meta, args)
             }
@@ -183,6 +183,30 @@ impl CompiledFn {
         arg::scalar_values(&self.graph, args)?;
         let spec = self.cache.get(&self.graph, &self.meta, GuardKey::of(args, &self.meta))?;
         Ok(spec.graph.listing(&self.graph))
+    }
+
+    /// The eager reference for a call that records gradients (the shadow
+    /// path cannot carry autograd state). When the function writes its
+    /// inputs, a dry run on copies without grad comes first, so an op that
+    /// fails on these arguments (a shape, index or dtype error) fails
+    /// before anything is written. Errors only autograd raises (an in-place
+    /// write to a leaf that requires grad) can still stop the real run
+    /// part way, as in eager.
+    fn run_reference(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
+        if self.meta.mutates_inputs {
+            let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
+            let dry = {
+                let _no_grad = crate::autograd::NoGradGuard::new();
+                let copies = tangents::deep_copy_args(args)?;
+                let copy_args: Vec<Arg> = args.iter().zip(&copies).map(|(a, c)| c.as_ref().map_or(*a, Arg::Tensor)).collect();
+                interp::run(&self.graph, &copy_args)
+            };
+            if let Some(state) = rng {
+                crate::ops::rng_restore(state);
+            }
+            dry?;
+        }
+        self.run_eager(args)
     }
 
     /// A call records history only when an op run with grad mode on reads
