@@ -65,9 +65,7 @@ impl TrainingPlan {
             .collect();
         metadata_mutated_storages.sort_unstable();
         metadata_mutated_storages.dedup();
-        if source.nodes.iter().filter_map(aot_ir::Node::target).any(|t| alias.through_detach[t.index()]) {
-            return Err("writes through detach() in training calls run eagerly for now".into());
-        }
+        detach_writes_supported(source, &alias, requires_grad)?;
         // `as_strided` can reach storage between a strided argument's
         // elements, where gradients must land on the argument's base.
         use aot_ir::OpKind as K;
@@ -348,6 +346,67 @@ pub(crate) fn run(
         results.push(r);
     }
     Ok(Some(results))
+}
+
+/// Writes through a `detach()` alias are invisible to the base's history,
+/// which the joint models as a write under `no_grad` (gradients pass
+/// straight through). That is exact while nothing that requires grad is
+/// written (eager would give the alias a history of its own) and the
+/// alias is only written, never read (the joint would regenerate it from
+/// the base, gradients included).
+fn detach_writes_supported(
+    g: &Graph,
+    alias: &aot_ir::analysis::alias::AliasInfo,
+    requires_grad: &[bool],
+) -> std::result::Result<(), String> {
+    let detached = |v: aot_ir::ValueId| alias.through_detach.get(v.index()).copied().unwrap_or(false);
+    if !g.nodes.iter().filter_map(aot_ir::Node::target).any(detached) {
+        return Ok(());
+    }
+    let refuse = |why: &str| Err(format!("a write through detach() {why} runs eagerly in training calls for now"));
+    if g.outputs.iter().any(|&v| detached(v)) {
+        return refuse("to a returned alias");
+    }
+    // Which values may require grad in this call (over-approximated: a
+    // grad-mode write makes every value over its storage count).
+    let mut rg = vec![false; g.values.len()];
+    for (p, param) in g.params.iter().enumerate() {
+        if let Some(v) = param.value {
+            rg[v.index()] = requires_grad.get(p).copied().unwrap_or(false);
+        }
+    }
+    for n in &g.nodes {
+        let reads_rg = n.tensor_args().any(|v| rg[v.index()]);
+        for (i, v) in n.tensor_args().enumerate() {
+            // A detached alias may only be viewed or written, not read.
+            let as_target = i == 0 && (n.op.is_inplace() || n.class() == aot_ir::OpClass::View);
+            if detached(v) && !as_target {
+                return refuse("to an alias that is also read");
+            }
+        }
+        if let Some(t) = n.target() {
+            let writes_rg = !n.no_grad && n.is_differentiable() && n.tensor_args().skip(1).any(|v| rg[v.index()]);
+            if detached(t) && writes_rg {
+                return refuse("of a value that requires grad");
+            }
+            if writes_rg {
+                let storage = alias.storage_of(t);
+                for (v, r) in rg.iter_mut().enumerate() {
+                    *r |= alias.storage_of(aot_ir::ValueId(v as u32)) == storage;
+                }
+            }
+        }
+        if let Some(out) = n.out {
+            rg[out.index()] = match n.op.alias_effect() {
+                aot_ir::op::AliasEffect::Detach => false,
+                aot_ir::op::AliasEffect::View | aot_ir::op::AliasEffect::MaybeView | aot_ir::op::AliasEffect::MaybeSame => {
+                    n.receiver().is_some_and(|r| rg[r.index()])
+                }
+                _ => !n.no_grad && n.is_differentiable() && reads_rg,
+            };
+        }
+    }
+    Ok(())
 }
 
 /// The joint executor's message for a failed `reshape`/`contiguous` check.
