@@ -44,6 +44,8 @@ pub mod tensor;
 pub mod wrappers;
 
 pub use aot_macros::aot_fn;
+#[doc(hidden)]
+pub use autograd::saved_storage_bytes;
 pub use autograd::{is_grad_enabled, no_grad, NoGradGuard};
 pub use compiled::{Arg, CallReport, CompiledFn};
 pub use device::Device;
