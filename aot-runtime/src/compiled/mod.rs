@@ -14,6 +14,7 @@ pub(crate) mod exec;
 mod interp;
 #[doc(hidden)]
 pub mod joint_exec;
+mod reference;
 mod report;
 mod shadow;
 mod specialize;
@@ -186,27 +187,10 @@ impl CompiledFn {
     }
 
     /// The eager reference for a call that records gradients (the shadow
-    /// path cannot carry autograd state). When the function writes its
-    /// inputs, a dry run on copies without grad comes first, so an op that
-    /// fails on these arguments (a shape, index or dtype error) fails
-    /// before anything is written. Errors only autograd raises (an in-place
-    /// write to a leaf that requires grad) can still stop the real run
-    /// part way, as in eager.
+    /// path cannot carry autograd state), after a dry run on replicas of
+    /// the arguments (`reference.rs`).
     fn run_reference(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
-        if self.meta.mutates_inputs {
-            let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
-            let dry = {
-                let _no_grad = crate::autograd::NoGradGuard::new();
-                let copies = tangents::deep_copy_args(args)?;
-                let copy_args: Vec<Arg> = args.iter().zip(&copies).map(|(a, c)| c.as_ref().map_or(*a, Arg::Tensor)).collect();
-                interp::run(&self.graph, &copy_args)
-            };
-            if let Some(state) = rng {
-                crate::ops::rng_restore(state);
-            }
-            dry?;
-        }
-        self.run_eager(args)
+        reference::run(&self.graph, &self.meta, args)
     }
 
     /// A call records history only when an op run with grad mode on reads

@@ -1,0 +1,90 @@
+//! The eager reference for calls the compiled paths do not cover, kept as
+//! transactional as eager allows: the function first runs on *replicas* of
+//! the arguments, and only if that succeeds on the arguments themselves.
+//!
+//! A replica has a copy of the argument's storage (arguments sharing a
+//! storage share the copy, the same tensor passed twice is one replica)
+//! and the autograd state eager's checks read: `requires_grad`, leaf or
+//! not, and the chain of view bases with their `no_grad` creation flag. So
+//! the dry run fails where the real run would (shape, index and dtype
+//! errors, and autograd's refusals of in-place writes to leaves and views
+//! of leaves), before anything was written. Its history is never
+//! backpropagated: a non-leaf's `grad_fn` is a stand-in with no edges.
+
+use super::arg::Arg;
+use super::interp;
+use crate::autograd::{AutogradMeta, BackwardOp, Node, NoGradGuard, ViewInfo};
+use crate::error::Result;
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+use aot_ir::{Graph, StaticMeta};
+use std::sync::Arc;
+
+/// Runs `g` eagerly on `args`, after a dry run on replicas when the
+/// function writes its inputs.
+pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tensor>> {
+    if meta.mutates_inputs {
+        let rng = meta.has_random_ops.then(crate::ops::rng_snapshot);
+        let dry = replicas(args).and_then(|reps| {
+            let rep_args: Vec<Arg> = args.iter().zip(&reps).map(|(a, r)| r.as_ref().map_or(*a, Arg::Tensor)).collect();
+            interp::run(g, &rep_args)
+        });
+        if let Some(state) = rng {
+            crate::ops::rng_restore(state);
+        }
+        dry?;
+    }
+    interp::run(g, args)
+}
+
+#[derive(Default)]
+struct Replicas {
+    /// (caller's storage, its copy)
+    storages: Vec<(Arc<Storage>, Arc<Storage>)>,
+    /// (caller's tensor, its replica)
+    tensors: Vec<(Tensor, Tensor)>,
+}
+
+fn replicas(args: &[Arg]) -> Result<Vec<Option<Tensor>>> {
+    let mut r = Replicas::default();
+    args.iter().map(|a| a.tensor().map(|t| r.replica(t)).transpose()).collect()
+}
+
+impl Replicas {
+    fn replica(&mut self, t: &Tensor) -> Result<Tensor> {
+        if let Some((_, rep)) = self.tensors.iter().find(|(o, _)| o.same_tensor(t)) {
+            return Ok(rep.clone());
+        }
+        let storage = match self.storages.iter().find(|(o, _)| Arc::ptr_eq(o, t.storage())) {
+            Some((_, c)) => c.clone(),
+            None => {
+                let copy = {
+                    let _no_grad = NoGradGuard::new();
+                    t.storage_as_1d().copy()?
+                };
+                let c = copy.storage().clone();
+                self.storages.push((t.storage().clone(), c.clone()));
+                c
+            }
+        };
+        let (requires_grad, non_leaf, view) = {
+            let s = t.state();
+            (s.ag.requires_grad, s.ag.grad_fn.is_some(), s.ag.view.clone())
+        };
+        let view = match view {
+            Some(v) => Some(ViewInfo { base: self.replica(&v.base)?, created_in_no_grad: v.created_in_no_grad }),
+            None => None,
+        };
+        let ag = AutogradMeta {
+            requires_grad,
+            grad_fn: non_leaf.then(|| Node::new(BackwardOp::Identity, vec![])),
+            view,
+            ..Default::default()
+        };
+        let rep = Tensor::from_parts(storage, t.layout(), ag);
+        let version = rep.version();
+        rep.state_mut().ag.grad_fn_version = version;
+        self.tensors.push((t.clone(), rep.clone()));
+        Ok(rep)
+    }
+}
