@@ -17,8 +17,13 @@ use aot_ir::{Graph, StaticMeta};
 
 pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tensor>> {
     let _no_grad = NoGradGuard::new();
-    // Storages the function writes, each copied once: (caller's, copy).
-    let mut copies: Vec<(Tensor, Tensor)> = Vec::new();
+    // Storages copied once each: (caller's, copy, the copy's version). With
+    // any in-place op every storage is copied: the static facts of what is
+    // written assumed an aliasing this call does not have, and even a
+    // metadata mutation bumps a version counter, which a failed call must
+    // not. The commit writes back the copies whose version moved.
+    let copy_all = g.has_inplace_ops();
+    let mut copies: Vec<(Tensor, Tensor, u64)> = Vec::new();
     let mut shadows: Vec<Option<Tensor>> = vec![None; args.len()];
     for (i, a) in args.iter().enumerate() {
         let Some(t) = a.tensor() else { continue };
@@ -30,12 +35,13 @@ pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tens
             .iter()
             .enumerate()
             .any(|(k, b)| b.tensor().is_some_and(|u| u.shares_storage_with(t)) && meta.inputs.get(k).is_some_and(|m| m.mutates_data()));
-        let over = if written {
-            match copies.iter().find(|(orig, _)| orig.shares_storage_with(t)) {
-                Some((_, c)) => c.clone(),
+        let over = if written || copy_all {
+            match copies.iter().find(|(orig, _, _)| orig.shares_storage_with(t)) {
+                Some((_, c, _)) => c.clone(),
                 None => {
                     let c = t.storage_as_1d().copy()?;
-                    copies.push((t.storage_as_1d(), c.clone()));
+                    let version = c.version();
+                    copies.push((t.storage_as_1d(), c.clone(), version));
                     c
                 }
             }
@@ -48,7 +54,7 @@ pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tens
     let outs = interp::run(g, &shadow_args)?;
 
     // Commit.
-    for (orig, copy) in &copies {
+    for (orig, copy, _) in copies.iter().filter(|(_, c, v)| c.version() != *v) {
         orig.copy_(copy)?;
     }
     for (i, a) in args.iter().enumerate() {
@@ -72,7 +78,7 @@ pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tens
             // Over a caller's storage (a copy of it, or the storage itself
             // seen through a shadow): regenerate from the caller's tensors,
             // preferring one that is not itself a view, for eager's `._base`.
-            let over_copy = copies.iter().any(|(_, c)| c.shares_storage_with(&o));
+            let over_copy = copies.iter().any(|(_, c, _)| c.shares_storage_with(&o));
             let members: Vec<&Tensor> = args
                 .iter()
                 .zip(&shadows)
