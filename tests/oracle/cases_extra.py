@@ -1794,3 +1794,1907 @@ fn f(a: &Tensor) -> (Tensor, Tensor) {
     (t.expand(&[3, 2]), t)
 }
 """, std([("x", [2, 2])], leaf_grad=True, grad=False)))
+
+
+# ===========================================================================
+# Second batch: the rest of test_aotdispatch.py (and of dynamo's
+# test_aot_autograd.py) that the DSL expresses, then requires_grad patterns
+# (leaf that requires grad passed directly, a non-leaf copy, nothing requiring
+# grad, duplicates and aliased views of one base) and realistic training
+# steps.
+# ===========================================================================
+
+LEAF_VIEW_INPLACE = "eager PyTorch refuses an in-place op on a view of a leaf that requires grad"
+LEAF_INPLACE = "eager PyTorch refuses an in-place op on a leaf that requires grad"
+NONDIFF_VIEW = ("PyTorch's AOTAutograd refuses: a mutated input shares storage with another input without being "
+                "a differentiable view of it (detach()); eager runs")
+ZERO_GRAD = ("PyTorch's compiled backward gives zeros to a leaf that eager leaves without a gradient "
+             "(its only use was mutated in place or never reaches the loss); eager is right")
+NO_GRAD_VIEWS = ("PyTorch's compiled result lets gradients flow through outputs that are views made under no_grad; "
+                 "eager's views made under no_grad carry no history; eager is right")
+NO_GRAD_T_LEAF = ("PyTorch's AOTAutograd fails in the backward: the leaf's transpose under no_grad changes the "
+                  "gradient's shape; eager runs")
+
+# ---------------------------------------------------------------------------
+# TestAOTAutograd: plain functions
+# ---------------------------------------------------------------------------
+
+add(case("test_single_output", """
+def f(a, b):
+    return a + b
+""", """
+fn f(a: &Tensor, b: &Tensor) -> Tensor {
+    a + b
+}
+""", [
+    C("a_leaf_grad", [L("x", [3, 3], True), L("y", [3, 3])], ["x", "y"]),
+    C("b_grad", [L("x", [3, 3]), L("y", [3, 3], True)], ["x", "y.copy()"]),
+    C("nograd", [L("x", [3, 3]), L("y", [3, 3])], ["x", "y"]),
+    C("dupe_leaf_grad", [L("x", [3, 3], True)], ["x", "x"]),
+    C("alias_t_leaf_grad", [L("x", [3, 3], True)], ["x", "x.t()"]),
+    C("alias_t_nograd", [L("x", [3, 3])], ["x.t()", "x"]),
+]))
+
+add(case("test_multi_output_list", """
+def f(a, b):
+    return [a + b, a - b]
+""", """
+fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {
+    (a + b, a - b)
+}
+""", [
+    C("b_leaf_grad", [L("x", [3, 3]), L("y", [3, 3], True)], ["x", "y"]),
+    C("grad", [L("x", [3, 3], True), L("y", [3, 3], True)], ["x.copy()", "y.copy()"]),
+    C("nograd", [L("x", [3, 3]), L("y", [3, 3])], ["x", "y"]),
+    C("rows_leaf_grad", [L("x", [2, 3], True)], ["x.select(0,0)", "x.select(0,1)"]),
+    C("dupe_grad", [L("x", [3, 3], True)], ["p", "p"], lets=[["p", "x.copy()"]]),
+]))
+
+add(case("test_input_mutation_simple_with_none_and_nontensor", """
+def f(a, c):
+    return a * c
+""", """
+fn f(a: &Tensor, c: f64) -> Tensor {
+    a * c
+}
+""", [
+    C("leaf_grad", [L("x", [3, 3], True)], ["x", 3.0]),
+    C("nograd", [L("x", [3, 3])], ["x", 3.0]),
+    C("view_grad", [L("x", [3, 3], True)], ["x.t()", 3.0]),
+]))
+
+add(case("test_input_mutation_return", """
+def f(a, b):
+    b.copy_(torch.sin(a))
+    return b
+""", """
+fn f(a: &Tensor, b: &mut Tensor) -> Tensor {
+    b.copy_(a.sin());
+    b
+}
+""", [
+    C("nograd", [L("x", [3, 3]), L("y", [3, 3])], ["x", "y"]),
+    C("a_leaf_grad", [L("x", [3, 3], True), L("y", [3, 3])], ["x", "y"]),
+    C("grad", [L("x", [3, 3], True), L("y", [3, 3], True)], ["x", "y.copy()"]),
+    C("b_leaf_grad", [L("x", [3, 3]), L("y", [3, 3], True)], ["x", "y"], note=LEAF_INPLACE),
+    C("dupe_nograd", [L("x", [3, 3])], ["x", "x"]),
+    C("b_row_view_a_grad", [L("x", [3]), L("y", [2, 3])], ["x", "y.select(0,1)"]),
+    C("b_transposed_grad", [L("x", [3, 2], True), L("y", [2, 3], True)], ["x", "p.t()"], lets=[["p", "y.copy()"]]),
+]))
+
+add(case("test_input_mutation_hidden_from_autograd_aliasing", """
+def f(a):
+    a_alias = a.view(-1)
+    with torch.no_grad():
+        a_alias.mul_(2)
+    return a + 1
+""", """
+fn f(a: &mut Tensor) -> Tensor {
+    let a_alias = a.view(&[-1]);
+    no_grad! {
+        a_alias.mul_(2.0);
+    }
+    a + 1.0
+}
+""", [
+    C("leaf_grad", [L("x", [4], True)], ["x"]),
+    C("grad", [L("x", [4], True)], ["x.copy()"]),
+    C("nograd", [L("x", [4])], ["x"]),
+    C("matrix_leaf_grad", [L("x", [2, 2], True)], ["x"]),
+    C("row_view_grad", [L("x", [2, 4], True)], ["p.select(0,1)"], lets=[["p", "x.copy()"]]),
+    C("leaf_row_view_grad", [L("x", [2, 4], True)], ["x.select(0,1)"]),
+    C("leaf_transposed_grad", [L("x", [2, 2], True)], ["x.t()"],
+      note="view(-1) of a transposed input is refused (not contiguous)"),
+]))
+
+add(case("test_composite_impl_compile", """
+def f(a, w, b):
+    return torch.nn.functional.linear(a, w, b)
+""", """
+fn f(a: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+    a.matmul(w.t()) + b
+}
+""", [
+    C("all_leaf_grad", [L("a", [3, 3], True), L("w", [3, 3], True), L("b", [3], True)], ["a", "w", "b"]),
+    C("params_grad", [L("a", [3, 3]), L("w", [3, 3], True), L("b", [3], True)], ["a", "w", "b"]),
+    C("nograd", [L("a", [3, 3]), L("w", [3, 3]), L("b", [3])], ["a", "w", "b"]),
+    C("input_dupe_weight_grad", [L("w", [3, 3], True), L("b", [3], True)], ["w", "w", "b"]),
+]))
+
+add(case("test_subclass_metadata_mutation", """
+def f(a):
+    a.transpose_(1, 0)
+    tmp = a.mul(2)
+    return tmp.transpose(1, 0)
+""", """
+fn f(a: &mut Tensor) -> Tensor {
+    a.transpose_(1, 0);
+    let tmp = a.mul(2.0);
+    tmp.transpose(1, 0)
+}
+""", [
+    C("grad", [L("x", [1, 2, 4], True)], ["x.copy()"]),
+    C("nograd", [L("x", [1, 2, 4])], ["x"]),
+    C("leaf_grad", [L("x", [1, 2, 4], True)], ["x"], note="eager PyTorch refuses transpose_ on a leaf that requires grad"),
+    C("view_grad", [L("x", [2, 4], True)], ["p.unsqueeze(0)"], lets=[["p", "x.copy()"]]),
+]))
+
+add(case("test_synthetic_base_base_attribute_is_none", """
+def f(a, b):
+    a.add_(1)
+    return a + b
+""", """
+fn f(a: &mut Tensor, b: &Tensor) -> Tensor {
+    a.add_(1.0);
+    a + b
+}
+""", [
+    C("detached_rows_nograd", [L("x", [4, 4])], ["x.select(0,0).detach()", "x.select(0,1).detach()"]),
+    C("detached_rows_of_grad_leaf", [L("x", [4, 4], True)], ["x.select(0,0).detach()", "x.select(0,1).detach()"]),
+    C("detached_same_row_nograd", [L("x", [4, 4])], ["x.select(0,2).detach()", "x.select(0,2).detach()"]),
+    C("detached_same_row_of_grad_leaf", [L("x", [4, 4], True)], ["x.select(0,2).detach()", "x.select(0,2).detach()"]),
+    C("rows_grad", [L("x", [4, 4], True)], ["p.select(0,0)", "p.select(0,1)"], lets=[["p", "x.copy()"]]),
+]))
+
+add(case("test_mem_leak_from_save_for_bw", """
+def f(a, b):
+    add = a + a
+    getitem_2 = add.narrow(1, 2, 2)
+    unsqueeze = getitem_2.unsqueeze(-1)
+    mul = unsqueeze * b
+    return getitem_2, mul
+""", """
+fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {
+    let add = a + a;
+    let getitem_2 = add.narrow(1, 2, 2);
+    let unsqueeze = getitem_2.unsqueeze(-1);
+    let mul = unsqueeze * b;
+    (getitem_2, mul)
+}
+""", [
+    C("leaf_grad", [L("a", [2, 4], True), L("b", [1, 2, 1], True)], ["a", "b"]),
+    C("a_grad", [L("a", [2, 4], True), L("b", [1, 2, 1])], ["a.copy()", "b"]),
+    C("b_grad", [L("a", [2, 4]), L("b", [1, 2, 1], True)], ["a", "b"]),
+    C("nograd", [L("a", [2, 4]), L("b", [1, 2, 1])], ["a", "b"]),
+]))
+
+add(case("test_output_dict", """
+def f(x):
+    return x, x
+""", """
+fn f(x: &Tensor) -> (Tensor, Tensor) {
+    (x, x)
+}
+""", [
+    C("leaf_grad", [L("x", [3, 3], True)], ["x"]),
+    C("grad", [L("x", [3, 3], True)], ["x.copy()"]),
+    C("nograd", [L("x", [3, 3])], ["x"]),
+    C("view_leaf_grad", [L("x", [3, 3], True)], ["x.t()"]),
+]))
+
+add(case("test_output_dict_2", """
+def f(x, y):
+    return x, y + x
+""", """
+fn f(x: &Tensor, y: &Tensor) -> (Tensor, Tensor) {
+    (x, y + x)
+}
+""", [
+    C("x_leaf_grad", [L("x", [3], True), L("y", [3])], ["x", "y"]),
+    C("y_grad", [L("x", [3]), L("y", [3], True)], ["x", "y.copy()"]),
+    C("nograd", [L("x", [3]), L("y", [3])], ["x", "y"]),
+    C("dupe_leaf_grad", [L("x", [3], True)], ["x", "x"]),
+    C("dupe_grad", [L("x", [3], True)], ["p", "p"], lets=[["p", "x.copy()"]]),
+]))
+
+add(case("test_module", """
+def f(x, w, b):
+    return torch.relu(torch.nn.functional.linear(x, w, b))
+""", """
+fn f(x: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+    (x.matmul(w.t()) + b).relu()
+}
+""", [
+    C("params_grad", [L("x", [4, 4]), L("w", [4, 4], True), L("b", [4], True)], ["x", "w", "b"]),
+    C("all_leaf_grad", [L("x", [4, 4], True), L("w", [4, 4], True), L("b", [4], True)], ["x", "w", "b"]),
+    C("nograd", [L("x", [4, 4]), L("w", [4, 4]), L("b", [4])], ["x", "w", "b"]),
+    C("x_grad_transposed_w", [L("x", [4, 4], True), L("w", [4, 4]), L("b", [4])], ["x.copy()", "w.t()", "b"]),
+]))
+
+add(case("test_batchnorm", """
+def f(x, w, b, running_mean, running_var, num_batches_tracked):
+    mean = x.mean(dim=[0, 2, 3], keepdim=True)
+    var = x.var(dim=[0, 2, 3], correction=0, keepdim=True)
+    with torch.no_grad():
+        num_batches_tracked.add_(1)
+        running_mean.mul_(0.9).add_(mean.view(-1) * 0.1)
+        running_var.mul_(0.9).add_(x.var(dim=[0, 2, 3], correction=1, keepdim=False) * 0.1)
+    y = (x - mean) / (var + 1e-05).sqrt()
+    return y * w.view(1, 4, 1, 1) + b.view(1, 4, 1, 1)
+""", """
+fn f(
+    x: &Tensor,
+    w: &Tensor,
+    b: &Tensor,
+    running_mean: &mut Tensor,
+    running_var: &mut Tensor,
+    num_batches_tracked: &mut Tensor,
+) -> Tensor {
+    let mean = x.mean_dim(&[0, 2, 3], true);
+    let var = x.var_dim(&[0, 2, 3], 0, true);
+    no_grad! {
+        num_batches_tracked.add_(1.0);
+        running_mean.mul_(0.9).add_(mean.view(&[-1]) * 0.1);
+        running_var.mul_(0.9).add_(x.var_dim(&[0, 2, 3], 1, false) * 0.1);
+    }
+    let y = (x - mean) / (var + 1e-05).sqrt();
+    y * w.view(&[1, 4, 1, 1]) + b.view(&[1, 4, 1, 1])
+}
+""", [
+    C("params_grad", [L("x", [1, 4, 2, 2]), L("w", [4], True), L("b", [4], True), L("rm", [4]), L("rv", [4]), L("n", [1])],
+      ["x", "w", "b", "rm", "rv", "n"]),
+    C("all_grad", [L("x", [1, 4, 2, 2], True), L("w", [4], True), L("b", [4], True), L("rm", [4]), L("rv", [4]), L("n", [1])],
+      ["x.copy()", "w", "b", "rm", "rv", "n"]),
+    C("nograd", [L("x", [1, 4, 2, 2]), L("w", [4]), L("b", [4]), L("rm", [4]), L("rv", [4]), L("n", [1])],
+      ["x", "w", "b", "rm", "rv", "n"]),
+    C("stats_views_of_one_buffer", [L("x", [1, 4, 2, 2], True), L("w", [4], True), L("b", [4], True), L("buf", [9])],
+      ["x", "w", "b", "buf.narrow(0,0,4)", "buf.narrow(0,4,4)", "buf.narrow(0,8,1)"]),
+]))
+
+add(case("test_list_codegen", """
+def f(a, b, c):
+    return a.sin() * b.cos() * c.sin()
+""", """
+fn f(a: &Tensor, b: &Tensor, c: &Tensor) -> Tensor {
+    a.sin() * b.cos() * c.sin()
+}
+""", [
+    C("leaf_grad", [L("a", [5], True), L("b", [5], True), L("c", [5], True)], ["a", "b", "c"]),
+    C("b_grad", [L("a", [5]), L("b", [5], True), L("c", [5])], ["a", "b.copy()", "c"]),
+    C("nograd", [L("a", [5]), L("b", [5]), L("c", [5])], ["a", "b", "c"]),
+    C("dupe_ac_leaf_grad", [L("a", [5], True), L("b", [5])], ["a", "b", "a"]),
+]))
+
+add(case("test_compilation_context", """
+def f(x):
+    return x.sin().sin()
+""", """
+fn f(x: &Tensor) -> Tensor {
+    x.sin().sin()
+}
+""", [
+    C("leaf_grad", [L("x", [5], True)], ["x"]),
+    C("nograd", [L("x", [5])], ["x"]),
+    C("strided_view_grad", [L("x", [10], True)], ["x.as_strided([5],[2],0)"]),
+]))
+
+add(case("test_invalid_requires_grad", """
+def f(x, y):
+    return x + y
+""", """
+fn f(x: &Tensor, y: &Tensor) -> Tensor {
+    x + y
+}
+""", [
+    C("xy_grad", [L("x", [3, 3], True), L("y", [3, 3], True)], ["x", "y"]),
+    C("xz_grad", [L("x", [3, 3], True), L("z", [3, 3])], ["x", "z"]),
+    C("zx_grad", [L("z", [3, 3]), L("x", [3, 3], True)], ["z", "x"]),
+    C("nograd", [L("x", [3, 3]), L("z", [3, 3])], ["x", "z"]),
+]))
+
+add(case("test_output_op_depending_on_symint", """
+def f(x):
+    return x.expand(5)
+""", """
+fn f(x: &Tensor) -> Tensor {
+    x.expand(&[5])
+}
+""", [
+    C("leaf_grad", [L("x", [5], True)], ["x"]),
+    C("grad", [L("x", [5], True)], ["x.copy()"]),
+    C("nograd", [L("x", [5])], ["x"]),
+    C("broadcast_leaf_grad", [L("x", [1], True)], ["x"]),
+]))
+
+add(case("test_inference_mode", """
+def f(x, w, b):
+    return torch.nn.functional.linear(x, w, b)
+""", """
+fn f(x: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+    x.matmul(w.t()) + b
+}
+""", [
+    C("nograd", [L("x", [4, 4]), L("w", [4, 4]), L("b", [4])], ["x", "w", "b"]),
+    C("w_detached_of_grad_leaf", [L("x", [4, 4]), L("w", [4, 4], True), L("b", [4])], ["x", "w.detach()", "b"]),
+]))
+
+add(case("test_buffer_batch_norm", """
+def f(x, w, b, running_mean, running_var, num_batches_tracked):
+    mean = x.mean(dim=[0], keepdim=False)
+    var = x.var(dim=[0], correction=0, keepdim=False)
+    with torch.no_grad():
+        num_batches_tracked.add_(1)
+        running_mean.copy_(running_mean * 0.9 + mean * 0.1)
+        running_var.copy_(running_var * 0.9 + x.var(dim=[0], correction=1, keepdim=False) * 0.1)
+    return (x - mean) / (var + 1e-05).sqrt() * w + b
+""", """
+fn f(
+    x: &Tensor,
+    w: &Tensor,
+    b: &Tensor,
+    running_mean: &mut Tensor,
+    running_var: &mut Tensor,
+    num_batches_tracked: &mut Tensor,
+) -> Tensor {
+    let mean = x.mean_dim(&[0], false);
+    let var = x.var_dim(&[0], 0, false);
+    no_grad! {
+        num_batches_tracked.add_(1.0);
+        running_mean.copy_(running_mean * 0.9 + mean * 0.1);
+        running_var.copy_(running_var * 0.9 + x.var_dim(&[0], 1, false) * 0.1);
+    }
+    (x - mean) / (var + 1e-05).sqrt() * w + b
+}
+""", [
+    C("train", [L("x", [4, 3], True), L("w", [3], True), L("b", [3], True), L("rm", [3]), L("rv", [3]), L("n", [1])],
+      ["x.copy()", "w", "b", "rm", "rv", "n"]),
+    C("train_x_leaf", [L("x", [4, 3], True), L("w", [3], True), L("b", [3], True), L("rm", [3]), L("rv", [3]), L("n", [1])],
+      ["x", "w", "b", "rm", "rv", "n"]),
+    C("nograd", [L("x", [4, 3]), L("w", [3]), L("b", [3]), L("rm", [3]), L("rv", [3]), L("n", [1])],
+      ["x", "w", "b", "rm", "rv", "n"]),
+    C("stats_rows_of_one_buffer", [L("x", [4, 3], True), L("w", [3], True), L("b", [3], True), L("buf", [2, 3]), L("n", [1])],
+      ["x", "w", "b", "buf.select(0,0)", "buf.select(0,1)", "n"]),
+]))
+
+add(case("test_input_mutation_batchnorm", """
+def f(inpt, weight, bias, running_mean, running_var):
+    mean = inpt.mean(dim=[0, 2, 3], keepdim=True)
+    var = inpt.var(dim=[0, 2, 3], correction=0, keepdim=True)
+    rstd = (var + 1e-05).rsqrt()
+    out = (inpt - mean) * rstd * weight.view(1, 3, 1, 1) + bias.view(1, 3, 1, 1)
+    running_mean.mul_(0.5).add_(mean.detach().view(-1) * 0.5)
+    running_var.mul_(0.5).add_(inpt.detach().var(dim=[0, 2, 3], correction=1, keepdim=False) * 0.5)
+    return out, mean.view(-1), rstd.view(-1)
+""", """
+fn f(
+    inpt: &Tensor,
+    weight: &Tensor,
+    bias: &Tensor,
+    running_mean: &mut Tensor,
+    running_var: &mut Tensor,
+) -> (Tensor, Tensor, Tensor) {
+    let mean = inpt.mean_dim(&[0, 2, 3], true);
+    let var = inpt.var_dim(&[0, 2, 3], 0, true);
+    let rstd = (var + 1e-05).rsqrt();
+    let out = (inpt - mean) * rstd * weight.view(&[1, 3, 1, 1]) + bias.view(&[1, 3, 1, 1]);
+    running_mean.mul_(0.5).add_(mean.detach().view(&[-1]) * 0.5);
+    running_var.mul_(0.5).add_(inpt.detach().var_dim(&[0, 2, 3], 1, false) * 0.5);
+    (out, mean.view(&[-1]), rstd.view(&[-1]))
+}
+""", [
+    C("grad", [L("x", [2, 3, 2, 2], True), L("w", [3], True), L("b", [3], True), L("rm", [3]), L("rv", [3])],
+      ["x.copy()", "w", "b", "rm", "rv"]),
+    C("nograd", [L("x", [2, 3, 2, 2]), L("w", [3]), L("b", [3]), L("rm", [3]), L("rv", [3])], ["x", "w", "b", "rm", "rv"]),
+    C("x_leaf_grad", [L("x", [2, 3, 2, 2], True), L("w", [3]), L("b", [3]), L("rm", [3]), L("rv", [3])], ["x", "w", "b", "rm", "rv"]),
+    C("stats_grad_copies", [L("x", [2, 3, 2, 2], True), L("w", [3], True), L("b", [3], True), L("rm", [3], True), L("rv", [3], True)],
+      ["x", "w", "b", "rm.copy()", "rv.copy()"], note=ZERO_GRAD),
+]))
+
+add(case("test_batchnorm_inference", """
+def f(x, w, b, running_mean, running_var):
+    return (x - running_mean.view(1, 4, 1, 1)) / (running_var.view(1, 4, 1, 1).abs() + 1e-05).sqrt() * w.view(1, 4, 1, 1) + b.view(1, 4, 1, 1)
+""", """
+fn f(x: &Tensor, w: &Tensor, b: &Tensor, running_mean: &Tensor, running_var: &Tensor) -> Tensor {
+    (x - running_mean.view(&[1, 4, 1, 1])) / (running_var.view(&[1, 4, 1, 1]).abs() + 1e-05).sqrt() * w.view(&[1, 4, 1, 1])
+        + b.view(&[1, 4, 1, 1])
+}
+""", [
+    C("nograd", [L("x", [1, 4, 2, 2]), L("w", [4]), L("b", [4]), L("rm", [4]), L("rv", [4])], ["x", "w", "b", "rm", "rv"]),
+    C("params_grad", [L("x", [1, 4, 2, 2]), L("w", [4], True), L("b", [4], True), L("rm", [4]), L("rv", [4])], ["x", "w", "b", "rm", "rv"]),
+]))
+
+add(case("test_inputs_overlapping_with_mutation_recompile", """
+def f(a, b, c):
+    for t in (a, b, c):
+        t.add_(1)
+    return a
+""", """
+fn f(a: &mut Tensor, b: &mut Tensor, c: &mut Tensor) -> Tensor {
+    a.add_(1.0);
+    b.add_(1.0);
+    c.add_(1.0);
+    a
+}
+""", [
+    C("overlapping_nograd", [L("x", [20])], ["x.narrow(0,0,5)", "x.narrow(0,7,6)", "x.narrow(0,9,11)"]),
+    C("non_overlapping_nograd", [L("x", [20])], ["x.narrow(0,0,5)", "x.narrow(0,7,6)", "x.narrow(0,13,2)"]),
+    C("overlapping_grad", [L("x", [20], True)], ["p.narrow(0,0,5)", "p.narrow(0,7,6)", "p.narrow(0,9,11)"],
+      lets=[["p", "x.copy()"]], note=ALIAS_ASSERT),
+    C("non_overlapping_grad", [L("x", [20], True)], ["p.narrow(0,0,5)", "p.narrow(0,7,6)", "p.narrow(0,13,2)"],
+      lets=[["p", "x.copy()"]]),
+    C("leaf_views_grad", [L("x", [20], True)], ["x.narrow(0,0,5)", "x.narrow(0,7,6)", "x.narrow(0,13,2)"],
+      note=LEAF_VIEW_INPLACE),
+]))
+
+add(case("test_different_inputs_overlapping_set_with_mutation", """
+def f(a, b, c, d):
+    a.mul_(2)
+    return a + b + c + d
+""", """
+fn f(a: &mut Tensor, b: &Tensor, c: &Tensor, d: &Tensor) -> Tensor {
+    a.mul_(2.0);
+    a + b + c + d
+}
+""", [
+    C("a_b_overlapping_nograd", [L("x", [20])], ["x.narrow(0,0,5)", "x.narrow(0,4,5)", "x.narrow(0,10,5)", "x.narrow(0,15,5)"]),
+    C("a_b_c_overlapping_nograd", [L("x", [20])], ["x.narrow(0,0,5)", "x.narrow(0,4,5)", "x.narrow(0,8,5)", "x.narrow(0,15,5)"]),
+    C("a_b_overlapping_grad", [L("x", [20], True)], ["p.narrow(0,0,5)", "p.narrow(0,4,5)", "p.narrow(0,10,5)", "p.narrow(0,15,5)"],
+      lets=[["p", "x.copy()"]]),
+    C("a_b_c_overlapping_grad", [L("x", [20], True)], ["p.narrow(0,0,5)", "p.narrow(0,4,5)", "p.narrow(0,8,5)", "p.narrow(0,15,5)"],
+      lets=[["p", "x.copy()"]]),
+    C("disjoint_grad", [L("x", [20], True)], ["p.narrow(0,0,5)", "p.narrow(0,5,5)", "p.narrow(0,10,5)", "p.narrow(0,15,5)"],
+      lets=[["p", "x.copy()"]]),
+]))
+
+add(case("test_no_storage_overlap_guards_no_mutation", """
+def f(a, b):
+    return a + b
+""", """
+fn f(a: &Tensor, b: &Tensor) -> Tensor {
+    a + b
+}
+""", [
+    C("overlapping_nograd", [L("x", [20])], ["x.narrow(0,0,10)", "x.narrow(0,5,10)"]),
+    C("overlapping_leaf_grad", [L("x", [20], True)], ["x.narrow(0,0,10)", "x.narrow(0,5,10)"]),
+    C("overlapping_grad", [L("x", [20], True)], ["p.narrow(0,0,10)", "p.narrow(0,5,10)"], lets=[["p", "x.copy()"]]),
+]))
+
+add(case("test_no_storage_overlap_guards_no_aliasing", """
+def f(a, b):
+    a.add_(1)
+    b.add_(1)
+    return a
+""", """
+fn f(a: &mut Tensor, b: &mut Tensor) -> Tensor {
+    a.add_(1.0);
+    b.add_(1.0);
+    a
+}
+""", [
+    C("nograd", [L("x", [20]), L("y", [20])], ["x.narrow(0,0,10)", "y.narrow(0,5,10)"]),
+    C("grad", [L("x", [20], True), L("y", [20], True)], ["p.narrow(0,0,10)", "q.narrow(0,5,10)"],
+      lets=[["p", "x.copy()"], ["q", "y.copy()"]], note=ZERO_GRAD),
+    C("a_grad", [L("x", [20], True), L("y", [20])], ["p.narrow(0,0,10)", "y.narrow(0,5,10)"], lets=[["p", "x.copy()"]]),
+]))
+
+add(case("test_inputs_overlapping_with_mutation_stress", """
+def f(a, b, c, d, e):
+    for t in (a, b, c, d, e):
+        t.add_(1)
+    return a
+""", """
+fn f(a: &mut Tensor, b: &mut Tensor, c: &mut Tensor, d: &mut Tensor, e: &mut Tensor) -> Tensor {
+    a.add_(1.0);
+    b.add_(1.0);
+    c.add_(1.0);
+    d.add_(1.0);
+    e.add_(1.0);
+    a
+}
+""", [
+    C("nograd", [L("x", [20])], ["x.narrow(0,0,5)", "x.narrow(0,5,5)", "x.narrow(0,10,5)", "x.narrow(0,15,5)", "x.narrow(0,2,10)"]),
+    C("grad", [L("x", [20], True)], ["p.narrow(0,0,5)", "p.narrow(0,5,5)", "p.narrow(0,10,5)", "p.narrow(0,15,5)", "p.narrow(0,2,10)"],
+      lets=[["p", "x.copy()"]], note=ALIAS_ASSERT),
+]))
+
+add(case("test_donated_buffer5", """
+def f(x, z):
+    y = x.view(2, 3)
+    z = torch.nn.functional.relu(z)
+    return torch.mm(y, x) + z
+""", """
+fn f(x: &Tensor, z: &Tensor) -> Tensor {
+    let y = x.view(&[2, 3]);
+    let z = z.relu();
+    y.mm(x) + z
+}
+""", [
+    C("leaf_grad", [L("x", [3, 2], True), L("z", [2, 2], True)], ["x", "z"]),
+    C("x_grad", [L("x", [3, 2], True), L("z", [2, 2])], ["x.copy()", "z"]),
+    C("nograd", [L("x", [3, 2]), L("z", [2, 2])], ["x", "z"]),
+    C("z_view_of_x_grad", [L("x", [3, 2], True)], ["p", "p.narrow(0,0,2)"], lets=[["p", "x.copy()"]]),
+]))
+
+add(case("test_donated_buffer_with_retain_or_create_graph1", """
+def f(x, param):
+    return torch.nn.functional.relu(x) + param
+""", """
+fn f(x: &Tensor, param: &Tensor) -> Tensor {
+    x.relu() + param
+}
+""", [
+    C("leaf_grad", [L("x", [3, 3], True), L("p", [3, 3], True)], ["x", "p"]),
+    C("param_grad", [L("x", [3, 3]), L("p", [3, 3], True)], ["x", "p"]),
+    C("nograd", [L("x", [3, 3]), L("p", [3, 3])], ["x", "p"]),
+    C("dupe_leaf_grad", [L("x", [3, 3], True)], ["x", "x"]),
+]))
+
+# ---------------------------------------------------------------------------
+# TestAOTDispatch (the subclass tests, with plain tensors)
+# ---------------------------------------------------------------------------
+
+add(case("test_aot_dispatch_simple", """
+def f(a, b):
+    aa = torch.mul(a, 6)
+    bb = torch.div(b, 2)
+    return aa + bb
+""", """
+fn f(a: &Tensor, b: &Tensor) -> Tensor {
+    let aa = a * 6.0;
+    let bb = b / 2.0;
+    aa + bb
+}
+""", [
+    C("leaf_grad", [L("a", [3, 3], True), L("b", [3, 3], True)], ["a", "b"]),
+    C("grad", [L("a", [3, 3], True), L("b", [3, 3], True)], ["a.copy()", "b.copy()"]),
+    C("dupe_leaf_grad", [L("a", [3, 3], True)], ["a", "a"]),
+]))
+
+add(case("test_aot_dispatch_inference", """
+def f(a, b):
+    aa = torch.mul(a, 6)
+    bb = torch.div(b, 2)
+    return aa + bb
+""", """
+fn f(a: &Tensor, b: &Tensor) -> Tensor {
+    let aa = a * 6.0;
+    let bb = b / 2.0;
+    aa + bb
+}
+""", [
+    C("nograd", [L("a", [3, 3]), L("b", [3, 3])], ["a", "b"]),
+    C("dupe_nograd", [L("a", [3, 3])], ["a", "a"]),
+    C("alias_nograd", [L("a", [3, 3])], ["a", "a.t()"]),
+]))
+
+add(case("test_aot_dispatch_incorrect_backward", """
+def f(a, b):
+    aa = torch.mul(a, 2)
+    bb = torch.add(b, 3)
+    out_subclass = torch.div(aa, bb)
+    out_reg = torch.add(b, b)
+    return out_subclass, out_reg
+""", """
+fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {
+    let aa = a * 2.0;
+    let bb = b + 3.0;
+    let out_subclass = aa / bb;
+    let out_reg = b + b;
+    (out_subclass, out_reg)
+}
+""", [
+    C("leaf_grad", [L("a", [3, 3], True), L("b", [3, 3], True)], ["a", "b"]),
+    C("a_grad", [L("a", [3, 3], True), L("b", [3, 3])], ["a", "b"]),
+    C("nograd", [L("a", [3, 3]), L("b", [3, 3])], ["a", "b"]),
+]))
+
+add(case("test_aot_dispatch_output_alias", """
+def f(a, b):
+    return b.view(3, 3), a * b
+""", """
+fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {
+    (b.view(&[3, 3]), a * b)
+}
+""", [
+    C("leaf_grad", [L("a", [3, 3], True), L("b", [3, 3], True)], ["a", "b"]),
+    C("b_grad", [L("a", [3, 3]), L("b", [3, 3], True)], ["a", "b.copy()"]),
+    C("nograd", [L("a", [3, 3]), L("b", [3, 3])], ["a", "b"]),
+    C("dupe_leaf_grad", [L("a", [3, 3], True)], ["a", "a"]),
+    C("b_view_arg_grad", [L("a", [3, 3]), L("b", [9], True)], ["a", "b.view([3,3])"]),
+]))
+
+add(case("test_aot_dispatch_input_mutation", """
+def f(a, b):
+    a.mul_(2)
+    b.mul_(3)
+    return a + b
+""", """
+fn f(a: &mut Tensor, b: &mut Tensor) -> Tensor {
+    a.mul_(2.0);
+    b.mul_(3.0);
+    a + b
+}
+""", [
+    C("grad", [L("a", [3, 3], True), L("b", [3, 3], True)], ["a.copy()", "b.copy()"]),
+    C("a_grad", [L("a", [3, 3], True), L("b", [3, 3])], ["a.copy()", "b"]),
+    C("nograd", [L("a", [3, 3]), L("b", [3, 3])], ["a", "b"]),
+    C("dupe_grad", [L("a", [3, 3], True)], ["p", "p"], lets=[["p", "a.copy()"]]),
+    C("dupe_nograd", [L("a", [3, 3])], ["a", "a"]),
+    C("alias_t_grad", [L("a", [3, 3], True)], ["p", "p.t()"], lets=[["p", "a.copy()"]], note=ALIAS_ASSERT),
+    C("alias_diag_row_nograd", [L("a", [3, 3])], ["a.diagonal()", "a.select(0,1)"]),
+    C("leaf_grad", [L("a", [3, 3], True), L("b", [3, 3])], ["a", "b"], note=LEAF_INPLACE),
+]))
+
+add(case("test_aot_dispatch_input_metadata_mutation", """
+def f(a, b):
+    a.t_()
+    b.unsqueeze_(0)
+    return a + b
+""", """
+fn f(a: &mut Tensor, b: &mut Tensor) -> Tensor {
+    a.t_();
+    b.unsqueeze_(0);
+    a + b
+}
+""", [
+    C("grad", [L("a", [3, 3], True), L("b", [3, 3], True)], ["a.copy()", "b.copy()"]),
+    C("nograd", [L("a", [3, 3]), L("b", [3, 3])], ["a", "b"]),
+    C("a_grad_b_plain", [L("a", [3, 3], True), L("b", [3, 3])], ["a.copy()", "b"]),
+    C("dupe_nograd", [L("a", [3, 3])], ["a", "a"]),
+    C("dupe_grad", [L("a", [3, 3], True)], ["p", "p"], lets=[["p", "a.copy()"]]),
+    C("alias_views_grad", [L("a", [3, 3], True)], ["p.t()", "p.view([3,3])"], lets=[["p", "a.copy()"]]),
+]))
+
+add(case("test_aot_dispatch_input_data_and_metadata_mutation", """
+def f(a, b):
+    a.t_()
+    b.unsqueeze_(0)
+    a.mul_(2)
+    b.mul_(3)
+    return a + b
+""", """
+fn f(a: &mut Tensor, b: &mut Tensor) -> Tensor {
+    a.t_();
+    b.unsqueeze_(0);
+    a.mul_(2.0);
+    b.mul_(3.0);
+    a + b
+}
+""", [
+    C("grad", [L("a", [3, 3], True), L("b", [3, 3], True)], ["a.copy()", "b.copy()"]),
+    C("nograd", [L("a", [3, 3]), L("b", [3, 3])], ["a", "b"]),
+    C("b_grad", [L("a", [3, 3]), L("b", [3, 3], True)], ["a", "b.copy()"]),
+    C("dupe_nograd", [L("a", [3, 3])], ["a", "a"]),
+    C("dupe_grad", [L("a", [3, 3], True)], ["p", "p"], lets=[["p", "a.copy()"]]),
+    C("alias_views_nograd", [L("a", [3, 3])], ["a.t()", "a.view([3,3])"]),
+]))
+
+add(case("test_aot_dispatch_input_mutation_and_output_alias", """
+def f(a, b):
+    a.mul_(2)
+    b.mul_(3)
+    return b.view(3, 3), a + b
+""", """
+fn f(a: &mut Tensor, b: &mut Tensor) -> (Tensor, Tensor) {
+    a.mul_(2.0);
+    b.mul_(3.0);
+    (b.view(&[3, 3]), a + b)
+}
+""", [
+    C("grad", [L("a", [3, 3], True), L("b", [3, 3], True)], ["a.copy()", "b.copy()"]),
+    C("nograd", [L("a", [3, 3]), L("b", [3, 3])], ["a", "b"]),
+    C("b_grad_only", [L("a", [3, 3]), L("b", [3, 3], True)], ["a", "b.copy()"]),
+    C("dupe_grad", [L("a", [3, 3], True)], ["p", "p"], lets=[["p", "a.copy()"]]),
+    C("alias_rows_grad", [L("a", [6, 3], True)], ["p.narrow(0,0,3)", "p.narrow(0,3,3)"], lets=[["p", "a.copy()"]]),
+]))
+
+# ---------------------------------------------------------------------------
+# TestAOTExport / TestPartitioning / TestAOTModuleSimplified functions
+# ---------------------------------------------------------------------------
+
+add(case("test_aot_export_simplified_basic", """
+def f(x, y):
+    return x * y, y * y.detach()
+""", """
+fn f(x: &Tensor, y: &Tensor) -> (Tensor, Tensor) {
+    (x * y, y * y.detach())
+}
+""", [
+    C("leaf_grad", [L("x", [2], True), L("y", [2], True)], ["x", "y"]),
+    C("y_grad", [L("x", [2]), L("y", [2], True)], ["x", "y.copy()"]),
+    C("nograd", [L("x", [2]), L("y", [2])], ["x", "y"]),
+    C("dupe_leaf_grad", [L("x", [2], True)], ["x", "x"]),
+]))
+
+add(case("test_aot_export_forward_mutation_no_buffer_mut", """
+def f(buffer1, x):
+    x.add_(4)
+    return x.cos().sum() + buffer1.sum()
+""", """
+fn f(buffer1: &Tensor, x: &mut Tensor) -> Tensor {
+    x.add_(4.0);
+    x.cos().sum() + buffer1.sum()
+}
+""", [
+    C("nograd", [L("buf", [6, 4]), L("x", [6, 4])], ["buf", "x"]),
+    C("x_grad", [L("buf", [6, 4]), L("x", [6, 4], True)], ["buf", "x.copy()"]),
+    C("x_leaf_grad", [L("buf", [6, 4]), L("x", [6, 4], True)], ["buf", "x"], note=LEAF_INPLACE),
+    C("dupe_nograd", [L("x", [6, 4])], ["x", "x"]),
+]))
+
+add(case("test_aot_export_forward_mutation_multiple_mut", """
+def f(buffer1, x, y):
+    y.add_(4)
+    buffer1.add_(5)
+    return x.cos().sum() + y.sin().sum(), buffer1.sum()
+""", """
+fn f(buffer1: &mut Tensor, x: &Tensor, y: &mut Tensor) -> (Tensor, Tensor) {
+    y.add_(4.0);
+    buffer1.add_(5.0);
+    (x.cos().sum() + y.sin().sum(), buffer1.sum())
+}
+""", [
+    C("nograd", [L("buf", [6, 4]), L("x", [6, 4]), L("y", [6, 4])], ["buf", "x", "y"]),
+    C("xy_grad", [L("buf", [6, 4]), L("x", [6, 4], True), L("y", [6, 4], True)], ["buf", "x", "y.copy()"]),
+    C("dupe_buf_y_nograd", [L("buf", [6, 4]), L("x", [6, 4])], ["buf", "x", "buf"]),
+    C("dupe_buf_y_grad", [L("buf", [6, 4], True), L("x", [6, 4])], ["p", "x", "p"], lets=[["p", "buf.copy()"]]),
+]))
+
+add(case("test_aot_export_input_mutation_on_parameter_banned", """
+def f(p, x):
+    p.mul_(2)
+    return p + x
+""", """
+fn f(p: &mut Tensor, x: &Tensor) -> Tensor {
+    p.mul_(2.0);
+    p + x
+}
+""", [
+    C("param_leaf_grad", [L("p", [2], True), L("x", [2])], ["p", "x"], note=LEAF_INPLACE),
+    C("param_grad", [L("p", [2], True), L("x", [2])], ["p.copy()", "x"]),
+    C("nograd", [L("p", [2]), L("x", [2])], ["p", "x"]),
+]))
+
+add(case("test_aot_export_synthetic_bases_banned", """
+def f(p, x, y):
+    x.mul_(2)
+    return x + y
+""", """
+fn f(p: &Tensor, x: &mut Tensor, y: &Tensor) -> Tensor {
+    x.mul_(2.0);
+    x + y
+}
+""", [
+    C("alias_nograd", [L("p", [2], True), L("x", [2])], ["p", "x", "x.view([-1])"]),
+    C("alias_grad", [L("p", [2], True), L("x", [2], True)], ["p", "q", "q.view([-1])"], lets=[["q", "x.copy()"]]),
+    C("no_alias_grad", [L("p", [2], True), L("x", [2], True), L("y", [2])], ["p", "x.copy()", "y"]),
+]))
+
+add(case("test_aot_export_input_dupes_banned", """
+def f(p, x, y):
+    x.mul_(2)
+    return x + y
+""", """
+fn f(p: &Tensor, x: &mut Tensor, y: &Tensor) -> Tensor {
+    x.mul_(2.0);
+    x + y
+}
+""", [
+    C("dupe_nograd", [L("p", [2], True), L("x", [2])], ["p", "x", "x"]),
+    C("dupe_grad", [L("p", [2], True), L("x", [2], True)], ["p", "q", "q"], lets=[["q", "x.copy()"]]),
+    C("dupe_leaf_grad", [L("p", [2], True), L("x", [2], True)], ["p", "x", "x"], note=LEAF_INPLACE),
+]))
+
+add(case("test_aot_export_multiple_outputs_require_grad_banned", """
+def f(p, x):
+    out = p * x
+    return out, out.sum()
+""", """
+fn f(p: &Tensor, x: &Tensor) -> (Tensor, Tensor) {
+    let out = p * x;
+    (out, out.sum())
+}
+""", [
+    C("param_grad", [L("p", [2], True), L("x", [2])], ["p", "x"]),
+    C("nograd", [L("p", [2]), L("x", [2])], ["p", "x"]),
+    C("dupe_leaf_grad", [L("p", [2], True)], ["p", "p"]),
+]))
+
+add(case("test_aot_export_predispatch_func_composite_implicit", """
+def f(p, x):
+    y = x @ x
+    y.add_(2)
+    return x.sum() + y.sum()
+""", """
+fn f(p: &Tensor, x: &Tensor) -> Tensor {
+    let y = x.matmul(x);
+    y.add_(2.0);
+    x.sum() + y.sum()
+}
+""", [
+    C("x_grad", [L("p", [2], True), L("x", [2, 2], True)], ["p", "x"]),
+    C("nograd", [L("p", [2]), L("x", [2, 2])], ["p", "x"]),
+    C("x_transposed_grad", [L("p", [2]), L("x", [2, 2], True)], ["p", "x.t()"]),
+]))
+
+add(case("test_aot_export_predispatch_buffer_mutation_metadata", """
+def f(foo, x):
+    foo.add_(4)
+    return x.sum() + foo.sum()
+""", """
+fn f(foo: &mut Tensor, x: &Tensor) -> Tensor {
+    foo.add_(4.0);
+    x.sum() + foo.sum()
+}
+""", [
+    C("nograd", [L("foo", [2, 2]), L("x", [2, 2])], ["foo", "x"]),
+    C("x_grad", [L("foo", [2, 2]), L("x", [2, 2], True)], ["foo", "x"]),
+    C("foo_row_view", [L("foo", [3, 2]), L("x", [2, 2], True)], ["foo.narrow(0,1,2)", "x"]),
+    C("dupe_nograd", [L("x", [2, 2])], ["x", "x"]),
+]))
+
+add(case("test_aot_export_predispatch_reshape", """
+def f(x):
+    y = x.reshape(4, 4)
+    return y.sum()
+""", """
+fn f(x: &Tensor) -> Tensor {
+    let y = x.reshape(&[4, 4]);
+    y.sum()
+}
+""", [
+    C("leaf_grad", [L("x", [2, 8], True)], ["x"]),
+    C("nograd", [L("x", [2, 8])], ["x"]),
+    C("transposed_leaf_grad", [L("x", [8, 2], True)], ["x.t()"]),
+]))
+
+add(case("test_aot_export_predispatch_contiguous", """
+def f(x):
+    y = x.contiguous()
+    return y.sum()
+""", """
+fn f(x: &Tensor) -> Tensor {
+    let y = x.contiguous();
+    y.sum()
+}
+""", [
+    C("leaf_grad", [L("x", [2, 8], True)], ["x"]),
+    C("nograd", [L("x", [2, 8])], ["x"]),
+    C("transposed_grad", [L("x", [8, 2], True)], ["p.t()"], lets=[["p", "x.copy()"]]),
+]))
+
+add(case("test_contiguous", """
+def f(x):
+    return x.view(2, 3).t()
+""", """
+fn f(x: &Tensor) -> Tensor {
+    x.view(&[2, 3]).t()
+}
+""", [
+    C("leaf_grad", [L("x", [6], True)], ["x"]),
+    C("grad", [L("x", [6], True)], ["x.copy()"]),
+    C("nograd", [L("x", [6])], ["x"]),
+    C("row_view_grad", [L("x", [2, 6], True)], ["x.select(0,1)"]),
+]))
+
+add(case("test_recompute_partitioning", """
+def f(a, b):
+    return torch.sin(torch.sin(a)) + b
+""", """
+fn f(a: &Tensor, b: &Tensor) -> Tensor {
+    a.sin().sin() + b
+}
+""", [
+    C("leaf_grad", [L("a", [4, 4], True), L("b", [4, 4], True)], ["a", "b"]),
+    C("a_grad", [L("a", [4, 4], True), L("b", [4, 4])], ["a", "b"]),
+    C("nograd", [L("a", [4, 4]), L("b", [4, 4])], ["a", "b"]),
+]))
+
+add(case("test_min_cut_partitioner", """
+def f(a, b, c, d):
+    x = a + b + c + d
+    return x.cos().cos()
+""", """
+fn f(a: &Tensor, b: &Tensor, c: &Tensor, d: &Tensor) -> Tensor {
+    let x = a + b + c + d;
+    x.cos().cos()
+}
+""", [
+    C("leaf_grad", [L("a", [3], True), L("b", [3], True), L("c", [3], True), L("d", [3], True)], ["a", "b", "c", "d"]),
+    C("nograd", [L("a", [3]), L("b", [3]), L("c", [3]), L("d", [3])], ["a", "b", "c", "d"]),
+    C("all_dupe_leaf_grad", [L("a", [3], True)], ["a", "a", "a", "a"]),
+]))
+
+add(case("test_min_cut_partitioner_recomputable_ops", """
+def f(x):
+    return x * x * x
+""", """
+fn f(x: &Tensor) -> Tensor {
+    x * x * x
+}
+""", [
+    C("leaf_grad", [L("x", [3], True)], ["x"]),
+    C("nograd", [L("x", [3])], ["x"]),
+]))
+
+add(case("test_min_cut_partitioner_save_shape", """
+def f(x):
+    return x.sum(dim=[1], keepdim=False)
+""", """
+fn f(x: &Tensor) -> Tensor {
+    x.sum_dim(&[1], false)
+}
+""", [
+    C("leaf_grad", [L("x", [4, 4], True)], ["x"]),
+    C("nograd", [L("x", [4, 4])], ["x"]),
+    C("transposed_leaf_grad", [L("x", [4, 4], True)], ["x.t()"]),
+]))
+
+add(case("test_generate_gives_inference_graph", """
+def f(x):
+    with torch.no_grad():
+        return torch.mul(x, x)
+""", """
+fn f(x: &Tensor) -> Tensor {
+    no_grad! { x * x }
+}
+""", [
+    C("leaf_grad", [L("x", [4], True)], ["x"]),
+    C("grad", [L("x", [4], True)], ["x.copy()"]),
+    C("nograd", [L("x", [4])], ["x"]),
+]))
+
+add(case("test_default_partitioner_getitem", """
+def f(x, mod_weight, mod_bias):
+    return torch.nn.functional.layer_norm(x, [8], mod_weight, mod_bias, eps=1e-6)
+""", """
+fn f(x: &Tensor, mod_weight: &Tensor, mod_bias: &Tensor) -> Tensor {
+    let mean = x.mean_dim(&[-1], true);
+    let var = x.var_dim(&[-1], 0, true);
+    (x - mean) * (var + 1e-06).rsqrt() * mod_weight + mod_bias
+}
+""", [
+    C("leaf_grad", [L("x", [3, 8], True), L("w", [8], True), L("b", [8], True)], ["x", "w", "b"]),
+    C("params_grad", [L("x", [3, 8]), L("w", [8], True), L("b", [8], True)], ["x", "w", "b"]),
+    C("nograd", [L("x", [3, 8]), L("w", [8]), L("b", [8])], ["x", "w", "b"]),
+]))
+
+add(case("test_aot_module_simplified", """
+def f(x, y, w, b):
+    return torch.nn.functional.linear(x, w, b) + y
+""", """
+fn f(x: &Tensor, y: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+    x.matmul(w.t()) + b + y
+}
+""", [
+    C("leaf_grad", [L("x", [4, 2], True), L("y", [4, 3], True), L("w", [3, 2], True), L("b", [3], True)], ["x", "y", "w", "b"]),
+    C("params_only_grad", [L("x", [4, 2]), L("y", [4, 3]), L("w", [3, 2], True), L("b", [3], True)], ["x", "y", "w", "b"]),
+    C("nograd", [L("x", [4, 2]), L("y", [4, 3]), L("w", [3, 2]), L("b", [3])], ["x", "y", "w", "b"]),
+]))
+
+add(case("test_aot_module_simplified_preserves_stack_trace", """
+def f(x, y, w, b):
+    z = torch.nn.functional.linear(x, w, b)
+    z = z + y
+    z = z.relu()
+    return z
+""", """
+fn f(x: &Tensor, y: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+    let z = x.matmul(w.t()) + b;
+    let z = z + y;
+    z.relu()
+}
+""", [
+    C("leaf_grad", [L("x", [4, 2], True), L("y", [4, 3], True), L("w", [3, 2], True), L("b", [3], True)], ["x", "y", "w", "b"]),
+    C("nograd", [L("x", [4, 2]), L("y", [4, 3]), L("w", [3, 2]), L("b", [3])], ["x", "y", "w", "b"]),
+]))
+
+# ---------------------------------------------------------------------------
+# dynamo's test_aot_autograd.py
+# ---------------------------------------------------------------------------
+
+add(case("test_mutation", """
+def f(param, y):
+    with torch.no_grad():
+        param.add_(y)
+    return y
+""", """
+fn f(param: &mut Tensor, y: &Tensor) -> Tensor {
+    no_grad! {
+        param.add_(y);
+    }
+    y
+}
+""", [
+    C("param_leaf_grad", [L("p", [4], True), L("y", [4])], ["p", "y"]),
+    C("nograd", [L("p", [4]), L("y", [4])], ["p", "y"]),
+    C("y_leaf_grad", [L("p", [4]), L("y", [4], True)], ["p", "y"]),
+    C("dupe_leaf_grad", [L("p", [4], True)], ["p", "p"]),
+    C("dupe_nograd", [L("p", [4])], ["p", "p"]),
+    C("param_row_view_leaf_grad", [L("p", [2, 4], True), L("y", [4])], ["p.select(0,1)", "y"]),
+]))
+
+add(case("test_negative_testing", """
+def f(x, y):
+    return torch.sin(x).add_(y)
+""", """
+fn f(x: &Tensor, y: &Tensor) -> Tensor {
+    x.sin().add_(y)
+}
+""", [
+    C("leaf_grad", [L("x", [4], True), L("y", [4], True)], ["x", "y"]),
+    C("y_grad", [L("x", [4]), L("y", [4], True)], ["x", "y"]),
+    C("nograd", [L("x", [4]), L("y", [4])], ["x", "y"]),
+    C("dupe_leaf_grad", [L("x", [4], True)], ["x", "x"]),
+]))
+
+# ---------------------------------------------------------------------------
+# requires_grad patterns over aliased views of one base
+# ---------------------------------------------------------------------------
+
+add(case("xtra2_mutated_view_arg_reduced", """
+def f(a):
+    a.mul_(2)
+    return a.sum(dim=[0], keepdim=False)
+""", """
+fn f(a: &mut Tensor) -> Tensor {
+    a.mul_(2.0);
+    a.sum_dim(&[0], false)
+}
+""", [
+    C("grad", [L("x", [3, 3], True)], ["x.copy()"]),
+    C("nograd", [L("x", [3, 3])], ["x"]),
+    C("leaf_grad", [L("x", [3, 3], True)], ["x"], note=LEAF_INPLACE),
+    C("t_view_grad", [L("x", [3, 3], True)], ["p.t()"], lets=[["p", "x.copy()"]]),
+    C("diagonal_view_grad", [L("x", [3, 3], True)], ["p.diagonal()"], lets=[["p", "x.copy()"]]),
+    C("as_strided_view_grad", [L("x", [3, 3], True)], ["p.as_strided([2,2],[1,3],1)"], lets=[["p", "x.copy()"]]),
+    C("narrow_view_nograd", [L("x", [4, 3])], ["x.narrow(0,1,2)"]),
+    C("leaf_t_view_grad", [L("x", [3, 3], True)], ["x.t()"], note=LEAF_VIEW_INPLACE),
+    C("detached_view_of_grad_leaf", [L("x", [3, 3], True)], ["x.detach().t()"]),
+]))
+
+add(case("xtra2_two_views_one_mutated", """
+def f(a, b):
+    a.add_(1)
+    return b * 2
+""", """
+fn f(a: &mut Tensor, b: &Tensor) -> Tensor {
+    a.add_(1.0);
+    b * 2.0
+}
+""", [
+    C("diag_and_t_grad", [L("x", [3, 3], True)], ["p.diagonal()", "p.t()"], lets=[["p", "x.copy()"]]),
+    C("diag_and_t_nograd", [L("x", [3, 3])], ["x.diagonal()", "x.t()"]),
+    C("row_and_col_grad", [L("x", [3, 3], True)], ["p.select(0,0)", "p.narrow(1,0,1)"], lets=[["p", "x.copy()"]]),
+    C("strided_and_flat_grad", [L("x", [3, 3], True)], ["p.as_strided([2,2],[3,1],1)", "p.view([-1])"], lets=[["p", "x.copy()"]]),
+    C("disjoint_rows_nograd", [L("x", [3, 3])], ["x.select(0,0)", "x.select(0,2)"]),
+    C("leaf_views_grad", [L("x", [3, 3], True)], ["x.diagonal()", "x.t()"], note=LEAF_VIEW_INPLACE),
+    C("b_only_grad", [L("x", [3]), L("y", [3, 3], True)], ["x", "y"]),
+]))
+
+add(case("xtra2_metadata_mutation_on_view_arg", """
+def f(a, b):
+    a.t_()
+    return a + b, a
+""", """
+fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor) {
+    a.t_();
+    (a + b, a)
+}
+""", [
+    C("rows_of_one_base_grad", [L("x", [4, 2], True)], ["p.narrow(0,0,2)", "p.narrow(0,2,2)"], lets=[["p", "x.copy()"]]),
+    C("rows_of_one_base_nograd", [L("x", [4, 2])], ["x.narrow(0,0,2)", "x.narrow(0,2,2)"]),
+    C("same_view_twice_grad", [L("x", [2, 2], True)], ["p.view([2,2])", "p.view([2,2])"], lets=[["p", "x.copy()"]]),
+    C("grad", [L("x", [2, 2], True), L("y", [2, 2], True)], ["x.copy()", "y"]),
+    C("dupe_grad", [L("x", [2, 2], True)], ["p", "p"], lets=[["p", "x.copy()"]]),
+    C("leaf_view_grad", [L("x", [4, 2], True), L("y", [2, 2])], ["x.narrow(0,0,2)", "y"],
+      note="eager PyTorch refuses t_ on a view of a leaf that requires grad"),
+]))
+
+add(case("xtra2_view_args_output_aliases", """
+def f(a, b):
+    return a.view(-1), b.t(), a + b
+""", """
+fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor) {
+    (a.view(&[-1]), b.t(), a + b)
+}
+""", [
+    C("views_of_grad_leaf", [L("x", [2, 2], True)], ["x.view([2,2])", "x.t()"]),
+    C("views_of_copy", [L("x", [2, 2], True)], ["p.view([2,2])", "p.t()"], lets=[["p", "x.copy()"]]),
+    C("views_nograd", [L("x", [2, 2])], ["x.view([2,2])", "x.t()"]),
+    C("dupe_leaf_grad", [L("x", [2, 2], True)], ["x", "x"]),
+    C("detached_and_leaf", [L("x", [2, 2], True)], ["x.detach()", "x"]),
+    C("b_grad", [L("x", [2, 2]), L("y", [2, 2], True)], ["x", "y"]),
+]))
+
+add(case("xtra2_diagonal_arg_mutated_base_returned", """
+def f(base, diag):
+    diag.add_(1)
+    return base.t(), diag
+""", """
+fn f(base: &Tensor, diag: &mut Tensor) -> (Tensor, Tensor) {
+    diag.add_(1.0);
+    (base.t(), diag)
+}
+""", [
+    C("alias_grad", [L("x", [3, 3], True)], ["p", "p.diagonal()"], lets=[["p", "x.copy()"]]),
+    C("alias_nograd", [L("x", [3, 3])], ["x", "x.diagonal()"]),
+    C("separate_grad", [L("x", [3, 3], True), L("d", [3], True)], ["x", "d.copy()"]),
+    C("separate_nograd", [L("x", [3, 3]), L("d", [3])], ["x", "d"]),
+]))
+
+add(case("xtra2_as_strided_args_overlap_mutation", """
+def f(a, b):
+    a.mul_(2)
+    return a + b
+""", """
+fn f(a: &mut Tensor, b: &Tensor) -> Tensor {
+    a.mul_(2.0);
+    a + b
+}
+""", [
+    C("overlap_nograd", [L("x", [6])], ["x.as_strided([2,2],[2,1],0)", "x.as_strided([2,2],[2,1],1)"]),
+    C("overlap_grad", [L("x", [6], True)], ["p.as_strided([2,2],[2,1],0)", "p.as_strided([2,2],[2,1],1)"],
+      lets=[["p", "x.copy()"]]),
+    C("disjoint_nograd", [L("x", [8])], ["x.as_strided([2,2],[2,1],0)", "x.as_strided([2,2],[2,1],4)"]),
+    C("disjoint_grad", [L("x", [8], True)], ["p.as_strided([2,2],[2,1],0)", "p.as_strided([2,2],[2,1],4)"],
+      lets=[["p", "x.copy()"]]),
+    C("interleaved_grad", [L("x", [8], True)], ["p.as_strided([2,2],[4,1],0)", "p.as_strided([2,2],[4,1],2)"],
+      lets=[["p", "x.copy()"]]),
+]))
+
+add(case("xtra2_detached_arg_mutation", """
+def f(a, b):
+    a.mul_(3)
+    return a + b, b.sin()
+""", """
+fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor) {
+    a.mul_(3.0);
+    (a + b, b.sin())
+}
+""", [
+    C("detached_of_grad_leaf", [L("x", [2, 3], True), L("y", [2, 3], True)], ["x.detach()", "y"]),
+    C("detached_of_b", [L("x", [2, 3], True)], ["x.detach()", "x"], note=NONDIFF_VIEW),
+    C("detached_row_of_b", [L("x", [2, 3], True)], ["x.select(0,0).detach()", "x"], note=NONDIFF_VIEW),
+    C("nograd", [L("x", [2, 3]), L("y", [2, 3])], ["x", "y"]),
+]))
+
+add(case("xtra2_dupe_three_args_mutate_middle", """
+def f(a, b, c):
+    b.mul_(2)
+    return a + c
+""", """
+fn f(a: &Tensor, b: &mut Tensor, c: &Tensor) -> Tensor {
+    b.mul_(2.0);
+    a + c
+}
+""", [
+    C("all_same_nograd", [L("x", [2, 2])], ["x", "x", "x"]),
+    C("all_same_grad", [L("x", [2, 2], True)], ["p", "p", "p"], lets=[["p", "x.copy()"]]),
+    C("ab_same_grad", [L("x", [2, 2], True), L("y", [2, 2], True)], ["p", "p", "y"], lets=[["p", "x.copy()"]]),
+    C("ac_same_leaf_grad", [L("x", [2, 2], True), L("y", [2, 2], True)], ["x", "q", "x"], lets=[["q", "y.copy()"]], note=ZERO_GRAD),
+    C("distinct_grad", [L("x", [2, 2], True), L("y", [2, 2], True), L("z", [2, 2], True)], ["x", "y.copy()", "z"], note=ZERO_GRAD),
+]))
+
+add(case("xtra2_dupe_metadata_only", """
+def f(a, b):
+    a.unsqueeze_(0)
+    return a.sum() + b.sum(), a
+""", """
+fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor) {
+    a.unsqueeze_(0);
+    (a.sum() + b.sum(), a)
+}
+""", [
+    C("dupe_nograd", [L("x", [2, 3])], ["x", "x"]),
+    C("dupe_grad", [L("x", [2, 3], True)], ["p", "p"], lets=[["p", "x.copy()"]]),
+    C("grad", [L("x", [2, 3], True), L("y", [2, 3], True)], ["x.copy()", "y"]),
+    C("alias_nograd", [L("x", [2, 3])], ["x.view([2,3])", "x.view([6])"]),
+]))
+
+add(case("xtra2_dupe_returned_mutated", """
+def f(a, b):
+    a.add_(1)
+    return b
+""", """
+fn f(a: &mut Tensor, b: &Tensor) -> Tensor {
+    a.add_(1.0);
+    b
+}
+""", [
+    C("dupe_nograd", [L("x", [3])], ["x", "x"]),
+    C("dupe_grad", [L("x", [3], True)], ["p", "p"], lets=[["p", "x.copy()"]]),
+    C("alias_grad", [L("x", [2, 3], True)], ["p.select(0,0)", "p"], lets=[["p", "x.copy()"]]),
+    C("separate_grad", [L("x", [3], True), L("y", [3], True)], ["x.copy()", "y"]),
+]))
+
+# ---------------------------------------------------------------------------
+# Metadata mutations (no set_)
+# ---------------------------------------------------------------------------
+
+add(case("xtra2_as_strided_inplace_then_mutate", """
+def f(a):
+    a.as_strided_([2, 2], [2, 1], 1)
+    a.mul_(2)
+    return a
+""", """
+fn f(a: &mut Tensor) -> Tensor {
+    a.as_strided_(&[2, 2], &[2, 1], 1);
+    a.mul_(2.0);
+    a
+}
+""", [
+    C("grad", [L("x", [6], True)], ["x.copy()"]),
+    C("nograd", [L("x", [6])], ["x"]),
+    C("view_arg_grad", [L("x", [2, 3], True)], ["p.view([6])"], lets=[["p", "x.copy()"]]),
+]))
+
+add(case("xtra2_transpose_inplace_dupe_other_view", """
+def f(a, b):
+    a.transpose_(0, 1)
+    return a, b.view(-1)
+""", """
+fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor) {
+    a.transpose_(0, 1);
+    (a, b.view(&[-1]))
+}
+""", [
+    C("dupe_nograd", [L("x", [2, 3])], ["x", "x"]),
+    C("dupe_grad", [L("x", [2, 3], True)], ["p", "p"], lets=[["p", "x.copy()"]]),
+    C("grad", [L("x", [2, 3], True), L("y", [2, 3], True)], ["x.copy()", "y"]),
+    C("nograd", [L("x", [2, 3]), L("y", [2, 3])], ["x", "y"]),
+]))
+
+add(case("xtra2_unsqueeze_inplace_twice", """
+def f(a):
+    a.unsqueeze_(0)
+    a.unsqueeze_(2)
+    return a.squeeze(0), a * 2
+""", """
+fn f(a: &mut Tensor) -> (Tensor, Tensor) {
+    a.unsqueeze_(0);
+    a.unsqueeze_(2);
+    (a.squeeze(0), a * 2.0)
+}
+""", [
+    C("grad", [L("x", [2, 3], True)], ["x.copy()"]),
+    C("nograd", [L("x", [2, 3])], ["x"]),
+    C("row_view_grad", [L("x", [2, 3], True)], ["p.select(0,1)"], lets=[["p", "x.copy()"]]),
+]))
+
+add(case("xtra2_metadata_mutation_under_no_grad_leaf", """
+def f(a, b):
+    with torch.no_grad():
+        a.t_()
+    return a * b
+""", """
+fn f(a: &mut Tensor, b: &Tensor) -> Tensor {
+    no_grad! {
+        a.t_();
+    }
+    a * b
+}
+""", [
+    C("leaf_grad", [L("x", [2, 3], True), L("y", [3, 2])], ["x", "y"], note=NO_GRAD_T_LEAF),
+    C("y_grad", [L("x", [2, 3]), L("y", [3, 2], True)], ["x", "y"], note=BW_VERSION),
+    C("nograd", [L("x", [2, 3]), L("y", [3, 2])], ["x", "y"]),
+]))
+
+add(case("xtra2_squeeze_inplace_then_view_outputs", """
+def f(a):
+    a.squeeze_(0)
+    return a.t(), a.view(-1), a.sum()
+""", """
+fn f(a: &mut Tensor) -> (Tensor, Tensor, Tensor) {
+    a.squeeze_(0);
+    (a.t(), a.view(&[-1]), a.sum())
+}
+""", [
+    C("grad", [L("x", [1, 2, 3], True)], ["x.copy()"]),
+    C("nograd", [L("x", [1, 2, 3])], ["x"]),
+    C("unsqueezed_view_grad", [L("x", [2, 3], True)], ["p.unsqueeze(0)"], lets=[["p", "x.copy()"]]),
+]))
+
+# ---------------------------------------------------------------------------
+# Intermediate bases, outputs that do not require grad, no_grad views
+# ---------------------------------------------------------------------------
+
+add(case("xtra2_no_grad_views_of_input_and_intermediate", """
+def f(a):
+    with torch.no_grad():
+        t = a * 2
+        return t.view(-1), a.view(-1), a.t()
+""", """
+fn f(a: &Tensor) -> (Tensor, Tensor, Tensor) {
+    no_grad! {
+        let t = a * 2.0;
+        (t.view(&[-1]), a.view(&[-1]), a.t())
+    }
+}
+""", [
+    C("leaf_grad", [L("x", [2, 2], True)], ["x"], note=NO_GRAD_VIEWS),
+    C("grad", [L("x", [2, 2], True)], ["x.copy()"], note=NO_GRAD_VIEWS),
+    C("nograd", [L("x", [2, 2])], ["x"]),
+]))
+
+add(case("xtra2_intermediate_views_mixed_detach", """
+def f(a, b):
+    t = a + b
+    return t.select(0, 0), t.select(0, 1).detach(), t.narrow(1, 1, 2)
+""", """
+fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor) {
+    let t = a + b;
+    (t.select(0, 0), t.select(0, 1).detach(), t.narrow(1, 1, 2))
+}
+""", [
+    C("leaf_grad", [L("x", [2, 3], True), L("y", [2, 3], True)], ["x", "y"]),
+    C("b_grad", [L("x", [2, 3]), L("y", [2, 3], True)], ["x", "y"]),
+    C("nograd", [L("x", [2, 3]), L("y", [2, 3])], ["x", "y"]),
+    C("dupe_leaf_grad", [L("x", [2, 3], True)], ["x", "x"]),
+]))
+
+add(case("xtra2_intermediate_mutated_through_view_outputs", """
+def f(a):
+    t = a * 2
+    v1 = t.t()
+    v2 = t.diagonal()
+    v2.mul_(3)
+    return v1, v2
+""", """
+fn f(a: &Tensor) -> (Tensor, Tensor) {
+    let t = a * 2.0;
+    let v1 = t.t();
+    let v2 = t.diagonal();
+    v2.mul_(3.0);
+    (v1, v2)
+}
+""", [
+    C("leaf_grad", [L("x", [3, 3], True)], ["x"]),
+    C("nograd", [L("x", [3, 3])], ["x"]),
+    C("view_arg_grad", [L("x", [9], True)], ["x.view([3,3])"]),
+]))
+
+add(case("xtra2_outputs_mixed_requires_grad", """
+def f(a, b):
+    m = a.gt(b)
+    return a.detach() * 2, a * b, m, torch.where(m, a, b)
+""", """
+fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor, Tensor) {
+    let m = a.gt(b);
+    (a.detach() * 2.0, a * b, m, a.where_(&m, b))
+}
+""", [
+    C("leaf_grad", [L("x", [2, 3], True), L("y", [2, 3], True)], ["x", "y"]),
+    C("a_grad", [L("x", [2, 3], True), L("y", [2, 3])], ["x.copy()", "y"]),
+    C("b_grad", [L("x", [2, 3]), L("y", [2, 3], True)], ["x", "y"]),
+    C("nograd", [L("x", [2, 3]), L("y", [2, 3])], ["x", "y"]),
+    C("alias_t_leaf_grad", [L("x", [3, 3], True)], ["x", "x.t()"]),
+]))
+
+add(case("xtra2_inference_mutation_with_alias_outputs", """
+def f(a, b):
+    a.add_(b)
+    return a.t(), a.sum(), b.view(-1)
+""", """
+fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor) {
+    a.add_(b);
+    (a.t(), a.sum(), b.view(&[-1]))
+}
+""", [
+    C("nograd", [L("x", [2, 3]), L("y", [2, 3])], ["x", "y"]),
+    C("b_leaf_grad", [L("x", [2, 3]), L("y", [2, 3], True)], ["x", "y"]),
+    C("grad", [L("x", [2, 3], True), L("y", [2, 3], True)], ["x.copy()", "y"]),
+    C("dupe_nograd", [L("x", [2, 3])], ["x", "x"]),
+    C("dupe_grad", [L("x", [2, 3], True)], ["p", "p"], lets=[["p", "x.copy()"]]),
+]))
+
+add(case("xtra2_all_no_grad_body_mutation_and_views", """
+def f(a, b):
+    with torch.no_grad():
+        a.mul_(2)
+        c = a + b
+        return c, a.view(-1), b.t()
+""", """
+fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor) {
+    no_grad! {
+        a.mul_(2.0);
+        let c = a + b;
+        (c, a.view(&[-1]), b.t())
+    }
+}
+""", [
+    C("leaf_grad", [L("x", [2, 2], True), L("y", [2, 2], True)], ["x", "y"], note=NO_GRAD_VIEWS),
+    C("grad", [L("x", [2, 2], True), L("y", [2, 2], True)], ["x.copy()", "y"], note=NO_GRAD_VIEWS),
+    C("nograd", [L("x", [2, 2]), L("y", [2, 2])], ["x", "y"]),
+    C("dupe_leaf_grad", [L("x", [2, 2], True)], ["x", "x"], note=NO_GRAD_VIEWS),
+]))
+
+# ---------------------------------------------------------------------------
+# Realistic training steps
+# ---------------------------------------------------------------------------
+
+add(case("xtra2_attention_kv_cache_update", """
+def f(cache_k, cache_v, k, v, q):
+    cache_k.narrow(0, 2, 1).copy_(k)
+    cache_v.narrow(0, 2, 1).copy_(v)
+    keys = cache_k.narrow(0, 0, 3)
+    vals = cache_v.narrow(0, 0, 3)
+    attn = (q.matmul(keys.t()) * 0.5).softmax(-1)
+    return attn.matmul(vals), attn
+""", """
+fn f(cache_k: &mut Tensor, cache_v: &mut Tensor, k: &Tensor, v: &Tensor, q: &Tensor) -> (Tensor, Tensor) {
+    cache_k.narrow(0, 2, 1).copy_(k);
+    cache_v.narrow(0, 2, 1).copy_(v);
+    let keys = cache_k.narrow(0, 0, 3);
+    let vals = cache_v.narrow(0, 0, 3);
+    let attn = (q.matmul(keys.t()) * 0.5).softmax(-1);
+    (attn.matmul(vals), attn)
+}
+""", [
+    C("kvq_grad", [L("ck", [4, 3]), L("cv", [4, 3]), L("k", [1, 3], True), L("v", [1, 3], True), L("q", [2, 3], True)],
+      ["ck", "cv", "k", "v", "q"]),
+    C("q_grad", [L("ck", [4, 3]), L("cv", [4, 3]), L("k", [1, 3]), L("v", [1, 3]), L("q", [2, 3], True)],
+      ["ck", "cv", "k", "v", "q"]),
+    C("nograd", [L("ck", [4, 3]), L("cv", [4, 3]), L("k", [1, 3]), L("v", [1, 3]), L("q", [2, 3])],
+      ["ck", "cv", "k", "v", "q"]),
+    C("caches_in_one_buffer_grad", [L("buf", [8, 3]), L("k", [1, 3], True), L("v", [1, 3], True), L("q", [2, 3], True)],
+      ["buf.narrow(0,0,4)", "buf.narrow(0,4,4)", "k", "v", "q"]),
+    C("same_cache_dupe", [L("c", [4, 3]), L("k", [1, 3], True), L("v", [1, 3], True), L("q", [2, 3])],
+      ["c", "c", "k", "v", "q"]),
+    C("cache_grad_copy", [L("ck", [4, 3], True), L("cv", [4, 3], True), L("k", [1, 3], True), L("v", [1, 3]), L("q", [2, 3])],
+      ["ck.copy()", "cv.copy()", "k", "v", "q"]),
+]))
+
+add(case("xtra2_attention_masked_where", """
+def f(q, k, v, mask_src):
+    s = q.matmul(k.t())
+    m = mask_src.gt(0.0)
+    s = torch.where(m, s, torch.full_like(s, -10000.0))
+    p = s.softmax(-1)
+    return p.matmul(v), m
+""", """
+fn f(q: &Tensor, k: &Tensor, v: &Tensor, mask_src: &Tensor) -> (Tensor, Tensor) {
+    let s = q.matmul(k.t());
+    let m = mask_src.gt(0.0);
+    let s = s.where_(&m, s.full_like(-10000.0));
+    let p = s.softmax(-1);
+    (p.matmul(v), m)
+}
+""", [
+    C("qkv_grad", [L("q", [2, 3], True), L("k", [3, 3], True), L("v", [3, 2], True), L("m", [2, 3])], ["q", "k", "v", "m"]),
+    C("v_grad", [L("q", [2, 3]), L("k", [3, 3]), L("v", [3, 2], True), L("m", [2, 3])], ["q", "k", "v", "m"]),
+    C("nograd", [L("q", [2, 3]), L("k", [3, 3]), L("v", [3, 2]), L("m", [2, 3])], ["q", "k", "v", "m"]),
+    C("qk_same_leaf_grad", [L("q", [3, 3], True), L("v", [3, 2]), L("m", [3, 3])], ["q", "q", "v", "m"]),
+]))
+
+add(case("xtra2_layernorm_residual_relu_inplace", """
+def f(x, w, g, b):
+    mean = x.mean(dim=[-1], keepdim=True)
+    var = x.var(dim=[-1], correction=0, keepdim=True)
+    h = (x - mean) * (var + 1e-05).rsqrt() * g + b
+    h = h.matmul(w)
+    h.add_(x)
+    h.relu_()
+    return h
+""", """
+fn f(x: &Tensor, w: &Tensor, g: &Tensor, b: &Tensor) -> Tensor {
+    let mean = x.mean_dim(&[-1], true);
+    let var = x.var_dim(&[-1], 0, true);
+    let h = (x - mean) * (var + 1e-05).rsqrt() * g + b;
+    let h = h.matmul(w);
+    h.add_(x);
+    h.relu_();
+    h
+}
+""", [
+    C("all_leaf_grad", [L("x", [2, 4], True), L("w", [4, 4], True), L("g", [4], True), L("b", [4], True)], ["x", "w", "g", "b"]),
+    C("params_grad", [L("x", [2, 4]), L("w", [4, 4], True), L("g", [4], True), L("b", [4], True)], ["x", "w", "g", "b"]),
+    C("nograd", [L("x", [2, 4]), L("w", [4, 4]), L("g", [4]), L("b", [4])], ["x", "w", "g", "b"]),
+    C("x_view_grad", [L("x", [8], True), L("w", [4, 4]), L("g", [4]), L("b", [4])], ["x.view([2,4])", "w", "g", "b"]),
+]))
+
+add(case("xtra2_residual_block_two_relu_inplace", """
+def f(x, w1, w2):
+    h = x.matmul(w1)
+    h.relu_()
+    h = h.matmul(w2)
+    h.add_(x)
+    h.relu_()
+    return h, h.sum(dim=[1], keepdim=False)
+""", """
+fn f(x: &Tensor, w1: &Tensor, w2: &Tensor) -> (Tensor, Tensor) {
+    let h = x.matmul(w1);
+    h.relu_();
+    let h = h.matmul(w2);
+    h.add_(x);
+    h.relu_();
+    (h, h.sum_dim(&[1], false))
+}
+""", [
+    C("all_leaf_grad", [L("x", [2, 3], True), L("w1", [3, 3], True), L("w2", [3, 3], True)], ["x", "w1", "w2"]),
+    C("w_grad", [L("x", [2, 3]), L("w1", [3, 3], True), L("w2", [3, 3], True)], ["x", "w1", "w2"]),
+    C("nograd", [L("x", [2, 3]), L("w1", [3, 3]), L("w2", [3, 3])], ["x", "w1", "w2"]),
+    C("tied_weights_leaf_grad", [L("x", [2, 3], True), L("w", [3, 3], True)], ["x", "w", "w"]),
+    C("tied_transposed_grad", [L("x", [2, 3]), L("w", [3, 3], True)], ["x", "w", "w.t()"]),
+]))
+
+add(case("xtra2_relu_inplace_on_input_row", """
+def f(x, w):
+    x.narrow(0, 0, 1).relu_()
+    return x * w
+""", """
+fn f(x: &mut Tensor, w: &Tensor) -> Tensor {
+    x.narrow(0, 0, 1).relu_();
+    x * w
+}
+""", [
+    C("grad", [L("x", [2, 3], True), L("w", [2, 3], True)], ["x.copy()", "w"]),
+    C("w_grad", [L("x", [2, 3]), L("w", [2, 3], True)], ["x", "w"]),
+    C("nograd", [L("x", [2, 3]), L("w", [2, 3])], ["x", "w"]),
+    C("leaf_grad", [L("x", [2, 3], True), L("w", [2, 3])], ["x", "w"], note=LEAF_VIEW_INPLACE),
+    C("dupe_grad", [L("x", [2, 3], True)], ["p", "p"], lets=[["p", "x.copy()"]]),
+]))
+
+add(case("xtra2_sgd_step_returns_params", """
+def f(w, b, gw, gb, x, lr):
+    with torch.no_grad():
+        w.sub_(gw * lr)
+        b.sub_(gb * lr)
+    return x.matmul(w) + b, w, b.view(1, 2)
+""", """
+fn f(w: &mut Tensor, b: &mut Tensor, gw: &Tensor, gb: &Tensor, x: &Tensor, lr: f64) -> (Tensor, Tensor, Tensor) {
+    no_grad! {
+        w.sub_(gw * lr);
+        b.sub_(gb * lr);
+    }
+    (x.matmul(w) + b, w, b.view(&[1, 2]))
+}
+""", [
+    C("params_leaf_grad", [L("w", [3, 2], True), L("b", [2], True), L("gw", [3, 2]), L("gb", [2]), L("x", [2, 3])],
+      ["w", "b", "gw", "gb", "x", 0.1]),
+    C("params_copy_grad", [L("w", [3, 2], True), L("b", [2], True), L("gw", [3, 2]), L("gb", [2]), L("x", [2, 3], True)],
+      ["w.copy()", "b.copy()", "gw", "gb", "x", 0.5]),
+    C("nograd", [L("w", [3, 2]), L("b", [2]), L("gw", [3, 2]), L("gb", [2]), L("x", [2, 3])],
+      ["w", "b", "gw", "gb", "x", 0.1]),
+    C("params_in_one_buffer", [L("flat", [8], True), L("gw", [3, 2]), L("gb", [2]), L("x", [2, 3])],
+      ["p.narrow(0,0,6).view([3,2])", "p.narrow(0,6,2)", "gw", "gb", "x", 0.1], lets=[["p", "flat.copy()"]]),
+    C("grads_with_grad", [L("w", [3, 2], True), L("b", [2], True), L("gw", [3, 2], True), L("gb", [2], True), L("x", [2, 3])],
+      ["w", "b", "gw", "gb", "x", 0.1]),
+]))
+
+add(case("xtra2_adam_step_scalars", """
+def f(w, g, m, v, x, lr, bc1, bc2):
+    with torch.no_grad():
+        m.mul_(0.9).add_(g * 0.1)
+        v.mul_(0.999).add_(g * g * 0.001)
+        w.sub_((m / bc1) / ((v / bc2).abs().sqrt() + 1e-08) * lr)
+    return x.matmul(w).tanh().sum(dim=[1], keepdim=False)
+""", """
+fn f(w: &mut Tensor, g: &Tensor, m: &mut Tensor, v: &mut Tensor, x: &Tensor, lr: f64, bc1: f64, bc2: f64) -> Tensor {
+    no_grad! {
+        m.mul_(0.9).add_(g * 0.1);
+        v.mul_(0.999).add_(g * g * 0.001);
+        w.sub_((m / bc1) / ((v / bc2).abs().sqrt() + 1e-08) * lr);
+    }
+    x.matmul(w).tanh().sum_dim(&[1], false)
+}
+""", [
+    C("param_leaf_grad", [L("w", [3, 2], True), L("g", [3, 2]), L("m", [3, 2]), L("v", [3, 2]), L("x", [2, 3])],
+      ["w", "g", "m", "v", "x", 0.01, 0.1, 0.001]),
+    C("param_copy_grad", [L("w", [3, 2], True), L("g", [3, 2]), L("m", [3, 2]), L("v", [3, 2]), L("x", [2, 3], True)],
+      ["w.copy()", "g", "m", "v", "x", 0.01, 0.1, 0.001]),
+    C("nograd", [L("w", [3, 2]), L("g", [3, 2]), L("m", [3, 2]), L("v", [3, 2]), L("x", [2, 3])],
+      ["w", "g", "m", "v", "x", 0.01, 0.1, 0.001]),
+    C("moments_in_one_buffer", [L("w", [3, 2], True), L("g", [3, 2]), L("st", [2, 3, 2]), L("x", [2, 3])],
+      ["w", "g", "st.select(0,0)", "st.select(0,1)", "x", 0.01, 0.1, 0.001]),
+    C("moments_dupe", [L("w", [3, 2], True), L("g", [3, 2]), L("m", [3, 2]), L("x", [2, 3])],
+      ["w", "g", "m", "m", "x", 0.01, 0.1, 0.001], note=DUPE_INDEX),
+]))
+
+add(case("xtra2_grad_accumulation_into_buffer", """
+def f(acc, x, w):
+    for i in range(2):
+        acc.add_(x.select(0, i).matmul(w))
+    return acc.sum() * 0.5, acc
+""", """
+fn f(acc: &mut Tensor, x: &Tensor, w: &Tensor) -> (Tensor, Tensor) {
+    for i in 0..2 {
+        acc.add_(x.select(0, i).matmul(w));
+    }
+    (acc.sum() * 0.5, acc)
+}
+""", [
+    C("w_leaf_grad", [L("acc", [2, 2]), L("x", [2, 2, 3]), L("w", [3, 2], True)], ["acc", "x", "w"]),
+    C("xw_grad", [L("acc", [2, 2]), L("x", [2, 2, 3], True), L("w", [3, 2], True)], ["acc", "x", "w"]),
+    C("acc_grad", [L("acc", [2, 2], True), L("x", [2, 2, 3]), L("w", [3, 2], True)], ["acc.copy()", "x", "w"]),
+    C("nograd", [L("acc", [2, 2]), L("x", [2, 2, 3]), L("w", [3, 2])], ["acc", "x", "w"]),
+    C("acc_leaf_grad", [L("acc", [2, 2], True), L("x", [2, 2, 3]), L("w", [3, 2])], ["acc", "x", "w"], note=LEAF_INPLACE),
+]))
+
+add(case("xtra2_grad_buffer_accumulate_no_grad", """
+def f(gbuf, w, x):
+    out = x.matmul(w)
+    with torch.no_grad():
+        gbuf.add_(x.t().matmul(out) * 0.5)
+    return out.square().sum(), gbuf.view(-1)
+""", """
+fn f(gbuf: &mut Tensor, w: &Tensor, x: &Tensor) -> (Tensor, Tensor) {
+    let out = x.matmul(w);
+    no_grad! {
+        gbuf.add_(x.t().matmul(out) * 0.5);
+    }
+    (out.square().sum(), gbuf.view(&[-1]))
+}
+""", [
+    C("w_leaf_grad", [L("g", [3, 2]), L("w", [3, 2], True), L("x", [2, 3])], ["g", "w", "x"]),
+    C("nograd", [L("g", [3, 2]), L("w", [3, 2]), L("x", [2, 3])], ["g", "w", "x"]),
+    C("gbuf_leaf_grad", [L("g", [3, 2], True), L("w", [3, 2], True), L("x", [2, 3])], ["g", "w", "x"]),
+    C("gbuf_is_weight_leaf_grad", [L("w", [3, 2], True), L("x", [2, 3])], ["w", "w", "x"], note=DUPE_INDEX),
+    C("gbuf_is_weight_nograd", [L("w", [3, 2]), L("x", [2, 3])], ["w", "w", "x"]),
+]))
+
+add(case("xtra2_ema_update_returns_views", """
+def f(ema, w, x):
+    with torch.no_grad():
+        ema.mul_(0.9).add_(w * 0.1)
+    return ema.view(-1), w.t(), x.matmul(w).sum()
+""", """
+fn f(ema: &mut Tensor, w: &Tensor, x: &Tensor) -> (Tensor, Tensor, Tensor) {
+    no_grad! {
+        ema.mul_(0.9).add_(w * 0.1);
+    }
+    (ema.view(&[-1]), w.t(), x.matmul(w).sum())
+}
+""", [
+    C("w_leaf_grad", [L("ema", [3, 2]), L("w", [3, 2], True), L("x", [2, 3])], ["ema", "w", "x"]),
+    C("nograd", [L("ema", [3, 2]), L("w", [3, 2]), L("x", [2, 3])], ["ema", "w", "x"]),
+    C("ema_is_copy_of_grad", [L("w", [3, 2], True), L("x", [2, 3])], ["p", "w", "x"], lets=[["p", "w.detach()"]],
+      note=NONDIFF_VIEW),
+    C("ema_grad_copy", [L("ema", [3, 2], True), L("w", [3, 2], True), L("x", [2, 3])], ["ema.copy()", "w", "x"]),
+]))
+
+add(case("xtra2_batchnorm_train_running_stats_inplace_returned", """
+def f(x, w, b, running_mean, running_var):
+    mean = x.mean(dim=[0], keepdim=False)
+    var = x.var(dim=[0], correction=0, keepdim=False)
+    with torch.no_grad():
+        running_mean.mul_(0.9).add_(mean * 0.1)
+        running_var.mul_(0.9).add_(var * 0.1)
+    y = (x - mean) * (var + 1e-05).rsqrt() * w + b
+    y.relu_()
+    return y, running_mean, running_var.view(1, 3)
+""", """
+fn f(x: &Tensor, w: &Tensor, b: &Tensor, running_mean: &mut Tensor, running_var: &mut Tensor) -> (Tensor, Tensor, Tensor) {
+    let mean = x.mean_dim(&[0], false);
+    let var = x.var_dim(&[0], 0, false);
+    no_grad! {
+        running_mean.mul_(0.9).add_(mean * 0.1);
+        running_var.mul_(0.9).add_(var * 0.1);
+    }
+    let y = (x - mean) * (var + 1e-05).rsqrt() * w + b;
+    y.relu_();
+    (y, running_mean, running_var.view(&[1, 3]))
+}
+""", [
+    C("train", [L("x", [4, 3], True), L("w", [3], True), L("b", [3], True), L("rm", [3]), L("rv", [3])], ["x", "w", "b", "rm", "rv"]),
+    C("params_only", [L("x", [4, 3]), L("w", [3], True), L("b", [3], True), L("rm", [3]), L("rv", [3])], ["x", "w", "b", "rm", "rv"]),
+    C("nograd", [L("x", [4, 3]), L("w", [3]), L("b", [3]), L("rm", [3]), L("rv", [3])], ["x", "w", "b", "rm", "rv"]),
+    C("stats_rows_of_one_buffer", [L("x", [4, 3], True), L("w", [3], True), L("b", [3], True), L("st", [2, 3])],
+      ["x", "w", "b", "st.select(0,0)", "st.select(0,1)"]),
+    C("stats_dupe", [L("x", [4, 3], True), L("w", [3], True), L("b", [3], True), L("st", [3])], ["x", "w", "b", "st", "st"], note=DUPE_INDEX),
+]))
+
+add(case("xtra2_masked_fill_where_inplace_mask", """
+def f(x, mask_src, w):
+    m = mask_src.lt(0.0)
+    h = torch.where(m, torch.zeros_like(x), x)
+    h.mul_(w)
+    return h, m, h.sum(dim=[0], keepdim=True)
+""", """
+fn f(x: &Tensor, mask_src: &Tensor, w: &Tensor) -> (Tensor, Tensor, Tensor) {
+    let m = mask_src.lt(0.0);
+    let h = x.zeros_like().where_(&m, x);
+    h.mul_(w);
+    (h, m, h.sum_dim(&[0], true))
+}
+""", [
+    C("x_w_leaf_grad", [L("x", [2, 3], True), L("m", [2, 3]), L("w", [2, 3], True)], ["x", "m", "w"]),
+    C("w_grad", [L("x", [2, 3]), L("m", [2, 3]), L("w", [2, 3], True)], ["x", "m", "w"]),
+    C("nograd", [L("x", [2, 3]), L("m", [2, 3]), L("w", [2, 3])], ["x", "m", "w"]),
+    C("mask_src_is_x_leaf_grad", [L("x", [2, 3], True), L("w", [2, 3])], ["x", "x", "w"]),
+]))
+
+add(case("xtra2_optimizer_zero_grad_then_accumulate", """
+def f(g, w, x):
+    with torch.no_grad():
+        g.zero_()
+    loss = x.matmul(w).sigmoid().sum()
+    with torch.no_grad():
+        g.add_(w * 0.01)
+    return loss, g
+""", """
+fn f(g: &mut Tensor, w: &Tensor, x: &Tensor) -> (Tensor, Tensor) {
+    no_grad! {
+        g.zero_();
+    }
+    let loss = x.matmul(w).sigmoid().sum();
+    no_grad! {
+        g.add_(w * 0.01);
+    }
+    (loss, g)
+}
+""", [
+    C("w_leaf_grad", [L("g", [3, 2]), L("w", [3, 2], True), L("x", [2, 3])], ["g", "w", "x"]),
+    C("nograd", [L("g", [3, 2]), L("w", [3, 2]), L("x", [2, 3])], ["g", "w", "x"]),
+    C("g_leaf_grad", [L("g", [3, 2], True), L("w", [3, 2], True), L("x", [2, 3])], ["g", "w", "x"]),
+    C("g_view_of_buffer", [L("buf", [2, 3, 2]), L("w", [3, 2], True), L("x", [2, 3])], ["buf.select(0,1)", "w", "x"]),
+]))
+
+add(case("xtra2_weight_tying_no_mutation", """
+def f(w_in, w_out, x):
+    h = x.matmul(w_in).tanh()
+    return h.matmul(w_out.t()), h
+""", """
+fn f(w_in: &Tensor, w_out: &Tensor, x: &Tensor) -> (Tensor, Tensor) {
+    let h = x.matmul(w_in).tanh();
+    (h.matmul(w_out.t()), h)
+}
+""", [
+    C("tied_leaf_grad", [L("w", [3, 3], True), L("x", [2, 3])], ["w", "w", "x"]),
+    C("tied_grad", [L("w", [3, 3], True), L("x", [2, 3], True)], ["p", "p", "x"], lets=[["p", "w.copy()"]]),
+    C("separate_grad", [L("a", [3, 3], True), L("b", [3, 3], True), L("x", [2, 3])], ["a", "b", "x"]),
+    C("tied_transposed_grad", [L("w", [3, 3], True), L("x", [2, 3])], ["w", "w.t()", "x"]),
+    C("nograd", [L("w", [3, 3]), L("x", [2, 3])], ["w", "w", "x"]),
+]))
+
+# ---------------------------------------------------------------------------
+# What autograd saves: eager PyTorch saves only what the gradients that are
+# needed use, so mutating an input that was not saved is allowed
+# ---------------------------------------------------------------------------
+
+add(case("xtra2_saved_tensors_not_needed_mul_div_mm", """
+def f(x, w, d):
+    y = x * w + x / d + x.matmul(w.t()).sum(dim=[1], keepdim=True)
+    with torch.no_grad():
+        x.mul_(0.5)
+    return y, x
+""", """
+fn f(x: &mut Tensor, w: &Tensor, d: &Tensor) -> (Tensor, Tensor) {
+    let y = x * w + x / d + x.matmul(w.t()).sum_dim(&[1], true);
+    no_grad! {
+        x.mul_(0.5);
+    }
+    (y, x)
+}
+""", [
+    C("x_leaf_grad", [L("x", [2, 3], True), L("w", [2, 3]), L("d", [2, 3])], ["x", "w", "d"]),
+    C("x_grad", [L("x", [2, 3], True), L("w", [2, 3]), L("d", [2, 3])], ["x.copy()", "w", "d"]),
+    C("nograd", [L("x", [2, 3]), L("w", [2, 3]), L("d", [2, 3])], ["x", "w", "d"]),
+    C("x_view_leaf_grad", [L("x", [6], True), L("w", [2, 3]), L("d", [2, 3])], ["x.view([2,3])", "w", "d"]),
+]))
+
+add(case("xtra2_saved_results_unary_then_input_zeroed", """
+def f(x):
+    y = x.exp() + x.tanh() + x.relu() + x.sigmoid() + x.sum()
+    with torch.no_grad():
+        x.zero_()
+    return y
+""", """
+fn f(x: &mut Tensor) -> Tensor {
+    let y = x.exp() + x.tanh() + x.relu() + x.sigmoid() + x.sum();
+    no_grad! {
+        x.zero_();
+    }
+    y
+}
+""", [
+    C("leaf_grad", [L("x", [2, 3], True)], ["x"]),
+    C("grad", [L("x", [2, 3], True)], ["x.copy()"]),
+    C("nograd", [L("x", [2, 3])], ["x"]),
+    C("row_view_leaf_grad", [L("x", [2, 3], True)], ["x.select(0,1)"]),
+]))
+
+add(case("xtra2_mutate_self_overlapping_arg", """
+def f(a, b):
+    a.mul_(2)
+    return a + b
+""", """
+fn f(a: &mut Tensor, b: &Tensor) -> Tensor {
+    a.mul_(2.0);
+    a + b
+}
+""", [
+    C("stride0_nograd", [L("x", [3]), L("y", [2, 3])], ["x.as_strided([2,3],[0,1],0)", "y"]),
+    C("stride0_grad", [L("x", [3], True), L("y", [2, 3], True)], ["p.as_strided([2,3],[0,1],0)", "y"], lets=[["p", "x.copy()"]]),
+    C("plain_grad", [L("x", [2, 3], True), L("y", [2, 3], True)], ["x.copy()", "y"]),
+    C("b_is_stride0_view_nograd", [L("x", [3])], ["p", "x.as_strided([2,3],[0,1],0)"], lets=[["p", "x.view([1,3])"]]),
+]))
+
+add(case("xtra2_buffer_becomes_grad_then_view_outputs", """
+def f(buf, w):
+    buf.add_(w)
+    return buf.view(-1), buf.t(), buf * 2
+""", """
+fn f(buf: &mut Tensor, w: &Tensor) -> (Tensor, Tensor, Tensor) {
+    buf.add_(w);
+    (buf.view(&[-1]), buf.t(), buf * 2.0)
+}
+""", [
+    C("w_leaf_grad", [L("buf", [2, 3]), L("w", [2, 3], True)], ["buf", "w"]),
+    C("buf_row_of_plain_base", [L("base", [3, 2, 3]), L("w", [2, 3], True)], ["base.select(0,1)", "w"]),
+    C("nograd", [L("buf", [2, 3]), L("w", [2, 3])], ["buf", "w"]),
+    C("both_grad", [L("buf", [2, 3], True), L("w", [2, 3], True)], ["buf.copy()", "w"]),
+    C("w_is_buf_nograd", [L("buf", [2, 3])], ["buf", "buf"]),
+]))
+
+add(case("xtra2_intermediate_mutated_no_grad_view_output", """
+def f(a):
+    t = a * 2
+    v = t.view(-1)
+    with torch.no_grad():
+        t.add_(1)
+    return v, t
+""", """
+fn f(a: &Tensor) -> (Tensor, Tensor) {
+    let t = a * 2.0;
+    let v = t.view(&[-1]);
+    no_grad! {
+        t.add_(1.0);
+    }
+    (v, t)
+}
+""", [
+    C("leaf_grad", [L("x", [2, 3], True)], ["x"]),
+    C("nograd", [L("x", [2, 3])], ["x"]),
+    C("view_arg_grad", [L("x", [3, 2], True)], ["p.t()"], lets=[["p", "x.copy()"]]),
+]))
+
+add(case("xtra2_intermediate_row_zeroed_under_no_grad", """
+def f(a):
+    t = a.sin()
+    with torch.no_grad():
+        t.select(0, 0).zero_()
+    return t, t.sum()
+""", """
+fn f(a: &Tensor) -> (Tensor, Tensor) {
+    let t = a.sin();
+    no_grad! {
+        t.select(0, 0).zero_();
+    }
+    (t, t.sum())
+}
+""", [
+    C("leaf_grad", [L("x", [2, 3], True)], ["x"]),
+    C("nograd", [L("x", [2, 3])], ["x"]),
+    C("grad", [L("x", [2, 3], True)], ["x.copy()"]),
+]))
+
+add(case("xtra2_view_outputs_created_before_mutation", """
+def f(a):
+    v = a.view(-1)
+    w = a.t()
+    a.mul_(2)
+    return v, w, a.sum()
+""", """
+fn f(a: &mut Tensor) -> (Tensor, Tensor, Tensor) {
+    let v = a.view(&[-1]);
+    let w = a.t();
+    a.mul_(2.0);
+    (v, w, a.sum())
+}
+""", [
+    C("grad", [L("x", [2, 3], True)], ["x.copy()"]),
+    C("nograd", [L("x", [2, 3])], ["x"]),
+    C("leaf_grad", [L("x", [2, 3], True)], ["x"], note=LEAF_INPLACE),
+    C("row_view_grad", [L("x", [3, 2, 3], True)], ["p.select(0,1)"], lets=[["p", "x.copy()"]]),
+]))

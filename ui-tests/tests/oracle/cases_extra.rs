@@ -1227,6 +1227,1124 @@ pub mod case_113_xtra_expand_intermediate_outputs {
     }
 }
 
+pub mod case_114_test_single_output {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor) -> Tensor {
+        a + b
+    }
+}
+
+pub mod case_115_test_multi_output_list {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {
+        (a + b, a - b)
+    }
+}
+
+pub mod case_116_test_input_mutation_simple_with_none_and_nontensor {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, c: f64) -> Tensor {
+        a * c
+    }
+}
+
+pub mod case_117_test_input_mutation_return {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &mut Tensor) -> Tensor {
+        b.copy_(a.sin());
+        b
+    }
+}
+
+pub mod case_118_test_input_mutation_hidden_from_autograd_aliasing {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor) -> Tensor {
+        let a_alias = a.view(&[-1]);
+        no_grad! {
+            a_alias.mul_(2.0);
+        }
+        a + 1.0
+    }
+}
+
+pub mod case_119_test_composite_impl_compile {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+        a.matmul(w.t()) + b
+    }
+}
+
+pub mod case_120_test_subclass_metadata_mutation {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor) -> Tensor {
+        a.transpose_(1, 0);
+        let tmp = a.mul(2.0);
+        tmp.transpose(1, 0)
+    }
+}
+
+pub mod case_121_test_synthetic_base_base_attribute_is_none {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor) -> Tensor {
+        a.add_(1.0);
+        a + b
+    }
+}
+
+pub mod case_122_test_mem_leak_from_save_for_bw {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {
+        let add = a + a;
+        let getitem_2 = add.narrow(1, 2, 2);
+        let unsqueeze = getitem_2.unsqueeze(-1);
+        let mul = unsqueeze * b;
+        (getitem_2, mul)
+    }
+}
+
+pub mod case_123_test_output_dict {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor) -> (Tensor, Tensor) {
+        (x, x)
+    }
+}
+
+pub mod case_124_test_output_dict_2 {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, y: &Tensor) -> (Tensor, Tensor) {
+        (x, y + x)
+    }
+}
+
+pub mod case_125_test_module {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+        (x.matmul(w.t()) + b).relu()
+    }
+}
+
+pub mod case_126_test_batchnorm {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(
+        x: &Tensor,
+        w: &Tensor,
+        b: &Tensor,
+        running_mean: &mut Tensor,
+        running_var: &mut Tensor,
+        num_batches_tracked: &mut Tensor,
+    ) -> Tensor {
+        let mean = x.mean_dim(&[0, 2, 3], true);
+        let var = x.var_dim(&[0, 2, 3], 0, true);
+        no_grad! {
+            num_batches_tracked.add_(1.0);
+            running_mean.mul_(0.9).add_(mean.view(&[-1]) * 0.1);
+            running_var.mul_(0.9).add_(x.var_dim(&[0, 2, 3], 1, false) * 0.1);
+        }
+        let y = (x - mean) / (var + 1e-05).sqrt();
+        y * w.view(&[1, 4, 1, 1]) + b.view(&[1, 4, 1, 1])
+    }
+}
+
+pub mod case_127_test_list_codegen {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor, c: &Tensor) -> Tensor {
+        a.sin() * b.cos() * c.sin()
+    }
+}
+
+pub mod case_128_test_compilation_context {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor) -> Tensor {
+        x.sin().sin()
+    }
+}
+
+pub mod case_129_test_invalid_requires_grad {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, y: &Tensor) -> Tensor {
+        x + y
+    }
+}
+
+pub mod case_130_test_output_op_depending_on_symint {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor) -> Tensor {
+        x.expand(&[5])
+    }
+}
+
+pub mod case_131_test_inference_mode {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+        x.matmul(w.t()) + b
+    }
+}
+
+pub mod case_132_test_buffer_batch_norm {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(
+        x: &Tensor,
+        w: &Tensor,
+        b: &Tensor,
+        running_mean: &mut Tensor,
+        running_var: &mut Tensor,
+        num_batches_tracked: &mut Tensor,
+    ) -> Tensor {
+        let mean = x.mean_dim(&[0], false);
+        let var = x.var_dim(&[0], 0, false);
+        no_grad! {
+            num_batches_tracked.add_(1.0);
+            running_mean.copy_(running_mean * 0.9 + mean * 0.1);
+            running_var.copy_(running_var * 0.9 + x.var_dim(&[0], 1, false) * 0.1);
+        }
+        (x - mean) / (var + 1e-05).sqrt() * w + b
+    }
+}
+
+pub mod case_133_test_input_mutation_batchnorm {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(
+        inpt: &Tensor,
+        weight: &Tensor,
+        bias: &Tensor,
+        running_mean: &mut Tensor,
+        running_var: &mut Tensor,
+    ) -> (Tensor, Tensor, Tensor) {
+        let mean = inpt.mean_dim(&[0, 2, 3], true);
+        let var = inpt.var_dim(&[0, 2, 3], 0, true);
+        let rstd = (var + 1e-05).rsqrt();
+        let out = (inpt - mean) * rstd * weight.view(&[1, 3, 1, 1]) + bias.view(&[1, 3, 1, 1]);
+        running_mean.mul_(0.5).add_(mean.detach().view(&[-1]) * 0.5);
+        running_var.mul_(0.5).add_(inpt.detach().var_dim(&[0, 2, 3], 1, false) * 0.5);
+        (out, mean.view(&[-1]), rstd.view(&[-1]))
+    }
+}
+
+pub mod case_134_test_batchnorm_inference {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, w: &Tensor, b: &Tensor, running_mean: &Tensor, running_var: &Tensor) -> Tensor {
+        (x - running_mean.view(&[1, 4, 1, 1])) / (running_var.view(&[1, 4, 1, 1]).abs() + 1e-05).sqrt() * w.view(&[1, 4, 1, 1])
+            + b.view(&[1, 4, 1, 1])
+    }
+}
+
+pub mod case_135_test_inputs_overlapping_with_mutation_recompile {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &mut Tensor, c: &mut Tensor) -> Tensor {
+        a.add_(1.0);
+        b.add_(1.0);
+        c.add_(1.0);
+        a
+    }
+}
+
+pub mod case_136_test_different_inputs_overlapping_set_with_mutation {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor, c: &Tensor, d: &Tensor) -> Tensor {
+        a.mul_(2.0);
+        a + b + c + d
+    }
+}
+
+pub mod case_137_test_no_storage_overlap_guards_no_mutation {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor) -> Tensor {
+        a + b
+    }
+}
+
+pub mod case_138_test_no_storage_overlap_guards_no_aliasing {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &mut Tensor) -> Tensor {
+        a.add_(1.0);
+        b.add_(1.0);
+        a
+    }
+}
+
+pub mod case_139_test_inputs_overlapping_with_mutation_stress {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &mut Tensor, c: &mut Tensor, d: &mut Tensor, e: &mut Tensor) -> Tensor {
+        a.add_(1.0);
+        b.add_(1.0);
+        c.add_(1.0);
+        d.add_(1.0);
+        e.add_(1.0);
+        a
+    }
+}
+
+pub mod case_140_test_donated_buffer5 {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, z: &Tensor) -> Tensor {
+        let y = x.view(&[2, 3]);
+        let z = z.relu();
+        y.mm(x) + z
+    }
+}
+
+pub mod case_141_test_donated_buffer_with_retain_or_create_graph1 {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, param: &Tensor) -> Tensor {
+        x.relu() + param
+    }
+}
+
+pub mod case_142_test_aot_dispatch_simple {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor) -> Tensor {
+        let aa = a * 6.0;
+        let bb = b / 2.0;
+        aa + bb
+    }
+}
+
+pub mod case_143_test_aot_dispatch_inference {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor) -> Tensor {
+        let aa = a * 6.0;
+        let bb = b / 2.0;
+        aa + bb
+    }
+}
+
+pub mod case_144_test_aot_dispatch_incorrect_backward {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {
+        let aa = a * 2.0;
+        let bb = b + 3.0;
+        let out_subclass = aa / bb;
+        let out_reg = b + b;
+        (out_subclass, out_reg)
+    }
+}
+
+pub mod case_145_test_aot_dispatch_output_alias {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {
+        (b.view(&[3, 3]), a * b)
+    }
+}
+
+pub mod case_146_test_aot_dispatch_input_mutation {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &mut Tensor) -> Tensor {
+        a.mul_(2.0);
+        b.mul_(3.0);
+        a + b
+    }
+}
+
+pub mod case_147_test_aot_dispatch_input_metadata_mutation {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &mut Tensor) -> Tensor {
+        a.t_();
+        b.unsqueeze_(0);
+        a + b
+    }
+}
+
+pub mod case_148_test_aot_dispatch_input_data_and_metadata_mutation {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &mut Tensor) -> Tensor {
+        a.t_();
+        b.unsqueeze_(0);
+        a.mul_(2.0);
+        b.mul_(3.0);
+        a + b
+    }
+}
+
+pub mod case_149_test_aot_dispatch_input_mutation_and_output_alias {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &mut Tensor) -> (Tensor, Tensor) {
+        a.mul_(2.0);
+        b.mul_(3.0);
+        (b.view(&[3, 3]), a + b)
+    }
+}
+
+pub mod case_150_test_aot_export_simplified_basic {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, y: &Tensor) -> (Tensor, Tensor) {
+        (x * y, y * y.detach())
+    }
+}
+
+pub mod case_151_test_aot_export_forward_mutation_no_buffer_mut {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(buffer1: &Tensor, x: &mut Tensor) -> Tensor {
+        x.add_(4.0);
+        x.cos().sum() + buffer1.sum()
+    }
+}
+
+pub mod case_152_test_aot_export_forward_mutation_multiple_mut {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(buffer1: &mut Tensor, x: &Tensor, y: &mut Tensor) -> (Tensor, Tensor) {
+        y.add_(4.0);
+        buffer1.add_(5.0);
+        (x.cos().sum() + y.sin().sum(), buffer1.sum())
+    }
+}
+
+pub mod case_153_test_aot_export_input_mutation_on_parameter_banned {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(p: &mut Tensor, x: &Tensor) -> Tensor {
+        p.mul_(2.0);
+        p + x
+    }
+}
+
+pub mod case_154_test_aot_export_synthetic_bases_banned {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(p: &Tensor, x: &mut Tensor, y: &Tensor) -> Tensor {
+        x.mul_(2.0);
+        x + y
+    }
+}
+
+pub mod case_155_test_aot_export_input_dupes_banned {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(p: &Tensor, x: &mut Tensor, y: &Tensor) -> Tensor {
+        x.mul_(2.0);
+        x + y
+    }
+}
+
+pub mod case_156_test_aot_export_multiple_outputs_require_grad_banned {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(p: &Tensor, x: &Tensor) -> (Tensor, Tensor) {
+        let out = p * x;
+        (out, out.sum())
+    }
+}
+
+pub mod case_157_test_aot_export_predispatch_func_composite_implicit {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(p: &Tensor, x: &Tensor) -> Tensor {
+        let y = x.matmul(x);
+        y.add_(2.0);
+        x.sum() + y.sum()
+    }
+}
+
+pub mod case_158_test_aot_export_predispatch_buffer_mutation_metadata {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(foo: &mut Tensor, x: &Tensor) -> Tensor {
+        foo.add_(4.0);
+        x.sum() + foo.sum()
+    }
+}
+
+pub mod case_159_test_aot_export_predispatch_reshape {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor) -> Tensor {
+        let y = x.reshape(&[4, 4]);
+        y.sum()
+    }
+}
+
+pub mod case_160_test_aot_export_predispatch_contiguous {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor) -> Tensor {
+        let y = x.contiguous();
+        y.sum()
+    }
+}
+
+pub mod case_161_test_contiguous {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor) -> Tensor {
+        x.view(&[2, 3]).t()
+    }
+}
+
+pub mod case_162_test_recompute_partitioning {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor) -> Tensor {
+        a.sin().sin() + b
+    }
+}
+
+pub mod case_163_test_min_cut_partitioner {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor, c: &Tensor, d: &Tensor) -> Tensor {
+        let x = a + b + c + d;
+        x.cos().cos()
+    }
+}
+
+pub mod case_164_test_min_cut_partitioner_recomputable_ops {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor) -> Tensor {
+        x * x * x
+    }
+}
+
+pub mod case_165_test_min_cut_partitioner_save_shape {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor) -> Tensor {
+        x.sum_dim(&[1], false)
+    }
+}
+
+pub mod case_166_test_generate_gives_inference_graph {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor) -> Tensor {
+        no_grad! { x * x }
+    }
+}
+
+pub mod case_167_test_default_partitioner_getitem {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, mod_weight: &Tensor, mod_bias: &Tensor) -> Tensor {
+        let mean = x.mean_dim(&[-1], true);
+        let var = x.var_dim(&[-1], 0, true);
+        (x - mean) * (var + 1e-06).rsqrt() * mod_weight + mod_bias
+    }
+}
+
+pub mod case_168_test_aot_module_simplified {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, y: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+        x.matmul(w.t()) + b + y
+    }
+}
+
+pub mod case_169_test_aot_module_simplified_preserves_stack_trace {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, y: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+        let z = x.matmul(w.t()) + b;
+        let z = z + y;
+        z.relu()
+    }
+}
+
+pub mod case_170_test_mutation {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(param: &mut Tensor, y: &Tensor) -> Tensor {
+        no_grad! {
+            param.add_(y);
+        }
+        y
+    }
+}
+
+pub mod case_171_test_negative_testing {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, y: &Tensor) -> Tensor {
+        x.sin().add_(y)
+    }
+}
+
+pub mod case_172_xtra2_mutated_view_arg_reduced {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor) -> Tensor {
+        a.mul_(2.0);
+        a.sum_dim(&[0], false)
+    }
+}
+
+pub mod case_173_xtra2_two_views_one_mutated {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor) -> Tensor {
+        a.add_(1.0);
+        b * 2.0
+    }
+}
+
+pub mod case_174_xtra2_metadata_mutation_on_view_arg {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor) {
+        a.t_();
+        (a + b, a)
+    }
+}
+
+pub mod case_175_xtra2_view_args_output_aliases {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor) {
+        (a.view(&[-1]), b.t(), a + b)
+    }
+}
+
+pub mod case_176_xtra2_diagonal_arg_mutated_base_returned {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(base: &Tensor, diag: &mut Tensor) -> (Tensor, Tensor) {
+        diag.add_(1.0);
+        (base.t(), diag)
+    }
+}
+
+pub mod case_177_xtra2_as_strided_args_overlap_mutation {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor) -> Tensor {
+        a.mul_(2.0);
+        a + b
+    }
+}
+
+pub mod case_178_xtra2_detached_arg_mutation {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor) {
+        a.mul_(3.0);
+        (a + b, b.sin())
+    }
+}
+
+pub mod case_179_xtra2_dupe_three_args_mutate_middle {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &mut Tensor, c: &Tensor) -> Tensor {
+        b.mul_(2.0);
+        a + c
+    }
+}
+
+pub mod case_180_xtra2_dupe_metadata_only {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor) {
+        a.unsqueeze_(0);
+        (a.sum() + b.sum(), a)
+    }
+}
+
+pub mod case_181_xtra2_dupe_returned_mutated {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor) -> Tensor {
+        a.add_(1.0);
+        b
+    }
+}
+
+pub mod case_182_xtra2_as_strided_inplace_then_mutate {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor) -> Tensor {
+        a.as_strided_(&[2, 2], &[2, 1], 1);
+        a.mul_(2.0);
+        a
+    }
+}
+
+pub mod case_183_xtra2_transpose_inplace_dupe_other_view {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor) {
+        a.transpose_(0, 1);
+        (a, b.view(&[-1]))
+    }
+}
+
+pub mod case_184_xtra2_unsqueeze_inplace_twice {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor) -> (Tensor, Tensor) {
+        a.unsqueeze_(0);
+        a.unsqueeze_(2);
+        (a.squeeze(0), a * 2.0)
+    }
+}
+
+pub mod case_185_xtra2_metadata_mutation_under_no_grad_leaf {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor) -> Tensor {
+        no_grad! {
+            a.t_();
+        }
+        a * b
+    }
+}
+
+pub mod case_186_xtra2_squeeze_inplace_then_view_outputs {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor) -> (Tensor, Tensor, Tensor) {
+        a.squeeze_(0);
+        (a.t(), a.view(&[-1]), a.sum())
+    }
+}
+
+pub mod case_187_xtra2_no_grad_views_of_input_and_intermediate {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor) -> (Tensor, Tensor, Tensor) {
+        no_grad! {
+            let t = a * 2.0;
+            (t.view(&[-1]), a.view(&[-1]), a.t())
+        }
+    }
+}
+
+pub mod case_188_xtra2_intermediate_views_mixed_detach {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor) {
+        let t = a + b;
+        (t.select(0, 0), t.select(0, 1).detach(), t.narrow(1, 1, 2))
+    }
+}
+
+pub mod case_189_xtra2_intermediate_mutated_through_view_outputs {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor) -> (Tensor, Tensor) {
+        let t = a * 2.0;
+        let v1 = t.t();
+        let v2 = t.diagonal();
+        v2.mul_(3.0);
+        (v1, v2)
+    }
+}
+
+pub mod case_190_xtra2_outputs_mixed_requires_grad {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor, Tensor) {
+        let m = a.gt(b);
+        (a.detach() * 2.0, a * b, m, a.where_(&m, b))
+    }
+}
+
+pub mod case_191_xtra2_inference_mutation_with_alias_outputs {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor) {
+        a.add_(b);
+        (a.t(), a.sum(), b.view(&[-1]))
+    }
+}
+
+pub mod case_192_xtra2_all_no_grad_body_mutation_and_views {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor) {
+        no_grad! {
+            a.mul_(2.0);
+            let c = a + b;
+            (c, a.view(&[-1]), b.t())
+        }
+    }
+}
+
+pub mod case_193_xtra2_attention_kv_cache_update {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(cache_k: &mut Tensor, cache_v: &mut Tensor, k: &Tensor, v: &Tensor, q: &Tensor) -> (Tensor, Tensor) {
+        cache_k.narrow(0, 2, 1).copy_(k);
+        cache_v.narrow(0, 2, 1).copy_(v);
+        let keys = cache_k.narrow(0, 0, 3);
+        let vals = cache_v.narrow(0, 0, 3);
+        let attn = (q.matmul(keys.t()) * 0.5).softmax(-1);
+        (attn.matmul(vals), attn)
+    }
+}
+
+pub mod case_194_xtra2_attention_masked_where {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(q: &Tensor, k: &Tensor, v: &Tensor, mask_src: &Tensor) -> (Tensor, Tensor) {
+        let s = q.matmul(k.t());
+        let m = mask_src.gt(0.0);
+        let s = s.where_(&m, s.full_like(-10000.0));
+        let p = s.softmax(-1);
+        (p.matmul(v), m)
+    }
+}
+
+pub mod case_195_xtra2_layernorm_residual_relu_inplace {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, w: &Tensor, g: &Tensor, b: &Tensor) -> Tensor {
+        let mean = x.mean_dim(&[-1], true);
+        let var = x.var_dim(&[-1], 0, true);
+        let h = (x - mean) * (var + 1e-05).rsqrt() * g + b;
+        let h = h.matmul(w);
+        h.add_(x);
+        h.relu_();
+        h
+    }
+}
+
+pub mod case_196_xtra2_residual_block_two_relu_inplace {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, w1: &Tensor, w2: &Tensor) -> (Tensor, Tensor) {
+        let h = x.matmul(w1);
+        h.relu_();
+        let h = h.matmul(w2);
+        h.add_(x);
+        h.relu_();
+        (h, h.sum_dim(&[1], false))
+    }
+}
+
+pub mod case_197_xtra2_relu_inplace_on_input_row {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &mut Tensor, w: &Tensor) -> Tensor {
+        x.narrow(0, 0, 1).relu_();
+        x * w
+    }
+}
+
+pub mod case_198_xtra2_sgd_step_returns_params {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(w: &mut Tensor, b: &mut Tensor, gw: &Tensor, gb: &Tensor, x: &Tensor, lr: f64) -> (Tensor, Tensor, Tensor) {
+        no_grad! {
+            w.sub_(gw * lr);
+            b.sub_(gb * lr);
+        }
+        (x.matmul(w) + b, w, b.view(&[1, 2]))
+    }
+}
+
+pub mod case_199_xtra2_adam_step_scalars {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(w: &mut Tensor, g: &Tensor, m: &mut Tensor, v: &mut Tensor, x: &Tensor, lr: f64, bc1: f64, bc2: f64) -> Tensor {
+        no_grad! {
+            m.mul_(0.9).add_(g * 0.1);
+            v.mul_(0.999).add_(g * g * 0.001);
+            w.sub_((m / bc1) / ((v / bc2).abs().sqrt() + 1e-08) * lr);
+        }
+        x.matmul(w).tanh().sum_dim(&[1], false)
+    }
+}
+
+pub mod case_200_xtra2_grad_accumulation_into_buffer {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(acc: &mut Tensor, x: &Tensor, w: &Tensor) -> (Tensor, Tensor) {
+        for i in 0..2 {
+            acc.add_(x.select(0, i).matmul(w));
+        }
+        (acc.sum() * 0.5, acc)
+    }
+}
+
+pub mod case_201_xtra2_grad_buffer_accumulate_no_grad {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(gbuf: &mut Tensor, w: &Tensor, x: &Tensor) -> (Tensor, Tensor) {
+        let out = x.matmul(w);
+        no_grad! {
+            gbuf.add_(x.t().matmul(out) * 0.5);
+        }
+        (out.square().sum(), gbuf.view(&[-1]))
+    }
+}
+
+pub mod case_202_xtra2_ema_update_returns_views {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(ema: &mut Tensor, w: &Tensor, x: &Tensor) -> (Tensor, Tensor, Tensor) {
+        no_grad! {
+            ema.mul_(0.9).add_(w * 0.1);
+        }
+        (ema.view(&[-1]), w.t(), x.matmul(w).sum())
+    }
+}
+
+pub mod case_203_xtra2_batchnorm_train_running_stats_inplace_returned {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, w: &Tensor, b: &Tensor, running_mean: &mut Tensor, running_var: &mut Tensor) -> (Tensor, Tensor, Tensor) {
+        let mean = x.mean_dim(&[0], false);
+        let var = x.var_dim(&[0], 0, false);
+        no_grad! {
+            running_mean.mul_(0.9).add_(mean * 0.1);
+            running_var.mul_(0.9).add_(var * 0.1);
+        }
+        let y = (x - mean) * (var + 1e-05).rsqrt() * w + b;
+        y.relu_();
+        (y, running_mean, running_var.view(&[1, 3]))
+    }
+}
+
+pub mod case_204_xtra2_masked_fill_where_inplace_mask {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, mask_src: &Tensor, w: &Tensor) -> (Tensor, Tensor, Tensor) {
+        let m = mask_src.lt(0.0);
+        let h = x.zeros_like().where_(&m, x);
+        h.mul_(w);
+        (h, m, h.sum_dim(&[0], true))
+    }
+}
+
+pub mod case_205_xtra2_optimizer_zero_grad_then_accumulate {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(g: &mut Tensor, w: &Tensor, x: &Tensor) -> (Tensor, Tensor) {
+        no_grad! {
+            g.zero_();
+        }
+        let loss = x.matmul(w).sigmoid().sum();
+        no_grad! {
+            g.add_(w * 0.01);
+        }
+        (loss, g)
+    }
+}
+
+pub mod case_206_xtra2_weight_tying_no_mutation {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(w_in: &Tensor, w_out: &Tensor, x: &Tensor) -> (Tensor, Tensor) {
+        let h = x.matmul(w_in).tanh();
+        (h.matmul(w_out.t()), h)
+    }
+}
+
+pub mod case_207_xtra2_saved_tensors_not_needed_mul_div_mm {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &mut Tensor, w: &Tensor, d: &Tensor) -> (Tensor, Tensor) {
+        let y = x * w + x / d + x.matmul(w.t()).sum_dim(&[1], true);
+        no_grad! {
+            x.mul_(0.5);
+        }
+        (y, x)
+    }
+}
+
+pub mod case_208_xtra2_saved_results_unary_then_input_zeroed {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &mut Tensor) -> Tensor {
+        let y = x.exp() + x.tanh() + x.relu() + x.sigmoid() + x.sum();
+        no_grad! {
+            x.zero_();
+        }
+        y
+    }
+}
+
+pub mod case_209_xtra2_mutate_self_overlapping_arg {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor) -> Tensor {
+        a.mul_(2.0);
+        a + b
+    }
+}
+
+pub mod case_210_xtra2_buffer_becomes_grad_then_view_outputs {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(buf: &mut Tensor, w: &Tensor) -> (Tensor, Tensor, Tensor) {
+        buf.add_(w);
+        (buf.view(&[-1]), buf.t(), buf * 2.0)
+    }
+}
+
+pub mod case_211_xtra2_intermediate_mutated_no_grad_view_output {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor) -> (Tensor, Tensor) {
+        let t = a * 2.0;
+        let v = t.view(&[-1]);
+        no_grad! {
+            t.add_(1.0);
+        }
+        (v, t)
+    }
+}
+
+pub mod case_212_xtra2_intermediate_row_zeroed_under_no_grad {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor) -> (Tensor, Tensor) {
+        let t = a.sin();
+        no_grad! {
+            t.select(0, 0).zero_();
+        }
+        (t, t.sum())
+    }
+}
+
+pub mod case_213_xtra2_view_outputs_created_before_mutation {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor) -> (Tensor, Tensor, Tensor) {
+        let v = a.view(&[-1]);
+        let w = a.t();
+        a.mul_(2.0);
+        (v, w, a.sum())
+    }
+}
+
 /// `(case name, compiled function)` for every case, in oracle order.
 pub fn all() -> Vec<(&'static str, &'static aot_runtime::CompiledFn)> {
     vec![
@@ -1365,6 +2483,121 @@ pub fn all() -> Vec<(&'static str, &'static aot_runtime::CompiledFn)> {
         ("xtra_mutation_through_as_strided_view", case_111_xtra_mutation_through_as_strided_view::f::compiled()),
         ("xtra_dupe_mutated_and_viewed", case_112_xtra_dupe_mutated_and_viewed::f::compiled()),
         ("xtra_expand_intermediate_outputs", case_113_xtra_expand_intermediate_outputs::f::compiled()),
+        ("test_single_output", case_114_test_single_output::f::compiled()),
+        ("test_multi_output_list", case_115_test_multi_output_list::f::compiled()),
+        ("test_input_mutation_simple_with_none_and_nontensor", case_116_test_input_mutation_simple_with_none_and_nontensor::f::compiled()),
+        ("test_input_mutation_return", case_117_test_input_mutation_return::f::compiled()),
+        ("test_input_mutation_hidden_from_autograd_aliasing", case_118_test_input_mutation_hidden_from_autograd_aliasing::f::compiled()),
+        ("test_composite_impl_compile", case_119_test_composite_impl_compile::f::compiled()),
+        ("test_subclass_metadata_mutation", case_120_test_subclass_metadata_mutation::f::compiled()),
+        ("test_synthetic_base_base_attribute_is_none", case_121_test_synthetic_base_base_attribute_is_none::f::compiled()),
+        ("test_mem_leak_from_save_for_bw", case_122_test_mem_leak_from_save_for_bw::f::compiled()),
+        ("test_output_dict", case_123_test_output_dict::f::compiled()),
+        ("test_output_dict_2", case_124_test_output_dict_2::f::compiled()),
+        ("test_module", case_125_test_module::f::compiled()),
+        ("test_batchnorm", case_126_test_batchnorm::f::compiled()),
+        ("test_list_codegen", case_127_test_list_codegen::f::compiled()),
+        ("test_compilation_context", case_128_test_compilation_context::f::compiled()),
+        ("test_invalid_requires_grad", case_129_test_invalid_requires_grad::f::compiled()),
+        ("test_output_op_depending_on_symint", case_130_test_output_op_depending_on_symint::f::compiled()),
+        ("test_inference_mode", case_131_test_inference_mode::f::compiled()),
+        ("test_buffer_batch_norm", case_132_test_buffer_batch_norm::f::compiled()),
+        ("test_input_mutation_batchnorm", case_133_test_input_mutation_batchnorm::f::compiled()),
+        ("test_batchnorm_inference", case_134_test_batchnorm_inference::f::compiled()),
+        ("test_inputs_overlapping_with_mutation_recompile", case_135_test_inputs_overlapping_with_mutation_recompile::f::compiled()),
+        (
+            "test_different_inputs_overlapping_set_with_mutation",
+            case_136_test_different_inputs_overlapping_set_with_mutation::f::compiled(),
+        ),
+        ("test_no_storage_overlap_guards_no_mutation", case_137_test_no_storage_overlap_guards_no_mutation::f::compiled()),
+        ("test_no_storage_overlap_guards_no_aliasing", case_138_test_no_storage_overlap_guards_no_aliasing::f::compiled()),
+        ("test_inputs_overlapping_with_mutation_stress", case_139_test_inputs_overlapping_with_mutation_stress::f::compiled()),
+        ("test_donated_buffer5", case_140_test_donated_buffer5::f::compiled()),
+        ("test_donated_buffer_with_retain_or_create_graph1", case_141_test_donated_buffer_with_retain_or_create_graph1::f::compiled()),
+        ("test_aot_dispatch_simple", case_142_test_aot_dispatch_simple::f::compiled()),
+        ("test_aot_dispatch_inference", case_143_test_aot_dispatch_inference::f::compiled()),
+        ("test_aot_dispatch_incorrect_backward", case_144_test_aot_dispatch_incorrect_backward::f::compiled()),
+        ("test_aot_dispatch_output_alias", case_145_test_aot_dispatch_output_alias::f::compiled()),
+        ("test_aot_dispatch_input_mutation", case_146_test_aot_dispatch_input_mutation::f::compiled()),
+        ("test_aot_dispatch_input_metadata_mutation", case_147_test_aot_dispatch_input_metadata_mutation::f::compiled()),
+        ("test_aot_dispatch_input_data_and_metadata_mutation", case_148_test_aot_dispatch_input_data_and_metadata_mutation::f::compiled()),
+        ("test_aot_dispatch_input_mutation_and_output_alias", case_149_test_aot_dispatch_input_mutation_and_output_alias::f::compiled()),
+        ("test_aot_export_simplified_basic", case_150_test_aot_export_simplified_basic::f::compiled()),
+        ("test_aot_export_forward_mutation_no_buffer_mut", case_151_test_aot_export_forward_mutation_no_buffer_mut::f::compiled()),
+        ("test_aot_export_forward_mutation_multiple_mut", case_152_test_aot_export_forward_mutation_multiple_mut::f::compiled()),
+        ("test_aot_export_input_mutation_on_parameter_banned", case_153_test_aot_export_input_mutation_on_parameter_banned::f::compiled()),
+        ("test_aot_export_synthetic_bases_banned", case_154_test_aot_export_synthetic_bases_banned::f::compiled()),
+        ("test_aot_export_input_dupes_banned", case_155_test_aot_export_input_dupes_banned::f::compiled()),
+        (
+            "test_aot_export_multiple_outputs_require_grad_banned",
+            case_156_test_aot_export_multiple_outputs_require_grad_banned::f::compiled(),
+        ),
+        (
+            "test_aot_export_predispatch_func_composite_implicit",
+            case_157_test_aot_export_predispatch_func_composite_implicit::f::compiled(),
+        ),
+        (
+            "test_aot_export_predispatch_buffer_mutation_metadata",
+            case_158_test_aot_export_predispatch_buffer_mutation_metadata::f::compiled(),
+        ),
+        ("test_aot_export_predispatch_reshape", case_159_test_aot_export_predispatch_reshape::f::compiled()),
+        ("test_aot_export_predispatch_contiguous", case_160_test_aot_export_predispatch_contiguous::f::compiled()),
+        ("test_contiguous", case_161_test_contiguous::f::compiled()),
+        ("test_recompute_partitioning", case_162_test_recompute_partitioning::f::compiled()),
+        ("test_min_cut_partitioner", case_163_test_min_cut_partitioner::f::compiled()),
+        ("test_min_cut_partitioner_recomputable_ops", case_164_test_min_cut_partitioner_recomputable_ops::f::compiled()),
+        ("test_min_cut_partitioner_save_shape", case_165_test_min_cut_partitioner_save_shape::f::compiled()),
+        ("test_generate_gives_inference_graph", case_166_test_generate_gives_inference_graph::f::compiled()),
+        ("test_default_partitioner_getitem", case_167_test_default_partitioner_getitem::f::compiled()),
+        ("test_aot_module_simplified", case_168_test_aot_module_simplified::f::compiled()),
+        ("test_aot_module_simplified_preserves_stack_trace", case_169_test_aot_module_simplified_preserves_stack_trace::f::compiled()),
+        ("test_mutation", case_170_test_mutation::f::compiled()),
+        ("test_negative_testing", case_171_test_negative_testing::f::compiled()),
+        ("xtra2_mutated_view_arg_reduced", case_172_xtra2_mutated_view_arg_reduced::f::compiled()),
+        ("xtra2_two_views_one_mutated", case_173_xtra2_two_views_one_mutated::f::compiled()),
+        ("xtra2_metadata_mutation_on_view_arg", case_174_xtra2_metadata_mutation_on_view_arg::f::compiled()),
+        ("xtra2_view_args_output_aliases", case_175_xtra2_view_args_output_aliases::f::compiled()),
+        ("xtra2_diagonal_arg_mutated_base_returned", case_176_xtra2_diagonal_arg_mutated_base_returned::f::compiled()),
+        ("xtra2_as_strided_args_overlap_mutation", case_177_xtra2_as_strided_args_overlap_mutation::f::compiled()),
+        ("xtra2_detached_arg_mutation", case_178_xtra2_detached_arg_mutation::f::compiled()),
+        ("xtra2_dupe_three_args_mutate_middle", case_179_xtra2_dupe_three_args_mutate_middle::f::compiled()),
+        ("xtra2_dupe_metadata_only", case_180_xtra2_dupe_metadata_only::f::compiled()),
+        ("xtra2_dupe_returned_mutated", case_181_xtra2_dupe_returned_mutated::f::compiled()),
+        ("xtra2_as_strided_inplace_then_mutate", case_182_xtra2_as_strided_inplace_then_mutate::f::compiled()),
+        ("xtra2_transpose_inplace_dupe_other_view", case_183_xtra2_transpose_inplace_dupe_other_view::f::compiled()),
+        ("xtra2_unsqueeze_inplace_twice", case_184_xtra2_unsqueeze_inplace_twice::f::compiled()),
+        ("xtra2_metadata_mutation_under_no_grad_leaf", case_185_xtra2_metadata_mutation_under_no_grad_leaf::f::compiled()),
+        ("xtra2_squeeze_inplace_then_view_outputs", case_186_xtra2_squeeze_inplace_then_view_outputs::f::compiled()),
+        ("xtra2_no_grad_views_of_input_and_intermediate", case_187_xtra2_no_grad_views_of_input_and_intermediate::f::compiled()),
+        ("xtra2_intermediate_views_mixed_detach", case_188_xtra2_intermediate_views_mixed_detach::f::compiled()),
+        ("xtra2_intermediate_mutated_through_view_outputs", case_189_xtra2_intermediate_mutated_through_view_outputs::f::compiled()),
+        ("xtra2_outputs_mixed_requires_grad", case_190_xtra2_outputs_mixed_requires_grad::f::compiled()),
+        ("xtra2_inference_mutation_with_alias_outputs", case_191_xtra2_inference_mutation_with_alias_outputs::f::compiled()),
+        ("xtra2_all_no_grad_body_mutation_and_views", case_192_xtra2_all_no_grad_body_mutation_and_views::f::compiled()),
+        ("xtra2_attention_kv_cache_update", case_193_xtra2_attention_kv_cache_update::f::compiled()),
+        ("xtra2_attention_masked_where", case_194_xtra2_attention_masked_where::f::compiled()),
+        ("xtra2_layernorm_residual_relu_inplace", case_195_xtra2_layernorm_residual_relu_inplace::f::compiled()),
+        ("xtra2_residual_block_two_relu_inplace", case_196_xtra2_residual_block_two_relu_inplace::f::compiled()),
+        ("xtra2_relu_inplace_on_input_row", case_197_xtra2_relu_inplace_on_input_row::f::compiled()),
+        ("xtra2_sgd_step_returns_params", case_198_xtra2_sgd_step_returns_params::f::compiled()),
+        ("xtra2_adam_step_scalars", case_199_xtra2_adam_step_scalars::f::compiled()),
+        ("xtra2_grad_accumulation_into_buffer", case_200_xtra2_grad_accumulation_into_buffer::f::compiled()),
+        ("xtra2_grad_buffer_accumulate_no_grad", case_201_xtra2_grad_buffer_accumulate_no_grad::f::compiled()),
+        ("xtra2_ema_update_returns_views", case_202_xtra2_ema_update_returns_views::f::compiled()),
+        (
+            "xtra2_batchnorm_train_running_stats_inplace_returned",
+            case_203_xtra2_batchnorm_train_running_stats_inplace_returned::f::compiled(),
+        ),
+        ("xtra2_masked_fill_where_inplace_mask", case_204_xtra2_masked_fill_where_inplace_mask::f::compiled()),
+        ("xtra2_optimizer_zero_grad_then_accumulate", case_205_xtra2_optimizer_zero_grad_then_accumulate::f::compiled()),
+        ("xtra2_weight_tying_no_mutation", case_206_xtra2_weight_tying_no_mutation::f::compiled()),
+        ("xtra2_saved_tensors_not_needed_mul_div_mm", case_207_xtra2_saved_tensors_not_needed_mul_div_mm::f::compiled()),
+        ("xtra2_saved_results_unary_then_input_zeroed", case_208_xtra2_saved_results_unary_then_input_zeroed::f::compiled()),
+        ("xtra2_mutate_self_overlapping_arg", case_209_xtra2_mutate_self_overlapping_arg::f::compiled()),
+        ("xtra2_buffer_becomes_grad_then_view_outputs", case_210_xtra2_buffer_becomes_grad_then_view_outputs::f::compiled()),
+        ("xtra2_intermediate_mutated_no_grad_view_output", case_211_xtra2_intermediate_mutated_no_grad_view_output::f::compiled()),
+        ("xtra2_intermediate_row_zeroed_under_no_grad", case_212_xtra2_intermediate_row_zeroed_under_no_grad::f::compiled()),
+        ("xtra2_view_outputs_created_before_mutation", case_213_xtra2_view_outputs_created_before_mutation::f::compiled()),
     ]
 }
 
@@ -1484,7 +2717,107 @@ pub const SOURCES: &[&str] = &[
     "fn f(a: &mut Tensor) -> Tensor {\n    a.as_strided(&[2], &[3], 0).mul_(2.0);\n    a + 0.0\n}",
     "fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor) {\n    a.mul_(2.0);\n    (b.view(&[-1]), b.t())\n}",
     "fn f(a: &Tensor) -> (Tensor, Tensor) {\n    let t = a.sum_dim(&[0], true);\n    (t.expand(&[3, 2]), t)\n}",
+    "fn f(a: &Tensor, b: &Tensor) -> Tensor {\n    a + b\n}",
+    "fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {\n    (a + b, a - b)\n}",
+    "fn f(a: &Tensor, c: f64) -> Tensor {\n    a * c\n}",
+    "fn f(a: &Tensor, b: &mut Tensor) -> Tensor {\n    b.copy_(a.sin());\n    b\n}",
+    "fn f(a: &mut Tensor) -> Tensor {\n    let a_alias = a.view(&[-1]);\n    no_grad! {\n        a_alias.mul_(2.0);\n    }\n    a + 1.0\n}",
+    "fn f(a: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {\n    a.matmul(w.t()) + b\n}",
+    "fn f(a: &mut Tensor) -> Tensor {\n    a.transpose_(1, 0);\n    let tmp = a.mul(2.0);\n    tmp.transpose(1, 0)\n}",
+    "fn f(a: &mut Tensor, b: &Tensor) -> Tensor {\n    a.add_(1.0);\n    a + b\n}",
+    "fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {\n    let add = a + a;\n    let getitem_2 = add.narrow(1, 2, 2);\n    let unsqueeze = getitem_2.unsqueeze(-1);\n    let mul = unsqueeze * b;\n    (getitem_2, mul)\n}",
+    "fn f(x: &Tensor) -> (Tensor, Tensor) {\n    (x, x)\n}",
+    "fn f(x: &Tensor, y: &Tensor) -> (Tensor, Tensor) {\n    (x, y + x)\n}",
+    "fn f(x: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {\n    (x.matmul(w.t()) + b).relu()\n}",
+    "fn f(\n    x: &Tensor,\n    w: &Tensor,\n    b: &Tensor,\n    running_mean: &mut Tensor,\n    running_var: &mut Tensor,\n    num_batches_tracked: &mut Tensor,\n) -> Tensor {\n    let mean = x.mean_dim(&[0, 2, 3], true);\n    let var = x.var_dim(&[0, 2, 3], 0, true);\n    no_grad! {\n        num_batches_tracked.add_(1.0);\n        running_mean.mul_(0.9).add_(mean.view(&[-1]) * 0.1);\n        running_var.mul_(0.9).add_(x.var_dim(&[0, 2, 3], 1, false) * 0.1);\n    }\n    let y = (x - mean) / (var + 1e-05).sqrt();\n    y * w.view(&[1, 4, 1, 1]) + b.view(&[1, 4, 1, 1])\n}",
+    "fn f(a: &Tensor, b: &Tensor, c: &Tensor) -> Tensor {\n    a.sin() * b.cos() * c.sin()\n}",
+    "fn f(x: &Tensor) -> Tensor {\n    x.sin().sin()\n}",
+    "fn f(x: &Tensor, y: &Tensor) -> Tensor {\n    x + y\n}",
+    "fn f(x: &Tensor) -> Tensor {\n    x.expand(&[5])\n}",
+    "fn f(x: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {\n    x.matmul(w.t()) + b\n}",
+    "fn f(\n    x: &Tensor,\n    w: &Tensor,\n    b: &Tensor,\n    running_mean: &mut Tensor,\n    running_var: &mut Tensor,\n    num_batches_tracked: &mut Tensor,\n) -> Tensor {\n    let mean = x.mean_dim(&[0], false);\n    let var = x.var_dim(&[0], 0, false);\n    no_grad! {\n        num_batches_tracked.add_(1.0);\n        running_mean.copy_(running_mean * 0.9 + mean * 0.1);\n        running_var.copy_(running_var * 0.9 + x.var_dim(&[0], 1, false) * 0.1);\n    }\n    (x - mean) / (var + 1e-05).sqrt() * w + b\n}",
+    "fn f(\n    inpt: &Tensor,\n    weight: &Tensor,\n    bias: &Tensor,\n    running_mean: &mut Tensor,\n    running_var: &mut Tensor,\n) -> (Tensor, Tensor, Tensor) {\n    let mean = inpt.mean_dim(&[0, 2, 3], true);\n    let var = inpt.var_dim(&[0, 2, 3], 0, true);\n    let rstd = (var + 1e-05).rsqrt();\n    let out = (inpt - mean) * rstd * weight.view(&[1, 3, 1, 1]) + bias.view(&[1, 3, 1, 1]);\n    running_mean.mul_(0.5).add_(mean.detach().view(&[-1]) * 0.5);\n    running_var.mul_(0.5).add_(inpt.detach().var_dim(&[0, 2, 3], 1, false) * 0.5);\n    (out, mean.view(&[-1]), rstd.view(&[-1]))\n}",
+    "fn f(x: &Tensor, w: &Tensor, b: &Tensor, running_mean: &Tensor, running_var: &Tensor) -> Tensor {\n    (x - running_mean.view(&[1, 4, 1, 1])) / (running_var.view(&[1, 4, 1, 1]).abs() + 1e-05).sqrt() * w.view(&[1, 4, 1, 1])\n        + b.view(&[1, 4, 1, 1])\n}",
+    "fn f(a: &mut Tensor, b: &mut Tensor, c: &mut Tensor) -> Tensor {\n    a.add_(1.0);\n    b.add_(1.0);\n    c.add_(1.0);\n    a\n}",
+    "fn f(a: &mut Tensor, b: &Tensor, c: &Tensor, d: &Tensor) -> Tensor {\n    a.mul_(2.0);\n    a + b + c + d\n}",
+    "fn f(a: &Tensor, b: &Tensor) -> Tensor {\n    a + b\n}",
+    "fn f(a: &mut Tensor, b: &mut Tensor) -> Tensor {\n    a.add_(1.0);\n    b.add_(1.0);\n    a\n}",
+    "fn f(a: &mut Tensor, b: &mut Tensor, c: &mut Tensor, d: &mut Tensor, e: &mut Tensor) -> Tensor {\n    a.add_(1.0);\n    b.add_(1.0);\n    c.add_(1.0);\n    d.add_(1.0);\n    e.add_(1.0);\n    a\n}",
+    "fn f(x: &Tensor, z: &Tensor) -> Tensor {\n    let y = x.view(&[2, 3]);\n    let z = z.relu();\n    y.mm(x) + z\n}",
+    "fn f(x: &Tensor, param: &Tensor) -> Tensor {\n    x.relu() + param\n}",
+    "fn f(a: &Tensor, b: &Tensor) -> Tensor {\n    let aa = a * 6.0;\n    let bb = b / 2.0;\n    aa + bb\n}",
+    "fn f(a: &Tensor, b: &Tensor) -> Tensor {\n    let aa = a * 6.0;\n    let bb = b / 2.0;\n    aa + bb\n}",
+    "fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {\n    let aa = a * 2.0;\n    let bb = b + 3.0;\n    let out_subclass = aa / bb;\n    let out_reg = b + b;\n    (out_subclass, out_reg)\n}",
+    "fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {\n    (b.view(&[3, 3]), a * b)\n}",
+    "fn f(a: &mut Tensor, b: &mut Tensor) -> Tensor {\n    a.mul_(2.0);\n    b.mul_(3.0);\n    a + b\n}",
+    "fn f(a: &mut Tensor, b: &mut Tensor) -> Tensor {\n    a.t_();\n    b.unsqueeze_(0);\n    a + b\n}",
+    "fn f(a: &mut Tensor, b: &mut Tensor) -> Tensor {\n    a.t_();\n    b.unsqueeze_(0);\n    a.mul_(2.0);\n    b.mul_(3.0);\n    a + b\n}",
+    "fn f(a: &mut Tensor, b: &mut Tensor) -> (Tensor, Tensor) {\n    a.mul_(2.0);\n    b.mul_(3.0);\n    (b.view(&[3, 3]), a + b)\n}",
+    "fn f(x: &Tensor, y: &Tensor) -> (Tensor, Tensor) {\n    (x * y, y * y.detach())\n}",
+    "fn f(buffer1: &Tensor, x: &mut Tensor) -> Tensor {\n    x.add_(4.0);\n    x.cos().sum() + buffer1.sum()\n}",
+    "fn f(buffer1: &mut Tensor, x: &Tensor, y: &mut Tensor) -> (Tensor, Tensor) {\n    y.add_(4.0);\n    buffer1.add_(5.0);\n    (x.cos().sum() + y.sin().sum(), buffer1.sum())\n}",
+    "fn f(p: &mut Tensor, x: &Tensor) -> Tensor {\n    p.mul_(2.0);\n    p + x\n}",
+    "fn f(p: &Tensor, x: &mut Tensor, y: &Tensor) -> Tensor {\n    x.mul_(2.0);\n    x + y\n}",
+    "fn f(p: &Tensor, x: &mut Tensor, y: &Tensor) -> Tensor {\n    x.mul_(2.0);\n    x + y\n}",
+    "fn f(p: &Tensor, x: &Tensor) -> (Tensor, Tensor) {\n    let out = p * x;\n    (out, out.sum())\n}",
+    "fn f(p: &Tensor, x: &Tensor) -> Tensor {\n    let y = x.matmul(x);\n    y.add_(2.0);\n    x.sum() + y.sum()\n}",
+    "fn f(foo: &mut Tensor, x: &Tensor) -> Tensor {\n    foo.add_(4.0);\n    x.sum() + foo.sum()\n}",
+    "fn f(x: &Tensor) -> Tensor {\n    let y = x.reshape(&[4, 4]);\n    y.sum()\n}",
+    "fn f(x: &Tensor) -> Tensor {\n    let y = x.contiguous();\n    y.sum()\n}",
+    "fn f(x: &Tensor) -> Tensor {\n    x.view(&[2, 3]).t()\n}",
+    "fn f(a: &Tensor, b: &Tensor) -> Tensor {\n    a.sin().sin() + b\n}",
+    "fn f(a: &Tensor, b: &Tensor, c: &Tensor, d: &Tensor) -> Tensor {\n    let x = a + b + c + d;\n    x.cos().cos()\n}",
+    "fn f(x: &Tensor) -> Tensor {\n    x * x * x\n}",
+    "fn f(x: &Tensor) -> Tensor {\n    x.sum_dim(&[1], false)\n}",
+    "fn f(x: &Tensor) -> Tensor {\n    no_grad! { x * x }\n}",
+    "fn f(x: &Tensor, mod_weight: &Tensor, mod_bias: &Tensor) -> Tensor {\n    let mean = x.mean_dim(&[-1], true);\n    let var = x.var_dim(&[-1], 0, true);\n    (x - mean) * (var + 1e-06).rsqrt() * mod_weight + mod_bias\n}",
+    "fn f(x: &Tensor, y: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {\n    x.matmul(w.t()) + b + y\n}",
+    "fn f(x: &Tensor, y: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {\n    let z = x.matmul(w.t()) + b;\n    let z = z + y;\n    z.relu()\n}",
+    "fn f(param: &mut Tensor, y: &Tensor) -> Tensor {\n    no_grad! {\n        param.add_(y);\n    }\n    y\n}",
+    "fn f(x: &Tensor, y: &Tensor) -> Tensor {\n    x.sin().add_(y)\n}",
+    "fn f(a: &mut Tensor) -> Tensor {\n    a.mul_(2.0);\n    a.sum_dim(&[0], false)\n}",
+    "fn f(a: &mut Tensor, b: &Tensor) -> Tensor {\n    a.add_(1.0);\n    b * 2.0\n}",
+    "fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor) {\n    a.t_();\n    (a + b, a)\n}",
+    "fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor) {\n    (a.view(&[-1]), b.t(), a + b)\n}",
+    "fn f(base: &Tensor, diag: &mut Tensor) -> (Tensor, Tensor) {\n    diag.add_(1.0);\n    (base.t(), diag)\n}",
+    "fn f(a: &mut Tensor, b: &Tensor) -> Tensor {\n    a.mul_(2.0);\n    a + b\n}",
+    "fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor) {\n    a.mul_(3.0);\n    (a + b, b.sin())\n}",
+    "fn f(a: &Tensor, b: &mut Tensor, c: &Tensor) -> Tensor {\n    b.mul_(2.0);\n    a + c\n}",
+    "fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor) {\n    a.unsqueeze_(0);\n    (a.sum() + b.sum(), a)\n}",
+    "fn f(a: &mut Tensor, b: &Tensor) -> Tensor {\n    a.add_(1.0);\n    b\n}",
+    "fn f(a: &mut Tensor) -> Tensor {\n    a.as_strided_(&[2, 2], &[2, 1], 1);\n    a.mul_(2.0);\n    a\n}",
+    "fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor) {\n    a.transpose_(0, 1);\n    (a, b.view(&[-1]))\n}",
+    "fn f(a: &mut Tensor) -> (Tensor, Tensor) {\n    a.unsqueeze_(0);\n    a.unsqueeze_(2);\n    (a.squeeze(0), a * 2.0)\n}",
+    "fn f(a: &mut Tensor, b: &Tensor) -> Tensor {\n    no_grad! {\n        a.t_();\n    }\n    a * b\n}",
+    "fn f(a: &mut Tensor) -> (Tensor, Tensor, Tensor) {\n    a.squeeze_(0);\n    (a.t(), a.view(&[-1]), a.sum())\n}",
+    "fn f(a: &Tensor) -> (Tensor, Tensor, Tensor) {\n    no_grad! {\n        let t = a * 2.0;\n        (t.view(&[-1]), a.view(&[-1]), a.t())\n    }\n}",
+    "fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor) {\n    let t = a + b;\n    (t.select(0, 0), t.select(0, 1).detach(), t.narrow(1, 1, 2))\n}",
+    "fn f(a: &Tensor) -> (Tensor, Tensor) {\n    let t = a * 2.0;\n    let v1 = t.t();\n    let v2 = t.diagonal();\n    v2.mul_(3.0);\n    (v1, v2)\n}",
+    "fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor, Tensor) {\n    let m = a.gt(b);\n    (a.detach() * 2.0, a * b, m, a.where_(&m, b))\n}",
+    "fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor) {\n    a.add_(b);\n    (a.t(), a.sum(), b.view(&[-1]))\n}",
+    "fn f(a: &mut Tensor, b: &Tensor) -> (Tensor, Tensor, Tensor) {\n    no_grad! {\n        a.mul_(2.0);\n        let c = a + b;\n        (c, a.view(&[-1]), b.t())\n    }\n}",
+    "fn f(cache_k: &mut Tensor, cache_v: &mut Tensor, k: &Tensor, v: &Tensor, q: &Tensor) -> (Tensor, Tensor) {\n    cache_k.narrow(0, 2, 1).copy_(k);\n    cache_v.narrow(0, 2, 1).copy_(v);\n    let keys = cache_k.narrow(0, 0, 3);\n    let vals = cache_v.narrow(0, 0, 3);\n    let attn = (q.matmul(keys.t()) * 0.5).softmax(-1);\n    (attn.matmul(vals), attn)\n}",
+    "fn f(q: &Tensor, k: &Tensor, v: &Tensor, mask_src: &Tensor) -> (Tensor, Tensor) {\n    let s = q.matmul(k.t());\n    let m = mask_src.gt(0.0);\n    let s = s.where_(&m, s.full_like(-10000.0));\n    let p = s.softmax(-1);\n    (p.matmul(v), m)\n}",
+    "fn f(x: &Tensor, w: &Tensor, g: &Tensor, b: &Tensor) -> Tensor {\n    let mean = x.mean_dim(&[-1], true);\n    let var = x.var_dim(&[-1], 0, true);\n    let h = (x - mean) * (var + 1e-05).rsqrt() * g + b;\n    let h = h.matmul(w);\n    h.add_(x);\n    h.relu_();\n    h\n}",
+    "fn f(x: &Tensor, w1: &Tensor, w2: &Tensor) -> (Tensor, Tensor) {\n    let h = x.matmul(w1);\n    h.relu_();\n    let h = h.matmul(w2);\n    h.add_(x);\n    h.relu_();\n    (h, h.sum_dim(&[1], false))\n}",
+    "fn f(x: &mut Tensor, w: &Tensor) -> Tensor {\n    x.narrow(0, 0, 1).relu_();\n    x * w\n}",
+    "fn f(w: &mut Tensor, b: &mut Tensor, gw: &Tensor, gb: &Tensor, x: &Tensor, lr: f64) -> (Tensor, Tensor, Tensor) {\n    no_grad! {\n        w.sub_(gw * lr);\n        b.sub_(gb * lr);\n    }\n    (x.matmul(w) + b, w, b.view(&[1, 2]))\n}",
+    "fn f(w: &mut Tensor, g: &Tensor, m: &mut Tensor, v: &mut Tensor, x: &Tensor, lr: f64, bc1: f64, bc2: f64) -> Tensor {\n    no_grad! {\n        m.mul_(0.9).add_(g * 0.1);\n        v.mul_(0.999).add_(g * g * 0.001);\n        w.sub_((m / bc1) / ((v / bc2).abs().sqrt() + 1e-08) * lr);\n    }\n    x.matmul(w).tanh().sum_dim(&[1], false)\n}",
+    "fn f(acc: &mut Tensor, x: &Tensor, w: &Tensor) -> (Tensor, Tensor) {\n    for i in 0..2 {\n        acc.add_(x.select(0, i).matmul(w));\n    }\n    (acc.sum() * 0.5, acc)\n}",
+    "fn f(gbuf: &mut Tensor, w: &Tensor, x: &Tensor) -> (Tensor, Tensor) {\n    let out = x.matmul(w);\n    no_grad! {\n        gbuf.add_(x.t().matmul(out) * 0.5);\n    }\n    (out.square().sum(), gbuf.view(&[-1]))\n}",
+    "fn f(ema: &mut Tensor, w: &Tensor, x: &Tensor) -> (Tensor, Tensor, Tensor) {\n    no_grad! {\n        ema.mul_(0.9).add_(w * 0.1);\n    }\n    (ema.view(&[-1]), w.t(), x.matmul(w).sum())\n}",
+    "fn f(x: &Tensor, w: &Tensor, b: &Tensor, running_mean: &mut Tensor, running_var: &mut Tensor) -> (Tensor, Tensor, Tensor) {\n    let mean = x.mean_dim(&[0], false);\n    let var = x.var_dim(&[0], 0, false);\n    no_grad! {\n        running_mean.mul_(0.9).add_(mean * 0.1);\n        running_var.mul_(0.9).add_(var * 0.1);\n    }\n    let y = (x - mean) * (var + 1e-05).rsqrt() * w + b;\n    y.relu_();\n    (y, running_mean, running_var.view(&[1, 3]))\n}",
+    "fn f(x: &Tensor, mask_src: &Tensor, w: &Tensor) -> (Tensor, Tensor, Tensor) {\n    let m = mask_src.lt(0.0);\n    let h = x.zeros_like().where_(&m, x);\n    h.mul_(w);\n    (h, m, h.sum_dim(&[0], true))\n}",
+    "fn f(g: &mut Tensor, w: &Tensor, x: &Tensor) -> (Tensor, Tensor) {\n    no_grad! {\n        g.zero_();\n    }\n    let loss = x.matmul(w).sigmoid().sum();\n    no_grad! {\n        g.add_(w * 0.01);\n    }\n    (loss, g)\n}",
+    "fn f(w_in: &Tensor, w_out: &Tensor, x: &Tensor) -> (Tensor, Tensor) {\n    let h = x.matmul(w_in).tanh();\n    (h.matmul(w_out.t()), h)\n}",
+    "fn f(x: &mut Tensor, w: &Tensor, d: &Tensor) -> (Tensor, Tensor) {\n    let y = x * w + x / d + x.matmul(w.t()).sum_dim(&[1], true);\n    no_grad! {\n        x.mul_(0.5);\n    }\n    (y, x)\n}",
+    "fn f(x: &mut Tensor) -> Tensor {\n    let y = x.exp() + x.tanh() + x.relu() + x.sigmoid() + x.sum();\n    no_grad! {\n        x.zero_();\n    }\n    y\n}",
+    "fn f(a: &mut Tensor, b: &Tensor) -> Tensor {\n    a.mul_(2.0);\n    a + b\n}",
+    "fn f(buf: &mut Tensor, w: &Tensor) -> (Tensor, Tensor, Tensor) {\n    buf.add_(w);\n    (buf.view(&[-1]), buf.t(), buf * 2.0)\n}",
+    "fn f(a: &Tensor) -> (Tensor, Tensor) {\n    let t = a * 2.0;\n    let v = t.view(&[-1]);\n    no_grad! {\n        t.add_(1.0);\n    }\n    (v, t)\n}",
+    "fn f(a: &Tensor) -> (Tensor, Tensor) {\n    let t = a.sin();\n    no_grad! {\n        t.select(0, 0).zero_();\n    }\n    (t, t.sum())\n}",
+    "fn f(a: &mut Tensor) -> (Tensor, Tensor, Tensor) {\n    let v = a.view(&[-1]);\n    let w = a.t();\n    a.mul_(2.0);\n    (v, w, a.sum())\n}",
 ];
 
 /// The number of cases the file was generated from.
-pub const COUNT: usize = 114;
+pub const COUNT: usize = 214;
