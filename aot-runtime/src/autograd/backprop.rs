@@ -157,9 +157,16 @@ pub(crate) enum BackwardOp {
         dim: usize,
         log: bool,
     },
+    /// Each operand is saved only when the other one's gradient needs it
+    /// (as PyTorch's `MmBackward0`): a later in-place write to an operand
+    /// whose saved value no gradient reads is not an error.
     Matmul {
-        a: SavedTensor,
-        b: SavedTensor,
+        a: Option<SavedTensor>,
+        b: Option<SavedTensor>,
+        a_shape: Vec<usize>,
+        b_shape: Vec<usize>,
+        a_dtype: DType,
+        b_dtype: DType,
     },
     Dropout {
         mask: SavedTensor,
@@ -517,23 +524,31 @@ impl BackwardOp {
                     one(o.mul(&g.sub(&s)?))
                 }
             }
-            BackwardOp::Matmul { a, b } => {
-                let (a, b) = (a.get(name)?, b.get(name)?);
-                let (ra, rb) = (a.rank(), b.rank());
-                let a2 = if ra == 1 { a.unsqueeze(0)? } else { a.clone() };
-                let b2 = if rb == 1 { b.unsqueeze(-1)? } else { b.clone() };
-                let mut out2 = crate::layout::broadcast_shapes(name, &a2.shape()[..a2.rank() - 2], &b2.shape()[..b2.rank() - 2])?;
-                out2.extend([a2.shape()[a2.rank() - 2], b2.shape()[b2.rank() - 1]]);
+            BackwardOp::Matmul { a, b, a_shape, b_shape, a_dtype, b_dtype } => {
+                let missing = || AotError::internal(name, "an operand needed for the gradient was not saved");
+                let (ra, rb) = (a_shape.len(), b_shape.len());
+                let mut a2s = a_shape.clone();
+                if ra == 1 {
+                    a2s.insert(0, 1);
+                }
+                let mut b2s = b_shape.clone();
+                if rb == 1 {
+                    b2s.push(1);
+                }
+                let mut out2 = crate::layout::broadcast_shapes(name, &a2s[..a2s.len() - 2], &b2s[..b2s.len() - 2])?;
+                out2.extend([a2s[a2s.len() - 2], b2s[b2s.len() - 1]]);
                 let g2 = g.reshape(&i64s(&out2))?;
                 let ga = if need(0) {
+                    let b2 = b.as_ref().ok_or_else(missing)?.get(name)?.reshape(&i64s(&b2s))?;
                     let r = g2.matmul(&b2.transpose(-1, -2)?)?;
-                    Some(sum_to(&r, &a2.shape(), a.dtype())?.reshape(&i64s(&a.shape()))?)
+                    Some(sum_to(&r, &a2s, *a_dtype)?.reshape(&i64s(a_shape))?)
                 } else {
                     None
                 };
                 let gb = if need(1) {
+                    let a2 = a.as_ref().ok_or_else(missing)?.get(name)?.reshape(&i64s(&a2s))?;
                     let r = a2.transpose(-1, -2)?.matmul(&g2)?;
-                    Some(sum_to(&r, &b2.shape(), b.dtype())?.reshape(&i64s(&b.shape()))?)
+                    Some(sum_to(&r, &b2s, *b_dtype)?.reshape(&i64s(b_shape))?)
                 } else {
                     None
                 };

@@ -78,7 +78,16 @@ impl Tensor {
             }
             Ok(r.alias_with_layout(Layout::contiguous(&shape)))
         })?;
-        record(&out, &[Some(self), Some(other)], || Ok(BackwardOp::Matmul { a: SavedTensor::save(self), b: SavedTensor::save(other) }))?;
+        record(&out, &[Some(self), Some(other)], || {
+            Ok(BackwardOp::Matmul {
+                a: other.requires_grad().then(|| SavedTensor::save(self)),
+                b: self.requires_grad().then(|| SavedTensor::save(other)),
+                a_shape: self.shape(),
+                b_shape: other.shape(),
+                a_dtype: self.dtype(),
+                b_dtype: other.dtype(),
+            })
+        })?;
         Ok(out)
     }
 
