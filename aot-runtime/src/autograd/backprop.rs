@@ -375,18 +375,18 @@ impl BackwardOp {
                 if need(0) { Some(sum_to(g, a_shape, *a_dtype)?) } else { None },
                 if need(1) { Some(sum_to(&g.neg()?, b_shape, *b_dtype)?) } else { None },
             ]),
-            BackwardOp::Mul { a, b } => {
-                let (a, b) = (a.get(name)?, b.get(name)?);
-                Ok(vec![
-                    if need(0) { Some(sum_to(&g.mul(&b)?, &a.shape(), a.dtype())?) } else { None },
-                    if need(1) { Some(sum_to(&g.mul(&a)?, &b.shape(), b.dtype())?) } else { None },
-                ])
-            }
+            // Each operand is read only for the other's gradient, so a
+            // later in-place write to it fails backward only when that
+            // gradient is needed (PyTorch saves it only then).
+            BackwardOp::Mul { a, b } => Ok(vec![
+                if need(0) { Some(sum_to(&g.mul(&b.get(name)?)?, &a.t.shape(), a.t.dtype())?) } else { None },
+                if need(1) { Some(sum_to(&g.mul(&a.get(name)?)?, &b.t.shape(), b.t.dtype())?) } else { None },
+            ]),
             BackwardOp::Div { a, b } => {
-                let (a, b) = (a.get(name)?, b.get(name)?);
+                let bv = b.get(name)?;
                 Ok(vec![
-                    if need(0) { Some(sum_to(&g.div(&b)?, &a.shape(), a.dtype())?) } else { None },
-                    if need(1) { Some(sum_to(&g.neg()?.mul(&a)?.div(&b.square()?)?, &b.shape(), b.dtype())?) } else { None },
+                    if need(0) { Some(sum_to(&g.div(&bv)?, &a.t.shape(), a.t.dtype())?) } else { None },
+                    if need(1) { Some(sum_to(&g.neg()?.mul(&a.get(name)?)?.div(&bv.square()?)?, &bv.shape(), bv.dtype())?) } else { None },
                 ])
             }
             BackwardOp::Pow { a, b, out } => {
