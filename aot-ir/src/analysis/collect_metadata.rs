@@ -17,6 +17,7 @@
 //! autograd does.
 
 use super::alias::{AliasInfo, LayoutTracker, StorageOwner};
+use super::observed::{is_to_dtype, mark_layout_uncertain, Observation, ObservedAlias, ObservedOutput};
 use crate::graph::Graph;
 use crate::op::OpClass;
 use crate::schema::{mutation_type, InputAliasInfo, OutputAliasInfo, OutputType, ViewAndMutationMeta};
@@ -43,6 +44,12 @@ pub struct StaticMeta {
     /// call, its writes to inputs that require grad hidden from autograd.
     #[serde(default)]
     pub grad_mode_deps: Vec<usize>,
+    /// Some fact depends on the arguments' shapes, layouts or dtypes beyond
+    /// what the template sees (`uncertain`, a metadata mutation that may
+    /// change nothing, an output whose alias is uncertain): `explain()`
+    /// observes a run on copies of the arguments (see [`super::observed`]).
+    #[serde(default)]
+    pub needs_observation: bool,
 }
 
 /// Static facts about one parameter.
@@ -53,7 +60,9 @@ pub struct InputTemplate {
     pub data_mutations: u32,
     /// How many of them happen inside `no_grad!`.
     pub data_mutations_under_no_grad: u32,
-    /// The tensor's own sizes/strides/offset are changed (`t_`, `unsqueeze_`, ..).
+    /// A metadata mutation (`t_`, `unsqueeze_`, ..) reaches the tensor. For
+    /// some shapes it changes nothing (`t_()` of a 1-D tensor), and PyTorch
+    /// then sees no metadata mutation: a run decides.
     pub mutates_metadata: bool,
     /// Every data write went through a `detach()` alias, invisible to autograd's history of this input.
     pub mutated_only_through_detach: bool,
@@ -110,8 +119,14 @@ pub struct OutputTemplate {
     /// Inputs whose `requires_grad` makes this output require grad.
     pub grad_deps: Vec<usize>,
     /// The output type when it is the same for every `requires_grad`
-    /// pattern of distinct arguments.
+    /// pattern of distinct arguments (and every shape, layout and dtype).
     pub static_type: Option<OutputType>,
+    /// Whether and how the output aliases can depend on the arguments'
+    /// layouts or dtypes: a `reshape`/`contiguous`/`to_dtype` on its way, or
+    /// a view of another output whose metadata may or may not be that
+    /// output's. A run decides.
+    #[serde(default)]
+    pub alias_uncertain: bool,
 }
 
 /// A call's facts about one argument.
@@ -130,6 +145,9 @@ pub struct CallFacts {
     pub args: Vec<ArgFacts>,
     pub grad_enabled: bool,
     pub keep_input_mutations: bool,
+    /// What a run on copies of the arguments showed, where the template is
+    /// unsure (`StaticMeta::needs_observation`); `None` trusts the template.
+    pub observed: Option<Observation>,
 }
 
 impl CallFacts {
@@ -144,6 +162,7 @@ impl CallFacts {
                 .collect(),
             grad_enabled: true,
             keep_input_mutations: true,
+            observed: None,
         }
     }
 }
@@ -286,11 +305,15 @@ impl StaticMeta {
                 base: alias.autograd_base[v.index()],
                 grad_deps: deps.get(&group(v)).map(|s| s.iter().copied().collect()).unwrap_or_default(),
                 static_type: None,
+                alias_uncertain: alias.uncertain[v.index()] || is_to_dtype(g, alias.owner_of(v)),
             });
         }
+        mark_layout_uncertain(&mut outputs, &keys);
 
+        let needs_observation = uncertain || inputs.iter().any(|i| i.mutates_metadata) || outputs.iter().any(|o| o.alias_uncertain);
         let mut meta = StaticMeta {
             mutates_inputs: inputs.iter().any(|i| i.mutates_data() || i.mutates_metadata),
+            needs_observation,
             inputs,
             outputs,
             has_random_ops: g.nodes.iter().any(|n| n.op.is_random()),
@@ -313,7 +336,9 @@ impl StaticMeta {
             }
             s.into_iter().collect()
         };
-        if relevant.len() > 12 {
+        // An uncertain output can change the others' types too (how many
+        // outputs share a storage).
+        if relevant.len() > 12 || self.outputs.iter().any(|o| o.alias_uncertain) {
             return;
         }
         let mut seen: Vec<Option<Option<OutputType>>> = vec![None; self.outputs.len()];
@@ -377,7 +402,10 @@ impl StaticMeta {
                 let mut info = InputAliasInfo {
                     is_leaf: arg(i).is_leaf,
                     mutates_data,
-                    mutates_metadata: group.iter().any(|&j| self.inputs[j].mutates_metadata),
+                    // A run that left the tensor's metadata as it was
+                    // shows PyTorch's answer: no metadata mutation.
+                    mutates_metadata: group.iter().any(|&j| self.inputs[j].mutates_metadata)
+                        && !facts.observed.as_ref().is_some_and(|o| o.metadata_unchanged(i)),
                     mutations_hidden_from_autograd: !mutates_data,
                     mutations_under_no_grad_or_inference_mode: mutates_data && (no_grad_writes == writes || !facts.grad_enabled),
                     mutates_storage_metadata: false,
@@ -393,17 +421,22 @@ impl StaticMeta {
         // PyTorch maps each input storage to the *last* argument holding it.
         let last_same = |p: usize| (0..n).rev().find(|&j| same(p, j)).unwrap_or(p);
         let out_rg: Vec<bool> = self.outputs.iter().map(|o| rg(&o.grad_deps)).collect();
-        let count_in_storage = |s: u32| self.outputs.iter().filter(|o| o.storage == s).count();
+        // How the outputs alias: what the run showed, else the template.
+        let outs: Vec<ObservedOutput> = match &facts.observed {
+            Some(obs) if obs.outputs.len() == self.outputs.len() => obs.outputs.clone(),
+            _ => self.outputs.iter().map(ObservedOutput::from_template).collect(),
+        };
+        let count_in_storage = |s: u32| outs.iter().filter(|o| o.storage == s).count();
         // The last output index holding each tensor object.
-        let last_out = |id: ValueId| self.outputs.iter().rposition(|o| o.identity == id);
+        let last_out = |id: u32| outs.iter().rposition(|o| o.object == id);
 
-        let mut bases: Vec<ValueId> = Vec::new();
-        let mut output_info = Vec::with_capacity(self.outputs.len());
-        for (k, o) in self.outputs.iter().enumerate() {
+        let mut bases: Vec<u32> = Vec::new();
+        let mut output_info = Vec::with_capacity(outs.len());
+        for (k, o) in outs.iter().enumerate() {
             let (output_type, base_idx) = match o.alias {
-                OutputAlias::IsInput(p) => (OutputType::IsInput, Some(last_same(p))),
-                OutputAlias::AliasOfInput(p) => (OutputType::AliasOfInput, Some(last_same(p))),
-                OutputAlias::AliasOfIntermediate(_) | OutputAlias::NonAlias => {
+                ObservedAlias::IsInput(p) => (OutputType::IsInput, Some(last_same(p))),
+                ObservedAlias::AliasOfInput(p) => (OutputType::AliasOfInput, Some(last_same(p))),
+                ObservedAlias::Intermediate => {
                     let aliased = count_in_storage(o.storage);
                     // The base is in o's autograd group, so it requires grad exactly when o does.
                     match o.base {
@@ -422,13 +455,21 @@ impl StaticMeta {
                         _ => {
                             // `(out, out.detach())`: the detached output is
                             // regenerated from its twin that requires grad.
-                            let twin = self.outputs.iter().enumerate().find(|&(j, t)| {
-                                t.identity != o.identity && t.storage == o.storage && t.layout_key == o.layout_key && out_rg[j]
-                            });
-                            match twin {
-                                Some((_, t)) if aliased > 1 && !out_rg[k] => {
-                                    (OutputType::AliasOfIntermediateBaseIsUserOutput, last_out(t.identity))
+                            let twin = outs
+                                .iter()
+                                .enumerate()
+                                .find(|&(j, t)| t.object != o.object && t.storage == o.storage && t.layout == o.layout && out_rg[j]);
+                            // A view that does not require grad, with the very
+                            // metadata of its base, itself an output: PyTorch
+                            // regenerates it from that output, so that the two
+                            // stay distinct objects (pytorch#191449).
+                            let same_as_base =
+                                o.base.and_then(last_out).filter(|&j| outs[j].storage == o.storage && outs[j].layout == o.layout);
+                            match (twin, same_as_base) {
+                                (Some((_, t)), _) if aliased > 1 && !out_rg[k] => {
+                                    (OutputType::AliasOfIntermediateBaseIsUserOutput, last_out(t.object))
                                 }
+                                (_, Some(j)) => (OutputType::AliasOfIntermediateBaseIsUserOutput, Some(j)),
                                 _ => (OutputType::NonAlias, None),
                             }
                         }

@@ -69,7 +69,11 @@ pub fn remove_dupe_metadata(m: &ViewAndMutationMeta, keep_arg_mask: &[bool], add
         .iter()
         .map(|o| OutputAliasInfo {
             output_type: o.output_type,
-            base_idx: o.base_idx.map(|b| add_dupe_map[b]),
+            // PyTorch maps every `base_idx` through the argument map, even
+            // an output's index (`alias_of_intermediate_base_is_user_output`):
+            // past the map's end it fails, and the unmapped output index is
+            // the meaningful answer.
+            base_idx: o.base_idx.map(|b| add_dupe_map.get(b).copied().unwrap_or(b)),
             requires_grad: o.requires_grad,
         })
         .collect();
@@ -169,11 +173,14 @@ pub fn create_synthetic_base_metadata(
         .output_info
         .iter()
         .map(|o| {
-            let new_base = o.base_idx.map(|b| inner_of(&synthetic_base_info[b]));
+            // As in `remove_dupe_metadata`, an output's index past the
+            // arguments stays as it is.
+            let new_base = o.base_idx.map(|b| synthetic_base_info.get(b).map_or(b, inner_of));
             // An input that is now regenerated from a synthetic base is no
             // longer the very input, even when the base kept its index
             // (PyTorch reports `alias_of_input` there too).
-            let regenerated = o.base_idx.is_some_and(|b| matches!(synthetic_base_info[b], SyntheticBaseEntry::View { .. }));
+            let regenerated =
+                o.base_idx.and_then(|b| synthetic_base_info.get(b)).is_some_and(|e| matches!(e, SyntheticBaseEntry::View { .. }));
             let output_type = if o.output_type == OutputType::IsInput && (o.base_idx != new_base || regenerated) {
                 OutputType::AliasOfInput
             } else {

@@ -14,6 +14,7 @@ pub(crate) mod exec;
 mod interp;
 #[doc(hidden)]
 pub mod joint_exec;
+mod observe;
 mod reference;
 mod report;
 mod shadow;
@@ -72,9 +73,11 @@ impl CompiledFn {
     ///
     /// `fw_metadata` is the static template completed with the arguments'
     /// `requires_grad` and `is_leaf`, the current grad mode, and which
-    /// arguments are the very same tensor; `traced_tangents` come from a
-    /// run on copies of the arguments (see `tangents.rs`), only when some
-    /// argument requires grad. Then the dedupe and synthetic-base wrappers'
+    /// arguments are the very same tensor. Where the template's answer
+    /// depends on the arguments' shapes, layouts or dtypes, and for the
+    /// `traced_tangents` when some input requires grad, one run on copies of
+    /// the arguments (`observe.rs`) supplies what PyTorch learns by running
+    /// the function. Then the dedupe and synthetic-base wrappers'
     /// decisions, in PyTorch's order.
     pub fn explain(&self, args: &[Arg]) -> Result<CallReport> {
         arg::scalar_values(&self.graph, args)?;
@@ -90,15 +93,25 @@ impl CompiledFn {
                 None => ArgFacts { is_tensor: false, requires_grad: false, is_leaf: false, identity: i },
             });
         }
-        let facts = CallFacts { args: facts, grad_enabled: is_grad_enabled(), keep_input_mutations: true };
+        let mut facts = CallFacts { args: facts, grad_enabled: is_grad_enabled(), keep_input_mutations: true, observed: None };
         let mut fw_metadata = self.meta.complete(&facts);
         let any_grad = fw_metadata.input_info.iter().any(|i| i.requires_grad);
-        if any_grad {
+        if any_grad || self.meta.needs_observation {
             // Running on copies draws random numbers: give them back.
             let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
-            fw_metadata.traced_tangents = tangents::traced_tangents(&self.graph, args, &fw_metadata).unwrap_or_default();
+            let run = observe::CopyRun::new(&self.graph, args);
             if let Some(state) = rng {
                 crate::ops::rng_restore(state);
+            }
+            // A run that fails leaves the template's answer (the call fails too).
+            if let Some(run) = run {
+                if self.meta.needs_observation {
+                    facts.observed = Some(run.observation(&self.meta));
+                    fw_metadata = self.meta.complete(&facts);
+                }
+                if any_grad {
+                    fw_metadata.traced_tangents = tangents::traced_tangents(&run, &fw_metadata).unwrap_or_default();
+                }
             }
         }
         // The wrappers in PyTorch's order: dedupe, then synthetic bases on

@@ -6,19 +6,18 @@
 //! 2. outputs of type `non_alias` or `unsafe_view_alias` that require grad;
 //! 3. the intermediate bases of `alias_of_intermediate` outputs.
 //!
-//! PyTorch learns them by tracing with fake tensors. We learn them by
-//! running the function eagerly, without grad, on copies of the arguments
+//! PyTorch learns them by tracing with fake tensors. We learn them from the
+//! run of `observe.rs`: eagerly, without grad, on copies of the arguments
 //! that keep their alias structure, so the caller's tensors are untouched.
 //! A mutated input's tangent has the layout its functional value would
 //! have: an out-of-place op on it keeps a dense layout and makes a
 //! non-dense one dense in the same dimension order (`preserve_layout`).
 
 use super::arg::Arg;
-use super::interp;
-use crate::autograd::NoGradGuard;
+use super::observe::CopyRun;
 use crate::layout::preserve_layout;
 use crate::tensor::Tensor;
-use aot_ir::{Graph, MutationType, OutputType, TangentMeta, ViewAndMutationMeta};
+use aot_ir::{MutationType, OutputType, TangentMeta, ViewAndMutationMeta};
 
 /// Copies of `args` with fresh storages: arguments that shared a storage
 /// share the copy, and the same tensor passed twice stays one tensor.
@@ -47,28 +46,25 @@ pub(crate) fn deep_copy_args(args: &[Arg]) -> crate::Result<Vec<Option<Tensor>>>
     Ok(out)
 }
 
-/// The traced tangents of a call, or `None` if the eager run fails (then
-/// the call fails too, and there is nothing to report).
-pub(crate) fn traced_tangents(g: &Graph, args: &[Arg], meta: &ViewAndMutationMeta) -> Option<Vec<TangentMeta>> {
-    let _no_grad = NoGradGuard::new();
-    let copies = deep_copy_args(args).ok()?;
-    let copy_args: Vec<Arg> = args.iter().zip(&copies).map(|(a, c)| c.as_ref().map_or(*a, Arg::Tensor)).collect();
-    let outs = interp::run(g, &copy_args).ok()?;
+/// The traced tangents of a call with metadata `meta`, from a run on
+/// copies of its arguments.
+pub(crate) fn traced_tangents(run: &CopyRun, meta: &ViewAndMutationMeta) -> Option<Vec<TangentMeta>> {
+    let (copies, outs) = (&run.copies, &run.outs);
     let record = |t: &Tensor| TangentMeta { shape: t.shape(), stride: t.stride() };
     let mut tangents = Vec::new();
-    for (info, c) in meta.input_info.iter().zip(&copies) {
+    for (info, c) in meta.input_info.iter().zip(copies) {
         if info.mutation_type == MutationType::MutatedOutGraph && info.mutates_data && info.requires_grad {
             let l = preserve_layout(&c.as_ref()?.layout());
             tangents.push(TangentMeta { shape: l.shape, stride: l.stride });
         }
     }
-    for (info, o) in meta.output_info.iter().zip(&outs) {
+    for (info, o) in meta.output_info.iter().zip(outs) {
         if matches!(info.output_type, OutputType::NonAlias | OutputType::UnsafeViewAlias) && info.requires_grad {
             tangents.push(record(o));
         }
     }
     let mut bases: Vec<Tensor> = Vec::new();
-    for (info, o) in meta.output_info.iter().zip(&outs) {
+    for (info, o) in meta.output_info.iter().zip(outs) {
         if info.output_type == OutputType::AliasOfIntermediate {
             let b = o.view_base().unwrap_or_else(|| o.clone());
             if !bases.iter().any(|x| x.same_tensor(&b)) {

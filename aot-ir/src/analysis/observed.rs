@@ -1,0 +1,230 @@
+//! Facts that only a run of the function shows.
+//!
+//! PyTorch collects its metadata by running the function, so a few of its
+//! answers depend on the arguments' shapes, layouts and dtypes, which the
+//! compile-time template cannot see:
+//!
+//! - a metadata mutation that leaves the tensor's sizes, strides and offset
+//!   as they were (`t_()` of a 1-D tensor, `squeeze_(0)` of a non-unit dim,
+//!   `unsqueeze_(0)` then `squeeze_(0)`) is no metadata mutation: PyTorch
+//!   compares the input before and after;
+//! - `reshape` is a view or a copy, `contiguous` the receiver itself or a
+//!   copy, `to_dtype` to the same dtype the receiver itself;
+//! - whether a view of an output has that output's very metadata (a
+//!   `view(-1)` of a 1-D tensor).
+//!
+//! The template marks where this matters ([`StaticMeta::needs_observation`](super::StaticMeta));
+//! the runtime then runs the function on copies of the arguments and hands
+//! what it saw to [`StaticMeta::complete`](super::StaticMeta::complete) as an
+//! [`Observation`].
+
+use super::alias::{LayoutPath, Step, StorageOwner};
+use super::collect_metadata::{OutputAlias, OutputTemplate};
+use crate::graph::Graph;
+use crate::op::OpKind;
+use std::collections::BTreeSet;
+
+/// What a run on copies of a call's arguments showed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Observation {
+    /// Per parameter: the run left the tensor's sizes, strides and offset
+    /// as they were (true for non-tensor parameters).
+    pub metadata_unchanged: Vec<bool>,
+    /// Per output, in order; left empty (any other length) when the run
+    /// did not look at the outputs, which then keep the template's answer.
+    pub outputs: Vec<ObservedOutput>,
+}
+
+impl Observation {
+    /// Whether the run left parameter `p`'s metadata as it was; `false`
+    /// (trust the template) when the run did not report on it.
+    pub fn metadata_unchanged(&self, p: usize) -> bool {
+        self.metadata_unchanged.get(p).copied().unwrap_or(false)
+    }
+}
+
+/// How one output of the run aliases. The ids are only compared with each
+/// other, within one observation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObservedOutput {
+    pub alias: ObservedAlias,
+    /// Outputs with the same id are the same tensor object; a `base` with
+    /// an output's id is that output.
+    pub object: u32,
+    /// Outputs with the same id share storage.
+    pub storage: u32,
+    /// Outputs with the same id share storage and have identical sizes,
+    /// strides and offset.
+    pub layout: u32,
+    /// The object id of PyTorch's `._base`, when the output is a view.
+    pub base: Option<u32>,
+}
+
+/// An output's relation to the arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObservedAlias {
+    /// The output is this parameter's tensor itself.
+    IsInput(usize),
+    /// The output shares this parameter's storage.
+    AliasOfInput(usize),
+    /// The output's storage was allocated by the function.
+    Intermediate,
+}
+
+impl ObservedOutput {
+    /// The template's answer in the same terms, with value ids as object ids.
+    pub(crate) fn from_template(o: &OutputTemplate) -> ObservedOutput {
+        ObservedOutput {
+            alias: match o.alias {
+                OutputAlias::IsInput(p) => ObservedAlias::IsInput(p),
+                OutputAlias::AliasOfInput(p) => ObservedAlias::AliasOfInput(p),
+                OutputAlias::AliasOfIntermediate(_) | OutputAlias::NonAlias => ObservedAlias::Intermediate,
+            },
+            object: o.identity.0,
+            storage: o.storage,
+            layout: o.layout_key,
+            base: o.base.map(|b| b.0),
+        }
+    }
+}
+
+/// Whether a storage was allocated by a `to_dtype`, which returns its
+/// receiver itself when the dtype is already the one asked for.
+pub(crate) fn is_to_dtype(g: &Graph, owner: StorageOwner) -> bool {
+    matches!(owner, StorageOwner::Intermediate(v) if g.def_node(v).is_some_and(|n| n.op == OpKind::ToDtype))
+}
+
+/// Outputs of an intermediate storage whose types hang on whether two of
+/// them have identical metadata, where their layout paths differ but may
+/// still give identical layouts for some shapes (a `view(-1)` of a 1-D
+/// tensor changes nothing): a view of another output (PyTorch regenerates a
+/// non-differentiable one that has its base's metadata from the base), or
+/// an alias whose `requires_grad` may differ from another's (`(out,
+/// out.detach())`). Then every output of such a storage is uncertain, as
+/// how many of them alias depends on it.
+pub(crate) fn mark_layout_uncertain(outputs: &mut [OutputTemplate], keys: &[LayoutPath]) {
+    let intermediate = |o: &OutputTemplate| matches!(o.alias, OutputAlias::AliasOfIntermediate(_) | OutputAlias::NonAlias);
+    let path = |o: &OutputTemplate| keys.get(o.layout_key as usize);
+    let maybe_same = |a: &OutputTemplate, b: &OutputTemplate| match (path(a), path(b)) {
+        (Some(p), Some(q)) => !ranks_differ(p, q),
+        _ => true,
+    };
+    let unsure: Vec<bool> = outputs
+        .iter()
+        .map(|o| {
+            intermediate(o)
+                && outputs.iter().any(|t| {
+                    t.identity != o.identity
+                        && t.storage == o.storage
+                        && t.layout_key != o.layout_key
+                        && (o.base == Some(t.identity) || t.grad_deps != o.grad_deps)
+                        && maybe_same(o, t)
+                })
+        })
+        .collect();
+    let storages: BTreeSet<u32> =
+        outputs.iter().zip(&unsure).filter(|(o, &u)| u || (o.alias_uncertain && intermediate(o))).map(|(o, _)| o.storage).collect();
+    for (o, u) in outputs.iter_mut().zip(unsure) {
+        o.alias_uncertain |= u || (intermediate(o) && storages.contains(&o.storage));
+    }
+}
+
+/// Whether two layout paths of one storage give tensors of different ranks
+/// whatever the shapes: past their common steps, each adds a known range of
+/// dims (a `select` drops one, an `unsqueeze` adds one, a `squeeze` drops
+/// one or none), and the ranges cannot meet. Steps whose rank change
+/// depends on the arguments (`view`, `expand`, ..) leave it open.
+fn ranks_differ(p: &LayoutPath, q: &LayoutPath) -> bool {
+    let common = p.steps.iter().zip(&q.steps).take_while(|(a, b)| a == b).count();
+    let range = |steps: &[Step]| -> Option<(i64, i64)> {
+        steps.iter().try_fold((0i64, 0i64), |(lo, hi), s| {
+            let (a, b) = match s.op {
+                OpKind::Select | OpKind::Diagonal => (-1, -1),
+                OpKind::Unsqueeze => (1, 1),
+                OpKind::Squeeze => (-1, 0),
+                OpKind::T | OpKind::Transpose | OpKind::Permute | OpKind::Narrow | OpKind::Slice => (0, 0),
+                _ => return None,
+            };
+            Some((lo + a, hi + b))
+        })
+    };
+    match (range(&p.steps[common..]), range(&q.steps[common..])) {
+        (Some((plo, phi)), Some((qlo, qhi))) => phi < qlo || qhi < plo,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::collect_metadata::{CallFacts, StaticMeta};
+    use crate::graph::args::*;
+    use crate::graph::{GraphBuilder, ReturnKind};
+    use crate::op::OpKind;
+    use crate::schema::{MutationType, OutputType};
+
+    fn out(alias: ObservedAlias, object: u32, storage: u32, layout: u32, base: Option<u32>) -> ObservedOutput {
+        ObservedOutput { alias, object, storage, layout, base }
+    }
+
+    #[test]
+    fn a_metadata_mutation_that_changes_nothing_is_none() {
+        // a.t_(); a * 2  -- on a 1-D argument, t_() is a no-op
+        let mut bld = GraphBuilder::new("f");
+        let a = bld.tensor("a", true);
+        bld.call(OpKind::TInplace, a, vec![]);
+        let m = bld.call(OpKind::Mul, a, vec![f(2.0)]);
+        let g = bld.finish(vec![m], ReturnKind::Single);
+        let meta = StaticMeta::compute(&g);
+        assert!(meta.needs_observation);
+        let mut facts = CallFacts::distinct(&[false], &[true]);
+        assert_eq!(meta.complete(&facts).input_info[0].mutation_type, MutationType::MutatedOutGraph);
+        facts.observed =
+            Some(Observation { metadata_unchanged: vec![true], outputs: vec![out(ObservedAlias::Intermediate, 0, 0, 0, None)] });
+        let full = meta.complete(&facts);
+        assert!(!full.input_info[0].mutates_metadata);
+        assert_eq!(full.input_info[0].mutation_type, MutationType::NotMutated);
+    }
+
+    #[test]
+    fn a_reshape_that_copied_is_no_alias() {
+        // a.reshape(-1)  -- of a transposed argument, a copy
+        let mut bld = GraphBuilder::new("f");
+        let a = bld.tensor("a", false);
+        let r = bld.call(OpKind::Reshape, a, vec![ints(&[-1])]);
+        let g = bld.finish(vec![r], ReturnKind::Single);
+        let meta = StaticMeta::compute(&g);
+        assert!(meta.needs_observation && meta.outputs[0].alias_uncertain);
+        assert_eq!(meta.outputs[0].static_type, None);
+        let mut facts = CallFacts::distinct(&[true], &[true]);
+        facts.observed =
+            Some(Observation { metadata_unchanged: vec![true], outputs: vec![out(ObservedAlias::Intermediate, 0, 0, 0, None)] });
+        assert_eq!(meta.complete(&facts).output_info[0].output_type, OutputType::NonAlias);
+    }
+
+    #[test]
+    fn a_same_metadata_view_of_an_output_aliases_it() {
+        // b = a * 2; (b, b.view(-1))  -- for a 1-D `a`, the view is `b`'s very metadata
+        let mut bld = GraphBuilder::new("f");
+        let a = bld.tensor("a", false);
+        let b = bld.call(OpKind::Mul, a, vec![f(2.0)]);
+        let v = bld.call(OpKind::View, b, vec![ints(&[-1])]);
+        let g = bld.finish(vec![b, v], ReturnKind::Tuple(2));
+        let meta = StaticMeta::compute(&g);
+        assert!(meta.needs_observation && meta.outputs[1].alias_uncertain);
+        let mut facts = CallFacts::distinct(&[false], &[true]);
+        assert_eq!(meta.complete(&facts).output_info[1].output_type, OutputType::NonAlias);
+        facts.observed = Some(Observation {
+            metadata_unchanged: vec![true],
+            outputs: vec![out(ObservedAlias::Intermediate, 7, 0, 0, None), out(ObservedAlias::Intermediate, 8, 0, 0, Some(7))],
+        });
+        let types: Vec<_> = meta.complete(&facts).output_info.iter().map(|o| (o.output_type, o.base_idx)).collect();
+        assert_eq!(types, [(OutputType::NonAlias, None), (OutputType::AliasOfIntermediateBaseIsUserOutput, Some(0))]);
+        // A 2-D `a`: the view has other metadata.
+        facts.observed = Some(Observation {
+            metadata_unchanged: vec![true],
+            outputs: vec![out(ObservedAlias::Intermediate, 7, 0, 0, None), out(ObservedAlias::Intermediate, 8, 0, 1, Some(7))],
+        });
+        assert_eq!(meta.complete(&facts).output_info[1].output_type, OutputType::NonAlias);
+    }
+}
