@@ -13,7 +13,7 @@
 
 use super::arg::Arg;
 use super::interp;
-use crate::autograd::{AutogradMeta, BackwardOp, Node, NoGradGuard, ViewInfo};
+use crate::autograd::{AutogradMeta, BackwardOp, NoGradGuard, Node, ViewInfo};
 use crate::error::Result;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -75,12 +75,8 @@ impl Replicas {
             Some(v) => Some(ViewInfo { base: self.replica(&v.base)?, created_in_no_grad: v.created_in_no_grad }),
             None => None,
         };
-        let ag = AutogradMeta {
-            requires_grad,
-            grad_fn: non_leaf.then(|| Node::new(BackwardOp::Identity, vec![])),
-            view,
-            ..Default::default()
-        };
+        let ag =
+            AutogradMeta { requires_grad, grad_fn: non_leaf.then(|| Node::new(BackwardOp::Identity, vec![])), view, ..Default::default() };
         let rep = Tensor::from_parts(storage, t.layout(), ag);
         let version = rep.version();
         rep.state_mut().ag.grad_fn_version = version;
