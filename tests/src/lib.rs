@@ -163,6 +163,16 @@ pub enum CallArg {
     Number(f64),
 }
 
+/// The arguments as a compiled function takes them.
+pub fn to_args(args: &[CallArg]) -> Vec<aot_runtime::Arg<'_>> {
+    args.iter()
+        .map(|a| match a {
+            CallArg::Tensor(t) => aot_runtime::Arg::from(t),
+            CallArg::Number(n) => aot_runtime::Arg::from(*n),
+        })
+        .collect()
+}
+
 /// A call's leaves by name, and its arguments.
 pub type BuiltCall = (Vec<(String, Tensor)>, Vec<CallArg>);
 

@@ -8,16 +8,7 @@
 mod cases;
 
 use aot_runtime::{Arg, Tensor};
-use aot_tests::{build_args, load_cases, CallArg};
-
-fn to_args(args: &[CallArg]) -> Vec<Arg<'_>> {
-    args.iter()
-        .map(|a| match a {
-            CallArg::Tensor(t) => Arg::from(t),
-            CallArg::Number(n) => Arg::from(*n),
-        })
-        .collect()
-}
+use aot_tests::{build_args, load_cases, to_args};
 
 #[test]
 fn oracle_call_paths() {

@@ -13,20 +13,11 @@ mod cases;
 #[path = "../../ui-tests/tests/oracle/cases_extra.rs"]
 mod cases_extra;
 
-use aot_runtime::{Arg, CompiledFn, Tensor};
-use aot_tests::{build_args, close, load_cases, load_extra_cases, normalize_meta, oracle_loss, values, Call, CallArg, Case};
+use aot_runtime::{CompiledFn, Tensor};
+use aot_tests::{build_args, close, load_cases, load_extra_cases, normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case};
 use serde_json::Value;
 
 const TOL: f64 = 1e-3;
-
-fn to_args(args: &[CallArg]) -> Vec<Arg<'_>> {
-    args.iter()
-        .map(|a| match a {
-            CallArg::Tensor(t) => Arg::from(t),
-            CallArg::Number(n) => Arg::from(*n),
-        })
-        .collect()
-}
 
 /// Compares `explain()` with PyTorch's decisions, all of it but
 /// `traced_tangents` (checked by `oracle_traced_tangents`); returns mismatches.
