@@ -78,6 +78,8 @@ struct Stats {
     patterns: Mutex<BTreeMap<&'static str, usize>>,
     /// Why calls failed (both paths), by the eager message with digits removed.
     errors: Mutex<BTreeMap<String, usize>>,
+    /// Which path the compiled calls took (`CompiledFn::__call_path`).
+    paths: Mutex<BTreeMap<String, usize>>,
 }
 
 fn count<K: Ord>(m: &Mutex<BTreeMap<K, usize>>, k: K) {
@@ -127,13 +129,17 @@ impl Stats {
             self.errors.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| (*v, k.clone())).collect();
         errors.sort_by(|a, b| b.cmp(a));
         let errors: Vec<String> = errors.iter().take(12).map(|(n, m)| format!("  {n:6} {m}")).collect();
+        let paths = self.paths.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| format!("  {v:6} {k}")).collect::<Vec<_>>();
         format!(
             "ops: {}
 alias patterns: {}
+call paths:
+{}
 most common failures:
 {}",
             show(&self.ops),
             show(&self.patterns),
+            paths.join("\n"),
             errors.join("\n")
         )
     }
@@ -221,6 +227,7 @@ fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<(), St
         Ok(r) => r,
         Err(p) => return eager_panicked(stats, "run_eager", &*p, f, tpl),
     };
+    count(&stats.paths, f.__call_path(&b.args()).unwrap_or_else(|e| format!("error: {e}")));
     let compiled = f.__call(&b.args());
     let tol = tol(tpl.dtype);
     for feature in tpl.features() {

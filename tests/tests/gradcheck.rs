@@ -638,6 +638,80 @@ fn mutation_of_an_input_that_is_a_view_of_a_non_leaf() {
 }
 
 // ---------------------------------------------------------------------------
+// Aliased inputs that require grad (PyTorch's synthetic base in training)
+
+/// Two overlapping views of one non-leaf, one mutated, both read after the
+/// write, one returned as a view: the joint takes their shared storage as
+/// one primal, and the gradient reaches the leaf through their common base.
+#[aot_fn]
+fn aliased_views(a: &mut Tensor, b: &Tensor, w: &Tensor) -> (Tensor, Tensor) {
+    a.mul_(w);
+    let s = a.sin().sum_dim(&[0], false) + b * 2.0;
+    (s, b.t())
+}
+
+#[test]
+fn aliased_inputs_that_require_grad() {
+    let inputs = [r(191, &[4, 3]), r(192, &[3])];
+    gradcheck("aliased_views", Path::Compiled, &inputs, |m, x| {
+        let base = x[0].mul(1.0)?;
+        let mut a = base.narrow(0, 1, 2)?;
+        let b = base.narrow(0, 0, 3)?;
+        let mut outs = call!(m, aliased_views(&mut a, &b, &x[1]));
+        outs.push(base);
+        Ok(outs)
+    });
+}
+
+/// The base itself and a view of it, both passed, the view written with
+/// values that require grad from another leaf, then the base read.
+#[aot_fn]
+fn base_and_view(x: &mut Tensor, v: &mut Tensor, y: &Tensor) -> (Tensor, Tensor) {
+    v.copy_(&(y * 3.0));
+    x.add_(1.0);
+    (x.square().sum_dim(&[1], false), v.view(&[-1]))
+}
+
+#[test]
+fn a_base_and_its_view_passed_together() {
+    let inputs = [r(193, &[3, 4]), r(194, &[4])];
+    gradcheck("base_and_view", Path::Compiled, &inputs, |m, x| {
+        let mut base = x[0].mul(1.0)?;
+        let mut v = base.select(0, 1)?;
+        let mut outs = call!(m, base_and_view(&mut base, &mut v, &x[1]));
+        outs.push(base);
+        Ok(outs)
+    });
+}
+
+/// Disjoint slices of one flat parameter buffer (one storage), updated
+/// under `no_grad!` and used with grad on: an optimizer over a flat buffer.
+#[aot_fn]
+fn flat_params(w: &mut Tensor, b: &mut Tensor, gw: &Tensor, x: &Tensor) -> Tensor {
+    no_grad! {
+        w.sub_(gw * 0.1);
+        b.sub_(0.05);
+    }
+    (x.matmul(w) + b).tanh()
+}
+
+#[test]
+fn slices_of_one_flat_buffer() {
+    // The step's gradient is a constant: what `no_grad!` reads has no
+    // analytic gradient, but finite differences would see it.
+    let inputs = [r(195, &[8]), r(197, &[2, 3])];
+    gradcheck("flat_params", Path::Compiled, &inputs, |m, x| {
+        let flat = x[0].mul(1.0)?;
+        let mut w = flat.narrow(0, 0, 6)?.view(&[3, 2])?;
+        let mut b = flat.narrow(0, 6, 2)?;
+        let gw = r(196, &[3, 2]);
+        let mut outs = call!(m, flat_params(&mut w, &mut b, &gw, &x[1]));
+        outs.push(flat);
+        Ok(outs)
+    });
+}
+
+// ---------------------------------------------------------------------------
 // Outputs that alias, outputs that do not require grad
 
 /// Views of an input and of an intermediate, returned, and one output that

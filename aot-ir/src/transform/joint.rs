@@ -22,8 +22,10 @@
 //!
 //! Differences from PyTorch worth knowing: a mutation under `no_grad` passes
 //! its root's gradient straight through (eager leaves the history untouched,
-//! so the tensor's older history receives later gradients); dropout and
-//! aliased-argument groups (`single == false`) are refused.
+//! so the tensor's older history receives later gradients). Dropout is
+//! refused. A group of aliased arguments is one primal over their shared
+//! storage; its gradient is the storage's, which the runtime hands to the
+//! arguments' common base (PyTorch's synthetic base in training).
 
 use super::functionalize::{ChainStep, FNode, FOutput, FunctionalGraph};
 use super::grad_rules::{self, Emit, MutateSite, OutRef, Prim};
@@ -151,13 +153,16 @@ pub struct JointError {
 pub fn create_joint(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]) -> Result<JointGraph, JointError> {
     let err = |msg: String| JointError { name: fg.name.clone(), msg };
     let n = fg.num_values;
+    // A group of aliased arguments (`single == false`) is one primal, the
+    // storage its arguments share (PyTorch's synthetic base); it requires
+    // grad when any of them does, and each argument is a view of it.
     let mut group_rg = vec![false; fg.groups.single.len()];
     for (pi, g) in fg.groups.group_of.iter().enumerate() {
-        let (Some(g), true) = (*g, requires_grad.get(pi).copied().unwrap_or(false)) else { continue };
-        if !fg.groups.single.get(g).copied().unwrap_or(false) {
-            return Err(err(format!("parameter `{}` requires grad but shares its storage with another argument", param_name(source, pi))));
+        if let (Some(g), true) = (*g, requires_grad.get(pi).copied().unwrap_or(false)) {
+            if let Some(slot) = group_rg.get_mut(g) {
+                *slot = true;
+            }
         }
-        group_rg[g] = true;
     }
 
     // Forward: the functional nodes, with requires-grad propagated.
@@ -169,12 +174,7 @@ pub fn create_joint(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]
         let (op, args, out, r, d) = match fnode {
             FNode::Base { group, out } => (JOp::Primal(*group), vec![], *out, group_rg.get(*group).copied().unwrap_or(false), false),
             FNode::Cow { src, out } => (JOp::Cow, vec![Arg::Tensor(*src)], *out, rg[src.index()], true),
-            FNode::Regen { root, chain, out } => {
-                if chain.iter().any(|s| matches!(s, ChainStep::ArgGeometry(_))) {
-                    return Err(err("aliased arguments (argument-geometry views) are not supported in training graphs yet".into()));
-                }
-                (JOp::Regen(chain.clone()), vec![Arg::Tensor(*root)], *out, rg[root.index()], true)
-            }
+            FNode::Regen { root, chain, out } => (JOp::Regen(chain.clone()), vec![Arg::Tensor(*root)], *out, rg[root.index()], true),
             FNode::Op { node, src_node, check_alias } => {
                 let out = node.out.ok_or_else(|| err(format!("op node {src_node} has no output")))?;
                 let d = node.is_differentiable();

@@ -13,6 +13,7 @@
 use super::arg::Arg;
 use super::interp::{blame, exec, Ctx};
 use crate::error::{AotError, Result};
+use crate::layout::Layout;
 use crate::tensor::Tensor;
 use aot_ir::transform::{ChainStep, FNode, FunctionalGraph};
 use aot_ir::{Arg as IrArg, Graph, Node, OpKind, ScalarValue, SpanId, ValueId};
@@ -72,17 +73,44 @@ pub(crate) fn get(env: &Env, v: ValueId) -> Result<&Tensor> {
         .ok_or_else(|| AotError::Internal { op: "compiled call", msg: format!("value {v} used before it was computed") })
 }
 
+/// Where `ChainStep::ArgGeometry` finds an argument's geometry: the call's
+/// arguments themselves, or (for a backward that runs later, after the
+/// epilogue may have changed their metadata) their layouts at call time.
+pub(crate) trait ArgGeometrySource {
+    fn arg_layout(&self, p: usize) -> Result<Layout>;
+}
+
+impl ArgGeometrySource for [Arg<'_>] {
+    fn arg_layout(&self, p: usize) -> Result<Layout> {
+        self.get(p)
+            .and_then(Arg::tensor)
+            .map(Tensor::layout)
+            .ok_or_else(|| AotError::Internal { op: "compiled call", msg: format!("argument {p} is not a tensor") })
+    }
+}
+
+impl ArgGeometrySource for [Option<Layout>] {
+    fn arg_layout(&self, p: usize) -> Result<Layout> {
+        self.get(p)
+            .cloned()
+            .flatten()
+            .ok_or_else(|| AotError::Internal { op: "compiled call", msg: format!("no geometry for argument {p}") })
+    }
+}
+
 /// Replays a view chain on `root`.
-pub(crate) fn replay(root: &Tensor, chain: &[ChainStep], args: &[Arg], scalars: &[Option<ScalarValue>]) -> Result<Tensor> {
+pub(crate) fn replay(
+    root: &Tensor,
+    chain: &[ChainStep],
+    geometry: &(impl ArgGeometrySource + ?Sized),
+    scalars: &[Option<ScalarValue>],
+) -> Result<Tensor> {
     let mut t = root.clone();
     for step in chain {
         t = match step {
             ChainStep::ArgGeometry(p) => {
-                let a = args
-                    .get(*p)
-                    .and_then(Arg::tensor)
-                    .ok_or_else(|| AotError::Internal { op: "compiled call", msg: format!("argument {p} is not a tensor") })?;
-                t.as_strided(&a.shape(), &a.stride(), a.storage_offset())?
+                let l = geometry.arg_layout(*p)?;
+                t.as_strided(&l.shape, &l.stride, l.offset)?
             }
             ChainStep::View { op, args: rest } => view_step(&t, *op, rest, scalars)?,
         };

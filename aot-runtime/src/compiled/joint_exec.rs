@@ -41,6 +41,7 @@ pub fn run_joint(
     primals: &[Tensor],
     tangents: &[Tensor],
     scalars: &[Option<ScalarValue>],
+    geometry: &[Option<Layout>],
 ) -> Result<(Vec<Tensor>, Vec<Option<Tensor>>)> {
     let _no_grad = NoGradGuard::new();
     let mut env: Env = vec![None; jg.num_values];
@@ -48,7 +49,7 @@ pub fn run_joint(
         let t = match node.op {
             JOp::Primal(g) => primals.get(g).cloned().ok_or_else(|| internal(format!("no primal {g}")))?,
             JOp::Tangent(i) => tangents.get(i).cloned().ok_or_else(|| internal(format!("no tangent {i}")))?,
-            _ => run_node(node, &env, scalars)?,
+            _ => run_node(node, &env, scalars, geometry)?,
         };
         set(&mut env, node.out, t)?;
     }
@@ -58,7 +59,13 @@ pub fn run_joint(
 }
 
 /// Runs a forward or backward graph on its inputs; returns its outputs.
-pub fn run_subgraph(sg: &SubGraph, num_values: usize, inputs: &[Tensor], scalars: &[Option<ScalarValue>]) -> Result<Vec<Tensor>> {
+pub fn run_subgraph(
+    sg: &SubGraph,
+    num_values: usize,
+    inputs: &[Tensor],
+    scalars: &[Option<ScalarValue>],
+    geometry: &[Option<Layout>],
+) -> Result<Vec<Tensor>> {
     let _no_grad = NoGradGuard::new();
     if inputs.len() != sg.inputs.len() {
         return Err(internal(format!("{} inputs for a graph of {}", inputs.len(), sg.inputs.len())));
@@ -68,27 +75,38 @@ pub fn run_subgraph(sg: &SubGraph, num_values: usize, inputs: &[Tensor], scalars
         set(&mut env, *v, t.clone())?;
     }
     for node in &sg.nodes {
-        let t = run_node(node, &env, scalars)?;
+        let t = run_node(node, &env, scalars, geometry)?;
         set(&mut env, node.out, t)?;
     }
     sg.outputs.iter().map(|v| get(&env, *v).cloned()).collect()
 }
 
 /// The compiled forward: (forward outputs, saved values).
-pub fn run_forward(p: &Partition, primals: &[Tensor], scalars: &[Option<ScalarValue>]) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
-    let mut outs = run_subgraph(&p.forward, p.num_values, primals, scalars)?;
+pub fn run_forward(
+    p: &Partition,
+    primals: &[Tensor],
+    scalars: &[Option<ScalarValue>],
+    geometry: &[Option<Layout>],
+) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
+    let mut outs = run_subgraph(&p.forward, p.num_values, primals, scalars, geometry)?;
     let saved = outs.split_off(p.num_fw_outputs);
     Ok((outs, saved))
 }
 
 /// The compiled backward: per-parameter gradients.
-pub fn run_backward(p: &Partition, saved: &[Tensor], tangents: &[Tensor], scalars: &[Option<ScalarValue>]) -> Result<Vec<Option<Tensor>>> {
+pub fn run_backward(
+    p: &Partition,
+    saved: &[Tensor],
+    tangents: &[Tensor],
+    scalars: &[Option<ScalarValue>],
+    geometry: &[Option<Layout>],
+) -> Result<Vec<Option<Tensor>>> {
     let inputs: Vec<Tensor> = saved.iter().chain(tangents).cloned().collect();
-    let outs = run_subgraph(&p.backward, p.num_values, &inputs, scalars)?;
+    let outs = run_subgraph(&p.backward, p.num_values, &inputs, scalars, geometry)?;
     p.grad_slots.iter().map(|s| s.map(|i| outs.get(i).cloned().ok_or_else(|| internal(format!("no gradient {i}")))).transpose()).collect()
 }
 
-fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>]) -> Result<Tensor> {
+fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> Result<Tensor> {
     let tensor = |i: usize| -> Result<&Tensor> {
         match node.args.get(i) {
             Some(IrArg::Tensor(v)) => get(env, *v),
@@ -98,7 +116,7 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>]) -> Result<
     match &node.op {
         JOp::Primal(_) | JOp::Tangent(_) => Err(internal(format!("input {} is not bound", node.out))),
         JOp::Cow => copy_storage(tensor(0)?),
-        JOp::Regen(chain) => replay_checked(tensor(0)?, chain, scalars),
+        JOp::Regen(chain) => replay_checked(tensor(0)?, chain, scalars, geometry),
         JOp::Op { op, check_alias, .. } => {
             let src = as_source_node(node, *op);
             let r = exec(&Ctx { node: &src, env, scalars })?;
@@ -115,7 +133,7 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>]) -> Result<
         JOp::Mutate { op, chain, .. } => {
             let orig = tensor(0)?;
             let root = copy_storage(orig)?;
-            let view = replay_checked(&root, chain, scalars)?;
+            let view = replay_checked(&root, chain, scalars, geometry)?;
             // The op reads its operands from the environment and writes the
             // copy. An operand over the root's storage is read from the copy
             // with its own geometry, so eager's overlap checks see what eager
@@ -137,15 +155,15 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>]) -> Result<
             exec(&Ctx { node: &n, env: &local, scalars })?;
             Ok(root)
         }
-        JOp::Prim(p) => run_prim(p, node, env, scalars),
+        JOp::Prim(p) => run_prim(p, node, env, scalars, geometry),
     }
 }
 
 /// A chain replayed on `root`; the chain is a view by construction, so a
 /// `reshape`/`contiguous` in it that copied means the plan's assumption
 /// failed (the caller falls back to the eager reference).
-fn replay_checked(root: &Tensor, chain: &[ChainStep], scalars: &[Option<ScalarValue>]) -> Result<Tensor> {
-    let v = replay(root, chain, &[], scalars)?;
+fn replay_checked(root: &Tensor, chain: &[ChainStep], scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> Result<Tensor> {
+    let v = replay(root, chain, geometry, scalars)?;
     if !v.shares_storage_with(root) {
         return Err(AotError::Unsupported {
             op: "reshape",
@@ -216,7 +234,7 @@ fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
     g.to_dtype(dtype)
 }
 
-fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>]) -> Result<Tensor> {
+fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> Result<Tensor> {
     let tensor = |i: usize| -> Result<&Tensor> {
         match node.args.get(i) {
             Some(IrArg::Tensor(v)) => get(env, *v),
@@ -256,7 +274,7 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>]) 
         }
         Prim::ViewGrad(chain) => {
             let (root, g) = (tensor(0)?, tensor(1)?);
-            let (mirror, view) = mirror_view(root, chain, scalars)?;
+            let (mirror, view) = mirror_view(root, chain, scalars, geometry)?;
             let mut buf = vec![0f64; mirror.1];
             for (o, v) in view.offsets().zip(g.to_dtype(DType::F64)?.to_vec::<f64>()?) {
                 buf[o] += v;
@@ -266,16 +284,16 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>]) 
         Prim::ViewOf(chain) => {
             let (root, g) = (tensor(0)?, tensor(1)?);
             if !needs_geometry(chain) {
-                return replay(g, chain, &[], scalars)?.contiguous();
+                return replay(g, chain, geometry, scalars)?.contiguous();
             }
-            let (mirror, view) = mirror_view(root, chain, scalars)?;
+            let (mirror, view) = mirror_view(root, chain, scalars, geometry)?;
             let mut buf = vec![0f64; mirror.1];
             scatter(&mut buf, &mirror.0, g)?;
             gather(&buf, &view, g.dtype())
         }
         Prim::ViewScatter(chain) => {
             let (root, base, src) = (tensor(0)?, tensor(1)?, tensor(2)?);
-            let (mirror, view) = mirror_view(root, chain, scalars)?;
+            let (mirror, view) = mirror_view(root, chain, scalars, geometry)?;
             let mut buf = vec![0f64; mirror.1];
             scatter(&mut buf, &mirror.0, base)?;
             let src = src.expand(&i64s(view.shape()))?;
@@ -294,11 +312,16 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>]) 
 /// `((root's layout in the buffer, buffer length), view layout)`. A chain
 /// with `as_strided` addresses the storage itself, so the buffer mirrors
 /// root's storage; otherwise it is root's shape, contiguous.
-fn mirror_view(root: &Tensor, chain: &[ChainStep], scalars: &[Option<ScalarValue>]) -> Result<((Layout, usize), Layout)> {
+fn mirror_view(
+    root: &Tensor,
+    chain: &[ChainStep],
+    scalars: &[Option<ScalarValue>],
+    geometry: &[Option<Layout>],
+) -> Result<((Layout, usize), Layout)> {
     let (layout, len) =
         if needs_geometry(chain) { (root.layout(), root.storage_len()) } else { (Layout::contiguous(&root.shape()), root.numel()) };
     let dummy = Tensor::zeros(&[len], DType::Bool, &root.device())?.alias_with_layout(layout.clone());
-    let view = replay(&dummy, chain, &[], scalars)?;
+    let view = replay(&dummy, chain, geometry, scalars)?;
     Ok(((layout, len), view.layout()))
 }
 

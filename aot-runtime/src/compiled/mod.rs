@@ -161,8 +161,9 @@ impl CompiledFn {
         }
         let bases = spec.bases(args);
         if records_grad {
-            // Functions the joint graph does not cover yet (aliased
-            // arguments that require grad, dropout) run the eager reference.
+            // Functions the joint graph does not cover yet (views under
+            // no_grad, dropout: see `TrainingPlan::build`) run the eager
+            // reference.
             let Ok(plan) = spec.training(&self.graph) else { return self.run_reference(args) };
             return match crate::wrappers::autograd_fn::run(plan, &spec.graph, &self.graph, &self.meta, args, &bases, &scalars)? {
                 Some(outs) => Ok(outs),
@@ -227,7 +228,10 @@ impl CompiledFn {
         }
         let spec = self.cache.get(&self.graph, &self.meta, GuardKey::of(args, &self.meta))?;
         Ok(match spec.training(&self.graph) {
-            Ok(_) => "compiled training".into(),
+            Ok(_) => match crate::wrappers::autograd_fn::synthetic_base_refusal(&spec.graph, args) {
+                None => "compiled training".into(),
+                Some(why) => format!("eager reference: {why}"),
+            },
             Err(why) => format!("eager reference: {why}"),
         })
     }

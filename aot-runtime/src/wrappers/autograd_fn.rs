@@ -24,6 +24,7 @@ use crate::autograd::{record_multi, CustomBackward, NoGradGuard, SavedTensor};
 use crate::compiled::joint_exec::{run_backward, run_forward};
 use crate::compiled::Arg;
 use crate::error::{AotError, Result};
+use crate::layout::Layout;
 use crate::tensor::Tensor;
 use aot_ir::transform::joint::{create_joint, JOp, JointGraph, OutputKind};
 use aot_ir::transform::partition::{partition, Partition};
@@ -80,10 +81,14 @@ impl TrainingPlan {
                 && (n.class() == aot_ir::OpClass::MetadataMutation
                     || !matches!(n.op.alias_effect(), aot_ir::op::AliasEffect::Fresh | aot_ir::op::AliasEffect::InPlace))
         };
-        if source.nodes.iter().any(|n| matches!(n.op, K::Contiguous | K::AsStrided | K::AsStridedInplace) || no_grad_view_or_meta(n)) {
-            return Err(
-                "contiguous(), as_strided, and views or metadata mutations under no_grad in training calls run eagerly for now".into()
-            );
+        if source.nodes.iter().any(|n| matches!(n.op, K::Contiguous)) {
+            return Err("contiguous() in training calls runs eagerly for now".into());
+        }
+        if source.nodes.iter().any(|n| matches!(n.op, K::AsStrided | K::AsStridedInplace)) {
+            return Err("as_strided in training calls runs eagerly for now".into());
+        }
+        if source.nodes.iter().any(no_grad_view_or_meta) {
+            return Err("views or metadata mutations under no_grad in training calls run eagerly for now".into());
         }
         // A `reshape` whose aliasing decides the result must be checked at
         // run time, and the partitioned forward may not run it at all.
@@ -139,6 +144,13 @@ struct CompiledBackward {
     plan: Arc<TrainingPlan>,
     saved: Vec<SavedTensor>,
     scalars: Vec<Option<ScalarValue>>,
+    /// Per parameter, its layout at call time (aliased arguments are
+    /// regenerated from their group's storage with it).
+    geometry: Vec<Option<Layout>>,
+    /// Per parameter: for the first of a group of aliased arguments, the
+    /// layout of their common base, whose gradient the node returns in its
+    /// place (the joint's is the whole storage's).
+    synthetic_base: Vec<Option<Layout>>,
     /// Per forward output: shape and dtype, for zero tangents.
     outputs: Vec<Tensor>,
 }
@@ -162,10 +174,20 @@ impl CustomBackward for CompiledBackward {
             })
             .collect::<Result<Vec<_>>>()?;
         let arrived: Vec<bool> = self.plan.joint.tangents.iter().map(|&oi| grads.get(oi).is_some_and(Option::is_some)).collect();
-        let mut input_grads = run_backward(&self.plan.partition, &saved, &tangents, &self.scalars)?;
-        for (g, deps) in input_grads.iter_mut().zip(&self.plan.grad_tangents) {
+        let mut input_grads = run_backward(&self.plan.partition, &saved, &tangents, &self.scalars, &self.geometry)?;
+        for (p, (g, deps)) in input_grads.iter_mut().zip(&self.plan.grad_tangents).enumerate() {
             if !deps.iter().any(|&t| arrived[t]) {
                 *g = None;
+            }
+            if let (Some(storage_grad), Some(Some(b))) = (g.as_ref(), self.synthetic_base.get(p)) {
+                // The storage's gradient, read at the base's elements (the
+                // base does not overlap itself, so each is read once).
+                let flat = if storage_grad.storage_offset() == 0 && storage_grad.is_contiguous() {
+                    storage_grad.clone()
+                } else {
+                    storage_grad.copy()?
+                };
+                *g = Some(flat.as_strided(&b.shape, &b.stride, b.offset)?.contiguous()?);
             }
         }
         Ok(input_grads)
@@ -222,7 +244,10 @@ pub(crate) fn run(
             return Ok(None);
         }
     }
-    let (outs, saved) = match run_forward(&plan.partition, bases, scalars) {
+    // Aliased arguments in one group: their common base (else eager).
+    let Some(synthetic) = synthetic_bases(fg, args) else { return Ok(None) };
+    let geometry: Vec<Option<Layout>> = args.iter().map(|a| a.tensor().map(Tensor::layout)).collect();
+    let (outs, saved) = match run_forward(&plan.partition, bases, scalars, &geometry) {
         Ok(r) => r,
         // A `reshape`/`contiguous` aliased otherwise than the plan assumed:
         // nothing was written; the eager reference runs the call.
@@ -245,26 +270,45 @@ pub(crate) fn run(
         let _no_grad = NoGradGuard::new();
         saved
             .into_iter()
-            .map(|s| if written.iter().any(|w| w.shares_storage_with(&s)) { s.copy() } else { Ok(s) })
+            // The whole storage, so that geometry-addressed rules (aliased
+            // arguments, `as_strided`) find what they address.
+            .map(|s| {
+                if written.iter().any(|w| w.shares_storage_with(&s)) {
+                    Ok(s.storage_as_1d().copy()?.alias_with_layout(s.layout()))
+                } else {
+                    Ok(s)
+                }
+            })
             .collect::<Result<Vec<_>>>()?
     };
 
     // The one node. Its inputs are the arguments, each distinct tensor
     // once: the backward's gradient of a group is the whole gradient of
-    // that tensor.
+    // that tensor. A group of aliased arguments is represented by their
+    // common base (PyTorch's synthetic base): its gradient flows into the
+    // base's history, and through it to every argument's.
     let differentiable: Vec<bool> = jg.fw_outputs.iter().map(|o| o.tangent.is_some()).collect();
+    let group_of = |p: usize| fg.groups.group_of.get(p).copied().flatten();
+    let first_of = |p: usize| group_of(p).and_then(|gi| fg.groups.group_of.iter().position(|x| *x == Some(gi)));
     let inputs: Vec<Option<&Tensor>> = args
         .iter()
         .enumerate()
         .map(|(p, a)| {
-            let first = fg.groups.group_of.get(p).copied().flatten().and_then(|gi| fg.groups.group_of.iter().position(|x| *x == Some(gi)));
-            a.tensor().filter(|_| first == Some(p))
+            let base = group_of(p).and_then(|gi| synthetic.get(gi)).and_then(Option::as_ref);
+            base.or(a.tensor()).filter(|_| first_of(p) == Some(p))
+        })
+        .collect();
+    let synthetic_base: Vec<Option<Layout>> = (0..args.len())
+        .map(|p| {
+            group_of(p).and_then(|gi| synthetic.get(gi)).and_then(Option::as_ref).filter(|_| first_of(p) == Some(p)).map(Tensor::layout)
         })
         .collect();
     let backward = CompiledBackward {
         plan: plan.clone(),
         saved: saved.iter().map(SavedTensor::save).collect(),
         scalars: scalars.to_vec(),
+        geometry,
+        synthetic_base,
         outputs: outs.iter().map(|t| t.alias_with_layout(t.layout())).collect(),
     };
     record_multi(&outs, &differentiable, &inputs, Box::new(backward))?;
@@ -280,9 +324,13 @@ pub(crate) fn run(
                 let _no_grad = NoGradGuard::new();
                 a.storage_as_1d().copy_(&t.storage_as_1d()).map_err(in_fn)?;
             }
-            // Then the argument itself, for its autograd history.
+            // Then the argument itself (or the aliased arguments' common
+            // base, whose views they are), for its autograd history.
             let _no_grad = hidden(p).then(NoGradGuard::new);
-            a.copy_(t).map_err(in_fn)?;
+            match synthetic.get(group).and_then(Option::as_ref) {
+                Some(b) => b.copy_(&t.as_strided(&b.shape(), &b.stride(), b.storage_offset())?).map_err(in_fn)?,
+                None => a.copy_(t).map_err(in_fn)?,
+            };
         }
     }
     for (o, t) in jg.fw_outputs.iter().zip(&outs) {
@@ -319,8 +367,14 @@ pub(crate) fn run(
                 let p = fg.groups.group_of.iter().position(|x| *x == Some(*group)).unwrap_or(usize::MAX);
                 let v = geom()?;
                 // An output that does not require grad is a view of a
-                // detached alias (eager: a view of `x.detach()`).
-                let a = arg(args, p)?;
+                // detached alias (eager: a view of `x.detach()`). In a group
+                // of aliased arguments, a view of their common base: an
+                // `as_strided` of one argument would drop the gradient of
+                // elements outside it.
+                let a = match synthetic.get(*group).and_then(Option::as_ref) {
+                    Some(b) => b,
+                    None => arg(args, p)?,
+                };
                 let a = if wants_grad { a.clone() } else { a.detach()? };
                 a.as_strided(&v.shape(), &v.stride(), v.storage_offset())?
             }
@@ -407,6 +461,50 @@ fn detach_writes_supported(
         }
     }
     Ok(())
+}
+
+/// Per input group, for a group of aliased arguments (`single == false`),
+/// their common base: each argument is it or a view of it made with grad
+/// mode on (PyTorch's `_are_differentiable_views`; its synthetic base in
+/// training is this `._base`). The joint's gradient is the storage's, read
+/// back at the base's elements, so the base must not overlap itself.
+/// `None` when some group has no such base: the call runs eagerly.
+fn synthetic_bases(fg: &FunctionalGraph, args: &[Arg]) -> Option<Vec<Option<Tensor>>> {
+    let groups = &fg.groups;
+    let mut out: Vec<Option<Tensor>> = vec![None; groups.single.len()];
+    for (gi, slot) in out.iter_mut().enumerate() {
+        if groups.single.get(gi).copied().unwrap_or(true) {
+            continue;
+        }
+        let mut base: Option<Tensor> = None;
+        for (p, _) in groups.group_of.iter().enumerate().filter(|(_, g)| **g == Some(gi)) {
+            let t = args.get(p)?.tensor()?;
+            let b = match &t.state().ag.view {
+                Some(v) if v.created_in_no_grad => return None,
+                Some(v) => v.base.clone(),
+                None => t.clone(),
+            };
+            match &base {
+                Some(prev) if !prev.same_tensor(&b) => return None,
+                Some(_) => {}
+                None => base = Some(b),
+            }
+        }
+        let b = base?;
+        if !b.layout().is_non_overlapping_and_dense() {
+            return None;
+        }
+        *slot = Some(b);
+    }
+    Some(out)
+}
+
+/// Why a call with these arguments cannot use the compiled training path
+/// although its function has one: aliased arguments without a common base.
+pub(crate) fn synthetic_base_refusal(fg: &FunctionalGraph, args: &[Arg]) -> Option<&'static str> {
+    synthetic_bases(fg, args)
+        .is_none()
+        .then_some("aliased arguments that are not all views (made with grad mode on) of one base that does not overlap itself")
 }
 
 /// The joint executor's message for a failed `reshape`/`contiguous` check.
