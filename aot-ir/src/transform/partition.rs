@@ -180,9 +180,14 @@ fn build(jg: &JointGraph, saved: Vec<ValueId>) -> Result<Partition, JointError> 
     let err = |msg: String| JointError { name: jg.name.clone(), msg };
     let def = definitions(jg);
     let n = jg.num_values;
-    // Forward: everything the forward outputs and the saved values need.
+    // Forward: everything the forward outputs and the saved values need,
+    // and every op of the source, used or not: eager runs each one, so its
+    // errors and its random draws must happen here too.
     let mut fw = vec![false; n];
-    let mut stack: Vec<ValueId> = jg.fw_outputs.iter().map(|o| o.value).chain(saved.iter().copied()).collect();
+    let from_source =
+        jg.nodes.iter().filter(|nd| !nd.is_backward && matches!(nd.op, JOp::Op { src_node: Some(_), .. } | JOp::Mutate { .. }));
+    let mut stack: Vec<ValueId> =
+        jg.fw_outputs.iter().map(|o| o.value).chain(saved.iter().copied()).chain(from_source.map(|nd| nd.out)).collect();
     let mut primals = vec![None; jg.num_primals];
     for node in &jg.nodes {
         if let JOp::Primal(g) = node.op {

@@ -204,6 +204,16 @@ pub(crate) fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor
     let gs = g.shape();
     let mut g = g.clone();
     if gs.as_slice() != shape {
+        // PyTorch's engine check (`validate_outputs`): the gradient must be
+        // a broadcast of the input's shape. A metadata mutation under
+        // no_grad can leave a tensor whose shape its history disagrees with.
+        let expandable = shape.len() <= gs.len() && shape.iter().rev().zip(gs.iter().rev()).all(|(&n, &m)| n == m || n == 1);
+        if !expandable {
+            return Err(AotError::unsupported(
+                "backward",
+                format!("invalid gradient: got shape {gs:?} but expected shape compatible with {shape:?}"),
+            ));
+        }
         let lead = gs.len().saturating_sub(shape.len());
         let mut dims: Vec<i64> = (0..lead as i64).collect();
         for (i, &n) in shape.iter().enumerate() {

@@ -7,7 +7,7 @@
 //! on a view gives the view's base a `CopySlices` node, and the view's own
 //! `grad_fn` is regenerated from the base when its version is stale.
 
-mod backprop;
+pub(crate) mod backprop;
 mod engine;
 
 pub(crate) use backprop::{BackwardOp, CustomBackward};

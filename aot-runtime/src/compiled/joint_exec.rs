@@ -9,6 +9,7 @@
 
 use super::exec::replay;
 use super::interp::{exec, Ctx};
+use crate::autograd::backprop::sum_to;
 use crate::autograd::NoGradGuard;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
@@ -212,26 +213,6 @@ fn reduced_dims(dims: &[i64], rank: usize) -> Result<Vec<usize>> {
     out.sort_unstable();
     out.dedup();
     Ok(out)
-}
-
-/// Sums `g` down to `shape` (undoing broadcasting) and casts to `dtype`.
-fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
-    let gs = g.shape();
-    let mut g = g.clone();
-    if gs.as_slice() != shape {
-        let lead = gs.len().saturating_sub(shape.len());
-        let mut dims: Vec<i64> = (0..lead as i64).collect();
-        for (i, &n) in shape.iter().enumerate() {
-            if n == 1 && gs.get(i + lead).is_some_and(|&m| m != 1) {
-                dims.push((i + lead) as i64);
-            }
-        }
-        if !dims.is_empty() {
-            g = g.sum_dim(&dims, true)?;
-        }
-        g = g.reshape(&i64s(shape))?;
-    }
-    g.to_dtype(dtype)
 }
 
 fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> Result<Tensor> {
