@@ -70,26 +70,13 @@ impl TrainingPlan {
         // `as_strided` can reach storage between a strided argument's
         // elements, where gradients must land on the argument's base.
         use aot_ir::OpKind as K;
-        // Under `no_grad`, eager's view semantics are their own: a view
-        // made there of a tensor that requires grad is a leaf that requires
-        // grad and refuses in-place writes with grad mode on, and a
-        // metadata mutation there leaves the view's history half rebuilt.
-        // The joint does not model these; data writes and computations
-        // under `no_grad` (optimizer steps, running statistics) it does.
-        let no_grad_view_or_meta = |n: &aot_ir::Node| {
-            n.no_grad
-                && (n.class() == aot_ir::OpClass::MetadataMutation
-                    || !matches!(n.op.alias_effect(), aot_ir::op::AliasEffect::Fresh | aot_ir::op::AliasEffect::InPlace))
-        };
         if source.nodes.iter().any(|n| matches!(n.op, K::Contiguous)) {
             return Err("contiguous() in training calls runs eagerly for now".into());
         }
         if source.nodes.iter().any(|n| matches!(n.op, K::AsStrided | K::AsStridedInplace)) {
             return Err("as_strided in training calls runs eagerly for now".into());
         }
-        if source.nodes.iter().any(no_grad_view_or_meta) {
-            return Err("views or metadata mutations under no_grad in training calls run eagerly for now".into());
-        }
+        no_grad_views_supported(source)?;
         // A `reshape` whose aliasing decides the result must be checked at
         // run time, and the partitioned forward may not run it at all.
         if fg.nodes.iter().any(|n| matches!(n, aot_ir::transform::FNode::Op { check_alias: Some(_), .. })) {
@@ -392,6 +379,37 @@ pub(crate) fn run(
         results.push(r);
     }
     Ok(Some(results))
+}
+
+/// Under `no_grad`, eager's view semantics are their own: a view made
+/// there of a tensor that requires grad is a leaf that requires grad (no
+/// gradient reaches its base) and refuses in-place writes with grad mode
+/// on; a metadata mutation there leaves the tensor's history half rebuilt.
+/// None of that is visible while such a view (and every view of it) is
+/// only used under `no_grad` and not returned: the common case of an
+/// optimizer step writing a slice of a parameter. The joint covers that;
+/// the rest, and metadata mutations under `no_grad`, run eagerly.
+fn no_grad_views_supported(g: &Graph) -> std::result::Result<(), String> {
+    use aot_ir::op::AliasEffect;
+    let mut tainted = vec![false; g.values.len()];
+    for n in &g.nodes {
+        if n.no_grad && n.class() == aot_ir::OpClass::MetadataMutation {
+            return Err("a metadata mutation under no_grad in a training call runs eagerly for now".into());
+        }
+        if !n.no_grad && n.tensor_args().any(|v| tainted[v.index()]) {
+            return Err(format!(
+                "a view made under no_grad used with grad mode on (by {}) runs eagerly in training calls for now",
+                n.op.name()
+            ));
+        }
+        let Some(out) = n.out else { continue };
+        let is_view = !matches!(n.op.alias_effect(), AliasEffect::Fresh | AliasEffect::InPlace);
+        tainted[out.index()] = is_view && (n.no_grad || n.receiver().is_some_and(|r| tainted[r.index()]));
+    }
+    if g.outputs.iter().any(|v| tainted[v.index()]) {
+        return Err("a view made under no_grad returned from a training call runs eagerly for now".into());
+    }
+    Ok(())
 }
 
 /// Writes through a `detach()` alias are invisible to the base's history,
