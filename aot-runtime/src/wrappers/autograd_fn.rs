@@ -67,12 +67,10 @@ impl TrainingPlan {
         metadata_mutated_storages.sort_unstable();
         metadata_mutated_storages.dedup();
         detach_writes_supported(source, &alias, requires_grad)?;
+        detached_reads_supported(source, &alias)?;
         // `as_strided` can reach storage between a strided argument's
         // elements, where gradients must land on the argument's base.
         use aot_ir::OpKind as K;
-        if source.nodes.iter().any(|n| matches!(n.op, K::Contiguous)) {
-            return Err("contiguous() in training calls runs eagerly for now".into());
-        }
         if source.nodes.iter().any(|n| matches!(n.op, K::AsStrided | K::AsStridedInplace)) {
             return Err("as_strided in training calls runs eagerly for now".into());
         }
@@ -408,6 +406,33 @@ fn no_grad_views_supported(g: &Graph) -> std::result::Result<(), String> {
     }
     if g.outputs.iter().any(|v| tainted[v.index()]) {
         return Err("a view made under no_grad returned from a training call runs eagerly for now".into());
+    }
+    Ok(())
+}
+
+/// A `detach()` alias read after a write to its storage is regenerated
+/// from the new version, and the functional graph's view chains keep no
+/// trace of the detach: the joint would let gradients through it. Such
+/// reads run eagerly.
+fn detached_reads_supported(g: &Graph, alias: &aot_ir::analysis::alias::AliasInfo) -> std::result::Result<(), String> {
+    let detached = |v: aot_ir::ValueId| alias.through_detach.get(v.index()).copied().unwrap_or(false);
+    // Per storage, whether it was written since each value was made:
+    // track, per value, the number of writes to its storage seen at its
+    // definition.
+    let mut writes: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
+    let mut seen_at = vec![0usize; g.values.len()];
+    for n in &g.nodes {
+        for v in n.tensor_args() {
+            if detached(v) && writes.get(&alias.storage_of(v)).copied().unwrap_or(0) != seen_at[v.index()] {
+                return Err("a detach() alias read after a write to its storage runs eagerly in training calls for now".into());
+            }
+        }
+        if let Some(t) = n.target() {
+            *writes.entry(alias.storage_of(t)).or_insert(0) += 1;
+        }
+        if let Some(out) = n.out {
+            seen_at[out.index()] = writes.get(&alias.storage_of(out)).copied().unwrap_or(0);
+        }
     }
     Ok(())
 }
