@@ -75,11 +75,10 @@ impl TrainingPlan {
             return Err("as_strided in training calls runs eagerly for now".into());
         }
         no_grad_views_supported(source)?;
-        // A `reshape` whose aliasing decides the result must be checked at
-        // run time, and the partitioned forward may not run it at all.
-        if fg.nodes.iter().any(|n| matches!(n, aot_ir::transform::FNode::Op { check_alias: Some(_), .. })) {
-            return Err("a reshape whose aliasing matters runs eagerly in training calls for now".into());
-        }
+        // A `reshape`/`contiguous` whose aliasing decides the result is
+        // checked when the forward runs it (every source op runs there); an
+        // outcome other than the plan's sends the call to the eager
+        // reference before anything is written.
         let joint = create_joint(fg, source, requires_grad).map_err(|e| e.to_string())?;
         joint.verify().map_err(|e| e.to_string())?;
         let partition = partition(&joint).map_err(|e| e.to_string())?;
