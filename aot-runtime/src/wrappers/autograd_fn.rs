@@ -70,10 +70,7 @@ impl TrainingPlan {
         detached_reads_supported(source, &alias)?;
         // `as_strided` can reach storage between a strided argument's
         // elements, where gradients must land on the argument's base.
-        use aot_ir::OpKind as K;
-        if source.nodes.iter().any(|n| matches!(n.op, K::AsStrided | K::AsStridedInplace)) {
-            return Err("as_strided in training calls runs eagerly for now".into());
-        }
+        as_strided_supported(source)?;
         no_grad_views_supported(source)?;
         // A `reshape`/`contiguous` whose aliasing decides the result is
         // checked when the forward runs it (every source op runs there); an
@@ -405,6 +402,28 @@ fn no_grad_views_supported(g: &Graph) -> std::result::Result<(), String> {
     }
     if g.outputs.iter().any(|v| tainted[v.index()]) {
         return Err("a view made under no_grad returned from a training call runs eagerly for now".into());
+    }
+    Ok(())
+}
+
+/// Eager's `as_strided` of a view sends gradients to the view, which keeps
+/// only its own elements' (PyTorch's `as_strided_backward` reads the
+/// storage at the input's geometry). The functional chains place an
+/// `as_strided` absolutely, forgetting the view it was taken of, so the
+/// joint (and the epilogue's regenerated aliases) would let gradients of
+/// other elements through. `as_strided` of an argument or of a computed
+/// value is exact and runs compiled; of a view, eagerly. So does
+/// `as_strided_`, whose history eager rebuilds from the old geometry.
+fn as_strided_supported(g: &Graph) -> std::result::Result<(), String> {
+    use aot_ir::op::AliasEffect;
+    if g.nodes.iter().any(|n| n.op == aot_ir::OpKind::AsStridedInplace) {
+        return Err("as_strided_ in a training call runs eagerly for now".into());
+    }
+    for n in g.nodes.iter().filter(|n| n.op == aot_ir::OpKind::AsStrided) {
+        let of_view = n.receiver().and_then(|r| g.def_node(r)).is_some_and(|d| d.op.alias_effect() != AliasEffect::Fresh);
+        if of_view {
+            return Err("as_strided of a view in a training call runs eagerly for now".into());
+        }
     }
     Ok(())
 }
