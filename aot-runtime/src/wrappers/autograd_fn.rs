@@ -419,10 +419,24 @@ fn as_strided_supported(g: &Graph) -> std::result::Result<(), String> {
     if g.nodes.iter().any(|n| n.op == aot_ir::OpKind::AsStridedInplace) {
         return Err("as_strided_ in a training call runs eagerly for now".into());
     }
-    for n in g.nodes.iter().filter(|n| n.op == aot_ir::OpKind::AsStrided) {
-        let of_view = n.receiver().and_then(|r| g.def_node(r)).is_some_and(|d| d.op.alias_effect() != AliasEffect::Fresh);
-        if of_view {
-            return Err("as_strided of a view in a training call runs eagerly for now".into());
+    // Values that are (views of) an `as_strided` of an argument: they can
+    // reach elements of its storage outside it, whose new history (after a
+    // write) eager gives the argument's base, which the joint does not see.
+    let is_param = |v: aot_ir::ValueId| g.params.iter().any(|p| p.value == Some(v));
+    let mut escapes = vec![false; g.values.len()];
+    for n in &g.nodes {
+        if n.op == aot_ir::OpKind::AsStrided {
+            let of_view = n.receiver().and_then(|r| g.def_node(r)).is_some_and(|d| d.op.alias_effect() != AliasEffect::Fresh);
+            if of_view {
+                return Err("as_strided of a view in a training call runs eagerly for now".into());
+            }
+        }
+        if n.target().is_some_and(|t| escapes[t.index()]) {
+            return Err("a write through as_strided of an argument in a training call runs eagerly for now".into());
+        }
+        if let (Some(out), Some(r)) = (n.out, n.receiver()) {
+            let is_view = !matches!(n.op.alias_effect(), AliasEffect::Fresh | AliasEffect::InPlace);
+            escapes[out.index()] = is_view && ((n.op == aot_ir::OpKind::AsStrided && is_param(r)) || escapes[r.index()]);
         }
     }
     Ok(())
