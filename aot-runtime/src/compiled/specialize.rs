@@ -17,7 +17,7 @@ use super::arg::Arg;
 use crate::autograd::is_grad_enabled;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
-use crate::wrappers::autograd_fn::TrainingPlan;
+use crate::wrappers::training_plan::TrainingPlan;
 use aot_ir::analysis::input_output::{compute_overlapping_inputs, ArgGeometry};
 use aot_ir::transform::{functionalize, FunctionalGraph, InputGroups};
 use aot_ir::{Graph, StaticMeta};

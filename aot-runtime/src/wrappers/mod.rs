@@ -9,6 +9,7 @@ pub(crate) mod autograd_fn;
 pub mod dedupe;
 pub(crate) mod epilogue;
 pub mod synthetic_base;
+pub(crate) mod training_plan;
 
 use crate::compiled::Arg;
 use aot_ir::analysis::input_output::ArgGeometry;

@@ -1,0 +1,262 @@
+//! The training plan of a specialisation: the joint graph of its
+//! functional graph, partitioned, and the checks that decide whether a
+//! function's training calls can run it (else they run the eager
+//! reference, with the reason `CompiledFn::__call_path` reports).
+
+use aot_ir::analysis::alias::AliasInfo;
+use aot_ir::transform::joint::{create_joint, JOp, JointGraph};
+use aot_ir::transform::partition::{partition, Partition};
+use aot_ir::transform::FunctionalGraph;
+use aot_ir::Graph;
+
+/// The training half of a specialisation: joint graph and its partition.
+#[derive(Debug)]
+pub(crate) struct TrainingPlan {
+    pub(crate) joint: JointGraph,
+    pub(crate) partition: Partition,
+    /// Per source parameter, the tangents its gradient depends on. A
+    /// gradient none of whose tangents arrived is `None`, not zeros, as in
+    /// PyTorch (the leaf's `.grad` stays unset).
+    pub(crate) grad_tangents: Vec<Vec<usize>>,
+    /// Parameters over whose storage a metadata mutation with grad mode on
+    /// changes some tensor: eager refuses it when that tensor is a view of
+    /// a leaf that requires grad, which only the call's arguments tell.
+    pub(crate) metadata_mutated_storages: Vec<usize>,
+}
+
+impl TrainingPlan {
+    /// `Err` with the reason when the function has no compiled training
+    /// path yet (the call then runs the eager reference).
+    pub(crate) fn build(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]) -> std::result::Result<TrainingPlan, String> {
+        // Each `*_supported` check below names a program shape whose eager
+        // autograd semantics the joint does not model yet (found by the
+        // differential tests); those functions' training calls run eagerly.
+        let alias = AliasInfo::compute(source);
+        let mut metadata_mutated_storages: Vec<usize> = source
+            .nodes
+            .iter()
+            .filter(|n| !n.no_grad && n.class() == aot_ir::OpClass::MetadataMutation)
+            .filter_map(|n| n.target().and_then(|t| alias.input_of(t)))
+            .collect();
+        metadata_mutated_storages.sort_unstable();
+        metadata_mutated_storages.dedup();
+        detach_writes_supported(source, &alias, requires_grad)?;
+        detached_reads_supported(source, &alias)?;
+        as_strided_supported(source)?;
+        no_grad_views_supported(source)?;
+        // A `reshape`/`contiguous` whose aliasing decides the result is
+        // checked when the forward runs it (every source op runs there); an
+        // outcome other than the plan's sends the call to the eager
+        // reference before anything is written.
+        let joint = create_joint(fg, source, requires_grad).map_err(|e| e.to_string())?;
+        joint.verify().map_err(|e| e.to_string())?;
+        let partition = partition(&joint).map_err(|e| e.to_string())?;
+        // The compiled forward runs every source op (see `partition`), so
+        // an op eager would fail on fails here too. Checked, since a
+        // source op the forward left out would make the two differ.
+        let mut ran = vec![false; source.nodes.len()];
+        for n in &partition.forward.nodes {
+            if let JOp::Op { src_node: Some(k), .. } | JOp::Mutate { src_node: k, .. } = n.op {
+                if let Some(r) = ran.get_mut(k) {
+                    *r = true;
+                }
+            }
+        }
+        // Views and metadata mutations run inside the chains of the ops
+        // that read them: they count as run when something that ran (or
+        // an output) reads them, directly or through further views.
+        let mut needed = vec![false; source.values.len()];
+        for v in source.outputs.iter().copied().chain(source.nodes.iter().zip(&ran).filter(|(_, r)| **r).flat_map(|(n, _)| n.tensor_args()))
+        {
+            needed[v.index()] = true;
+        }
+        for (k, n) in source.nodes.iter().enumerate().rev() {
+            let Some(v) = n.result() else { continue };
+            if matches!(n.class(), aot_ir::OpClass::View | aot_ir::OpClass::MetadataMutation) && needed[v.index()] {
+                ran[k] = true;
+                n.tensor_args().for_each(|u| needed[u.index()] = true);
+            }
+        }
+        if let Some(k) = ran.iter().position(|r| !r) {
+            return Err(format!("source op {k} has no effect the compiled forward needs"));
+        }
+        let grad_tangents = grad_tangent_deps(&partition, joint.tangents.len());
+        Ok(TrainingPlan { joint, partition, grad_tangents, metadata_mutated_storages })
+    }
+}
+
+/// Under `no_grad`, eager's view semantics are their own: a view made
+/// there of a tensor that requires grad is a leaf that requires grad (no
+/// gradient reaches its base) and refuses in-place writes with grad mode
+/// on; a metadata mutation there leaves the tensor's history half rebuilt.
+/// None of that is visible while such a view (and every view of it) is
+/// only used under `no_grad` and not returned: the common case of an
+/// optimizer step writing a slice of a parameter. The joint covers that;
+/// the rest, and metadata mutations under `no_grad`, run eagerly.
+fn no_grad_views_supported(g: &Graph) -> std::result::Result<(), String> {
+    use aot_ir::op::AliasEffect;
+    let mut tainted = vec![false; g.values.len()];
+    for n in &g.nodes {
+        if n.no_grad && n.class() == aot_ir::OpClass::MetadataMutation {
+            return Err("a metadata mutation under no_grad in a training call runs eagerly for now".into());
+        }
+        if !n.no_grad && n.tensor_args().any(|v| tainted[v.index()]) {
+            return Err(format!(
+                "a view made under no_grad used with grad mode on (by {}) runs eagerly in training calls for now",
+                n.op.name()
+            ));
+        }
+        let Some(out) = n.out else { continue };
+        let is_view = !matches!(n.op.alias_effect(), AliasEffect::Fresh | AliasEffect::InPlace);
+        tainted[out.index()] = is_view && (n.no_grad || n.receiver().is_some_and(|r| tainted[r.index()]));
+    }
+    if g.outputs.iter().any(|v| tainted[v.index()]) {
+        return Err("a view made under no_grad returned from a training call runs eagerly for now".into());
+    }
+    Ok(())
+}
+
+/// Eager's `as_strided` of a view sends gradients to the view, which keeps
+/// only its own elements' (PyTorch's `as_strided_backward` reads the
+/// storage at the input's geometry). The functional chains place an
+/// `as_strided` absolutely, forgetting the view it was taken of, so the
+/// joint (and the epilogue's regenerated aliases) would let gradients of
+/// other elements through. `as_strided` of an argument or of a computed
+/// value is exact and runs compiled; of a view, eagerly. So does
+/// `as_strided_`, whose history eager rebuilds from the old geometry.
+fn as_strided_supported(g: &Graph) -> std::result::Result<(), String> {
+    use aot_ir::op::AliasEffect;
+    if g.nodes.iter().any(|n| n.op == aot_ir::OpKind::AsStridedInplace) {
+        return Err("as_strided_ in a training call runs eagerly for now".into());
+    }
+    // Values that are (views of) an `as_strided` of an argument: they can
+    // reach elements of its storage outside it, whose new history (after a
+    // write) eager gives the argument's base, which the joint does not see.
+    let is_param = |v: aot_ir::ValueId| g.params.iter().any(|p| p.value == Some(v));
+    let mut escapes = vec![false; g.values.len()];
+    for n in &g.nodes {
+        if n.op == aot_ir::OpKind::AsStrided {
+            let of_view = n.receiver().and_then(|r| g.def_node(r)).is_some_and(|d| d.op.alias_effect() != AliasEffect::Fresh);
+            if of_view {
+                return Err("as_strided of a view in a training call runs eagerly for now".into());
+            }
+        }
+        if n.target().is_some_and(|t| escapes[t.index()]) {
+            return Err("a write through as_strided of an argument in a training call runs eagerly for now".into());
+        }
+        if let (Some(out), Some(r)) = (n.out, n.receiver()) {
+            let is_view = !matches!(n.op.alias_effect(), AliasEffect::Fresh | AliasEffect::InPlace);
+            escapes[out.index()] = is_view && ((n.op == aot_ir::OpKind::AsStrided && is_param(r)) || escapes[r.index()]);
+        }
+    }
+    Ok(())
+}
+
+/// A `detach()` alias read after a write to its storage is regenerated
+/// from the new version, and the functional graph's view chains keep no
+/// trace of the detach: the joint would let gradients through it. Such
+/// reads run eagerly.
+fn detached_reads_supported(g: &Graph, alias: &AliasInfo) -> std::result::Result<(), String> {
+    let detached = |v: aot_ir::ValueId| alias.through_detach.get(v.index()).copied().unwrap_or(false);
+    // Per storage, whether it was written since each value was made:
+    // track, per value, the number of writes to its storage seen at its
+    // definition.
+    let mut writes: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
+    let mut seen_at = vec![0usize; g.values.len()];
+    for n in &g.nodes {
+        for v in n.tensor_args() {
+            if detached(v) && writes.get(&alias.storage_of(v)).copied().unwrap_or(0) != seen_at[v.index()] {
+                return Err("a detach() alias read after a write to its storage runs eagerly in training calls for now".into());
+            }
+        }
+        if let Some(t) = n.target() {
+            *writes.entry(alias.storage_of(t)).or_insert(0) += 1;
+        }
+        if let Some(out) = n.out {
+            seen_at[out.index()] = writes.get(&alias.storage_of(out)).copied().unwrap_or(0);
+        }
+    }
+    Ok(())
+}
+
+/// Writes through a `detach()` alias are invisible to the base's history,
+/// which the joint models as a write under `no_grad` (gradients pass
+/// straight through). That is exact while nothing that requires grad is
+/// written (eager would give the alias a history of its own) and the
+/// alias is only written, never read (the joint would regenerate it from
+/// the base, gradients included).
+fn detach_writes_supported(g: &Graph, alias: &AliasInfo, requires_grad: &[bool]) -> std::result::Result<(), String> {
+    let detached = |v: aot_ir::ValueId| alias.through_detach.get(v.index()).copied().unwrap_or(false);
+    if !g.nodes.iter().filter_map(aot_ir::Node::target).any(detached) {
+        return Ok(());
+    }
+    let refuse = |why: &str| Err(format!("a write through detach() {why} runs eagerly in training calls for now"));
+    if g.outputs.iter().any(|&v| detached(v)) {
+        return refuse("to a returned alias");
+    }
+    // Which values may require grad in this call (over-approximated: a
+    // grad-mode write makes every value over its storage count).
+    let mut rg = vec![false; g.values.len()];
+    for (p, param) in g.params.iter().enumerate() {
+        if let Some(v) = param.value {
+            rg[v.index()] = requires_grad.get(p).copied().unwrap_or(false);
+        }
+    }
+    for n in &g.nodes {
+        let reads_rg = n.tensor_args().any(|v| rg[v.index()]);
+        for (i, v) in n.tensor_args().enumerate() {
+            // A detached alias may only be viewed or written, not read.
+            let as_target = i == 0 && (n.op.is_inplace() || n.class() == aot_ir::OpClass::View);
+            if detached(v) && !as_target {
+                return refuse("to an alias that is also read");
+            }
+        }
+        if let Some(t) = n.target() {
+            let writes_rg = !n.no_grad && n.is_differentiable() && n.tensor_args().skip(1).any(|v| rg[v.index()]);
+            if detached(t) && writes_rg {
+                return refuse("of a value that requires grad");
+            }
+            if writes_rg {
+                let storage = alias.storage_of(t);
+                for (v, r) in rg.iter_mut().enumerate() {
+                    *r |= alias.storage_of(aot_ir::ValueId(v as u32)) == storage;
+                }
+            }
+        }
+        if let Some(out) = n.out {
+            rg[out.index()] = match n.op.alias_effect() {
+                aot_ir::op::AliasEffect::Detach => false,
+                aot_ir::op::AliasEffect::View | aot_ir::op::AliasEffect::MaybeView | aot_ir::op::AliasEffect::MaybeSame => {
+                    n.receiver().is_some_and(|r| rg[r.index()])
+                }
+                _ => !n.no_grad && n.is_differentiable() && reads_rg,
+            };
+        }
+    }
+    Ok(())
+}
+
+/// For each source parameter's gradient, the tangents (backward inputs
+/// after the saved values) it is computed from.
+fn grad_tangent_deps(p: &Partition, num_tangents: usize) -> Vec<Vec<usize>> {
+    let bw = &p.backward;
+    let num_saved = bw.inputs.len().saturating_sub(num_tangents);
+    let mut deps: Vec<Vec<usize>> = vec![Vec::new(); p.num_values];
+    for (i, v) in bw.inputs.iter().enumerate().skip(num_saved) {
+        if let Some(d) = deps.get_mut(v.index()) {
+            d.push(i - num_saved);
+        }
+    }
+    for n in &bw.nodes {
+        let mut d: Vec<usize> = n.uses().flat_map(|u| deps.get(u.index()).cloned().unwrap_or_default()).collect();
+        d.sort_unstable();
+        d.dedup();
+        if let Some(slot) = deps.get_mut(n.out.index()) {
+            *slot = d;
+        }
+    }
+    p.grad_slots
+        .iter()
+        .map(|s| s.and_then(|i| bw.outputs.get(i)).map(|v| deps.get(v.index()).cloned().unwrap_or_default()).unwrap_or_default())
+        .collect()
+}
