@@ -123,11 +123,15 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: 
             let r = exec(&Ctx { node: &src, env, scalars })?;
             if let Some(assumed) = check_alias {
                 if r.shares_storage_with(tensor(0)?) != *assumed {
-                    return Err(AotError::Unsupported {
-                        op: op.name(),
-                        msg: "a reshape/contiguous aliased otherwise than the compiled graph assumed".into(),
-                    });
+                    return Err(plan_surprise(op.name(), "a reshape/contiguous aliased otherwise than the compiled graph assumed"));
                 }
+            }
+            // Eager sends an `as_strided` view's gradient to its receiver,
+            // which keeps its own elements' only; the joint places views by
+            // absolute geometry. The two agree while the view stays inside
+            // its receiver, as it does in practice.
+            if *op == aot_ir::OpKind::AsStrided && !within(&r.layout(), &tensor(0)?.layout()) {
+                return Err(plan_surprise(op.name(), "an as_strided view reaching outside the tensor it was taken of"));
             }
             Ok(r)
         }
@@ -166,12 +170,30 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: 
 fn replay_checked(root: &Tensor, chain: &[ChainStep], scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> Result<Tensor> {
     let v = replay(root, chain, geometry, scalars)?;
     if !v.shares_storage_with(root) {
-        return Err(AotError::Unsupported {
-            op: "reshape",
-            msg: "a reshape/contiguous aliased otherwise than the compiled graph assumed".into(),
-        });
+        return Err(plan_surprise("reshape", "a reshape/contiguous aliased otherwise than the compiled graph assumed"));
     }
     Ok(v)
+}
+
+/// Marks errors that mean "this call is outside what the plan covers"
+/// (found before anything is written): the caller runs the eager
+/// reference instead.
+const PLAN_SURPRISE: &str = "(outside the compiled plan)";
+
+fn plan_surprise(op: &'static str, what: &str) -> AotError {
+    AotError::Unsupported { op, msg: format!("{what} {PLAN_SURPRISE}") }
+}
+
+/// Whether `e` is a [`plan_surprise`].
+pub(crate) fn is_plan_surprise(e: &AotError) -> bool {
+    matches!(e, AotError::Unsupported { msg, .. } if msg.ends_with(PLAN_SURPRISE))
+}
+
+/// Whether every element `view` addresses is one of `of`'s.
+fn within(view: &Layout, of: &Layout) -> bool {
+    let mut mine: Vec<usize> = of.offsets().collect();
+    mine.sort_unstable();
+    view.offsets().all(|o| mine.binary_search(&o).is_ok())
 }
 
 /// A copy of `t`'s whole storage, viewed with `t`'s geometry.

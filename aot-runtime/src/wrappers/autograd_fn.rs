@@ -141,9 +141,10 @@ pub(crate) fn run(
     let geometry: Vec<Option<Layout>> = args.iter().map(|a| a.tensor().map(Tensor::layout)).collect();
     let (outs, saved) = match run_forward(&plan.partition, bases, scalars, &geometry) {
         Ok(r) => r,
-        // A `reshape`/`contiguous` aliased otherwise than the plan assumed:
-        // nothing was written; the eager reference runs the call.
-        Err(e) if e.to_string().contains(ALIAS_SURPRISE) => return Ok(None),
+        // A `reshape`/`contiguous` aliased otherwise than the plan assumed,
+        // or an `as_strided` outside its receiver: nothing was written; the
+        // eager reference runs the call.
+        Err(e) if crate::compiled::joint_exec::is_plan_surprise(&e) => return Ok(None),
         Err(e) => return Err(e.in_function(&g.name, None)),
     };
     let in_fn = |e: AotError| e.in_function(&g.name, None);
@@ -337,9 +338,6 @@ pub(crate) fn synthetic_base_refusal(fg: &FunctionalGraph, args: &[Arg]) -> Opti
         .is_none()
         .then_some("aliased arguments that are not all views (made with grad mode on) of one base that does not overlap itself")
 }
-
-/// The joint executor's message for a failed `reshape`/`contiguous` check.
-const ALIAS_SURPRISE: &str = "aliased otherwise than the compiled graph assumed";
 
 fn arg<'a>(args: &[Arg<'a>], p: usize) -> Result<&'a Tensor> {
     args.get(p).and_then(Arg::tensor).ok_or_else(|| AotError::internal("compiled function", format!("argument {p} is not a tensor")))

@@ -90,15 +90,21 @@ impl TrainingPlan {
 /// gradient reaches its base) and refuses in-place writes with grad mode
 /// on; a metadata mutation there leaves the tensor's history half rebuilt.
 /// None of that is visible while such a view (and every view of it) is
-/// only used under `no_grad` and not returned: the common case of an
-/// optimizer step writing a slice of a parameter. The joint covers that;
-/// the rest, and metadata mutations under `no_grad`, run eagerly.
+/// only used under `no_grad` (the common case of an optimizer step writing
+/// a slice of a parameter) or returned (the epilogue regenerates it under
+/// `no_grad`, as eager made it). The joint covers those; a use with grad
+/// mode on, and metadata mutations under `no_grad`, run eagerly.
 fn no_grad_views_supported(g: &Graph) -> std::result::Result<(), String> {
     use aot_ir::op::AliasEffect;
     let mut tainted = vec![false; g.values.len()];
     for n in &g.nodes {
         if n.no_grad && n.class() == aot_ir::OpClass::MetadataMutation {
             return Err("a metadata mutation under no_grad in a training call runs eagerly for now".into());
+        }
+        // Its receiver itself (history and all) or a copy without history:
+        // which one, only the call tells.
+        if n.no_grad && n.op == aot_ir::OpKind::Contiguous {
+            return Err("contiguous() under no_grad in a training call runs eagerly for now".into());
         }
         if !n.no_grad && n.tensor_args().any(|v| tainted[v.index()]) {
             return Err(format!(
@@ -107,47 +113,25 @@ fn no_grad_views_supported(g: &Graph) -> std::result::Result<(), String> {
             ));
         }
         let Some(out) = n.out else { continue };
-        let is_view = !matches!(n.op.alias_effect(), AliasEffect::Fresh | AliasEffect::InPlace);
-        tainted[out.index()] = is_view && (n.no_grad || n.receiver().is_some_and(|r| tainted[r.index()]));
-    }
-    if g.outputs.iter().any(|v| tainted[v.index()]) {
-        return Err("a view made under no_grad returned from a training call runs eagerly for now".into());
+        // Made here: a view (not `contiguous()`, which returns its receiver
+        // itself or a copy, nor `detach()`, history-free either way);
+        // passed on by any alias of a tainted value but `detach()`.
+        let effect = n.op.alias_effect();
+        let made = n.no_grad && matches!(effect, AliasEffect::View | AliasEffect::MaybeView);
+        let passed = matches!(effect, AliasEffect::View | AliasEffect::MaybeView | AliasEffect::MaybeSame)
+            && n.receiver().is_some_and(|r| tainted[r.index()]);
+        tainted[out.index()] = made || passed;
     }
     Ok(())
 }
 
-/// Eager's `as_strided` of a view sends gradients to the view, which keeps
-/// only its own elements' (PyTorch's `as_strided_backward` reads the
-/// storage at the input's geometry). The functional chains place an
-/// `as_strided` absolutely, forgetting the view it was taken of, so the
-/// joint (and the epilogue's regenerated aliases) would let gradients of
-/// other elements through. `as_strided` of an argument or of a computed
-/// value is exact and runs compiled; of a view, eagerly. So does
-/// `as_strided_`, whose history eager rebuilds from the old geometry.
+/// `as_strided_` runs eagerly in training calls: eager rebuilds the
+/// tensor's history from its old geometry, which the joint does not model.
+/// (`as_strided` views run compiled; one reaching outside the tensor it was
+/// taken of falls back at run time, see `joint_exec`.)
 fn as_strided_supported(g: &Graph) -> std::result::Result<(), String> {
-    use aot_ir::op::AliasEffect;
     if g.nodes.iter().any(|n| n.op == aot_ir::OpKind::AsStridedInplace) {
         return Err("as_strided_ in a training call runs eagerly for now".into());
-    }
-    // Values that are (views of) an `as_strided` of an argument: they can
-    // reach elements of its storage outside it, whose new history (after a
-    // write) eager gives the argument's base, which the joint does not see.
-    let is_param = |v: aot_ir::ValueId| g.params.iter().any(|p| p.value == Some(v));
-    let mut escapes = vec![false; g.values.len()];
-    for n in &g.nodes {
-        if n.op == aot_ir::OpKind::AsStrided {
-            let of_view = n.receiver().and_then(|r| g.def_node(r)).is_some_and(|d| d.op.alias_effect() != AliasEffect::Fresh);
-            if of_view {
-                return Err("as_strided of a view in a training call runs eagerly for now".into());
-            }
-        }
-        if n.target().is_some_and(|t| escapes[t.index()]) {
-            return Err("a write through as_strided of an argument in a training call runs eagerly for now".into());
-        }
-        if let (Some(out), Some(r)) = (n.out, n.receiver()) {
-            let is_view = !matches!(n.op.alias_effect(), AliasEffect::Fresh | AliasEffect::InPlace);
-            escapes[out.index()] = is_view && ((n.op == aot_ir::OpKind::AsStrided && is_param(r)) || escapes[r.index()]);
-        }
     }
     Ok(())
 }
