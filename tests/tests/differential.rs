@@ -10,8 +10,8 @@
 //! compiled path's cache and its guards). For every call, two independent
 //! materialisations of the pattern go one through `run_eager`, the other
 //! through `__call`, and must agree on:
-//! - success or failure; a compiled failure must name the function, and
-//!   (with `AOT_DIFF_TRANSACTIONAL=1`) leave every input bit-identical;
+//! - success or failure; a compiled failure must name the function and
+//!   leave every input bit-identical (values, geometry, version counter);
 //! - the outputs: dtype, shape, stride, storage offset, values, requires_grad,
 //!   is_leaf, and whether they are views and of which argument's base;
 //! - the arguments after the call: values, shape, stride, storage offset,
@@ -28,15 +28,12 @@
 //! alias-pattern coverage, the most common (shared) failures.
 //!
 //! Environment: `AOT_DIFF_CASES=N` sets the number of cases of each
-//! property; `AOT_DIFF_TRANSACTIONAL=1` also requires failing compiled calls
-//! to leave their inputs untouched (not true of today's `__call`, which runs
-//! the eager interpreter; the count of such calls is printed);
-//! `AOT_DIFF_STRICT=1` also fails on panics of the eager reference (known:
-//! backward after a `no_grad` metadata mutation of a non-leaf) and on
-//! `explain()` panicking (known: `remove_dupe_metadata` with an output whose
-//! base is another output) or failing where the call succeeds. By default
-//! these are counted and the first of each is printed, since they are not
-//! differences between the two paths. A panic of the compiled path is
+//! property. Two checks are on by default and can be switched off to look
+//! past them: `AOT_DIFF_TRANSACTIONAL=0` only counts failing compiled calls
+//! that changed their inputs; `AOT_DIFF_STRICT=0` only counts panics of the
+//! eager reference and `explain()` panicking or failing where the call
+//! succeeds (they are not differences between the two paths). A panic of
+//! the compiled path is
 //! always a failure.
 
 use aot_ir::analysis::refusals;
@@ -145,8 +142,9 @@ most common failures:
     }
 }
 
-fn env_flag(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
+/// A check that is on unless the variable is set to `0`.
+fn env_flag_on(name: &str) -> bool {
+    std::env::var(name).map_or(true, |v| v != "0")
 }
 
 // ---------------------------------------------------------------------------
@@ -256,7 +254,7 @@ fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<(), St
                 })
                 .collect();
             if !changed.is_empty() {
-                if env_flag("AOT_DIFF_TRANSACTIONAL") {
+                if env_flag_on("AOT_DIFF_TRANSACTIONAL") {
                     errs.push(format!("the failing compiled call ({msg}) changed its inputs: {}", changed.join(" | ")));
                 } else {
                     bump(&stats.not_transactional);
@@ -510,7 +508,7 @@ impl std::fmt::Debug for Stream {
 /// AOT_DIFF_STRICT=1: panics of the eager reference and `explain()` failures
 /// fail the test (by default they are counted, and the first is printed).
 fn strict() -> bool {
-    env_flag("AOT_DIFF_STRICT")
+    env_flag_on("AOT_DIFF_STRICT")
 }
 
 /// Records a panic of the eager reference (a bug there, not a difference):

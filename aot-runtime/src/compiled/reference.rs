@@ -21,9 +21,12 @@ use aot_ir::{Graph, StaticMeta};
 use std::sync::Arc;
 
 /// Runs `g` eagerly on `args`, after a dry run on replicas when the
-/// function writes its inputs.
+/// function may write its inputs.
 pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tensor>> {
-    if meta.mutates_inputs {
+    // Whether an input is written can depend on a `reshape`'s aliasing,
+    // which the static metadata leaves undecided: any in-place op counts.
+    let may_write = meta.mutates_inputs || g.nodes.iter().any(|n| n.op.is_inplace() || n.class() == aot_ir::OpClass::MetadataMutation);
+    if may_write {
         let rng = meta.has_random_ops.then(crate::ops::rng_snapshot);
         let dry = replicas(args).and_then(|reps| {
             let rep_args: Vec<Arg> = args.iter().zip(&reps).map(|(a, r)| r.as_ref().map_or(*a, Arg::Tensor)).collect();
