@@ -33,8 +33,7 @@
 //! that changed their inputs; `AOT_DIFF_STRICT=0` only counts panics of the
 //! eager reference and `explain()` panicking or failing where the call
 //! succeeds (they are not differences between the two paths). A panic of
-//! the compiled path is
-//! always a failure.
+//! the compiled path is always a failure.
 
 use aot_ir::analysis::refusals;
 use aot_ir::graph::args::{f, i, ints, t};
