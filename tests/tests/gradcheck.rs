@@ -638,6 +638,50 @@ fn mutation_of_an_input_that_is_a_view_of_a_non_leaf() {
 }
 
 // ---------------------------------------------------------------------------
+// Dropout: the mask is a forward value, drawn as eager draws it
+
+/// Two dropouts (of one value, so they must not be merged) in an MLP
+/// layer, and a dropout of an input.
+#[aot_fn]
+fn dropout_layer(x: &Tensor, w: &Tensor) -> (Tensor, Tensor) {
+    let h = x.matmul(w);
+    let a = h.dropout(0.3).tanh();
+    let b = h.dropout(0.5) * 2.0;
+    (a + b, x.dropout(0.25))
+}
+
+/// The generator is global: tests that seed it take turns.
+static GENERATOR: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn dropout_masks() {
+    let _turn = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let inputs = [r(201, &[4, 5]), r(202, &[5, 3])];
+    // Every evaluation draws the same masks: the generator is reseeded.
+    gradcheck("dropout_layer", Path::Compiled, &inputs, |m, x| {
+        aot_runtime::manual_seed(11);
+        Ok(call!(m, dropout_layer(&x[0], &x[1])))
+    });
+}
+
+/// A compiled training call consumes the generator as eager does: the
+/// draws after it are the same.
+#[test]
+fn dropout_consumes_the_generator_as_eager_does() -> Result<()> {
+    let _turn = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let x = r(203, &[3, 4]).requires_grad_(true)?;
+    let w = r(204, &[4, 2]).requires_grad_(true)?;
+    let next_draws = |mode: Mode| -> Result<Vec<f64>> {
+        aot_runtime::manual_seed(5);
+        let outs = call!(mode, dropout_layer(&x, &w));
+        assert!(outs[0].requires_grad());
+        Tensor::zeros(&[8], DType::F64, &Device::Cpu)?.rand_like()?.to_vec::<f64>()
+    };
+    assert_eq!(next_draws(Mode::Compiled)?, next_draws(Mode::Eager)?);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
 // Aliased inputs that require grad (PyTorch's synthetic base in training)
 
 /// Two overlapping views of one non-leaf, one mutated, both read after the

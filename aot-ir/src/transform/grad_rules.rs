@@ -54,6 +54,10 @@ pub enum Prim {
     /// `[x]`: a one-element stand-in with `x`'s shape and dtype (stride 0),
     /// saved for the backward when only `x`'s metadata is read there.
     MetaOf,
+    /// `[x, p]`: dropout's mask for `x` (`1/(1-p)` where kept, 0 where
+    /// dropped), drawn from the generator exactly as eager `dropout` draws
+    /// it. Random: never recomputed, never merged with another.
+    DropoutMask,
 }
 
 impl Prim {
@@ -71,19 +75,20 @@ impl Prim {
             Prim::MatmulGrad { rhs: false } => "matmul_grad_a",
             Prim::MatmulGrad { rhs: true } => "matmul_grad_b",
             Prim::MetaOf => "meta_of",
+            Prim::DropoutMask => "dropout_mask",
         }
     }
 
     /// Elementwise or layout-only: cheap to recompute in the backward.
     pub fn is_cheap(&self) -> bool {
-        !matches!(self, Prim::MatmulGrad { .. })
+        !matches!(self, Prim::MatmulGrad { .. } | Prim::DropoutMask)
     }
 
     /// Argument positions of which only the shape and dtype are read.
     pub fn meta_args(&self) -> &'static [usize] {
         match self {
             Prim::SumToLike | Prim::CastLike | Prim::ReshapeLike | Prim::ExpandLike | Prim::KeepDims => &[1],
-            Prim::InvCount(_) | Prim::MetaOf => &[0],
+            Prim::InvCount(_) | Prim::MetaOf | Prim::DropoutMask => &[0],
             // as_strided addresses root's storage: its geometry is needed
             Prim::ViewGrad(c) | Prim::ViewOf(c) | Prim::ViewScatter(c) if !needs_geometry(c) => &[0],
             _ => &[],
@@ -119,6 +124,7 @@ pub(crate) struct Emit<'a> {
 pub(crate) fn cse_key(op: &JOp, args: &[Arg]) -> Option<String> {
     match op {
         JOp::Op { op, check_alias: None, .. } if !op.is_random() => Some(format!("{op:?}{args:?}")),
+        JOp::Prim(Prim::DropoutMask) => None,
         JOp::Prim(p) => Some(format!("{p:?}{args:?}")),
         JOp::Regen(c) => Some(format!("regen{c:?}{args:?}")),
         _ => None,

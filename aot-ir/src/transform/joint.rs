@@ -23,7 +23,7 @@
 //! Differences from PyTorch worth knowing: a mutation under `no_grad` passes
 //! its root's gradient straight through (eager leaves the history untouched,
 //! so the tensor's older history receives later gradients). Dropout is
-//! refused. A group of aliased arguments is one primal over their shared
+//! `x * mask` with its mask a forward value (drawn as eager draws it). A group of aliased arguments is one primal over their shared
 //! storage; its gradient is the storage's, which the runtime hands to the
 //! arguments' common base (PyTorch's synthetic base in training).
 
@@ -152,7 +152,11 @@ pub struct JointError {
 /// per source parameter; scalars `false`).
 pub fn create_joint(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]) -> Result<JointGraph, JointError> {
     let err = |msg: String| JointError { name: fg.name.clone(), msg };
-    let n = fg.num_values;
+    // Each dropout's mask is a forward value of its own, numbered after
+    // the functional graph's values.
+    let num_dropouts = fg.nodes.iter().filter(|f| matches!(f, FNode::Op { node, .. } if node.op == OpKind::Dropout)).count();
+    let n = fg.num_values + num_dropouts;
+    let mut next_mask = fg.num_values;
     // A group of aliased arguments (`single == false`) is one primal, the
     // storage its arguments share (PyTorch's synthetic base); it requires
     // grad when any of them does, and each argument is a view of it.
@@ -175,6 +179,20 @@ pub fn create_joint(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]
             FNode::Base { group, out } => (JOp::Primal(*group), vec![], *out, group_rg.get(*group).copied().unwrap_or(false), false),
             FNode::Cow { src, out } => (JOp::Cow, vec![Arg::Tensor(*src)], *out, rg[src.index()], true),
             FNode::Regen { root, chain, out } => (JOp::Regen(chain.clone()), vec![Arg::Tensor(*root)], *out, rg[root.index()], true),
+            FNode::Op { node, src_node, .. } if node.op == OpKind::Dropout => {
+                // Dropout is `x * mask` with the mask drawn as a value of its
+                // own (PyTorch's `native_dropout`): the backward multiplies
+                // by the same mask.
+                let out = node.out.ok_or_else(|| err(format!("op node {src_node} has no output")))?;
+                let mask = ValueId(next_mask as u32);
+                next_mask += 1;
+                let x = node.args.first().cloned().ok_or_else(|| err(format!("dropout {src_node} has no input")))?;
+                let p = node.args.get(1).cloned().ok_or_else(|| err(format!("dropout {src_node} has no probability")))?;
+                def[mask.index()] = Some(nodes.len());
+                nodes.push(JNode { op: JOp::Prim(Prim::DropoutMask), args: vec![x.clone(), p], out: mask, is_backward: false });
+                let r = x.as_tensor().is_some_and(|v| rg[v.index()]);
+                (JOp::Op { op: OpKind::Mul, src_node: Some(*src_node), check_alias: None }, vec![x, Arg::Tensor(mask)], out, r, true)
+            }
             FNode::Op { node, src_node, check_alias } => {
                 let out = node.out.ok_or_else(|| err(format!("op node {src_node} has no output")))?;
                 let d = node.is_differentiable();

@@ -304,6 +304,19 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], 
             gather(&buf, &mirror.0, base.dtype())
         }
         Prim::MatmulGrad { rhs } => matmul_grad(tensor(0)?, tensor(1)?, tensor(2)?, *rhs),
+        Prim::DropoutMask => {
+            let p = match scalar(node.args.get(1), scalars)? {
+                ScalarValue::F64(p) => p,
+                ScalarValue::I64(p) => p as f64,
+                ScalarValue::Bool(_) => return Err(internal("dropout_mask: bool probability".into())),
+            };
+            // The source op's checks, before anything is drawn.
+            let x = tensor(0)?;
+            if !(0.0..=1.0).contains(&p) || !x.dtype().is_float() {
+                return x.dropout(p);
+            }
+            Ok(x.dropout_mask(p))
+        }
         Prim::MetaOf => {
             let x = tensor(0)?;
             Tensor::zeros(&[], x.dtype(), &x.device())?.expand(&i64s(&x.shape()))

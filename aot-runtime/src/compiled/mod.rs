@@ -161,13 +161,19 @@ impl CompiledFn {
         }
         let bases = spec.bases(args);
         if records_grad {
-            // Functions the joint graph does not cover yet (views under
-            // no_grad, dropout: see `TrainingPlan::build`) run the eager
-            // reference.
+            // Functions the joint graph does not cover yet (see
+            // `TrainingPlan::build`) run the eager reference.
             let Ok(plan) = spec.training(&self.graph) else { return self.run_reference(args) };
+            let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
             return match crate::wrappers::autograd_fn::run(plan, &spec.graph, &self.graph, &self.meta, args, &bases, &scalars)? {
                 Some(outs) => Ok(outs),
-                None => self.run_reference(args),
+                None => {
+                    // Abandoned before any effect: give back what it drew.
+                    if let Some(state) = rng {
+                        crate::ops::rng_restore(state);
+                    }
+                    self.run_reference(args)
+                }
             };
         }
         let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);

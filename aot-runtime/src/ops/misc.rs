@@ -98,13 +98,23 @@ impl Tensor {
         if !self.dtype().is_float() {
             return Err(AotError::dtype("dropout", format!("dropout is only defined for floating dtypes, got {}", self.dtype())));
         }
-        let n = self.numel();
-        let scale = if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
-        let mask_vals: Vec<f64> = with_rng(|r| (0..n).map(|_| if r.uniform() >= p { scale } else { 0.0 }).collect());
-        let mask = Tensor::from_cpu(CpuStorage::from_f64s(self.dtype(), mask_vals.into_iter()), &self.shape());
+        let mask = self.dropout_mask(p);
         let out = crate::autograd::with_grad_mode(false, || self.mul(&mask))?;
         record(&out, &[Some(self)], || Ok(BackwardOp::Dropout { mask: SavedTensor::save(&mask) }))?;
         Ok(out)
+    }
+}
+
+impl Tensor {
+    /// Dropout's mask for this tensor: `1/(1-p)` where an element is kept,
+    /// 0 where it is dropped, one uniform draw per element in row-major
+    /// order. Eager `dropout` and compiled graphs draw it here, so both
+    /// consume the generator alike.
+    pub(crate) fn dropout_mask(&self, p: f64) -> Tensor {
+        let n = self.numel();
+        let scale = if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
+        let mask_vals: Vec<f64> = with_rng(|r| (0..n).map(|_| if r.uniform() >= p { scale } else { 0.0 }).collect());
+        Tensor::from_cpu(CpuStorage::from_f64s(self.dtype(), mask_vals.into_iter()), &self.shape())
     }
 }
 
