@@ -2345,6 +2345,118 @@ pub mod case_213_xtra2_view_outputs_created_before_mutation {
     }
 }
 
+pub mod case_214_xtra4_overlapping_views_mutated {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, b: &Tensor, w: &Tensor) -> (Tensor, Tensor) {
+        a.mul_(w);
+        let s = a.sin().sum_dim(&[0], false) + b * 2.0;
+        (s, b.t())
+    }
+}
+
+pub mod case_215_xtra4_base_and_view_passed {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &mut Tensor, v: &mut Tensor, y: &Tensor) -> (Tensor, Tensor) {
+        v.copy_(&(y * 3.0));
+        x.add_(1.0);
+        (x.square().sum_dim(&[1], false), v.view(&[-1]))
+    }
+}
+
+pub mod case_216_xtra4_flat_buffer_params {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(w: &mut Tensor, b: &mut Tensor, gw: &Tensor, x: &Tensor) -> (Tensor, Tensor, Tensor) {
+        no_grad! {
+            w.sub_(gw * 0.1);
+            b.sub_(0.05);
+        }
+        ((x.matmul(w) + b).tanh(), w, b.view(&[1, 2]))
+    }
+}
+
+pub mod case_217_xtra4_transposed_alias_mutated {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &mut Tensor) -> (Tensor, Tensor) {
+        b.mul_(2.0);
+        (a * 3.0, (b + 1.0).sum())
+    }
+}
+
+pub mod case_218_xtra4_contiguous_then_write {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, w: &Tensor) -> (Tensor, Tensor) {
+        let c = a.contiguous();
+        c.mul_(w);
+        (c, a.sum())
+    }
+}
+
+pub mod case_219_xtra4_as_strided_inside {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, w: &Tensor) -> (Tensor, Tensor) {
+        let v = a.as_strided(&[2, 2], &[3, 1], 1);
+        ((v * w).exp(), a.sum())
+    }
+}
+
+pub mod case_220_xtra4_no_grad_slice_step {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(p: &mut Tensor, g: &Tensor, x: &Tensor) -> Tensor {
+        no_grad! {
+            p.narrow(0, 0, 2).sub_(g * 0.5);
+        }
+        x.matmul(p).sum()
+    }
+}
+
+pub mod case_221_xtra4_no_grad_view_returned {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor) -> (Tensor, Tensor) {
+        let b = a * 2.0;
+        let v = no_grad! { b.view(&[-1]) };
+        (b.sum(), v)
+    }
+}
+
+pub mod case_222_xtra4_unused_values {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &Tensor, b: &Tensor) -> Tensor {
+        let u = a.exp();
+        let t = b * 2.0;
+        t.add_(1.0);
+        (a * b).sum()
+    }
+}
+
+pub mod case_223_xtra4_reshape_of_transposed_written {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(a: &mut Tensor, w: &Tensor) -> (Tensor, Tensor) {
+        let r = a.t().reshape(&[-1]);
+        r.mul_(2.0);
+        ((r * w).sum(), a)
+    }
+}
+
 /// `(case name, compiled function)` for every case, in oracle order.
 pub fn all() -> Vec<(&'static str, &'static aot_runtime::CompiledFn)> {
     vec![
@@ -2598,6 +2710,16 @@ pub fn all() -> Vec<(&'static str, &'static aot_runtime::CompiledFn)> {
         ("xtra2_intermediate_mutated_no_grad_view_output", case_211_xtra2_intermediate_mutated_no_grad_view_output::f::compiled()),
         ("xtra2_intermediate_row_zeroed_under_no_grad", case_212_xtra2_intermediate_row_zeroed_under_no_grad::f::compiled()),
         ("xtra2_view_outputs_created_before_mutation", case_213_xtra2_view_outputs_created_before_mutation::f::compiled()),
+        ("xtra4_overlapping_views_mutated", case_214_xtra4_overlapping_views_mutated::f::compiled()),
+        ("xtra4_base_and_view_passed", case_215_xtra4_base_and_view_passed::f::compiled()),
+        ("xtra4_flat_buffer_params", case_216_xtra4_flat_buffer_params::f::compiled()),
+        ("xtra4_transposed_alias_mutated", case_217_xtra4_transposed_alias_mutated::f::compiled()),
+        ("xtra4_contiguous_then_write", case_218_xtra4_contiguous_then_write::f::compiled()),
+        ("xtra4_as_strided_inside", case_219_xtra4_as_strided_inside::f::compiled()),
+        ("xtra4_no_grad_slice_step", case_220_xtra4_no_grad_slice_step::f::compiled()),
+        ("xtra4_no_grad_view_returned", case_221_xtra4_no_grad_view_returned::f::compiled()),
+        ("xtra4_unused_values", case_222_xtra4_unused_values::f::compiled()),
+        ("xtra4_reshape_of_transposed_written", case_223_xtra4_reshape_of_transposed_written::f::compiled()),
     ]
 }
 
@@ -2817,7 +2939,17 @@ pub const SOURCES: &[&str] = &[
     "fn f(a: &Tensor) -> (Tensor, Tensor) {\n    let t = a * 2.0;\n    let v = t.view(&[-1]);\n    no_grad! {\n        t.add_(1.0);\n    }\n    (v, t)\n}",
     "fn f(a: &Tensor) -> (Tensor, Tensor) {\n    let t = a.sin();\n    no_grad! {\n        t.select(0, 0).zero_();\n    }\n    (t, t.sum())\n}",
     "fn f(a: &mut Tensor) -> (Tensor, Tensor, Tensor) {\n    let v = a.view(&[-1]);\n    let w = a.t();\n    a.mul_(2.0);\n    (v, w, a.sum())\n}",
+    "fn f(a: &mut Tensor, b: &Tensor, w: &Tensor) -> (Tensor, Tensor) {\n    a.mul_(w);\n    let s = a.sin().sum_dim(&[0], false) + b * 2.0;\n    (s, b.t())\n}",
+    "fn f(x: &mut Tensor, v: &mut Tensor, y: &Tensor) -> (Tensor, Tensor) {\n    v.copy_(&(y * 3.0));\n    x.add_(1.0);\n    (x.square().sum_dim(&[1], false), v.view(&[-1]))\n}",
+    "fn f(w: &mut Tensor, b: &mut Tensor, gw: &Tensor, x: &Tensor) -> (Tensor, Tensor, Tensor) {\n    no_grad! {\n        w.sub_(gw * 0.1);\n        b.sub_(0.05);\n    }\n    ((x.matmul(w) + b).tanh(), w, b.view(&[1, 2]))\n}",
+    "fn f(a: &Tensor, b: &mut Tensor) -> (Tensor, Tensor) {\n    b.mul_(2.0);\n    (a * 3.0, (b + 1.0).sum())\n}",
+    "fn f(a: &mut Tensor, w: &Tensor) -> (Tensor, Tensor) {\n    let c = a.contiguous();\n    c.mul_(w);\n    (c, a.sum())\n}",
+    "fn f(a: &Tensor, w: &Tensor) -> (Tensor, Tensor) {\n    let v = a.as_strided(&[2, 2], &[3, 1], 1);\n    ((v * w).exp(), a.sum())\n}",
+    "fn f(p: &mut Tensor, g: &Tensor, x: &Tensor) -> Tensor {\n    no_grad! {\n        p.narrow(0, 0, 2).sub_(g * 0.5);\n    }\n    x.matmul(p).sum()\n}",
+    "fn f(a: &Tensor) -> (Tensor, Tensor) {\n    let b = a * 2.0;\n    let v = no_grad! { b.view(&[-1]) };\n    (b.sum(), v)\n}",
+    "fn f(a: &Tensor, b: &Tensor) -> Tensor {\n    let u = a.exp();\n    let t = b * 2.0;\n    t.add_(1.0);\n    (a * b).sum()\n}",
+    "fn f(a: &mut Tensor, w: &Tensor) -> (Tensor, Tensor) {\n    let r = a.t().reshape(&[-1]);\n    r.mul_(2.0);\n    ((r * w).sum(), a)\n}",
 ];
 
 /// The number of cases the file was generated from.
-pub const COUNT: usize = 214;
+pub const COUNT: usize = 224;
