@@ -3787,9 +3787,9 @@ fn f(a: &mut Tensor, w: &Tensor) -> (Tensor, Tensor) {
 """, [
     C("grad_contig", [L("x", [3, 4], True), L("w", [3, 4], True)], ["p", "w"], lets=[["p", "x.copy()"]]),
     C("nograd_contig", [L("x", [3, 4]), L("w", [3, 4])], ["x", "w"]),
-    # Not yet: a transposed `a` (contiguous() copies, so `a` is not mutated);
-    # explain() reports a data mutation (the template's assumption), though
-    # results and gradients match. See the issue note.
+    C("grad_transposed", [L("x", [4, 3], True), L("w", [3, 4], True)], ["p.t()", "w"], lets=[["p", "x.copy()"]],
+      note="contiguous() copies the transposed input, so it is not mutated: only a run shows it"),
+    C("nograd", [L("x", [4, 3]), L("w", [3, 4])], ["x.t()", "w"]),
 ]))
 
 add(case("xtra4_as_strided_inside", """
@@ -3867,7 +3867,7 @@ fn f(a: &mut Tensor, w: &Tensor) -> (Tensor, Tensor) {
 }
 """, [
     C("grad_copy", [L("x", [2, 3], True), L("w", [6], True)], ["p", "w"], lets=[["p", "x.copy()"]]),
-    # Not yet: `x` of shape [1, 3], whose transpose reshapes as a view, so
-    # `a` is mutated; explain() misses the mutation (results match).
+    C("grad_view", [L("x", [1, 3], True), L("w", [3], True)], ["p", "w"], lets=[["p", "x.copy()"]],
+      note="the transpose of a [1, 3] tensor reshapes as a view, so the input is mutated: only a run shows it"),
     C("nograd", [L("x", [2, 3]), L("w", [6])], ["x", "w"]),
 ]))

@@ -121,7 +121,9 @@ fn check_static_template(c: &Corpus) {
             for (i, t) in meta.inputs.iter().enumerate() {
                 // A duplicated argument also carries its twin's mutations.
                 let alone = facts.args.iter().filter(|a| a.is_tensor && a.identity == facts.args[i].identity).count() == 1;
-                if !t.is_tensor || !alone {
+                // Which inputs a write reaches may hang on a reshape's
+                // outcome: explain()'s run decides those (aot-tests checks).
+                if !t.is_tensor || !alone || meta.uncertain {
                     continue;
                 }
                 let g = &call["fw_metadata"]["input_info"][i];

@@ -56,6 +56,13 @@ pub struct AliasInfo {
 
 impl AliasInfo {
     pub fn compute(g: &Graph) -> AliasInfo {
+        AliasInfo::compute_with(g, &[])
+    }
+
+    /// As [`AliasInfo::compute`], with the outcome of some `reshape` and
+    /// `contiguous` nodes known (from a run): per node index, `Some(true)`
+    /// when the result aliased its receiver, `Some(false)` when it copied.
+    pub fn compute_with(g: &Graph, outcomes: &[Option<bool>]) -> AliasInfo {
         let n = g.values.len();
         let mut a = AliasInfo {
             storage: vec![StorageId(0); n],
@@ -78,10 +85,19 @@ impl AliasInfo {
                 }
             }
         }
-        for node in &g.nodes {
+        for (k, node) in g.nodes.iter().enumerate() {
             let recv = node.receiver();
+            let outcome = outcomes.get(k).copied().flatten();
             if let Some(v) = node.out {
                 match (node.op.alias_effect(), recv) {
+                    (AliasEffect::MaybeView | AliasEffect::MaybeSame, Some(_)) if outcome == Some(false) => {
+                        a.new_storage(v, StorageOwner::Intermediate(v));
+                    }
+                    (effect @ (AliasEffect::MaybeView | AliasEffect::MaybeSame), Some(p)) if outcome == Some(true) => {
+                        a.derive(v, p, effect);
+                        a.uncertain[v.index()] = a.uncertain[p.index()];
+                        noncontig[v.index()] = noncontig[p.index()] || breaks_contiguity(node.op, &node.args);
+                    }
                     (AliasEffect::MaybeView | AliasEffect::MaybeSame, Some(p)) if noncontig[p.index()] => {
                         // `reshape`/`contiguous` of a permuted or strided
                         // layout copies (the common case; uncertain).

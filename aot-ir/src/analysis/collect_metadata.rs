@@ -19,7 +19,7 @@
 use super::alias::{AliasInfo, LayoutTracker, StorageOwner};
 use super::observed::{is_to_dtype, mark_layout_uncertain, Observation, ObservedAlias, ObservedOutput};
 use crate::graph::Graph;
-use crate::op::OpClass;
+use crate::op::{AliasEffect, OpClass};
 use crate::schema::{mutation_type, InputAliasInfo, OutputAliasInfo, OutputType, ViewAndMutationMeta};
 use crate::types::{Arg, ValueId};
 use serde::{Deserialize, Serialize};
@@ -35,8 +35,9 @@ pub struct StaticMeta {
     pub mutates_inputs: bool,
     /// The graph draws random numbers (`rand_like`, `dropout`).
     pub has_random_ops: bool,
-    /// Some fact depends on whether a `reshape`/`contiguous` aliased its
-    /// receiver; the template assumes it did.
+    /// Some fact may depend on whether a `reshape`/`contiguous` aliased
+    /// its receiver (which inputs a write reaches, how an output aliases):
+    /// `explain()` redoes the template with what a run showed.
     pub uncertain: bool,
     /// Inputs whose gradient reaches an op run with grad mode on (the
     /// receiver of an in-place op included). A call in which none of them
@@ -170,7 +171,15 @@ impl CallFacts {
 impl StaticMeta {
     /// Analyses a graph. The graph must verify.
     pub fn compute(g: &Graph) -> StaticMeta {
-        let alias = AliasInfo::compute(g);
+        StaticMeta::compute_with(g, &[])
+    }
+
+    /// As [`StaticMeta::compute`], with the aliasing outcome of some
+    /// `reshape`/`contiguous` nodes known from a run (see
+    /// [`AliasInfo::compute_with`]): whether an input is mutated through
+    /// one can depend on it.
+    pub fn compute_with(g: &Graph, outcomes: &[Option<bool>]) -> StaticMeta {
+        let alias = AliasInfo::compute_with(g, outcomes);
         let mut layouts = LayoutTracker::new(g, &alias);
         let n_params = g.params.len();
         let mut inputs: Vec<InputTemplate> = g
@@ -310,6 +319,12 @@ impl StaticMeta {
         }
         mark_layout_uncertain(&mut outputs, &keys);
 
+        // A `reshape`/`contiguous` and a write: whether the write reaches an
+        // input can hang on the reshape's outcome.
+        let maybe_written_through_reshape =
+            g.nodes.iter().any(|n| matches!(n.op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame))
+                && g.nodes.iter().any(|n| n.op.is_inplace());
+        let uncertain = uncertain || maybe_written_through_reshape;
         let needs_observation = uncertain || inputs.iter().any(|i| i.mutates_metadata) || outputs.iter().any(|o| o.alias_uncertain);
         let mut meta = StaticMeta {
             mutates_inputs: inputs.iter().any(|i| i.mutates_data() || i.mutates_metadata),

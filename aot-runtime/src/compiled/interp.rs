@@ -17,6 +17,14 @@ use aot_ir::{Arg as IrArg, Graph, IrDType, Node, OpKind, ScalarValue};
 
 /// Runs `g` on `args` and returns its outputs.
 pub(crate) fn run(g: &Graph, args: &[Arg]) -> Result<Vec<Tensor>> {
+    run_recording(g, args, &mut Vec::new())
+}
+
+/// [`run`], recording per node whether a `reshape`/`contiguous` result
+/// aliased its receiver (`None` for other nodes).
+pub(crate) fn run_recording(g: &Graph, args: &[Arg], outcomes: &mut Vec<Option<bool>>) -> Result<Vec<Tensor>> {
+    use aot_ir::op::AliasEffect;
+    outcomes.clear();
     let scalars = scalar_values(g, args)?;
     let mut env: Vec<Option<Tensor>> = vec![None; g.values.len()];
     for (p, a) in g.params.iter().zip(args) {
@@ -30,6 +38,9 @@ pub(crate) fn run(g: &Graph, args: &[Arg]) -> Result<Vec<Tensor>> {
             exec(&Ctx { node, env: &env, scalars: &scalars })
         };
         let t = result.map_err(|e| e.in_function(&g.name, blame(g, node)))?;
+        let maybe = matches!(node.op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame);
+        let recv = node.receiver().and_then(|r| env.get(r.index()).cloned().flatten());
+        outcomes.push(recv.filter(|_| maybe).map(|r| t.shares_storage_with(&r)));
         if let Some(out) = node.out {
             env[out.index()] = Some(t);
         }

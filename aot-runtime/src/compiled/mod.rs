@@ -106,8 +106,13 @@ impl CompiledFn {
             // A run that fails leaves the template's answer (the call fails too).
             if let Some(run) = run {
                 if self.meta.needs_observation {
-                    facts.observed = Some(run.observation(&self.meta));
-                    fw_metadata = self.meta.complete(&facts);
+                    // Where a `reshape`/`contiguous` decides whether an
+                    // input is written, the template is redone knowing
+                    // what they did.
+                    let redone = run.outcomes.iter().any(Option::is_some).then(|| StaticMeta::compute_with(&self.graph, &run.outcomes));
+                    let meta = redone.as_ref().unwrap_or(&self.meta);
+                    facts.observed = Some(run.observation(meta));
+                    fw_metadata = meta.complete(&facts);
                 }
                 if any_grad {
                     fw_metadata.traced_tangents = tangents::traced_tangents(&run, &fw_metadata).unwrap_or_default();

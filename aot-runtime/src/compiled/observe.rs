@@ -25,6 +25,8 @@ pub(crate) struct CopyRun {
     pub(crate) copies: Vec<Option<Tensor>>,
     before: Vec<Option<Layout>>,
     pub(crate) outs: Vec<Tensor>,
+    /// Per source node: whether a `reshape`/`contiguous` aliased.
+    pub(crate) outcomes: Vec<Option<bool>>,
 }
 
 impl CopyRun {
@@ -35,8 +37,9 @@ impl CopyRun {
         let copies = deep_copy_args(args).ok()?;
         let before = copies.iter().map(|c| c.as_ref().map(Tensor::layout)).collect();
         let copy_args: Vec<Arg> = args.iter().zip(&copies).map(|(a, c)| c.as_ref().map_or(*a, Arg::Tensor)).collect();
-        let outs = interp::run(g, &copy_args).ok()?;
-        Some(CopyRun { copies, before, outs })
+        let mut outcomes = Vec::new();
+        let outs = interp::run_recording(g, &copy_args, &mut outcomes).ok()?;
+        Some(CopyRun { copies, before, outs, outcomes })
     }
 
     /// What the run shows about metadata mutations and output aliasing.
