@@ -24,10 +24,57 @@ pub struct StorageSpec {
     /// The shape of the base tensor (contiguous over the whole storage);
     /// `None` for a flat `[len]` base that no argument is.
     pub base_shape: Option<Vec<usize>>,
-    /// The base is a leaf that requires grad.
+    /// The base requires grad (a leaf, or a value computed from one: see
+    /// `state`).
     pub requires_grad: bool,
     /// Values are `value(seed, i)`.
     pub seed: usize,
+    /// How the base and the views of it got their autograd state.
+    pub state: GradState,
+}
+
+/// The autograd history of a storage's base and of the arguments that view
+/// it: the ordinary one, and the unusual states a hostile caller can build
+/// (each a state eager autograd judges differently on an in-place write).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GradState {
+    /// The base is a leaf; `requires_grad` is set before any view is taken.
+    #[default]
+    Plain,
+    /// Views are taken first, then the base gets `requires_grad_(true)`:
+    /// the views do not require grad until the storage is written.
+    ViewsBeforeRequiresGrad,
+    /// The views are made under `no_grad` (after `requires_grad_`).
+    NoGradViews,
+    /// Views made under `no_grad`; then the base gains history in place
+    /// (`base.mul_(one)` with `one` a leaf that requires grad).
+    NoGradViewsThenHistory,
+    /// Views made with grad on; then the base gains history in place.
+    ViewsThenHistory,
+    /// The base is a non-leaf (`leaf * 1`) that requires grad.
+    NonLeafBase,
+}
+
+impl GradState {
+    /// Every unusual state, for the generator.
+    pub const UNUSUAL: [GradState; 5] = [
+        GradState::ViewsBeforeRequiresGrad,
+        GradState::NoGradViews,
+        GradState::NoGradViewsThenHistory,
+        GradState::ViewsThenHistory,
+        GradState::NonLeafBase,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            GradState::Plain => "plain",
+            GradState::ViewsBeforeRequiresGrad => "views taken before requires_grad_",
+            GradState::NoGradViews => "views made under no_grad",
+            GradState::NoGradViewsThenHistory => "no_grad views, then the base gained history",
+            GradState::ViewsThenHistory => "views, then the base gained history",
+            GradState::NonLeafBase => "a non-leaf base",
+        }
+    }
 }
 
 /// Where one argument comes from.
@@ -69,6 +116,9 @@ pub struct Materialised {
     /// The tensor of each argument (`None` for scalars).
     pub tensors: Vec<Option<Tensor>>,
     pub scalars: Vec<Option<f64>>,
+    /// Leaves that are not storage bases (the leaf under a non-leaf base,
+    /// the factor a base gained history from), whose gradients count too.
+    pub leaves: Vec<Tensor>,
 }
 
 impl Materialised {
@@ -86,9 +136,11 @@ impl Materialised {
 }
 
 impl ArgTemplate {
-    /// Fresh tensors with the template's values, layouts and sharing.
+    /// Fresh tensors with the template's values, layouts, sharing and
+    /// autograd states.
     pub fn materialise(&self) -> Result<Materialised> {
         let mut bases = Vec::with_capacity(self.storages.len());
+        let mut leaves = vec![];
         for s in &self.storages {
             let vals: Vec<f64> = (0..s.len).map(|i| value(s.seed, i)).collect();
             let shape = s.base_shape.clone().unwrap_or_else(|| vec![s.len]);
@@ -97,9 +149,15 @@ impl ArgTemplate {
                 DType::F64 => Tensor::from_vec(vals, &shape, &Device::Cpu)?,
                 other => Tensor::from_vec(vals, &shape, &Device::Cpu)?.to_dtype(other)?,
             };
-            if s.requires_grad {
-                base.requires_grad_(true)?;
-            }
+            let base = match s.state {
+                _ if !s.requires_grad => base,
+                GradState::Plain | GradState::NoGradViews => base.requires_grad_(true)?,
+                GradState::NonLeafBase => {
+                    leaves.push(base.requires_grad_(true)?);
+                    base.mul(1.0)?
+                }
+                _ => base,
+            };
             bases.push(base);
         }
         let mut tensors: Vec<Option<Tensor>> = Vec::with_capacity(self.args.len());
@@ -107,14 +165,37 @@ impl ArgTemplate {
         for a in &self.args {
             let (t, s) = match a {
                 ArgSpec::Base(k) => (Some(bases[*k].clone()), None),
-                ArgSpec::View { storage, size, stride, offset } => (Some(bases[*storage].as_strided(size, stride, *offset)?), None),
+                ArgSpec::View { storage, size, stride, offset } => {
+                    let no_grad = matches!(self.storages[*storage].state, GradState::NoGradViews | GradState::NoGradViewsThenHistory);
+                    let v = if no_grad {
+                        aot_runtime::no_grad(|| bases[*storage].as_strided(size, stride, *offset))?
+                    } else {
+                        bases[*storage].as_strided(size, stride, *offset)?
+                    };
+                    (Some(v), None)
+                }
                 ArgSpec::Same(j) => (tensors[*j].clone(), None),
                 ArgSpec::Scalar(v) => (None, Some(*v)),
             };
             tensors.push(t);
             scalars.push(s);
         }
-        Ok(Materialised { bases, tensors, scalars })
+        // The states that change after the views were taken.
+        for (s, base) in self.storages.iter().zip(&bases) {
+            match s.state {
+                _ if !s.requires_grad => {}
+                GradState::ViewsBeforeRequiresGrad => {
+                    base.requires_grad_(true)?;
+                }
+                GradState::NoGradViewsThenHistory | GradState::ViewsThenHistory => {
+                    let one = Tensor::ones(&[1], self.dtype, &Device::Cpu)?.requires_grad_(true)?;
+                    base.mul_(&one)?;
+                    leaves.push(one);
+                }
+                _ => {}
+            }
+        }
+        Ok(Materialised { bases, tensors, scalars, leaves })
     }
 
     /// The storage elements argument `j` covers, and its storage.
@@ -176,6 +257,9 @@ impl ArgTemplate {
         if self.requires_grad() {
             f.push("requires_grad");
         }
+        for s in self.storages.iter().filter(|s| s.state != GradState::Plain) {
+            f.push(s.state.name());
+        }
         if f.is_empty() || f == ["scalar"] {
             f.push("independent contiguous tensors only");
         }
@@ -202,6 +286,9 @@ impl fmt::Display for ArgTemplate {
             if s.requires_grad {
                 write!(f, ", requires_grad")?;
             }
+            if s.state != GradState::Plain {
+                write!(f, ", {}", s.state.name())?;
+            }
             writeln!(f)?;
         }
         for (j, a) in self.args.iter().enumerate() {
@@ -223,6 +310,12 @@ impl fmt::Display for ArgTemplate {
 pub struct TemplateOptions {
     /// Chance, in percent, that a storage's base requires grad.
     pub requires_grad_percent: u32,
+    /// Chance, in percent, that a storage is in an unusual autograd state
+    /// ([`GradState::UNUSUAL`]).
+    pub unusual_state_percent: u32,
+    /// Chance, in percent, that the call gets one bad argument: a tensor of
+    /// another shape, or a scalar that is not finite or is huge.
+    pub bad_arg_percent: u32,
 }
 
 /// A layout of `shape`: contiguous, permuted, every other element, or with
@@ -275,7 +368,8 @@ pub fn gen_template(c: &mut Choices, params: &[ParamSpec], dtype: DType, opts: &
     let mut next_seed = 0;
     let new_storage = |storages: &mut Vec<StorageSpec>, places: &mut Vec<Place>, c: &mut Choices, seed: &mut usize| {
         let requires_grad = opts.requires_grad_percent > 0 && c.chance(opts.requires_grad_percent, 100);
-        storages.push(StorageSpec { len: 0, base_shape: None, requires_grad, seed: *seed });
+        let state = gen_state(c, opts);
+        storages.push(StorageSpec { len: 0, base_shape: None, requires_grad, seed: *seed, state });
         places.push(Place { used: 0, growable: true });
         *seed += 1;
         storages.len() - 1
@@ -365,7 +459,45 @@ pub fn gen_template(c: &mut Choices, params: &[ParamSpec], dtype: DType, opts: &
             _ => push_base(&mut storages, &mut places, &mut args, &mut arg_storage, c, &mut next_seed, opts, shape),
         }
     }
-    ArgTemplate { dtype, storages, args }
+    let mut tpl = ArgTemplate { dtype, storages, args };
+    if opts.bad_arg_percent > 0 && c.chance(opts.bad_arg_percent, 100) {
+        spoil_one_arg(c, &mut tpl);
+    }
+    tpl
+}
+
+fn gen_state(c: &mut Choices, opts: &TemplateOptions) -> GradState {
+    if opts.unusual_state_percent > 0 && c.chance(opts.unusual_state_percent, 100) {
+        *c.pick(&GradState::UNUSUAL)
+    } else {
+        GradState::Plain
+    }
+}
+
+/// Replaces one argument with a bad one: a fresh tensor of a shape the
+/// program did not ask for (one more or one fewer dim, a size changed, an
+/// empty size), or a scalar that is NaN, infinite or huge.
+fn spoil_one_arg(c: &mut Choices, tpl: &mut ArgTemplate) {
+    if tpl.args.is_empty() {
+        return;
+    }
+    let j = c.below(tpl.args.len());
+    if let ArgSpec::Scalar(v) = &mut tpl.args[j] {
+        *v = *c.pick(&[f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e300, -1e300, 9.223372036854776e18, 0.0]);
+        return;
+    }
+    // Keep the same-tensor links consistent: later `Same(j)` follow the new tensor.
+    let shape: Vec<usize> = match c.below(4) {
+        0 => vec![],
+        1 => vec![2, 1, 3],
+        2 => vec![0, 2],
+        _ => vec![5],
+    };
+    let n = numel(&shape);
+    let seed = tpl.storages.len() + 100;
+    let requires_grad = c.chance(1, 3) && tpl.dtype.is_float();
+    tpl.storages.push(StorageSpec { len: n, base_shape: Some(shape), requires_grad, seed, state: GradState::Plain });
+    tpl.args[j] = ArgSpec::Base(tpl.storages.len() - 1);
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -381,7 +513,8 @@ fn push_base(
 ) {
     let requires_grad = opts.requires_grad_percent > 0 && c.chance(opts.requires_grad_percent, 100);
     let n = numel(&shape);
-    storages.push(StorageSpec { len: n, base_shape: Some(shape), requires_grad, seed: *seed });
+    let state = gen_state(c, opts);
+    storages.push(StorageSpec { len: n, base_shape: Some(shape), requires_grad, seed: *seed, state });
     places.push(Place { used: n, growable: false });
     *seed += 1;
     args.push(ArgSpec::Base(storages.len() - 1));
@@ -396,7 +529,7 @@ mod tests {
     fn materialisations_are_independent_and_alike() {
         let tpl = ArgTemplate {
             dtype: DType::F64,
-            storages: vec![StorageSpec { len: 6, base_shape: Some(vec![2, 3]), requires_grad: false, seed: 0 }],
+            storages: vec![StorageSpec { len: 6, base_shape: Some(vec![2, 3]), requires_grad: false, seed: 0, state: GradState::Plain }],
             args: vec![
                 ArgSpec::Base(0),
                 ArgSpec::View { storage: 0, size: vec![3], stride: vec![1], offset: 2 },
@@ -425,7 +558,7 @@ mod tests {
         ];
         for seed in 0..500u32 {
             let data: Vec<u32> = (0..64).map(|k| seed.wrapping_mul(2654435761).wrapping_add(k * 40503) >> 7).collect();
-            let tpl = gen_template(&mut Choices::new(&data), &params, DType::F32, &TemplateOptions { requires_grad_percent: 20 });
+            let tpl = gen_template(&mut Choices::new(&data), &params, DType::F32, &TemplateOptions { requires_grad_percent: 20, unusual_state_percent: 30, ..Default::default() });
             let m = tpl.materialise().unwrap_or_else(|e| panic!("{tpl}: {e}"));
             for (p, t) in params.iter().zip(&m.tensors) {
                 assert_eq!(p.shape().map(<[usize]>::to_vec), t.as_ref().map(Tensor::shape), "{tpl}");

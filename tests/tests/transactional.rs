@@ -24,7 +24,7 @@
 use aot_ir::graph::args::{f, i, ints, t};
 use aot_ir::{Arg as IrArg, Graph, GraphBuilder, OpKind, ParamType, ReturnKind, ValueId};
 use aot_runtime::{CompiledFn, DType};
-use aot_tests::alias::{ArgSpec, ArgTemplate, StorageSpec};
+use aot_tests::alias::{ArgSpec, ArgTemplate, GradState, StorageSpec};
 use aot_tests::snapshot::{snapshot_all, TensorSnapshot};
 
 /// The ops injected to fail, in turn: each names itself in its error.
@@ -109,7 +109,7 @@ struct Case {
 }
 
 fn st(len: usize, base_shape: Option<&[usize]>, seed: usize) -> StorageSpec {
-    StorageSpec { len, base_shape: base_shape.map(<[usize]>::to_vec), requires_grad: false, seed }
+    StorageSpec { len, base_shape: base_shape.map(<[usize]>::to_vec), requires_grad: false, seed, state: GradState::Plain }
 }
 
 fn view(storage: usize, size: &[usize], stride: &[usize], offset: usize) -> ArgSpec {
@@ -247,7 +247,7 @@ fn cases() -> Vec<Case> {
             },
             patterns: vec![tpl(
                 F64,
-                vec![StorageSpec { len: 6, base_shape: Some(vec![2, 3]), requires_grad: true, seed: 0 }],
+                vec![StorageSpec { len: 6, base_shape: Some(vec![2, 3]), requires_grad: true, seed: 0, state: GradState::Plain }],
                 vec![ArgSpec::Base(0)],
             )],
         },

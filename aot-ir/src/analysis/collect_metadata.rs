@@ -215,6 +215,11 @@ impl StaticMeta {
             }
         }
         let mut grad_mode_deps: BTreeSet<usize> = BTreeSet::new();
+        // Views made under `no_grad` (and views of them) keep the gradient
+        // dependencies their base had when they were made: eager never
+        // regenerates their history from the base, so a later write to
+        // the base does not make them require grad.
+        let mut frozen: HashMap<ValueId, BTreeSet<usize>> = HashMap::new();
 
         for (k, node) in g.nodes.iter().enumerate() {
             layouts.apply(g, &alias, k);
@@ -254,6 +259,9 @@ impl StaticMeta {
                         uncertain |= alias.uncertain[t.index()];
                     }
                     if !node.no_grad {
+                        if let Some(f) = frozen.get_mut(&t) {
+                            f.extend(sources.iter().copied());
+                        }
                         deps.entry(group(t)).or_default().extend(sources);
                     }
                 }
@@ -267,6 +275,17 @@ impl StaticMeta {
                 }
                 OpClass::View | OpClass::Compute => {
                     let Some(out) = node.out else { continue };
+                    if node.class() == OpClass::View && node.op.alias_effect() == AliasEffect::View {
+                        if let Some(r) = node.receiver() {
+                            let held = match frozen.get(&r) {
+                                Some(f) => Some(f.clone()),
+                                None => node.no_grad.then(|| deps.get(&group(r)).cloned().unwrap_or_default()),
+                            };
+                            if let Some(h) = held {
+                                frozen.insert(out, h);
+                            }
+                        }
+                    }
                     // Views and `contiguous` join their receiver's group; the
                     // receiver's dependencies are already the group's.
                     if group(out) == out {
@@ -312,7 +331,7 @@ impl StaticMeta {
                 storage: alias.storage_of(v).0,
                 layout_key,
                 base: alias.autograd_base[v.index()],
-                grad_deps: deps.get(&group(v)).map(|s| s.iter().copied().collect()).unwrap_or_default(),
+                grad_deps: frozen.get(&v).or_else(|| deps.get(&group(v))).map(|s| s.iter().copied().collect()).unwrap_or_default(),
                 static_type: None,
                 alias_uncertain: alias.uncertain[v.index()] || is_to_dtype(g, alias.owner_of(v)),
             });

@@ -158,6 +158,9 @@ impl CompiledFn {
     #[doc(hidden)]
     pub fn __call(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
         let scalars = arg::scalar_values(&self.graph, args)?;
+        if self.unusual_autograd_state(args).is_some() {
+            return self.run_reference(args);
+        }
         let records_grad = self.records_grad(args);
         let key = GuardKey::of(args, &self.meta);
         let spec = self.cache.get(&self.graph, &self.meta, key)?;
@@ -218,6 +221,15 @@ impl CompiledFn {
         reference::run(&self.graph, &self.meta, args)
     }
 
+    /// An argument in an autograd state the compiled paths do not model,
+    /// when the function may write an argument (`reference.rs`).
+    fn unusual_autograd_state(&self, args: &[Arg]) -> Option<(usize, &'static str)> {
+        if !is_grad_enabled() || !reference::may_write(&self.graph, &self.meta) {
+            return None;
+        }
+        reference::unusual_autograd_state(args)
+    }
+
     /// A call records history only when an op run with grad mode on reads
     /// a value that requires grad. Otherwise (say, an optimizer step whose
     /// writes to the parameters are all under `no_grad!`) it is an
@@ -234,6 +246,9 @@ impl CompiledFn {
     #[doc(hidden)]
     pub fn __call_path(&self, args: &[Arg]) -> Result<String> {
         arg::scalar_values(&self.graph, args)?;
+        if let Some((p, why)) = self.unusual_autograd_state(args) {
+            return Ok(format!("eager reference: argument {p} is {why}"));
+        }
         if !self.records_grad(args) {
             return Ok("inference".into());
         }

@@ -10,6 +10,13 @@
 //! errors, and autograd's refusals of in-place writes to leaves and views
 //! of leaves), before anything was written. Its history is never
 //! backpropagated: a non-leaf's `grad_fn` is a stand-in with no edges.
+//!
+//! Compiled calls also come here when an argument is in an autograd state
+//! the compiled paths do not model ([`unusual_autograd_state`]) and the
+//! function has an in-place op: eager's refusals of in-place writes then
+//! depend on the order of the writes (a view taken before its base
+//! required grad starts requiring grad once its storage is written), which
+//! only running the function in order can tell.
 
 use super::arg::Arg;
 use super::interp;
@@ -23,10 +30,7 @@ use std::sync::Arc;
 /// Runs `g` eagerly on `args`, after a dry run on replicas when the
 /// function may write its inputs.
 pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tensor>> {
-    // Whether an input is written can depend on a `reshape`'s aliasing,
-    // which the static metadata leaves undecided: any in-place op counts.
-    let may_write = meta.mutates_inputs || g.nodes.iter().any(|n| n.op.is_inplace() || n.class() == aot_ir::OpClass::MetadataMutation);
-    if may_write {
+    if may_write(g, meta) {
         let rng = meta.has_random_ops.then(crate::ops::rng_snapshot);
         let dry = replicas(args).and_then(|reps| {
             let rep_args: Vec<Arg> = args.iter().zip(&reps).map(|(a, r)| r.as_ref().map_or(*a, Arg::Tensor)).collect();
@@ -38,6 +42,48 @@ pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tens
         dry?;
     }
     interp::run(g, args)
+}
+
+/// Whether the function may write an argument. Whether an input is
+/// written can depend on a `reshape`'s aliasing, which the static metadata
+/// leaves undecided: any in-place op counts.
+pub(crate) fn may_write(g: &Graph, meta: &StaticMeta) -> bool {
+    meta.mutates_inputs || g.nodes.iter().any(|n| n.op.is_inplace() || n.class() == aot_ir::OpClass::MetadataMutation)
+}
+
+/// The first tensor argument whose autograd state the compiled paths do
+/// not model, with why: a view of a tensor that requires grad that
+/// - was made under `no_grad`;
+/// - does not carry its base's history (taken before the base required
+///   grad), or carries a stale one (the storage was written since);
+/// - is a view of a leaf (eager refuses in-place writes to it, and the
+///   order of a function's writes decides which one fails first).
+///
+/// Views made with grad on of a non-leaf, and plain tensors, are modelled.
+pub(crate) fn unusual_autograd_state(args: &[Arg]) -> Option<(usize, &'static str)> {
+    args.iter().enumerate().find_map(|(p, a)| {
+        let t = a.tensor()?;
+        let (view, has_fn, fn_version) = {
+            let s = t.state();
+            (s.ag.view.clone(), s.ag.grad_fn.is_some(), s.ag.grad_fn_version)
+        };
+        let v = view?;
+        if !v.base.requires_grad() {
+            return None;
+        }
+        let why = if v.created_in_no_grad {
+            "a view made under no_grad of a tensor that requires grad"
+        } else if !has_fn {
+            "a view taken before its base required grad"
+        } else if fn_version != t.version() {
+            "a view whose base was written since it was taken"
+        } else if v.base.is_leaf() {
+            "a view of a leaf that requires grad"
+        } else {
+            return None;
+        };
+        Some((p, why))
+    })
 }
 
 #[derive(Default)]
@@ -70,9 +116,9 @@ impl Replicas {
                 c
             }
         };
-        let (requires_grad, non_leaf, view) = {
+        let (requires_grad, non_leaf, view, stale) = {
             let s = t.state();
-            (s.ag.requires_grad, s.ag.grad_fn.is_some(), s.ag.view.clone())
+            (s.ag.requires_grad, s.ag.grad_fn.is_some(), s.ag.view.clone(), s.ag.grad_fn_version != t.version())
         };
         let view = match view {
             Some(v) => Some(ViewInfo { base: self.replica(&v.base)?, created_in_no_grad: v.created_in_no_grad }),
@@ -81,8 +127,10 @@ impl Replicas {
         let ag =
             AutogradMeta { requires_grad, grad_fn: non_leaf.then(|| Node::new(BackwardOp::Identity, vec![])), view, ..Default::default() };
         let rep = Tensor::from_parts(storage, t.layout(), ag);
+        // A view whose history is stale stays stale: its `grad_fn` is
+        // regenerated from its base on next use, as the original's is.
         let version = rep.version();
-        rep.state_mut().ag.grad_fn_version = version;
+        rep.state_mut().ag.grad_fn_version = if stale { version.wrapping_sub(1) } else { version };
         self.tensors.push((t.clone(), rep.clone()));
         Ok(rep)
     }

@@ -1,0 +1,391 @@
+//! The comparison at the heart of the differential tests and the fuzzers:
+//! one call run through the eager reference (`CompiledFn::run_eager`) and
+//! through compiled execution (`CompiledFn::__call`) on two independent
+//! materialisations of one argument template, and everything observable
+//! compared (see `tests/differential.rs` for the list). [`Stats`] counts
+//! what a run covered and how calls failed.
+
+use crate::alias::{ArgTemplate, Materialised};
+use crate::oracle_loss;
+use crate::progen::PROGRAM_NAME;
+use crate::snapshot::{snapshot_all, values_close, TensorSnapshot};
+use aot_runtime::{CompiledFn, DType, Tensor};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+// ---------------------------------------------------------------------------
+// Statistics
+
+#[derive(Default)]
+pub struct Stats {
+    pub generated: AtomicUsize,
+    pub static_refused: AtomicUsize,
+    pub new_rejected: AtomicUsize,
+    pub accepted: AtomicUsize,
+    pub calls: AtomicUsize,
+    pub both_ok: AtomicUsize,
+    pub both_err: AtomicUsize,
+    pub grads_compared: AtomicUsize,
+    pub not_transactional: AtomicUsize,
+    pub explain_failed_on_ok_call: AtomicUsize,
+    pub explain_panicked: AtomicUsize,
+    pub eager_panicked: AtomicUsize,
+    /// How often each op appears in accepted programs.
+    pub ops: Mutex<BTreeMap<&'static str, usize>>,
+    /// How often each alias feature appears in the calls' patterns.
+    pub patterns: Mutex<BTreeMap<&'static str, usize>>,
+    /// Why calls failed (both paths), by the eager message with digits removed.
+    pub errors: Mutex<BTreeMap<String, usize>>,
+    /// Which path the compiled calls took (`CompiledFn::__call_path`).
+    pub paths: Mutex<BTreeMap<String, usize>>,
+}
+
+pub fn count<K: Ord>(m: &Mutex<BTreeMap<K, usize>>, k: K) {
+    *m.lock().unwrap_or_else(|e| e.into_inner()).entry(k).or_insert(0) += 1;
+}
+
+pub fn bump(c: &AtomicUsize) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+pub fn get(c: &AtomicUsize) -> usize {
+    c.load(Ordering::Relaxed)
+}
+
+impl Stats {
+    pub fn summary(&self, name: &str, secs: f64) -> String {
+        let gen = get(&self.generated).max(1);
+        let calls = get(&self.calls).max(1);
+        format!(
+            "{name}: {} programs generated, {} accepted ({:.1}%; {} refused at compile time, {} rejected by CompiledFn::new); \
+             {} calls: {} both Ok ({:.1}%), {} both Err; gradients compared on {}; \
+             failing compiled calls that changed their inputs (not transactional): {}; explain() failed on {} successful calls and panicked on {} calls; the eager reference panicked {} times; {:.1} s",
+            get(&self.generated),
+            get(&self.accepted),
+            100.0 * get(&self.accepted) as f64 / gen as f64,
+            get(&self.static_refused),
+            get(&self.new_rejected),
+            get(&self.calls),
+            get(&self.both_ok),
+            100.0 * get(&self.both_ok) as f64 / calls as f64,
+            get(&self.both_err),
+            get(&self.grads_compared),
+            get(&self.not_transactional),
+            get(&self.explain_failed_on_ok_call),
+            get(&self.explain_panicked),
+            get(&self.eager_panicked),
+            secs,
+        )
+    }
+
+    /// The op and alias-pattern coverage, and the failure reasons.
+    pub fn coverage(&self) -> String {
+        let show = |m: &Mutex<BTreeMap<&'static str, usize>>| {
+            m.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+        };
+        let mut errors: Vec<(usize, String)> =
+            self.errors.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| (*v, k.clone())).collect();
+        errors.sort_by(|a, b| b.cmp(a));
+        let errors: Vec<String> = errors.iter().take(12).map(|(n, m)| format!("  {n:6} {m}")).collect();
+        let paths = self.paths.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| format!("  {v:6} {k}")).collect::<Vec<_>>();
+        format!(
+            "ops: {}
+alias patterns: {}
+call paths:
+{}
+most common failures:
+{}",
+            show(&self.ops),
+            show(&self.patterns),
+            paths.join("\n"),
+            errors.join("\n")
+        )
+    }
+}
+
+/// A check that is on unless the variable is set to `0`.
+pub fn env_flag_on(name: &str) -> bool {
+    std::env::var(name).map_or(true, |v| v != "0")
+}
+
+// ---------------------------------------------------------------------------
+// Comparison of one call
+
+pub fn tol(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => 1e-9,
+        _ => 1e-4,
+    }
+}
+
+pub fn vals(t: &Tensor) -> Vec<f64> {
+    t.to_vec::<f64>().unwrap_or_default()
+}
+
+/// Compares two tensors that should be alike (one from each path).
+pub fn compare_tensor(what: &str, e: &Tensor, c: &Tensor, tol: f64, errs: &mut Vec<String>) {
+    if e.dtype() != c.dtype() {
+        errs.push(format!("{what}: dtype: eager {:?}, compiled {:?}", e.dtype(), c.dtype()));
+    }
+    if e.shape() != c.shape() {
+        errs.push(format!("{what}: shape: eager {:?}, compiled {:?}", e.shape(), c.shape()));
+        return;
+    }
+    if e.stride() != c.stride() {
+        errs.push(format!("{what}: stride: eager {:?}, compiled {:?}", e.stride(), c.stride()));
+    }
+    if e.storage_offset() != c.storage_offset() {
+        errs.push(format!("{what}: storage_offset: eager {}, compiled {}", e.storage_offset(), c.storage_offset()));
+    }
+    let (ev, cv) = (vals(e), vals(c));
+    if !values_close(&cv, &ev, tol) {
+        errs.push(format!("{what}: values: eager {ev:?}, compiled {cv:?}"));
+    }
+    if e.requires_grad() != c.requires_grad() {
+        errs.push(format!("{what}: requires_grad: eager {}, compiled {}", e.requires_grad(), c.requires_grad()));
+    }
+    if e.is_leaf() != c.is_leaf() {
+        errs.push(format!("{what}: is_leaf: eager {}, compiled {}", e.is_leaf(), c.is_leaf()));
+    }
+}
+
+/// Whether an output is an autograd view (has a `view_base()`). Which
+/// tensor the base is can differ: compiled calls regenerate aliases of
+/// inputs from the caller's tensors, while eager may leave them based on a
+/// detached alias made inside the call. Only view-ness is compared.
+pub fn base_class(o: &Tensor, _m: &Materialised) -> String {
+    match o.view_base() {
+        None => "not a view".into(),
+        Some(_) => "a view".into(),
+    }
+}
+
+/// Runs one call both ways and compares everything observable.
+pub fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<(), String> {
+    let a = tpl.materialise().map_err(|e| format!("materialising the arguments failed: {e}"))?;
+    let b = tpl.materialise().map_err(|e| format!("materialising the arguments failed: {e}"))?;
+    let before_a = snapshot_all(&a.tensors);
+    let before_b = snapshot_all(&b.tensors);
+    // `explain` is not what this test checks, but it must not fail where the
+    // call succeeds, and must never panic: both are counted and reported.
+    let explained = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.explain(&b.args()))) {
+        Ok(r) => r.map(|_| ()).map_err(|e| e.to_string()),
+        Err(p) => {
+            if strict() {
+                return Err(format!("explain() panicked: {}", panic_message(&*p)));
+            }
+            if get(&stats.explain_panicked) == 0 {
+                eprintln!("explain() panicked ({}) on\n{}\nwith\n{tpl}", panic_message(&*p), f.graph());
+            }
+            bump(&stats.explain_panicked);
+            Err("panicked".into())
+        }
+    };
+    bump(&stats.calls);
+    let eager = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.run_eager(&a.args()))) {
+        Ok(r) => r,
+        Err(p) => return eager_panicked(stats, "run_eager", &*p, f, tpl),
+    };
+    count(&stats.paths, f.__call_path(&b.args()).unwrap_or_else(|e| format!("error: {e}")));
+    let compiled = f.__call(&b.args());
+    let tol = tol(tpl.dtype);
+    for feature in tpl.features() {
+        count(&stats.patterns, feature);
+    }
+    let mut errs = vec![];
+    match (eager, compiled) {
+        (Err(ee), Err(ce)) => {
+            bump(&stats.both_err);
+            count(&stats.errors, ee.to_string().chars().filter(|c| !c.is_ascii_digit()).take(140).collect());
+            let msg = ce.to_string();
+            if !msg.contains(&format!("`{PROGRAM_NAME}`")) {
+                errs.push(format!("the compiled error does not name the function: {msg}"));
+            }
+            let after = snapshot_all(&b.tensors);
+            let changed: Vec<String> = before_b
+                .iter()
+                .zip(&after)
+                .enumerate()
+                .filter_map(|(j, (x, y))| match (x, y) {
+                    (Some(x), Some(y)) => {
+                        let d = y.diff(x);
+                        (!d.is_empty()).then(|| format!("argument {j}: {}", d.join("; ")))
+                    }
+                    _ => None,
+                })
+                .collect();
+            if !changed.is_empty() {
+                if env_flag_on("AOT_DIFF_TRANSACTIONAL") {
+                    errs.push(format!("the failing compiled call ({msg}) changed its inputs: {}", changed.join(" | ")));
+                } else {
+                    bump(&stats.not_transactional);
+                }
+            }
+        }
+        (Ok(_), Err(ce)) => errs.push(format!("eager succeeded, compiled failed: {ce}")),
+        (Err(ee), Ok(_)) => errs.push(format!("eager failed ({ee}), compiled succeeded")),
+        (Ok(eo), Ok(co)) => {
+            bump(&stats.both_ok);
+            if let Err(e) = &explained {
+                if get(&stats.explain_failed_on_ok_call) == 0 && e != "panicked" {
+                    eprintln!("explain() failed ({e}) on a call that succeeds:\n{}\nwith\n{tpl}", f.graph());
+                }
+                bump(&stats.explain_failed_on_ok_call);
+                if strict() {
+                    errs.push(format!("explain() failed on a call that succeeds: {e}"));
+                }
+            }
+            compare_ok(f, tpl, &a, &b, &before_a, &before_b, &eo, &co, tol, stats, &mut errs);
+        }
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs.join("\n"))
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn compare_ok(
+    f: &CompiledFn,
+    tpl: &ArgTemplate,
+    a: &Materialised,
+    b: &Materialised,
+    _before_a: &[Option<TensorSnapshot>],
+    _before_b: &[Option<TensorSnapshot>],
+    eo: &[Tensor],
+    co: &[Tensor],
+    tol: f64,
+    stats: &Stats,
+    errs: &mut Vec<String>,
+) {
+    if eo.len() != co.len() {
+        errs.push(format!("number of outputs: eager {}, compiled {}", eo.len(), co.len()));
+        return;
+    }
+    for (k, (e, c)) in eo.iter().zip(co).enumerate() {
+        compare_tensor(&format!("output {k}"), e, c, tol, errs);
+        let (eb, cb) = (base_class(e, a), base_class(c, b));
+        if eb != cb {
+            errs.push(format!("output {k}: eager output is {eb}, compiled output is {cb}"));
+        }
+    }
+    for (j, (ea, ca)) in a.tensors.iter().zip(&b.tensors).enumerate() {
+        let (Some(ea), Some(ca)) = (ea, ca) else { continue };
+        let what = format!("argument {j} after the call");
+        compare_tensor(&what, ea, ca, tol, errs);
+        let (es, cs) = (vals(&ea.storage_as_1d()), vals(&ca.storage_as_1d()));
+        if !values_close(&cs, &es, tol) {
+            errs.push(format!("{what}: whole storage: eager {es:?}, compiled {cs:?}"));
+        }
+        // Version counters are not compared: eager bumps them once per
+        // in-place op (metadata mutations of internal views included), a
+        // compiled call once per mutation applied by its epilogue, as in
+        // PyTorch. A failing call must leave them alone (checked above).
+    }
+    // Sharing and identity: outputs against arguments and storage bases,
+    // and outputs against each other.
+    let known = |m: &Materialised| -> Vec<Tensor> { m.tensors.iter().flatten().cloned().chain(m.bases.iter().cloned()).collect() };
+    let (ka, kb) = (known(a), known(b));
+    for k in 0..eo.len() {
+        for (j, (x, y)) in ka.iter().zip(&kb).enumerate() {
+            let name = if j < a.tensors.iter().flatten().count() { format!("tensor argument #{j}") } else { "a storage base".into() };
+            if eo[k].shares_storage_with(x) != co[k].shares_storage_with(y) {
+                errs.push(format!(
+                    "output {k} shares storage with {name}: eager {}, compiled {}",
+                    eo[k].shares_storage_with(x),
+                    co[k].shares_storage_with(y)
+                ));
+            }
+            if eo[k].same_tensor(x) != co[k].same_tensor(y) {
+                errs.push(format!("output {k} is {name}: eager {}, compiled {}", eo[k].same_tensor(x), co[k].same_tensor(y)));
+            }
+        }
+        for l in 0..eo.len() {
+            if l != k && eo[k].shares_storage_with(&eo[l]) != co[k].shares_storage_with(&co[l]) {
+                errs.push(format!(
+                    "outputs {k} and {l} share storage: eager {}, compiled {}",
+                    eo[k].shares_storage_with(&eo[l]),
+                    co[k].shares_storage_with(&co[l])
+                ));
+            }
+            if l != k && eo[k].same_tensor(&eo[l]) != co[k].same_tensor(&co[l]) {
+                errs.push(format!(
+                    "outputs {k} and {l} are one tensor: eager {}, compiled {}",
+                    eo[k].same_tensor(&eo[l]),
+                    co[k].same_tensor(&co[l])
+                ));
+            }
+        }
+    }
+    if !errs.is_empty() || !eo.iter().any(Tensor::requires_grad) {
+        return;
+    }
+    // Gradients: the oracle's loss over the outputs that require grad.
+    bump(&stats.grads_compared);
+    let backward = |outs: &[Tensor]| -> Result<(), String> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match oracle_loss(outs).map_err(|e| e.to_string())? {
+            Some(l) => l.backward().map_err(|e| e.to_string()),
+            None => Ok(()),
+        }))
+        .map_err(|p| format!("panicked: {}", panic_message(&*p)))?
+    };
+    let eager = backward(eo);
+    if let Err(e) = &eager {
+        if let Some(m) = e.strip_prefix("panicked: ") {
+            // A bug of the eager reference: reported, not compared.
+            if let Err(e) = eager_panicked(stats, "the eager backward", &m.to_string(), f, tpl) {
+                errs.push(e);
+            }
+            return;
+        }
+    }
+    match (eager, backward(co)) {
+        (Ok(()), Ok(())) => {
+            let leaves = |m: &Materialised| -> Vec<Tensor> { m.bases.iter().chain(&m.leaves).cloned().collect() };
+            for (k, (x, y)) in leaves(a).iter().zip(&leaves(b)).enumerate() {
+                match (x.grad(), y.grad()) {
+                    (None, None) => {}
+                    (Some(gx), Some(gy)) => {
+                        let (vx, vy) = (vals(&gx), vals(&gy));
+                        if gx.shape() != gy.shape() || !values_close(&vy, &vx, tol) {
+                            errs.push(format!("grad of leaf #{k}: eager {vx:?}, compiled {vy:?}"));
+                        }
+                    }
+                    (gx, gy) => errs.push(format!("grad of leaf #{k}: eager {:?}, compiled {:?}", gx.is_some(), gy.is_some())),
+                }
+            }
+        }
+        (Err(_), Err(_)) => {}
+        // Functionalization removes the hazard eager's version counters
+        // guard against (a saved value modified in place later): compiled
+        // backward succeeds there, as in PyTorch's AOTAutograd.
+        (Err(x), Ok(())) if x.contains("modified by an inplace operation") => {}
+        (x, y) => errs.push(format!("backward: eager {x:?}, compiled {y:?}")),
+    }
+}
+
+
+/// AOT_DIFF_STRICT=1: panics of the eager reference and `explain()` failures
+/// fail the test (by default they are counted, and the first is printed).
+pub fn strict() -> bool {
+    env_flag_on("AOT_DIFF_STRICT")
+}
+
+/// Records a panic of the eager reference (a bug there, not a difference):
+/// printed the first time, counted, and a failure in strict mode.
+pub fn eager_panicked(stats: &Stats, what: &str, p: &(dyn std::any::Any + Send), f: &CompiledFn, tpl: &ArgTemplate) -> Result<(), String> {
+    let msg = panic_message(p);
+    if strict() {
+        return Err(format!("{what} panicked: {msg}"));
+    }
+    if get(&stats.eager_panicked) == 0 {
+        eprintln!("{what} panicked ({msg}) on\n{}\nwith\n{tpl}", f.graph());
+    }
+    bump(&stats.eager_panicked);
+    Ok(())
+}
+
+pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "(no message)".into())
+}
