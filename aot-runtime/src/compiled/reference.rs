@@ -52,14 +52,13 @@ pub(crate) fn may_write(g: &Graph, meta: &StaticMeta) -> bool {
 }
 
 /// The first tensor argument whose autograd state the compiled paths do
-/// not model, with why: a view of a tensor that requires grad that
-/// - was made under `no_grad`;
+/// not model, with why: a view made under `no_grad`, or a view of a tensor
+/// that requires grad that
 /// - does not carry its base's history (taken before the base required
 ///   grad), or carries a stale one (the storage was written since);
-/// - is a view of a leaf (eager refuses in-place writes to it, and the
-///   order of a function's writes decides which one fails first).
 ///
-/// Views made with grad on of a non-leaf, and plain tensors, are modelled.
+/// Views made with grad on that carry their base's current history, and
+/// plain tensors, are modelled.
 pub(crate) fn unusual_autograd_state(args: &[Arg]) -> Option<(usize, &'static str)> {
     args.iter().enumerate().find_map(|(p, a)| {
         let t = a.tensor()?;
@@ -68,17 +67,18 @@ pub(crate) fn unusual_autograd_state(args: &[Arg]) -> Option<(usize, &'static st
             (s.ag.view.clone(), s.ag.grad_fn.is_some(), s.ag.grad_fn_version)
         };
         let v = view?;
+        // Its base may gain history during the call (a write of a value
+        // that requires grad), after which eager refuses to write it.
+        if v.created_in_no_grad {
+            return Some((p, "a view made under no_grad"));
+        }
         if !v.base.requires_grad() {
             return None;
         }
-        let why = if v.created_in_no_grad {
-            "a view made under no_grad of a tensor that requires grad"
-        } else if !has_fn {
+        let why = if !has_fn {
             "a view taken before its base required grad"
         } else if fn_version != t.version() {
             "a view whose base was written since it was taken"
-        } else if v.base.is_leaf() {
-            "a view of a leaf that requires grad"
         } else {
             return None;
         };
