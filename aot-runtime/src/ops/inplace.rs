@@ -98,6 +98,17 @@ pub(crate) fn inplace(
     compute: impl FnOnce(&Tensor) -> Result<Tensor>,
 ) -> Result<Tensor> {
     check_overlap(op, target, others)?;
+    inplace_unchecked_overlap(op, target, others, compute)
+}
+
+/// [`inplace`] without the memory-overlap checks: for writes whose values
+/// are already consistent across overlapping elements.
+fn inplace_unchecked_overlap(
+    op: &'static str,
+    target: &Tensor,
+    others: &[&Tensor],
+    compute: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
     let recording = is_grad_enabled() && (target.requires_grad() || others.iter().any(|t| t.requires_grad()));
     if !recording {
         let value = with_grad_mode(false, || compute(target))?;
@@ -189,11 +200,20 @@ impl Tensor {
 
     /// Copies `src` (broadcast, cast) into `self`; returns `self`.
     pub fn copy_(&self, src: &Tensor) -> Result<Tensor> {
+        check_overlap("copy_", self, &[src])?;
+        self.copy_history_(src)
+    }
+
+    /// `copy_` without the memory-overlap checks, for a compiled call's
+    /// epilogue: it gives a written argument its history by copying in the
+    /// value its storage already holds, which an argument whose elements
+    /// overlap (an expanded tensor that `fill_` wrote) holds consistently.
+    pub(crate) fn copy_history_(&self, src: &Tensor) -> Result<Tensor> {
         let op = "copy_";
         super::check_same_device(op, self, src)?;
         let shape = self.shape();
         let dtype = self.dtype();
-        inplace(op, self, &[src], |cur| {
+        inplace_unchecked_overlap(op, self, &[src], |cur| {
             let e = with_grad_mode(false, || src.expand(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>())).map_err(|_| {
                 AotError::shape(
                     op,

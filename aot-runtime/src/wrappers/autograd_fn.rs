@@ -221,8 +221,8 @@ pub(crate) fn run(
             // base, whose views they are), for its autograd history.
             let _no_grad = hidden(p).then(NoGradGuard::new);
             match synthetic.get(group).and_then(Option::as_ref) {
-                Some(b) => b.copy_(&t.as_strided(&b.shape(), &b.stride(), b.storage_offset())?).map_err(in_fn)?,
-                None => a.copy_(t).map_err(in_fn)?,
+                Some(b) => b.copy_history_(&t.as_strided(&b.shape(), &b.stride(), b.storage_offset())?).map_err(in_fn)?,
+                None => a.copy_history_(t).map_err(in_fn)?,
             };
         }
     }
@@ -268,7 +268,7 @@ pub(crate) fn run(
                     Some(b) => b,
                     None => arg(args, p)?,
                 };
-                let a = if wants_grad { a.clone() } else { a.detach()? };
+                let a = if wants_grad { overlap_free_base(a) } else { a.detach()? };
                 a.as_strided(&v.shape(), &v.stride(), v.storage_offset())?
             }
             FOutput::Value(_) => geom()?.clone(),
@@ -337,6 +337,22 @@ pub(crate) fn synthetic_base_refusal(fg: &FunctionalGraph, args: &[Arg]) -> Opti
     synthetic_bases(fg, args)
         .is_none()
         .then_some("aliased arguments that are not all views (made with grad mode on) of one base that does not overlap itself")
+}
+
+/// What to regenerate an alias of input `a` from: `a` itself, or, when
+/// `a`'s elements overlap (an expanded view), its base. The backward of an
+/// `as_strided` of a tensor whose elements overlap would hand each storage
+/// element's gradient to every element of `a` over it; from the base it
+/// is scattered once, as eager's own view chain does. (Storage offsets are
+/// absolute, so the geometry is the same either way.)
+fn overlap_free_base(a: &Tensor) -> Tensor {
+    if !a.layout().has_internal_overlap() {
+        return a.clone();
+    }
+    match a.state().ag.view.clone() {
+        Some(v) if !v.created_in_no_grad && v.base.requires_grad() => v.base,
+        _ => a.clone(),
+    }
 }
 
 fn arg<'a>(args: &[Arg<'a>], p: usize) -> Result<&'a Tensor> {
