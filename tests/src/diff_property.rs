@@ -28,6 +28,9 @@ pub struct CaseOptions {
     pub unusual_state_percent: u32,
     /// Chance in percent that a call gets one bad argument.
     pub bad_arg_percent: u32,
+    /// Chance in percent that the case's calls run with grad mode off
+    /// (inside `no_grad`), both paths.
+    pub grad_mode_off_percent: u32,
     /// A fixed seed for the case stream (`AOT_FUZZ_SEED` overrides it);
     /// `None`: proptest's own.
     pub seed: Option<u64>,
@@ -44,6 +47,7 @@ impl CaseOptions {
             grad_cases_percent,
             unusual_state_percent: 0,
             bad_arg_percent: 0,
+            grad_mode_off_percent: 0,
             seed: None,
             min_ok_ratio: 0.5,
         }
@@ -68,6 +72,7 @@ pub fn options(property: &str) -> Option<CaseOptions> {
             test: "fuzz_compiled",
             unusual_state_percent: 50,
             bad_arg_percent: 15,
+            grad_mode_off_percent: 10,
             seed: Some(0x5eed_0011),
             min_ok_ratio: 0.3,
             ..CaseOptions::new("compiled_calls_under_hostile_input", GenOptions::default(), 75)
@@ -123,17 +128,22 @@ pub fn run_case(choices: &[u32], opts: &CaseOptions, stats: &Stats) -> Result<()
     if c.chance(1, 3) {
         tpls.push(gen_template(&mut c, &prog.params, prog.dtype, &topts));
     }
+    let grad_off = opts.grad_mode_off_percent > 0 && c.chance(opts.grad_mode_off_percent, 100);
     // Pattern 1, pattern 2, pattern 1 again, on one compiled function.
     let order: &[usize] = if tpls.len() == 2 { &[0, 1, 0] } else { &[0] };
     for (n, &k) in order.iter().enumerate() {
         // A panic (in the runtime or the analyses) is a failure too, reported with the case.
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_call(&f, &tpls[k], stats)))
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match grad_off {
+            true => aot_runtime::no_grad(|| check_call(&f, &tpls[k], stats)),
+            false => check_call(&f, &tpls[k], stats),
+        }))
             .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&*p))));
         if let Err(msg) = result {
             return Err(TestCaseError::fail(format!(
-                "compiled differs from eager on call {} (alias pattern {}):\n{msg}\n\n{}",
+                "compiled differs from eager on call {} (alias pattern {}{}):\n{msg}\n\n{}",
                 n + 1,
                 k + 1,
+                if grad_off { ", grad mode off" } else { "" },
                 describe(&prog, &tpls, opts.property, choices)
             )));
         }
