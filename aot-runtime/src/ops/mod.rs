@@ -4,6 +4,7 @@
 
 mod binary;
 mod inplace;
+pub(crate) use inplace::check_inplace;
 mod matmul;
 mod misc;
 mod reduce;

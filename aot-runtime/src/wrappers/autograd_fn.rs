@@ -108,13 +108,18 @@ pub(crate) fn run(
             .filter(|&q| fg.groups.group_of.get(q).copied().flatten() == group)
             .all(|q| meta.inputs.get(q).is_none_or(|m| m.data_mutations == m.data_mutations_under_no_grad || m.mutated_only_through_detach))
     };
+    // Aliased arguments in one group: their common base (else eager).
+    let Some(synthetic) = synthetic_bases(fg, args) else { return Ok(None) };
     // In-place writes that eager refuses (a leaf that requires grad,
-    // mutated with grad on): let the reference report them, before any work.
+    // mutated with grad on): let the reference report them, before any
+    // work. The epilogue's own `copy_` into each target passes autograd's
+    // in-place check, so nothing after the first write can be refused.
     for o in &jg.fw_outputs {
         if let OutputKind::MutatedInput(group) = o.kind {
             let Some(p) = fg.groups.group_of.iter().position(|x| *x == Some(group)) else { continue };
             let t = arg(args, p)?;
-            if !hidden(p) && inplace_refused(t) {
+            let target = synthetic.get(group).and_then(Option::as_ref).unwrap_or(t);
+            if !hidden(p) && (inplace_refused(t) || crate::ops::check_inplace("copy_", target).is_err()) {
                 return Ok(None);
             }
         }
@@ -136,8 +141,6 @@ pub(crate) fn run(
             return Ok(None);
         }
     }
-    // Aliased arguments in one group: their common base (else eager).
-    let Some(synthetic) = synthetic_bases(fg, args) else { return Ok(None) };
     let geometry: Vec<Option<Layout>> = args.iter().map(|a| a.tensor().map(Tensor::layout)).collect();
     let (outs, saved) = match run_forward(&plan.partition, bases, scalars, &geometry) {
         Ok(r) => r,
