@@ -6,6 +6,12 @@
 //! are implemented here. A `Mutate` runs out of place (on a copy of its
 //! root): unlike the functional executor, a backward may still read the
 //! version a mutation replaced.
+//!
+//! [`run_backward`] reads only the saved values the forward returned and the
+//! tangents; the caller checks the saved values' version counters first, so
+//! a compiled backward refuses exactly when a value *it* saved was modified
+//! in place (which values are saved is the partitioner's choice, see
+//! `aot_ir::transform::partition`).
 
 use super::exec::replay;
 use super::interp::{exec, Ctx};
