@@ -34,10 +34,12 @@ pub enum Prim {
     /// `[g, like]`: `g` expanded to `like`'s shape, materialized.
     ExpandLike,
     /// `[g, like, dims, keepdim]`: the output of a reduction of `like` over
-    /// `dims` (empty: all) with the reduced dims put back as size 1.
+    /// `dims` (empty: all) with the reduced dims put back as size 1 (none
+    /// for a 0-d `like`, whose dim 0/-1 reduces nothing).
     KeepDims,
     /// `[like, dims, correction]`: a 0-dim tensor of `like`'s dtype holding
-    /// `scale / max(count - correction, 0)`, count = elements reduced over `dims`.
+    /// `scale / max(count - correction, 0)`, count = elements reduced over
+    /// `dims` (1 for a 0-d `like`).
     InvCount(f64),
     /// `[root, g]`: the gradient of `root` from the gradient `g` of the view
     /// `chain` replays on it: `g` scatter-added into zeros of root's shape.

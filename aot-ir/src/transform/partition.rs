@@ -23,6 +23,14 @@
 //!
 //! [`save_all`] is the baseline (PyTorch's `default_partition` without its
 //! recomputation): every tangent-independent value the backward reads is saved.
+//!
+//! The saved values are also what the runtime's in-place check sees: a
+//! compiled backward refuses exactly when one of them was modified before
+//! `backward()`. They may differ from what eager autograd saves (as in
+//! `torch.compile`): `exp`'s output is recomputed from its input, so
+//! modifying it leaves the compiled backward valid (eager refuses), while
+//! `softmax`'s is saved, so modifying it is refused in both. A partition
+//! change can move a call between the two, never to a wrong gradient.
 
 use super::grad_rules::Prim;
 use super::joint::{node_text, JNode, JOp, JointError, JointGraph};

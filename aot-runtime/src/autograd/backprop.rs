@@ -515,7 +515,7 @@ impl BackwardOp {
             }
             BackwardOp::VarDim { a, dims, correction, keepdim } => {
                 let a = a.get(name)?;
-                let n: usize = dims.iter().map(|&d| a.shape()[d]).product();
+                let n = crate::ops::reduced_count(name, &a.shape(), dims)?;
                 let denom = (n as f64 - *correction as f64).max(0.0);
                 let mean = a.mean_dim(&i64s(dims), true)?;
                 let gk = keep_dims(g, dims, *keepdim)?;

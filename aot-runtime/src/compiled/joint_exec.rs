@@ -6,6 +6,12 @@
 //! are implemented here. A `Mutate` runs out of place (on a copy of its
 //! root): unlike the functional executor, a backward may still read the
 //! version a mutation replaced.
+//!
+//! [`run_backward`] reads only the saved values the forward returned and the
+//! tangents; the caller checks the saved values' version counters first, so
+//! a compiled backward refuses exactly when a value *it* saved was modified
+//! in place (which values are saved is the partitioner's choice, see
+//! `aot_ir::transform::partition`).
 
 use super::exec::replay;
 use super::interp::{exec, Ctx};
@@ -226,9 +232,13 @@ fn ints(a: Option<&IrArg>, scalars: &[Option<ScalarValue>]) -> Result<Vec<i64>> 
 }
 
 /// The reduced dims of a reduction over `dims` (empty: all) of a rank-`rank`
-/// tensor, normalized and sorted.
+/// tensor, normalized and sorted. A 0-d tensor accepts dim 0 and -1 (as
+/// eager's `normalize_dims`) and has no dim to reduce or put back.
 fn reduced_dims(dims: &[i64], rank: usize) -> Result<Vec<usize>> {
-    if dims.is_empty() {
+    if dims.is_empty() || rank == 0 {
+        for &d in dims {
+            crate::layout::wrap_dim("keep_dims", d, rank)?;
+        }
         return Ok((0..rank).collect());
     }
     let mut out = dims.iter().map(|&d| crate::layout::wrap_dim("keep_dims", d, rank)).collect::<Result<Vec<_>>>()?;
@@ -267,7 +277,7 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], 
         Prim::InvCount(scale) => {
             let like = tensor(0)?;
             let shape = like.shape();
-            let n: usize = reduced_dims(&ints(node.args.get(1), scalars)?, shape.len())?.iter().map(|&d| shape[d]).product();
+            let n = crate::ops::reduced_count("inv_count", &shape, &reduced_dims(&ints(node.args.get(1), scalars)?, shape.len())?)?;
             let c = match scalar(node.args.get(2), scalars)? {
                 ScalarValue::I64(c) => c as f64,
                 ScalarValue::F64(c) => c,

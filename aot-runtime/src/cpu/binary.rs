@@ -165,7 +165,8 @@ fn binary_i64(op: BinaryOp, a: &[i64], la: &Layout, rhs: Rhs<'_, i64, i64>) -> R
         Kind::Arith(Arith::Mul) => apply(a, la, rhs, id, i64::wrapping_mul),
         Kind::Arith(Arith::Maximum) => apply(a, la, rhs, id, i64::max),
         Kind::Arith(Arith::Minimum) => apply(a, la, rhs, id, i64::min),
-        Kind::Arith(Arith::Div | Arith::Pow) => {
+        Kind::Arith(Arith::Pow) => apply(a, la, rhs, id, powi),
+        Kind::Arith(Arith::Div) => {
             return Err(AotError::dtype(
                 op.name(),
                 format!("\"{}\" of int64 operands must be computed in a floating dtype (promote first)", op.name()),
@@ -173,6 +174,29 @@ fn binary_i64(op: BinaryOp, a: &[i64], la: &Layout, rhs: Rhs<'_, i64, i64>) -> R
         }
     };
     Ok(CpuStorage::I64(out))
+}
+
+/// PyTorch's integer `pow`: a negative exponent gives `1` for base 1, `+-1`
+/// for base -1 and 0 otherwise (base 0 included); an overflowing power
+/// wraps. (The caller refuses a negative scalar exponent, as PyTorch does.)
+fn powi(base: i64, exp: i64) -> i64 {
+    if exp < 0 {
+        return match base {
+            1 => 1,
+            -1 if exp % 2 != 0 => -1,
+            -1 => 1,
+            _ => 0,
+        };
+    }
+    let (mut acc, mut b, mut e) = (1i64, base, exp);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc.wrapping_mul(b);
+        }
+        b = b.wrapping_mul(b);
+        e >>= 1;
+    }
+    acc
 }
 
 fn binary_bool(op: BinaryOp, a: &[bool], la: &Layout, rhs: Rhs<'_, bool, bool>) -> Result<CpuStorage> {
@@ -194,7 +218,7 @@ fn binary_bool(op: BinaryOp, a: &[bool], la: &Layout, rhs: Rhs<'_, bool, bool>) 
 /// `a op b` elementwise, laid out as `out`. `la` and `lb` have one
 /// (broadcast) shape and the storages one dtype. Arithmetic keeps the
 /// dtype, comparisons give Bool.
-/// I64 has no Div/Pow (promote to float first); Bool has the comparisons,
+/// I64 has no Div (promote to float first); Bool has the comparisons,
 /// Add/Maximum (or) and Mul/Minimum (and).
 pub fn binary(op: BinaryOp, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout, out: &Layout) -> Result<CpuStorage> {
     let name = op.name();

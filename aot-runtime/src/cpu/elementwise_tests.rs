@@ -203,7 +203,13 @@ fn binary_int_and_bool() {
         CpuStorage::Bool(vec![true, true, true, false, true, true])
     );
     assert!(binary(BinaryOp::Div, &a, &la, &b, &lb, &row_major(&la)).is_err());
-    assert!(binary(BinaryOp::Pow, &a, &la, &b, &lb, &row_major(&la)).is_err());
+    // PyTorch's integer pow: exact, wrapping on overflow; a negative
+    // exponent gives 1 (base 1), +-1 (base -1), else 0.
+    let pow = binary(BinaryOp::Pow, &a, &la, &b, &lb, &row_major(&la)).unwrap();
+    assert_eq!(pow, CpuStorage::I64(vec![1, 3125, 2401, i64::MAX.wrapping_mul(i64::MAX), 0, 81]));
+    let (base, neg) = (CpuStorage::I64(vec![1, -1, -1, 0, 2, -5]), CpuStorage::I64(vec![-3, -3, -2, -1, -1, -4]));
+    let l6 = Layout::contiguous(&[6]);
+    assert_eq!(binary(BinaryOp::Pow, &base, &l6, &neg, &l6, &row_major(&l6)).unwrap(), CpuStorage::I64(vec![1, -1, 1, 0, 0, 0]));
 
     let l = Layout::contiguous(&[4]);
     let p = CpuStorage::Bool(vec![false, false, true, true]);

@@ -195,8 +195,10 @@ fn binary_with(op: BinaryOp, a: &Tensor, rhs: Operand<'_>, scalar_first: bool, o
     }
 }
 
-/// `pow` of integers stays integer (PyTorch): computed in f64, exact for
-/// every result an i64 can hold, then cast back.
+/// `pow` of integers stays integer (PyTorch), with PyTorch's integer kernel.
+/// A negative integer scalar exponent of an integer or bool tensor is
+/// PyTorch's error; a tensor exponent (and `s ** t`, which PyTorch computes
+/// as a tensor-tensor op) is not checked.
 fn integer_pow(a: &Tensor, rhs: &Operand<'_>, scalar_first: bool) -> Result<Option<Tensor>> {
     let promoted = match rhs {
         Operand::Tensor(b) => result_type(a, b),
@@ -205,22 +207,17 @@ fn integer_pow(a: &Tensor, rhs: &Operand<'_>, scalar_first: bool) -> Result<Opti
     if promoted != DType::I64 {
         return Ok(None);
     }
-    // The result is laid out as PyTorch's one integer op would be, not as
-    // our detour through f64 would lay it out.
-    let af = a.to_dtype(DType::F64)?;
-    let la = promoted_layout(a, promoted);
-    let r = match rhs {
+    // Integer operands never require grad: nothing to record.
+    Ok(Some(match rhs {
         Operand::Tensor(b) => {
-            let lb = promoted_layout(b, promoted);
-            let out = elementwise_layout(&broadcast_shapes("pow", &la.shape, &lb.shape)?, &[&la, &lb]);
-            binary_with(BinaryOp::Pow, &af, Operand::Tensor(&b.to_dtype(DType::F64)?), scalar_first, Some(out))?
+            check_same_device("pow", a, b)?;
+            kernel_tt(BinaryOp::Pow, a, b, DType::I64, &broadcast_shapes("pow", &a.shape(), &b.shape())?, None)?
         }
-        Operand::Scalar(s) => {
-            let out = ScalarLayout::of(BinaryOp::Pow, scalar_first).layout(&la);
-            binary_with(BinaryOp::Pow, &af, Operand::Scalar(Scalar::F64(s.to_f64())), scalar_first, Some(out))?
+        Operand::Scalar(Scalar::I64(e)) if *e < 0 && !scalar_first => {
+            return Err(AotError::unsupported("pow", "Integers to negative integer powers are not allowed."));
         }
-    };
-    Ok(Some(r.to_dtype(DType::I64)?))
+        Operand::Scalar(s) => kernel_ts(BinaryOp::Pow, a, s.to_f64(), DType::I64, scalar_first, None)?,
+    }))
 }
 
 macro_rules! binary_methods {

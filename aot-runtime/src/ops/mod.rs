@@ -90,3 +90,10 @@ pub(crate) fn normalize_dims(op: &'static str, dims: &[i64], rank: usize) -> Res
     }
     Ok(out)
 }
+
+/// The number of elements a reduction over `dims` (normalized, as from
+/// [`normalize_dims`]) of a tensor of `shape` folds into each result: 1
+/// for a 0-d tensor. A dim outside `shape` is an internal error.
+pub(crate) fn reduced_count(op: &'static str, shape: &[usize], dims: &[usize]) -> Result<usize> {
+    dims.iter().map(|&d| shape.get(d).copied().ok_or_else(|| AotError::internal(op, format!("dim {d} of shape {shape:?}")))).product()
+}

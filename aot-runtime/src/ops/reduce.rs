@@ -48,7 +48,7 @@ fn reduce(op: ReduceOp, name: &'static str, x: &Tensor, dims: &[i64], keepdim: b
         Ok(match op {
             ReduceOp::Sum => BackwardOp::SumDim { in_shape: shape.clone(), dims: full_dims.clone(), keepdim, scale: 1.0 },
             ReduceOp::Mean => {
-                let count: usize = full_dims.iter().map(|&d| shape[d]).product();
+                let count = super::reduced_count(name, &shape, &full_dims)?;
                 BackwardOp::SumDim { in_shape: shape.clone(), dims: full_dims.clone(), keepdim, scale: 1.0 / count as f64 }
             }
             ReduceOp::Amax => {
