@@ -318,11 +318,18 @@ pub struct TemplateOptions {
     pub bad_arg_percent: u32,
 }
 
-/// A layout of `shape`: contiguous, permuted, every other element, or with
-/// padded rows. Returns strides.
+/// A layout of `shape`: contiguous, permuted, every other element, with
+/// padded rows, or (rarely) expanded along one dim (stride 0, elements that
+/// overlap: writes to it are refused). Returns strides.
 fn gen_strides(c: &mut Choices, shape: &[usize]) -> Vec<usize> {
     let r = shape.len();
-    match c.weighted(&[3, 3, 2, 2]) {
+    match c.weighted(&[30, 30, 20, 20, 3]) {
+        4 if r > 0 => {
+            let mut s = contiguous_strides(shape);
+            let d = c.below(r);
+            s[d] = 0;
+            s
+        }
         0 => contiguous_strides(shape),
         1 => {
             // The layout of `base.permute(p)` for a contiguous base, read back:
