@@ -36,6 +36,8 @@ fn a_view_taken_before_its_base_required_grad_is_refused_before_any_write() -> R
     leaf.requires_grad_(true)?;
     let src = Tensor::ones(&[2], DType::F32, &dev())?.requires_grad_(true)?;
     let before = TensorSnapshot::take(&leaf);
+    let path = add_into::compiled().__call_path(&[(&v).into(), (&src).into()])?;
+    assert_eq!(path, "eager reference: argument 0 is a view taken before its base required grad");
     let r = add_into(&mut v.clone(), &src);
     assert!(r.is_err(), "eager refuses an in-place write to a view of a leaf that requires grad");
     assert!(TensorSnapshot::take(&leaf).diff(&before).is_empty(), "leaf changed: {:?}", leaf.to_vec::<f32>()?);
@@ -78,3 +80,27 @@ fn a_no_grad_view_of_a_value_then_written_with_grad_matches_eager() -> Result<()
     Ok(())
 }
 
+
+#[test]
+fn a_view_of_a_non_leaf_that_requires_grad_runs_compiled_and_matches_eager() -> Result<()> {
+    let mk = || -> Result<(Tensor, Tensor, Tensor)> {
+        let w = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[4], &dev())?.requires_grad_(true)?;
+        let h = w.mul(2.0)?;
+        let src = Tensor::from_vec(vec![0.5f64, -1.5], &[2], &dev())?.requires_grad_(true)?;
+        Ok((w, h, src))
+    };
+    let (w, h, src) = mk()?;
+    let v = h.narrow(0, 1, 2)?;
+    assert_eq!(add_into::compiled().__call_path(&[(&v).into(), (&src).into()])?, "compiled training");
+    add_into(&mut v.clone(), &src)?;
+    h.mul(&h)?.sum()?.backward()?;
+    let (we, he, srce) = mk()?;
+    let ve = he.narrow(0, 1, 2)?;
+    add_into::compiled().run_eager(&[(&ve).into(), (&srce).into()])?;
+    he.mul(&he)?.sum()?.backward()?;
+    assert_eq!(h.to_vec::<f64>()?, he.to_vec::<f64>()?);
+    let grads = |t: &Tensor| t.grad().map(|g| g.to_vec::<f64>()).transpose();
+    assert_eq!(grads(&w)?, grads(&we)?);
+    assert_eq!(grads(&src)?, grads(&srce)?);
+    Ok(())
+}
