@@ -104,3 +104,41 @@ fn a_view_of_a_non_leaf_that_requires_grad_runs_compiled_and_matches_eager() -> 
     assert_eq!(grads(&src)?, grads(&srce)?);
     Ok(())
 }
+
+#[aot_fn]
+fn meta_twice(a: &mut Tensor) -> (Tensor, Tensor) {
+    let _x = a + 2.0;
+    a.transpose_(0, 0);
+    a.unsqueeze_(0);
+    (a, a)
+}
+
+/// An expanded argument (elements that overlap) whose base gained history:
+/// its gradient is summed over the overlapping elements, as eager does,
+/// whether or not its history was looked at before the call.
+#[test]
+fn an_expanded_argument_that_requires_grad_gets_eager_gradients() -> Result<()> {
+    let run = |compiled: bool, peek: bool| -> Result<Vec<f64>> {
+        let s0 = Tensor::from_vec(vec![0.3f64, 0.7], &[2], &dev())?;
+        let v = s0.as_strided(&[2, 2], &[0, 1], 0)?;
+        let one = Tensor::ones(&[1], DType::F64, &dev())?.requires_grad_(true)?;
+        s0.mul_(&one)?;
+        if peek {
+            assert!(!v.is_leaf());
+        }
+        let outs = if compiled {
+            let (a, b) = meta_twice(&mut v.clone())?;
+            vec![a, b]
+        } else {
+            meta_twice::compiled().run_eager(&[(&v).into()])?
+        };
+        outs[0].mul(2.0)?.sum()?.add(&outs[1].sum()?)?.backward()?;
+        one.grad().map_or(Ok(vec![]), |g| g.to_vec::<f64>())
+    };
+    let want = run(false, false)?;
+    assert_eq!(want.len(), 1);
+    for peek in [false, true] {
+        assert_eq!(run(true, peek)?, want, "peek={peek}");
+    }
+    Ok(())
+}

@@ -254,7 +254,7 @@ impl CompiledFn {
         }
         let spec = self.cache.get(&self.graph, &self.meta, GuardKey::of(args, &self.meta))?;
         Ok(match spec.training(&self.graph) {
-            Ok(_) => match crate::wrappers::autograd_fn::synthetic_base_refusal(&spec.graph, args) {
+            Ok(_) => match crate::wrappers::autograd_fn::call_refusal(&spec.graph, args) {
                 None => "compiled training".into(),
                 Some(why) => format!("eager reference: {why}"),
             },

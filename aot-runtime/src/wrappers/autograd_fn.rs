@@ -109,6 +109,9 @@ pub(crate) fn run(
             .all(|q| meta.inputs.get(q).is_none_or(|m| m.data_mutations == m.data_mutations_under_no_grad || m.mutated_only_through_detach))
     };
     // Aliased arguments in one group: their common base (else eager).
+    if call_refusal(fg, args).is_some() {
+        return Ok(None);
+    }
     let Some(synthetic) = synthetic_bases(fg, args) else { return Ok(None) };
     // In-place writes that eager refuses (a leaf that requires grad,
     // mutated with grad on): let the reference report them, before any
@@ -271,7 +274,7 @@ pub(crate) fn run(
                     Some(b) => b,
                     None => arg(args, p)?,
                 };
-                let a = if wants_grad { overlap_free_base(a) } else { a.detach()? };
+                let a = if wants_grad { a.clone() } else { a.detach()? };
                 a.as_strided(&v.shape(), &v.stride(), v.storage_offset())?
             }
             FOutput::Value(_) => geom()?.clone(),
@@ -335,27 +338,17 @@ fn synthetic_bases(fg: &FunctionalGraph, args: &[Arg]) -> Option<Vec<Option<Tens
 }
 
 /// Why a call with these arguments cannot use the compiled training path
-/// although its function has one: aliased arguments without a common base.
-pub(crate) fn synthetic_base_refusal(fg: &FunctionalGraph, args: &[Arg]) -> Option<&'static str> {
+/// although its function has one: aliased arguments without a common base,
+/// or an argument that requires grad whose elements overlap (an expanded
+/// tensor: the joint's gradient rules address elements, and eager sums
+/// the gradients of the overlapping ones).
+pub(crate) fn call_refusal(fg: &FunctionalGraph, args: &[Arg]) -> Option<&'static str> {
+    if args.iter().filter_map(Arg::tensor).any(|t| t.requires_grad() && t.layout().has_internal_overlap()) {
+        return Some("an argument that requires grad and whose elements overlap (an expanded tensor)");
+    }
     synthetic_bases(fg, args)
         .is_none()
         .then_some("aliased arguments that are not all views (made with grad mode on) of one base that does not overlap itself")
-}
-
-/// What to regenerate an alias of input `a` from: `a` itself, or, when
-/// `a`'s elements overlap (an expanded view), its base. The backward of an
-/// `as_strided` of a tensor whose elements overlap would hand each storage
-/// element's gradient to every element of `a` over it; from the base it
-/// is scattered once, as eager's own view chain does. (Storage offsets are
-/// absolute, so the geometry is the same either way.)
-fn overlap_free_base(a: &Tensor) -> Tensor {
-    if !a.layout().has_internal_overlap() {
-        return a.clone();
-    }
-    match a.state().ag.view.clone() {
-        Some(v) if !v.created_in_no_grad && v.base.requires_grad() => v.base,
-        _ => a.clone(),
-    }
 }
 
 fn arg<'a>(args: &[Arg<'a>], p: usize) -> Result<&'a Tensor> {
