@@ -70,6 +70,9 @@ pub(crate) struct ProbeKey {
     args: ArgKeys,
 }
 
+// Inline on purpose: the array lives on the caller's stack, which is what
+// keeps a hit free of allocations.
+#[allow(clippy::large_enum_variant)]
 enum ArgKeys {
     Inline([ArgKey; INLINE_ARGS], usize),
     Heap(Vec<ArgKey>),
