@@ -17,9 +17,11 @@
 //! [`DEFAULT_CAPACITY`] (64) specialisations per function; a call whose key
 //! was evicted simply builds its specialisation again. A hit computes the
 //! key on the stack (up to [`INLINE_ARGS`] arguments), hashes it, compares
-//! it with the cached key and allocates nothing. The exception is a
-//! function that mutates an input called with distinct arguments sharing a
-//! storage: finding which of those overlap allocates.
+//! it with the cached key and allocates nothing. The exceptions: a
+//! function that mutates an input, called with distinct arguments sharing
+//! a storage (finding which of those overlap allocates), and a view whose
+//! base was written since its history was recorded (autograd makes its new
+//! `grad_fn` when `is_leaf` is asked).
 
 use super::arg::Arg;
 use crate::autograd::is_grad_enabled;
