@@ -1,6 +1,8 @@
 //! The backward pass: one topological walk over the recorded nodes.
 //! Leaf gradients are applied only after every node succeeded, so a failed
-//! backward leaves every `.grad` as it was.
+//! backward leaves every `.grad` as it was, and each leaf's read-add-write
+//! of `.grad` runs under that leaf's lock, so concurrent backward passes
+//! into a shared leaf lose no update.
 
 use super::backprop::second_backward;
 use super::{Edge, NoGradGuard, Node};
@@ -8,7 +10,7 @@ use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Nodes reachable from `root`, in an order where each node comes before
 /// every node it feeds gradient into.
@@ -65,6 +67,44 @@ fn grad_layout(leaf: &Tensor) -> Layout {
     } else {
         Layout::contiguous(l.shape())
     }
+}
+
+/// Adds each gradient to its leaf's `.grad`, all or nothing.
+///
+/// Every leaf's accumulation lock is held from the read of `.grad` to the
+/// write of the sum, so a concurrent backward into the same leaf waits
+/// instead of adding to a stale value. The locks are taken in one global
+/// order (their addresses), so two passes that share leaves cannot deadlock
+/// however their graphs order them. All sums are computed before any is
+/// stored: a failure leaves every `.grad` as it was.
+fn apply_leaf_grads(op: &'static str, leaves: &HashMap<usize, Tensor>, leaf_grads: HashMap<usize, Tensor>) -> Result<()> {
+    let mut pending = Vec::with_capacity(leaf_grads.len());
+    for (id, g) in leaf_grads {
+        let Some(t) = leaves.get(&id) else { continue };
+        let g = g.to_dtype(t.dtype())?;
+        if g.shape() != t.shape() {
+            return Err(AotError::internal(op, format!("gradient of shape {:?} for a leaf of shape {:?}", g.shape(), t.shape())));
+        }
+        pending.push((t, g));
+    }
+    let mut locks: Vec<Arc<Mutex<()>>> =
+        pending.iter().map(|(t, _)| t.state().ag.grad_lock.get_or_init(Default::default).clone()).collect();
+    locks.sort_by_key(|l| Arc::as_ptr(l) as usize);
+    locks.dedup_by(|a, b| Arc::ptr_eq(a, b));
+    // A poisoned lock guards no data of its own: `.grad` is still valid.
+    let _held: Vec<MutexGuard<'_, ()>> = locks.iter().map(|l| l.lock().unwrap_or_else(|e| e.into_inner())).collect();
+    let mut updates = Vec::with_capacity(pending.len());
+    for (t, g) in pending {
+        let new = match t.grad() {
+            Some(prev) => prev.add(&g)?,
+            None => g,
+        };
+        updates.push((t, new.copy_as(op, t.dtype(), grad_layout(t))?));
+    }
+    for (t, g) in updates {
+        t.set_grad(Some(g));
+    }
+    Ok(())
 }
 
 pub(crate) fn backward(root: &Tensor, grad: Option<&Tensor>) -> Result<()> {
@@ -125,23 +165,7 @@ pub(crate) fn backward(root: &Tensor, grad: Option<&Tensor>) -> Result<()> {
         }
     }
     // Every node succeeded: apply the leaf gradients, then free saved tensors.
-    let mut updates = vec![];
-    for (id, g) in leaf_grads {
-        let Some(t) = leaves.get(&id) else { continue };
-        let g = g.to_dtype(t.dtype())?;
-        if g.shape() != t.shape() {
-            return Err(AotError::internal(op, format!("gradient of shape {:?} for a leaf of shape {:?}", g.shape(), t.shape())));
-        }
-        let new = match t.grad() {
-            Some(prev) => prev.add(&g)?,
-            None => g,
-        };
-        let new = new.copy_as(op, t.dtype(), grad_layout(t))?;
-        updates.push((t.clone(), new));
-    }
-    for (t, g) in updates {
-        t.set_grad(Some(g));
-    }
+    apply_leaf_grads(op, &leaves, leaf_grads)?;
     for node in &order {
         let mut guard = node.op.lock().unwrap_or_else(|e| e.into_inner());
         if guard.as_ref().is_some_and(|o| o.has_saved()) {
@@ -149,4 +173,75 @@ pub(crate) fn backward(root: &Tensor, grad: Option<&Tensor>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Device, Tensor};
+    use std::thread;
+
+    const THREADS: usize = 8;
+    const PASSES: usize = 2_500;
+
+    fn leaf(values: Vec<f64>) -> Tensor {
+        let n = values.len();
+        Tensor::from_vec(values, &[n], &Device::Cpu).unwrap().requires_grad_(true).unwrap()
+    }
+
+    #[test]
+    fn concurrent_backward_into_one_leaf_loses_no_update() {
+        let w = leaf(vec![0.5, -1.0, 2.0]);
+        thread::scope(|s| {
+            for k in 0..THREADS {
+                let w = &w;
+                s.spawn(move || {
+                    // d/dw sum(w * x) = x: small integers, so every partial
+                    // sum is exact in f64 and the order of additions is moot.
+                    let x = Tensor::from_vec(vec![1.0 + k as f64, 2.0, -3.0 * k as f64], &[3], &Device::Cpu).unwrap();
+                    for _ in 0..PASSES {
+                        w.mul(&x).unwrap().sum().unwrap().backward().unwrap();
+                    }
+                });
+            }
+        });
+        let sum_k: f64 = (0..THREADS).map(|k| k as f64).sum();
+        let n = (THREADS * PASSES) as f64;
+        let expect = vec![n + PASSES as f64 * sum_k, 2.0 * n, -3.0 * PASSES as f64 * sum_k];
+        assert_eq!(w.grad().unwrap().to_vec::<f64>().unwrap(), expect);
+    }
+
+    #[test]
+    fn passes_that_reach_two_leaves_in_opposite_orders_neither_deadlock_nor_lose_updates() {
+        let a = leaf(vec![1.0, 2.0]);
+        let b = leaf(vec![3.0, 4.0]);
+        thread::scope(|s| {
+            for k in 0..THREADS {
+                let (a, b) = (&a, &b);
+                s.spawn(move || {
+                    for _ in 0..PASSES / 5 {
+                        // Half the threads record `a` first, half `b` first.
+                        let loss = if k % 2 == 0 { a.mul(2.0).unwrap().add(b).unwrap() } else { b.add(&a.mul(2.0).unwrap()).unwrap() };
+                        loss.sum().unwrap().backward().unwrap();
+                    }
+                });
+            }
+        });
+        let n = (THREADS * (PASSES / 5)) as f64;
+        assert_eq!(a.grad().unwrap().to_vec::<f64>().unwrap(), vec![2.0 * n; 2]);
+        assert_eq!(b.grad().unwrap().to_vec::<f64>().unwrap(), vec![n; 2]);
+    }
+
+    #[test]
+    fn a_failed_backward_still_leaves_every_grad_as_it_was() {
+        let a = leaf(vec![1.0, 2.0]);
+        let b = leaf(vec![3.0, 4.0]);
+        a.mul(&b).unwrap().sum().unwrap().backward().unwrap();
+        // `a * b` saved `b`; writing it makes the second backward fail
+        // after `a`'s gradient was already computed.
+        let loss = a.add(&a.mul(&b).unwrap()).unwrap().sum().unwrap();
+        crate::no_grad(|| b.add_(1.0)).unwrap();
+        assert!(loss.backward().is_err());
+        assert_eq!(a.grad().unwrap().to_vec::<f64>().unwrap(), vec![3.0, 4.0]);
+        assert_eq!(b.grad().unwrap().to_vec::<f64>().unwrap(), vec![1.0, 2.0]);
+    }
 }

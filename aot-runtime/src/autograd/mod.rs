@@ -16,7 +16,7 @@ use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 thread_local! {
     static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
@@ -89,6 +89,10 @@ pub(crate) struct AutogradMeta {
     pub(crate) view: Option<ViewInfo>,
     /// Storage version for which `grad_fn` of a view is current.
     pub(crate) grad_fn_version: u64,
+    /// Held by `backward` for the whole read-add-write of `grad`, so that
+    /// concurrent backward passes into this leaf lose no update. Made on
+    /// the first accumulation: most tensors never get a gradient.
+    pub(crate) grad_lock: OnceLock<Arc<Mutex<()>>>,
 }
 
 /// Where a gradient goes: an output of another node, or a leaf's `.grad`.

@@ -32,7 +32,7 @@ use crate::autograd::is_grad_enabled;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
 use aot_ir::{ArgFacts, CallFacts, Graph, StaticMeta};
-use specialize::{GuardKey, SpecCache};
+use specialize::SpecCache;
 use std::sync::Arc;
 
 /// A traced `#[aot_fn]` function: its graph, static metadata and the cache
@@ -162,8 +162,7 @@ impl CompiledFn {
             return self.run_reference(args);
         }
         let records_grad = self.records_grad(args);
-        let key = GuardKey::of(args, &self.meta);
-        let spec = self.cache.get(&self.graph, &self.meta, key)?;
+        let spec = self.cache.get(&self.graph, &self.meta, args)?;
         if cfg!(debug_assertions) {
             spec.debug_assert_requires_grad(&self.graph.name, args)?;
         }
@@ -210,7 +209,7 @@ impl CompiledFn {
     /// The functional graph a call with these arguments runs, as a listing.
     pub fn functional_listing(&self, args: &[Arg]) -> Result<String> {
         arg::scalar_values(&self.graph, args)?;
-        let spec = self.cache.get(&self.graph, &self.meta, GuardKey::of(args, &self.meta))?;
+        let spec = self.cache.get(&self.graph, &self.meta, args)?;
         Ok(spec.graph.listing(&self.graph))
     }
 
@@ -252,7 +251,7 @@ impl CompiledFn {
         if !self.records_grad(args) {
             return Ok("inference".into());
         }
-        let spec = self.cache.get(&self.graph, &self.meta, GuardKey::of(args, &self.meta))?;
+        let spec = self.cache.get(&self.graph, &self.meta, args)?;
         Ok(match spec.training(&self.graph) {
             Ok(_) => match crate::wrappers::autograd_fn::call_refusal(&spec.graph, args) {
                 None => "compiled training".into(),

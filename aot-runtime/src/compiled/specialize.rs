@@ -12,6 +12,16 @@
 //! function mutates no input (known statically), the alias pattern cannot
 //! change the result and is left out of the key, so no storage comparisons
 //! are made.
+//!
+//! The cache ([`SpecCache`]) is a hashed LRU that keeps at most
+//! [`DEFAULT_CAPACITY`] (64) specialisations per function; a call whose key
+//! was evicted simply builds its specialisation again. A hit computes the
+//! key on the stack (up to [`INLINE_ARGS`] arguments), hashes it, compares
+//! it with the cached key and allocates nothing. The exceptions: a
+//! function that mutates an input, called with distinct arguments sharing
+//! a storage (finding which of those overlap allocates), and a view whose
+//! base was written since its history was recorded (autograd makes its new
+//! `grad_fn` when `is_leaf` is asked).
 
 use super::arg::Arg;
 use crate::autograd::is_grad_enabled;
@@ -21,7 +31,11 @@ use crate::wrappers::training_plan::TrainingPlan;
 use aot_ir::analysis::input_output::{compute_overlapping_inputs, ArgGeometry};
 use aot_ir::transform::{functionalize, FunctionalGraph, InputGroups};
 use aot_ir::{Graph, StaticMeta};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// What one argument contributes to the key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -40,60 +54,124 @@ pub(crate) struct ArgKey {
     overlaps: bool,
 }
 
-/// The guard key of a call.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// The guard key of a call, as stored in the cache (a lookup computes a
+/// [`ProbeKey`] and builds this only on a miss).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct GuardKey {
     grad_enabled: bool,
     args: Vec<ArgKey>,
 }
 
-impl GuardKey {
-    pub(crate) fn of(args: &[Arg], meta: &StaticMeta) -> GuardKey {
+/// Keys of calls with up to this many arguments are computed on the stack.
+const INLINE_ARGS: usize = 16;
+
+/// A call's key as computed for a lookup: inline for up to
+/// [`INLINE_ARGS`] arguments, so that a cache hit allocates nothing.
+pub(crate) struct ProbeKey {
+    grad_enabled: bool,
+    args: ArgKeys,
+}
+
+// Inline on purpose: the array lives on the caller's stack, which is what
+// keeps a hit free of allocations.
+#[allow(clippy::large_enum_variant)]
+enum ArgKeys {
+    Inline([ArgKey; INLINE_ARGS], usize),
+    Heap(Vec<ArgKey>),
+}
+
+impl ProbeKey {
+    pub(crate) fn of(args: &[Arg], meta: &StaticMeta) -> ProbeKey {
+        let mut keys = if args.len() <= INLINE_ARGS {
+            ArgKeys::Inline([ArgKey::SCALAR; INLINE_ARGS], args.len())
+        } else {
+            ArgKeys::Heap(vec![ArgKey::SCALAR; args.len()])
+        };
+        let slots = match &mut keys {
+            ArgKeys::Inline(a, n) => &mut a[..*n],
+            ArgKeys::Heap(v) => &mut v[..],
+        };
         let with_aliases = meta.mutates_inputs;
-        let mut keys: Vec<ArgKey> = args
-            .iter()
-            .enumerate()
-            .map(|(i, a)| match a.tensor() {
-                None => ArgKey {
-                    dtype: u8::MAX,
-                    device: (0, 0),
-                    requires_grad: false,
-                    is_leaf: false,
-                    rank: 0,
-                    same_as: i as u32,
-                    storage_as: i as u32,
-                    overlaps: false,
-                },
-                Some(t) => {
-                    let find = |f: &dyn Fn(&Tensor) -> bool| {
-                        if with_aliases {
-                            args[..i].iter().position(|b| b.tensor().is_some_and(f)).unwrap_or(i) as u32
-                        } else {
-                            i as u32
-                        }
-                    };
-                    ArgKey {
-                        dtype: t.dtype() as u8,
-                        device: match t.device() {
-                            crate::Device::Cpu => (0, 0),
-                            crate::Device::Cuda(o) => (1, o as u32),
-                        },
-                        requires_grad: t.requires_grad(),
-                        is_leaf: t.is_leaf(),
-                        rank: t.rank() as u32,
-                        same_as: find(&|u| u.same_tensor(t)),
-                        storage_as: find(&|u| u.shares_storage_with(t)),
-                        overlaps: false,
-                    }
-                }
-            })
-            .collect();
-        if with_aliases {
-            mark_overlaps(args, &mut keys);
+        for (i, slot) in slots.iter_mut().enumerate() {
+            *slot = ArgKey::of(args, i, with_aliases);
         }
-        GuardKey { grad_enabled: is_grad_enabled(), args: keys }
+        if with_aliases {
+            mark_overlaps(args, slots);
+        }
+        ProbeKey { grad_enabled: is_grad_enabled(), args: keys }
     }
 
+    fn args(&self) -> &[ArgKey] {
+        match &self.args {
+            ArgKeys::Inline(a, n) => &a[..*n],
+            ArgKeys::Heap(v) => v,
+        }
+    }
+
+    fn hash(&self) -> u64 {
+        key_hash(self.grad_enabled, self.args())
+    }
+
+    fn matches(&self, key: &GuardKey) -> bool {
+        key.grad_enabled == self.grad_enabled && key.args == self.args()
+    }
+
+    fn to_owned(&self) -> GuardKey {
+        GuardKey { grad_enabled: self.grad_enabled, args: self.args().to_vec() }
+    }
+}
+
+/// One hash for a probe and the key it equals (`DefaultHasher::new` has
+/// fixed keys; the hash never leaves the process).
+fn key_hash(grad_enabled: bool, args: &[ArgKey]) -> u64 {
+    let mut h = DefaultHasher::new();
+    grad_enabled.hash(&mut h);
+    args.hash(&mut h);
+    h.finish()
+}
+
+impl ArgKey {
+    /// What a scalar argument contributes (and the filler of unused slots).
+    const SCALAR: ArgKey = ArgKey {
+        dtype: u8::MAX,
+        device: (0, 0),
+        requires_grad: false,
+        is_leaf: false,
+        rank: 0,
+        same_as: 0,
+        storage_as: 0,
+        overlaps: false,
+    };
+
+    /// Argument `i`'s key, without `overlaps` (see [`mark_overlaps`]).
+    fn of(args: &[Arg], i: usize, with_aliases: bool) -> ArgKey {
+        let Some(t) = args[i].tensor() else {
+            return ArgKey { same_as: i as u32, storage_as: i as u32, ..ArgKey::SCALAR };
+        };
+        let find = |f: &dyn Fn(&Tensor) -> bool| {
+            if with_aliases {
+                args[..i].iter().position(|b| b.tensor().is_some_and(f)).unwrap_or(i) as u32
+            } else {
+                i as u32
+            }
+        };
+        ArgKey {
+            dtype: t.dtype() as u8,
+            device: match t.device() {
+                crate::Device::Cpu => (0, 0),
+                crate::Device::Cuda(o) => (1, o as u32),
+            },
+            requires_grad: t.requires_grad(),
+            is_leaf: t.is_leaf(),
+            rank: t.rank() as u32,
+            same_as: find(&|u| u.same_tensor(t)),
+            storage_as: find(&|u| u.shares_storage_with(t)),
+            overlaps: false,
+        }
+    }
+}
+
+impl GuardKey {
     /// The input groups this key implies: one group per distinct tensor,
     /// except that the distinct tensors over a storage the function writes
     /// form one group (their reads must see each other's writes).
@@ -230,30 +308,128 @@ impl Specialization {
     }
 }
 
-/// The cache of a compiled function: few keys in practice, so a short
-/// list, most recent first.
-#[derive(Debug, Default)]
+/// How many specialisations one compiled function keeps (see the module
+/// doc). Real programs use a handful; the bound only matters for callers
+/// that vary argument patterns without end.
+pub(crate) const DEFAULT_CAPACITY: usize = 64;
+
+struct Entry {
+    key: GuardKey,
+    spec: Arc<Specialization>,
+    /// The cache's clock at the last hit: the entry with the smallest is
+    /// the least recently used.
+    last_used: AtomicU64,
+}
+
+#[derive(Default)]
+struct Table {
+    /// By key hash; a bucket holds more than one entry only on a collision.
+    by_hash: HashMap<u64, Vec<Entry>>,
+    len: usize,
+}
+
+impl Table {
+    fn find(&self, hash: u64, probe: &ProbeKey) -> Option<&Entry> {
+        self.by_hash.get(&hash)?.iter().find(|e| probe.matches(&e.key))
+    }
+
+    /// Drops the least recently used entry. Linear in the capacity, and
+    /// run only on a miss, which builds a specialisation anyway.
+    fn evict_one(&mut self) -> bool {
+        let oldest =
+            self.by_hash.iter().flat_map(|(h, b)| b.iter().enumerate().map(move |(i, e)| (e.last_used.load(Relaxed), *h, i))).min();
+        let Some((_, hash, i)) = oldest else { return false };
+        let Some(bucket) = self.by_hash.get_mut(&hash) else { return false };
+        bucket.swap_remove(i);
+        if bucket.is_empty() {
+            self.by_hash.remove(&hash);
+        }
+        self.len -= 1;
+        true
+    }
+}
+
+/// The specialisations of a compiled function: a hashed LRU cache of at
+/// most `capacity` entries, shared by every thread that calls the function.
+/// Hits take the read lock only (and allocate nothing); a miss builds the
+/// specialisation with no lock held, then inserts it unless another thread
+/// inserted the same key meanwhile.
 pub(crate) struct SpecCache {
-    entries: Mutex<Vec<(GuardKey, Arc<Specialization>)>>,
+    table: RwLock<Table>,
+    clock: AtomicU64,
+    capacity: usize,
+}
+
+impl Default for SpecCache {
+    fn default() -> Self {
+        SpecCache::with_capacity(DEFAULT_CAPACITY)
+    }
+}
+
+impl std::fmt::Debug for SpecCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpecCache").field("len", &self.len()).field("capacity", &self.capacity).finish()
+    }
 }
 
 impl SpecCache {
-    /// The specialisation for `key`, built on a miss.
-    pub(crate) fn get(&self, g: &Graph, meta: &StaticMeta, key: GuardKey) -> Result<Arc<Specialization>> {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = entries.iter().position(|(k, _)| *k == key) {
-            if i != 0 {
-                let e = entries.remove(i);
-                entries.insert(0, e);
-            }
-            return Ok(entries[0].1.clone());
+    /// An empty cache holding at most `capacity` (at least 1) entries.
+    pub(crate) fn with_capacity(capacity: usize) -> SpecCache {
+        SpecCache { table: RwLock::default(), clock: AtomicU64::new(0), capacity: capacity.max(1) }
+    }
+
+    /// The cached specialisation for this call, if any.
+    fn lookup(&self, hash: u64, probe: &ProbeKey) -> Option<Arc<Specialization>> {
+        let table = self.table.read().unwrap_or_else(|e| e.into_inner());
+        let e = table.find(hash, probe)?;
+        e.last_used.store(self.clock.fetch_add(1, Relaxed), Relaxed);
+        Some(e.spec.clone())
+    }
+
+    /// The specialisation for a call with these arguments, built on a miss.
+    pub(crate) fn get(&self, g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Arc<Specialization>> {
+        let probe = ProbeKey::of(args, meta);
+        let hash = probe.hash();
+        if let Some(spec) = self.lookup(hash, &probe) {
+            return Ok(spec);
         }
+        let key = probe.to_owned();
         let spec = Arc::new(Specialization::build(g, meta, &key)?);
-        entries.insert(0, (key, spec.clone()));
+        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+        let now = self.clock.fetch_add(1, Relaxed);
+        if let Some(e) = table.find(hash, &probe) {
+            // Built by another thread meanwhile: keep one specialisation.
+            e.last_used.store(now, Relaxed);
+            return Ok(e.spec.clone());
+        }
+        while table.len >= self.capacity && table.evict_one() {}
+        table.by_hash.entry(hash).or_default().push(Entry { key, spec: spec.clone(), last_used: AtomicU64::new(now) });
+        table.len += 1;
         Ok(spec)
     }
 
+    /// True when a call with these arguments would hit the cache. Computes
+    /// the key and looks it up exactly as a call does.
+    pub(crate) fn contains(&self, meta: &StaticMeta, args: &[Arg]) -> bool {
+        let probe = ProbeKey::of(args, meta);
+        self.lookup(probe.hash(), &probe).is_some()
+    }
+
     pub(crate) fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.table.read().unwrap_or_else(|e| e.into_inner()).len
     }
 }
+
+// The probe lives here, with the cache it inspects.
+impl super::CompiledFn {
+    /// Whether a call with these arguments finds its specialisation cached:
+    /// the guard key and lookup of [`__call`](super::CompiledFn::__call),
+    /// nothing else. For tests of the allocation-free hit path.
+    #[doc(hidden)]
+    pub fn __cache_probe(&self, args: &[Arg]) -> bool {
+        self.cache.contains(&self.meta, args)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,106 @@
+//! The specialisation cache's hit path allocates nothing: a counting global
+//! allocator (its own test binary, so that no other test shares it) counts
+//! the allocations of this thread while the guard key of a call is
+//! computed and looked up.
+
+use aot_runtime::prelude::*;
+use aot_runtime::CompiledFn;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+struct Counting;
+
+thread_local! {
+    // `const` and without a destructor: usable from inside the allocator,
+    // never lazily initialised (which could itself allocate).
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count() {
+    // `try_with` fails only while the thread is torn down; nothing to count then.
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments,
+// so `System`'s guarantees carry over; counting touches no allocation.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: forwarded unchanged; the caller upholds `alloc_zeroed`'s contract.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: `ptr` came from this allocator, i.e. from `System`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, i.e. from `System`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// How many allocations this thread made while running `f`.
+fn allocations_in<R>(f: impl FnOnce() -> R) -> (R, usize) {
+    let before = ALLOCATIONS.with(Cell::get);
+    let r = f();
+    (r, ALLOCATIONS.with(Cell::get) - before)
+}
+
+/// Reads only: its key leaves out the alias pattern.
+#[aot_fn]
+fn scaled_dot(x: &Tensor, y: &Tensor, s: f64) -> Tensor {
+    (x * y).sum() * s
+}
+
+/// Writes an input: its key compares every pair of tensor arguments.
+#[aot_fn]
+fn axpy(dst: &mut Tensor, x: &Tensor, y: &Tensor, a: f64) {
+    dst.add_(x * a + y);
+}
+
+/// Warms the cache with one call, then checks that the guard and lookup of
+/// the next call with the same pattern hit and allocate nothing.
+fn assert_hit_allocates_nothing(f: &CompiledFn, args: &[Arg], what: &str) {
+    assert!(!f.__cache_probe(args), "{what}: cold cache");
+    f.__call(args).expect("warm-up call");
+    let (hit, n) = allocations_in(|| f.__cache_probe(args));
+    assert!(hit, "{what}: the warm-up call should have cached its specialisation");
+    assert_eq!(n, 0, "{what}: a cache hit allocated {n} times");
+    // The counter does see this thread's allocations: a whole call makes outputs.
+    let (_, n) = allocations_in(|| f.__call(args).expect("call"));
+    assert!(n > 0, "{what}: a whole call allocated nothing?");
+}
+
+#[test]
+fn a_cache_hit_allocates_nothing() -> Result<()> {
+    let dev = Device::Cpu;
+    let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2], &dev)?;
+    let y = Tensor::ones(&[2, 2], DType::F64, &dev)?;
+    let f = scaled_dot::compiled();
+    assert_hit_allocates_nothing(f, &[Arg::from(&x), Arg::from(&y), Arg::from(0.5)], "scaled_dot");
+    // Arguments that require grad, and a view, with grad mode on and off.
+    let w = Tensor::ones(&[2, 2], DType::F64, &dev)?.requires_grad_(true)?;
+    let row = x.narrow(0, 1, 1)?;
+    assert_hit_allocates_nothing(f, &[Arg::from(&w), Arg::from(&row), Arg::from(2.0)], "scaled_dot, grad");
+    let args = [Arg::from(&row), Arg::from(&w), Arg::from(2.0)];
+    aot_runtime::no_grad(|| assert_hit_allocates_nothing(f, &args, "scaled_dot, no_grad"));
+
+    // A mutating function: distinct storages, then one tensor passed twice.
+    let dst = Tensor::zeros(&[2, 2], DType::F64, &dev)?;
+    let g = axpy::compiled();
+    assert_hit_allocates_nothing(g, &[Arg::from(&dst), Arg::from(&x), Arg::from(&y), Arg::from(3.0)], "axpy");
+    assert_hit_allocates_nothing(g, &[Arg::from(&dst), Arg::from(&x), Arg::from(&x), Arg::from(3.0)], "axpy, x twice");
+    // The calls computed what they should: dst = 2 * (3x + y) + 2 * (3x + x).
+    let expect: Vec<f64> = [1.0, 2.0, 3.0, 4.0].iter().map(|v| 2.0 * (3.0 * v + 1.0) + 2.0 * (4.0 * v)).collect();
+    assert_eq!(dst.to_vec::<f64>()?, expect);
+    Ok(())
+}
