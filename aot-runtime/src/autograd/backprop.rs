@@ -248,7 +248,7 @@ fn view_backward(op: &ViewOp, in_layout: &Layout, storage_len: usize, dtype: DTy
         _ => (in_layout.numel(), Layout::contiguous(&in_layout.shape)),
     };
     let out_l = op.apply(&l0, buf_len)?;
-    let mut buf = CpuStorage::zeros(dtype, buf_len);
+    let mut buf = CpuStorage::zeros("view_backward", dtype, buf_len)?;
     let gc = g.to_dtype(dtype)?;
     gc.with_cpu("view_backward", |c, l| {
         scatter_add(&mut buf, &out_l, c, l);
