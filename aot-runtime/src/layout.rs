@@ -64,9 +64,7 @@ pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
 
 /// `a * b + c`, or an `Overflow` error naming `op` and the numbers.
 fn mul_add(op: &'static str, a: usize, b: usize, c: usize) -> Result<usize> {
-    a.checked_mul(b)
-        .and_then(|p| p.checked_add(c))
-        .ok_or_else(|| AotError::overflow(op, format!("{a} * {b} + {c} does not fit in usize")))
+    a.checked_mul(b).and_then(|p| p.checked_add(c)).ok_or_else(|| AotError::overflow(op, format!("{a} * {b} + {c} does not fit in usize")))
 }
 
 /// Contiguous (row-major) strides of a shape. Exact for every shape that
@@ -320,7 +318,9 @@ impl Layout {
             // Products are bounded by numel and the validated extent; they
             // are checked only so that a hand-made layout cannot panic here.
             tensor_numel = tensor_numel.checked_mul(old_shape[tensor_d])?;
-            if tensor_d == 0 || (old_shape[tensor_d - 1] != 1 && Some(old_stride[tensor_d - 1]) != tensor_numel.checked_mul(chunk_base_stride)) {
+            if tensor_d == 0
+                || (old_shape[tensor_d - 1] != 1 && Some(old_stride[tensor_d - 1]) != tensor_numel.checked_mul(chunk_base_stride))
+            {
                 while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
                     new_stride[view_d as usize] = view_numel.checked_mul(chunk_base_stride)?;
                     view_numel = view_numel.checked_mul(new_shape[view_d as usize])?;
@@ -557,9 +557,14 @@ impl Layout {
             let len = n1.saturating_add(offset).min(n2).max(0);
             (len, if len > 0 { mul_add(op, offset.unsigned_abs() as usize, self.stride[d1], 0)? } else { 0 })
         };
-        let mut l = Layout { shape: vec![], stride: vec![], offset: self.offset.checked_add(off).ok_or_else(|| {
-            AotError::overflow(op, format!("storage offset {} + {off} does not fit in usize", self.offset))
-        })? };
+        let mut l = Layout {
+            shape: vec![],
+            stride: vec![],
+            offset: self
+                .offset
+                .checked_add(off)
+                .ok_or_else(|| AotError::overflow(op, format!("storage offset {} + {off} does not fit in usize", self.offset)))?,
+        };
         for i in 0..r {
             if i != d1 && i != d2 {
                 l.shape.push(self.shape[i]);

@@ -241,7 +241,9 @@ pub fn reduce(op: ReduceOp, src: &CpuStorage, l: &Layout, dims: &[usize], keepdi
         let n = r.red_n as f64;
         let out = match op {
             ReduceOp::Sum => try_collect(r.op, drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add)?.into_iter().map(T::from_f64)),
-            ReduceOp::Mean => try_collect(r.op, drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add)?.into_iter().map(|s| T::from_f64(s / n))),
+            ReduceOp::Mean => {
+                try_collect(r.op, drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add)?.into_iter().map(|s| T::from_f64(s / n)))
+            }
             ReduceOp::Amax => {
                 let acc = drive(r, f64::NEG_INFINITY, fold_row(v, T::to_f64, max_nan, f64::NEG_INFINITY), max_nan)?;
                 try_collect(r.op, acc.into_iter().map(T::from_f64))
