@@ -1,7 +1,8 @@
 //! Layout: shape, strides (in elements) and storage offset, and the pure
 //! geometry of every view op. Nothing here touches data. `iter` holds the
 //! layouts PyTorch gives computed tensors, `index` the row-major walk over
-//! a layout's storage indices.
+//! a layout's storage indices, `checked` the element limit and the checked
+//! arithmetic below.
 //!
 //! Geometry is checked where it is made from user numbers: every shape a
 //! constructor, view op or broadcast produces passes [`checked_numel`]
@@ -13,9 +14,12 @@
 //! ([`Layout::numel`], [`Layout::storage_extent`]) saturate instead of
 //! wrapping, so even a hand-made `Layout::new` never makes them panic.
 
+mod checked;
 mod index;
 mod iter;
 
+use checked::mul_add;
+pub use checked::{checked_numel, MAX_NUMEL};
 pub use index::StridedIndex;
 pub use iter::{elementwise_layout, is_dense_output, preserve_layout};
 
@@ -37,34 +41,6 @@ pub fn wrap_dim(op: &'static str, dim: i64, rank: usize) -> Result<usize> {
         return Err(AotError::DimOutOfRange { op, dim, min: -r, max: r - 1 });
     }
     Ok(if dim < 0 { (dim + r) as usize } else { dim as usize })
-}
-
-/// The most elements a tensor may have: its byte size in the widest dtype
-/// (8 bytes) then fits in `isize`, as Rust allocations and slices require.
-pub const MAX_NUMEL: usize = isize::MAX as usize / 8;
-
-/// The number of elements of `shape`, or an `Overflow` error naming `op` if
-/// the product of its sizes exceeds [`MAX_NUMEL`]. Size-0 dims count as 1 in
-/// that bound, so the contiguous strides of an empty shape fit as well.
-pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
-    let mut span = 1usize;
-    for &n in shape {
-        span = match span.checked_mul(n.max(1)) {
-            Some(v) if v <= MAX_NUMEL => v,
-            _ => {
-                return Err(AotError::overflow(
-                    op,
-                    format!("shape {shape:?} has more than {MAX_NUMEL} elements, the most whose byte size fits in isize"),
-                ))
-            }
-        };
-    }
-    Ok(if shape.contains(&0) { 0 } else { span })
-}
-
-/// `a * b + c`, or an `Overflow` error naming `op` and the numbers.
-fn mul_add(op: &'static str, a: usize, b: usize, c: usize) -> Result<usize> {
-    a.checked_mul(b).and_then(|p| p.checked_add(c)).ok_or_else(|| AotError::overflow(op, format!("{a} * {b} + {c} does not fit in usize")))
 }
 
 /// Contiguous (row-major) strides of a shape. Exact for every shape that
