@@ -51,6 +51,15 @@ pub enum AotError {
     #[error("`{func}`: {msg}")]
     Signature { func: String, msg: String },
 
+    /// Shape, stride, offset or element-count arithmetic that does not fit:
+    /// a size product, storage extent or byte size beyond what a tensor may hold.
+    #[error("{op}: integer overflow in tensor geometry: {msg}")]
+    Overflow { op: &'static str, msg: String },
+
+    /// The allocator refused a buffer (or its byte size does not fit in `isize`).
+    #[error("{op}: out of memory: cannot allocate a buffer of {bytes} bytes")]
+    OutOfMemory { op: &'static str, bytes: usize },
+
     /// An internal invariant broke: a bug in aot, reported instead of panicking.
     #[error("internal error in {op}: {msg}")]
     Internal { op: &'static str, msg: String },
@@ -68,6 +77,9 @@ impl AotError {
     }
     pub(crate) fn unsupported(op: &'static str, msg: impl Into<String>) -> Self {
         AotError::Unsupported { op, msg: msg.into() }
+    }
+    pub(crate) fn overflow(op: &'static str, msg: impl Into<String>) -> Self {
+        AotError::Overflow { op, msg: msg.into() }
     }
     pub(crate) fn internal(op: &'static str, msg: impl Into<String>) -> Self {
         AotError::Internal { op, msg: msg.into() }

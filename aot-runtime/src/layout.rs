@@ -1,11 +1,25 @@
 //! Layout: shape, strides (in elements) and storage offset, and the pure
 //! geometry of every view op. Nothing here touches data. `iter` holds the
 //! layouts PyTorch gives computed tensors, `index` the row-major walk over
-//! a layout's storage indices.
+//! a layout's storage indices, `checked` the element limit and the checked
+//! arithmetic below.
+//!
+//! Geometry is checked where it is made from user numbers: every shape a
+//! constructor, view op or broadcast produces passes [`checked_numel`]
+//! (at most [`MAX_NUMEL`] elements, so a tensor's byte size in any dtype
+//! fits in `isize`), and offsets and strides are computed with checked
+//! arithmetic, so overflow is an [`AotError::Overflow`] naming the op.
+//! A layout reached through a tensor therefore has a storage extent that
+//! fits, and code that walks it needs no checks of its own. The queries
+//! ([`Layout::numel`], [`Layout::storage_extent`]) saturate instead of
+//! wrapping, so even a hand-made `Layout::new` never makes them panic.
 
+mod checked;
 mod index;
 mod iter;
 
+use checked::mul_add;
+pub use checked::{checked_numel, MAX_NUMEL};
 pub use index::StridedIndex;
 pub use iter::{elementwise_layout, is_dense_output, preserve_layout};
 
@@ -29,13 +43,14 @@ pub fn wrap_dim(op: &'static str, dim: i64, rank: usize) -> Result<usize> {
     Ok(if dim < 0 { (dim + r) as usize } else { dim as usize })
 }
 
-/// Contiguous (row-major) strides of a shape.
+/// Contiguous (row-major) strides of a shape. Exact for every shape that
+/// passes [`checked_numel`]; larger products saturate rather than wrap.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut stride = vec![0; shape.len()];
     let mut acc = 1usize;
     for i in (0..shape.len()).rev() {
         stride[i] = acc;
-        acc *= shape[i].max(1);
+        acc = acc.saturating_mul(shape[i].max(1));
     }
     stride
 }
@@ -60,6 +75,7 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
             ));
         };
     }
+    checked_numel(op, &out)?;
     Ok(out)
 }
 
@@ -92,8 +108,10 @@ impl Layout {
     pub fn rank(&self) -> usize {
         self.shape.len()
     }
+    /// The number of elements; saturates at `usize::MAX` for a shape no
+    /// checked constructor lets through (a zero size still gives 0).
     pub fn numel(&self) -> usize {
-        self.shape.iter().product()
+        self.shape.iter().fold(1usize, |a, &n| a.saturating_mul(n))
     }
 
     /// PyTorch's `is_contiguous`: strides of size-1 dims don't matter.
@@ -107,18 +125,29 @@ impl Layout {
                 if self.stride[i] != expected {
                     return false;
                 }
-                expected *= self.shape[i];
+                expected = expected.saturating_mul(self.shape[i]);
             }
         }
         true
     }
 
-    /// One past the largest storage index this layout touches (0 if empty).
-    pub fn storage_extent(&self) -> usize {
+    /// One past the largest storage index this layout touches (its offset
+    /// if empty), or None if that does not fit in usize.
+    pub fn checked_storage_extent(&self) -> Option<usize> {
         if self.numel() == 0 {
-            return self.offset;
+            return Some(self.offset);
         }
-        self.offset + self.shape.iter().zip(&self.stride).map(|(&n, &s)| (n - 1) * s).sum::<usize>() + 1
+        let mut last = self.offset;
+        for (&n, &s) in self.shape.iter().zip(&self.stride) {
+            last = last.checked_add((n - 1).checked_mul(s)?)?;
+        }
+        last.checked_add(1)
+    }
+
+    /// [`Self::checked_storage_extent`], saturating at `usize::MAX` (which no
+    /// storage reaches, so bounds checks against it fail as they should).
+    pub fn storage_extent(&self) -> usize {
+        self.checked_storage_extent().unwrap_or(usize::MAX)
     }
 
     /// Storage index of each element, in row-major logical order.
@@ -160,7 +189,7 @@ impl Layout {
             if self.stride[i] != require {
                 return false;
             }
-            require *= self.shape[i];
+            require = require.saturating_mul(self.shape[i]);
         }
         true
     }
@@ -173,8 +202,8 @@ impl Layout {
         if !self.is_non_overlapping_and_dense() || !other.is_non_overlapping_and_dense() {
             return Overlap::TooHard;
         }
-        let (ab, ae) = (self.offset, self.offset + self.numel());
-        let (bb, be) = (other.offset, other.offset + other.numel());
+        let (ab, ae) = (self.offset, self.offset.saturating_add(self.numel()));
+        let (bb, be) = (other.offset, other.offset.saturating_add(other.numel()));
         if ab == bb && ae == be {
             return if self.stride == other.stride { Overlap::Full } else { Overlap::Partial };
         }
@@ -217,7 +246,9 @@ impl Layout {
             } else if d < 0 {
                 return Err(AotError::shape(op, format!("invalid shape dimension {d}")));
             } else {
-                known *= d as usize;
+                known = known
+                    .checked_mul(d as usize)
+                    .ok_or_else(|| AotError::overflow(op, format!("the sizes of shape {shape:?} multiply past usize")))?;
             }
         }
         let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
@@ -234,6 +265,8 @@ impl Layout {
                 }
             }
         }
+        // Equal element counts, but zero sizes can hide huge other dims.
+        checked_numel(op, &out)?;
         Ok(out)
     }
 
@@ -258,11 +291,15 @@ impl Layout {
         let mut tensor_numel = 1usize;
         let mut view_numel = 1usize;
         for tensor_d in (0..old_shape.len()).rev() {
-            tensor_numel *= old_shape[tensor_d];
-            if tensor_d == 0 || (old_shape[tensor_d - 1] != 1 && old_stride[tensor_d - 1] != tensor_numel * chunk_base_stride) {
+            // Products are bounded by numel and the validated extent; they
+            // are checked only so that a hand-made layout cannot panic here.
+            tensor_numel = tensor_numel.checked_mul(old_shape[tensor_d])?;
+            if tensor_d == 0
+                || (old_shape[tensor_d - 1] != 1 && Some(old_stride[tensor_d - 1]) != tensor_numel.checked_mul(chunk_base_stride))
+            {
                 while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
-                    new_stride[view_d as usize] = view_numel * chunk_base_stride;
-                    view_numel *= new_shape[view_d as usize];
+                    new_stride[view_d as usize] = view_numel.checked_mul(chunk_base_stride)?;
+                    view_numel = view_numel.checked_mul(new_shape[view_d as usize])?;
                     view_d -= 1;
                 }
                 if view_numel != tensor_numel {
@@ -340,7 +377,7 @@ impl Layout {
     pub fn unsqueeze(&self, op: &'static str, dim: i64) -> Result<Layout> {
         let d = wrap_dim(op, dim, self.rank() + 1)?;
         let mut l = self.clone();
-        let st = if d < self.rank() { self.shape[d] * self.stride[d] } else { 1 };
+        let st = if d < self.rank() { mul_add(op, self.shape[d], self.stride[d], 0)? } else { 1 };
         l.shape.insert(d, 1);
         l.stride.insert(d, st);
         Ok(l)
@@ -415,6 +452,7 @@ impl Layout {
                 }
             }
         }
+        checked_numel(op, &l.shape)?;
         Ok(l)
     }
 
@@ -429,7 +467,7 @@ impl Layout {
         }
         let i = if index < 0 { index + n } else { index } as usize;
         let mut l = self.clone();
-        l.offset += i * self.stride[d];
+        l.offset = mul_add(op, i, self.stride[d], self.offset)?;
         l.shape.remove(d);
         l.stride.remove(d);
         Ok(l)
@@ -451,11 +489,12 @@ impl Layout {
         };
         let s = clamp(start);
         let e = clamp(end).max(s);
-        let len = (e - s + step - 1) / step;
+        // ceil((e - s) / step) without forming e - s + step, which can overflow.
+        let len = if e == s { 0 } else { (e - s - 1) / step + 1 };
         let mut l = self.clone();
-        l.offset += s as usize * self.stride[d];
+        l.offset = mul_add(op, s as usize, self.stride[d], self.offset)?;
         l.shape[d] = len as usize;
-        l.stride[d] = self.stride[d] * step as usize;
+        l.stride[d] = mul_add(op, self.stride[d], step as usize, 0)?;
         Ok(l)
     }
 
@@ -469,7 +508,7 @@ impl Layout {
         if s < 0 || s > n {
             return Err(AotError::IndexOutOfRange { op, index: start, dim: d, size: n as usize });
         }
-        if length < 0 || s + length > n {
+        if length < 0 || length > n - s {
             return Err(AotError::shape(op, format!("start ({s}) + length ({length}) exceeds dimension size ({n}).")));
         }
         self.slice(op, d as i64, s, s + length, 1)
@@ -486,12 +525,22 @@ impl Layout {
             return Err(AotError::shape(op, format!("diagonal dimensions cannot be identical {dim1}, {dim2}")));
         }
         let (n1, n2) = (self.shape[d1] as i64, self.shape[d2] as i64);
+        // Saturating: an offset beyond either size gives an empty diagonal.
         let (len, off) = if offset >= 0 {
-            ((n1).min(n2 - offset).max(0), if n1.min(n2 - offset) > 0 { offset as usize * self.stride[d2] } else { 0 })
+            let len = n1.min(n2.saturating_sub(offset)).max(0);
+            (len, if len > 0 { mul_add(op, offset as usize, self.stride[d2], 0)? } else { 0 })
         } else {
-            ((n1 + offset).min(n2).max(0), if (n1 + offset).min(n2) > 0 { (-offset) as usize * self.stride[d1] } else { 0 })
+            let len = n1.saturating_add(offset).min(n2).max(0);
+            (len, if len > 0 { mul_add(op, offset.unsigned_abs() as usize, self.stride[d1], 0)? } else { 0 })
         };
-        let mut l = Layout { shape: vec![], stride: vec![], offset: self.offset + off };
+        let mut l = Layout {
+            shape: vec![],
+            stride: vec![],
+            offset: self
+                .offset
+                .checked_add(off)
+                .ok_or_else(|| AotError::overflow(op, format!("storage offset {} + {off} does not fit in usize", self.offset)))?,
+        };
         for i in 0..r {
             if i != d1 && i != d2 {
                 l.shape.push(self.shape[i]);
@@ -499,7 +548,9 @@ impl Layout {
             }
         }
         l.shape.push(len as usize);
-        l.stride.push(self.stride[d1] + self.stride[d2]);
+        l.stride.push(self.stride[d1].checked_add(self.stride[d2]).ok_or_else(|| {
+            AotError::overflow(op, format!("diagonal stride {} + {} does not fit in usize", self.stride[d1], self.stride[d2]))
+        })?);
         Ok(l)
     }
 
@@ -509,14 +560,23 @@ impl Layout {
         if size.len() != stride.len() {
             return Err(AotError::shape(op, format!("mismatch in length of strides and shape ({} vs {})", stride.len(), size.len())));
         }
+        checked_numel(op, size)?;
         let l = Layout { shape: size.to_vec(), stride: stride.to_vec(), offset };
         // An empty tensor needs no storage, wherever its offset points (as in PyTorch).
-        if l.numel() > 0 && l.storage_extent() > storage_len {
+        if l.numel() == 0 {
+            return Ok(l);
+        }
+        let Some(extent) = l.checked_storage_extent() else {
+            return Err(AotError::overflow(
+                op,
+                format!("sizes {size:?}, strides {stride:?} and storage offset {offset} reach past usize::MAX"),
+            ));
+        };
+        if extent > storage_len {
             return Err(AotError::shape(
                 op,
                 format!(
-                    "setStorage: sizes {size:?}, strides {stride:?}, storage offset {offset} requiring a storage size of {} are out of bounds for storage of size {storage_len}",
-                    l.storage_extent()
+                    "setStorage: sizes {size:?}, strides {stride:?}, storage offset {offset} requiring a storage size of {extent} are out of bounds for storage of size {storage_len}"
                 ),
             ));
         }

@@ -3,6 +3,11 @@
 //!
 //! The data lives behind a storage enum so a CUDA buffer can come in behind
 //! the `cuda` feature without touching the tensor or the ops.
+//!
+//! Every buffer whose length comes from a shape is allocated by
+//! [`try_vec`] (or the helpers on it), which asks the allocator with
+//! `try_reserve_exact`: a request that is too large is an
+//! [`AotError::OutOfMemory`] naming the op, never an abort.
 
 use crate::device::Device;
 use crate::dtype::{DType, WithDType};
@@ -10,6 +15,33 @@ use crate::error::{AotError, Result};
 use half::{bf16, f16};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// An empty vector with room for exactly `n` elements of `T`. A byte size
+/// beyond `isize::MAX`, or one the allocator refuses, is an `OutOfMemory`
+/// error naming `op` (the bytes saturate at `usize::MAX` if they overflow).
+pub(crate) fn try_vec<T>(op: &'static str, n: usize) -> Result<Vec<T>> {
+    let bytes = n.saturating_mul(std::mem::size_of::<T>());
+    if bytes > isize::MAX as usize {
+        return Err(AotError::OutOfMemory { op, bytes });
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| AotError::OutOfMemory { op, bytes })?;
+    Ok(v)
+}
+
+/// `n` copies of `x`, allocated by [`try_vec`].
+pub(crate) fn try_filled<T: Clone>(op: &'static str, n: usize, x: T) -> Result<Vec<T>> {
+    let mut v = try_vec(op, n)?;
+    v.resize(n, x);
+    Ok(v)
+}
+
+/// The items of `it`, allocated by [`try_vec`] for the length it reports.
+pub(crate) fn try_collect<T>(op: &'static str, it: impl ExactSizeIterator<Item = T>) -> Result<Vec<T>> {
+    let mut v = try_vec(op, it.len())?;
+    v.extend(it);
+    Ok(v)
+}
 
 /// A CPU buffer of one dtype.
 #[derive(Clone, Debug, PartialEq)]
@@ -108,31 +140,32 @@ impl CpuStorage {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// A zero-filled buffer.
-    pub fn zeros(dtype: DType, n: usize) -> CpuStorage {
-        CpuStorage::full(dtype, n, 0.0)
+    /// A zero-filled buffer of `n` elements (`op` names the op in an
+    /// `OutOfMemory` error).
+    pub fn zeros(op: &'static str, dtype: DType, n: usize) -> Result<CpuStorage> {
+        CpuStorage::full(op, dtype, n, 0.0)
     }
-    /// A buffer filled with `v` converted to `dtype`.
-    pub fn full(dtype: DType, n: usize, v: f64) -> CpuStorage {
-        match dtype {
-            DType::F32 => CpuStorage::F32(vec![v as f32; n]),
-            DType::F64 => CpuStorage::F64(vec![v; n]),
-            DType::F16 => CpuStorage::F16(vec![f16::from_f64(v); n]),
-            DType::BF16 => CpuStorage::BF16(vec![bf16::from_f64(v); n]),
-            DType::I64 => CpuStorage::I64(vec![v as i64; n]),
-            DType::Bool => CpuStorage::Bool(vec![v != 0.0; n]),
-        }
+    /// A buffer of `n` elements, each `v` converted to `dtype`.
+    pub fn full(op: &'static str, dtype: DType, n: usize, v: f64) -> Result<CpuStorage> {
+        Ok(match dtype {
+            DType::F32 => CpuStorage::F32(try_filled(op, n, v as f32)?),
+            DType::F64 => CpuStorage::F64(try_filled(op, n, v)?),
+            DType::F16 => CpuStorage::F16(try_filled(op, n, f16::from_f64(v))?),
+            DType::BF16 => CpuStorage::BF16(try_filled(op, n, bf16::from_f64(v))?),
+            DType::I64 => CpuStorage::I64(try_filled(op, n, v as i64)?),
+            DType::Bool => CpuStorage::Bool(try_filled(op, n, v != 0.0)?),
+        })
     }
     /// Builds a buffer of `dtype` from f64 values (rounding as a cast does).
-    pub fn from_f64s(dtype: DType, vals: impl Iterator<Item = f64>) -> CpuStorage {
-        match dtype {
-            DType::F32 => CpuStorage::F32(vals.map(|v| v as f32).collect()),
-            DType::F64 => CpuStorage::F64(vals.collect()),
-            DType::F16 => CpuStorage::F16(vals.map(f16::from_f64).collect()),
-            DType::BF16 => CpuStorage::BF16(vals.map(bf16::from_f64).collect()),
-            DType::I64 => CpuStorage::I64(vals.map(|v| v as i64).collect()),
-            DType::Bool => CpuStorage::Bool(vals.map(|v| v != 0.0).collect()),
-        }
+    pub fn from_f64s(op: &'static str, dtype: DType, vals: impl ExactSizeIterator<Item = f64>) -> Result<CpuStorage> {
+        Ok(match dtype {
+            DType::F32 => CpuStorage::F32(try_collect(op, vals.map(|v| v as f32))?),
+            DType::F64 => CpuStorage::F64(try_collect(op, vals)?),
+            DType::F16 => CpuStorage::F16(try_collect(op, vals.map(f16::from_f64))?),
+            DType::BF16 => CpuStorage::BF16(try_collect(op, vals.map(bf16::from_f64))?),
+            DType::I64 => CpuStorage::I64(try_collect(op, vals.map(|v| v as i64))?),
+            DType::Bool => CpuStorage::Bool(try_collect(op, vals.map(|v| v != 0.0))?),
+        })
     }
     /// Element `i` as f64.
     pub fn get_f64(&self, i: usize) -> f64 {

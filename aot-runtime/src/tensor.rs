@@ -10,7 +10,7 @@ use crate::cpu;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
-use crate::layout::Layout;
+use crate::layout::{checked_numel, Layout, MAX_NUMEL};
 use crate::storage::{cuda_unavailable, CpuElem, CpuStorage, Storage, StorageData};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -95,7 +95,7 @@ impl Tensor {
     /// A tensor holding `values` (row-major) with `shape`.
     pub fn from_vec<T: CpuElem>(values: Vec<T>, shape: &[usize], device: &Device) -> Result<Tensor> {
         Tensor::check_device("from_vec", device)?;
-        let n: usize = shape.iter().product();
+        let n = checked_numel("from_vec", shape)?;
         if n != values.len() {
             return Err(AotError::shape(
                 "from_vec",
@@ -108,7 +108,8 @@ impl Tensor {
     /// A tensor of `shape` filled with `value`.
     pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
         Tensor::check_device("full", device)?;
-        Ok(Tensor::from_cpu(CpuStorage::full(dtype, shape.iter().product(), value), shape))
+        let n = checked_numel("full", shape)?;
+        Ok(Tensor::from_cpu(CpuStorage::full("full", dtype, n, value)?, shape))
     }
     pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
         Tensor::full(shape, 0.0, dtype, device)
@@ -125,8 +126,16 @@ impl Tensor {
         if (end - start) * step < 0.0 {
             return Err(AotError::unsupported("arange", "upper bound and larger bound inconsistent with step sign"));
         }
-        let n = ((end - start) / step).ceil().max(0.0) as usize;
-        Ok(Tensor::from_cpu(CpuStorage::from_f64s(dtype, (0..n).map(|i| start + i as f64 * step)), &[n]))
+        // In f64 first: the count of a huge range does not fit a usize cast.
+        let count = ((end - start) / step).ceil().max(0.0);
+        if !count.is_finite() || count > MAX_NUMEL as f64 {
+            return Err(AotError::overflow(
+                "arange",
+                format!("the range [{start}, {end}) with step {step} has {count:e} elements, more than {MAX_NUMEL}"),
+            ));
+        }
+        let n = count as usize;
+        Ok(Tensor::from_cpu(CpuStorage::from_f64s("arange", dtype, (0..n).map(|i| start + i as f64 * step))?, &[n]))
     }
     /// Standard-normal samples from a generator seeded with `seed`.
     pub fn randn(shape: &[usize], dtype: DType, device: &Device, seed: u64) -> Result<Tensor> {
@@ -134,8 +143,9 @@ impl Tensor {
         if !dtype.is_float() {
             return Err(AotError::dtype("randn", format!("randn is only defined for floating dtypes, got {dtype}")));
         }
+        let n = checked_numel("randn", shape)?;
         let mut rng = cpu::Rng::new(seed);
-        Ok(Tensor::from_cpu(cpu::randn(dtype, shape.iter().product(), &mut rng), shape))
+        Ok(Tensor::from_cpu(cpu::randn(dtype, n, &mut rng)?, shape))
     }
     /// Uniform samples in [0, 1) from a generator seeded with `seed`.
     pub fn rand(shape: &[usize], dtype: DType, device: &Device, seed: u64) -> Result<Tensor> {
@@ -143,8 +153,9 @@ impl Tensor {
         if !dtype.is_float() {
             return Err(AotError::dtype("rand", format!("rand is only defined for floating dtypes, got {dtype}")));
         }
+        let n = checked_numel("rand", shape)?;
         let mut rng = cpu::Rng::new(seed);
-        Ok(Tensor::from_cpu(cpu::rand_uniform(dtype, shape.iter().product(), &mut rng), shape))
+        Ok(Tensor::from_cpu(cpu::rand_uniform(dtype, n, &mut rng)?, shape))
     }
 
     // ---- accessors ------------------------------------------------------

@@ -565,7 +565,12 @@ mod tests {
         ];
         for seed in 0..500u32 {
             let data: Vec<u32> = (0..64).map(|k| seed.wrapping_mul(2654435761).wrapping_add(k * 40503) >> 7).collect();
-            let tpl = gen_template(&mut Choices::new(&data), &params, DType::F32, &TemplateOptions { requires_grad_percent: 20, unusual_state_percent: 30, ..Default::default() });
+            let tpl = gen_template(
+                &mut Choices::new(&data),
+                &params,
+                DType::F32,
+                &TemplateOptions { requires_grad_percent: 20, unusual_state_percent: 30, ..Default::default() },
+            );
             let m = tpl.materialise().unwrap_or_else(|e| panic!("{tpl}: {e}"));
             for (p, t) in params.iter().zip(&m.tensors) {
                 assert_eq!(p.shape().map(<[usize]>::to_vec), t.as_ref().map(Tensor::shape), "{tpl}");

@@ -365,7 +365,6 @@ pub fn compare_ok(
     }
 }
 
-
 /// AOT_DIFF_STRICT=1: panics of the eager reference and `explain()` failures
 /// fail the test (by default they are counted, and the first is printed).
 pub fn strict() -> bool {

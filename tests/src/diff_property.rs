@@ -137,7 +137,7 @@ pub fn run_case(choices: &[u32], opts: &CaseOptions, stats: &Stats) -> Result<()
             true => aot_runtime::no_grad(|| check_call(&f, &tpls[k], stats)),
             false => check_call(&f, &tpls[k], stats),
         }))
-            .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&*p))));
+        .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&*p))));
         if let Err(msg) = result {
             return Err(TestCaseError::fail(format!(
                 "compiled differs from eager on call {} (alias pattern {}{}):\n{msg}\n\n{}",
@@ -293,4 +293,3 @@ pub const ALIAS_FEATURES: &[&str] = &[
     "scalar",
     "storage offset > 0",
 ];
-

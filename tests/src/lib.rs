@@ -11,9 +11,9 @@
 //! and [`snapshot`] (bit-exact snapshots, alias-preserving deep copies).
 
 pub mod alias;
+pub mod choice;
 pub mod diff;
 pub mod diff_property;
-pub mod choice;
 pub mod progen;
 pub mod snapshot;
 

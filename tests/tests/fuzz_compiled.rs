@@ -19,9 +19,9 @@
 //! fuzz_compiled -- --ignored` (`AOT_FUZZ_SEED=N` picks another stream). A
 //! failure prints the command that replays it.
 
+use aot_tests::choice::Choices;
 use aot_tests::diff::Stats;
 use aot_tests::diff_property::{cases_from_env, options, run_case, run_property};
-use aot_tests::choice::Choices;
 use aot_tests::progen::gen_program;
 use proptest::test_runner::TestCaseError;
 
@@ -115,7 +115,11 @@ fn wrong_arity_and_argument_kinds_are_errors() {
             // (An accepted extreme scalar is compared with eager by the
             // property above, on independent arguments.)
             if *refused {
-                assert!(call && eager && explain && path, "bad arguments accepted ({call} {eager} {explain} {path}):\n{}\n{tpl}", prog.graph);
+                assert!(
+                    call && eager && explain && path,
+                    "bad arguments accepted ({call} {eager} {explain} {path}):\n{}\n{tpl}",
+                    prog.graph
+                );
             }
             checked += 1;
         }

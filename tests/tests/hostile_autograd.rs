@@ -51,11 +51,7 @@ fn a_second_write_to_a_view_that_gained_history_is_refused_as_in_eager() -> Resu
         let v = leaf.narrow(0, 0, 2)?;
         leaf.requires_grad_(true)?;
         let before = TensorSnapshot::take(&leaf);
-        let r = if compiled {
-            twice(&mut v.clone()).map(|_| ())
-        } else {
-            twice::compiled().run_eager(&[(&v).into()]).map(|_| ())
-        };
+        let r = if compiled { twice(&mut v.clone()).map(|_| ()) } else { twice::compiled().run_eager(&[(&v).into()]).map(|_| ()) };
         assert!(r.is_err(), "compiled={compiled}: eager refuses the add_ after mul_");
         if compiled {
             assert!(TensorSnapshot::take(&leaf).diff(&before).is_empty(), "leaf changed: {:?}", leaf.to_vec::<f32>()?);
@@ -79,7 +75,6 @@ fn a_no_grad_view_of_a_value_then_written_with_grad_matches_eager() -> Result<()
     assert_eq!(eager[0].to_vec::<f64>()?, compiled.to_vec::<f64>()?);
     Ok(())
 }
-
 
 #[test]
 fn a_view_of_a_non_leaf_that_requires_grad_runs_compiled_and_matches_eager() -> Result<()> {

@@ -230,13 +230,14 @@ pub(crate) fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor
 }
 
 /// Adds `src` (read through `ls`) into `dst` at the positions of `ld`.
-fn scatter_add(dst: &mut CpuStorage, ld: &Layout, src: &CpuStorage, ls: &Layout) {
-    let vals: Vec<f64> = ls.offsets().map(|o| src.get_f64(o)).collect();
+fn scatter_add(dst: &mut CpuStorage, ld: &Layout, src: &CpuStorage, ls: &Layout) -> Result<()> {
+    let vals = crate::storage::try_collect("view_backward", ls.offsets().map(|o| src.get_f64(o)))?;
     dispatch_cpu!(dst, d => {
         for (o, v) in ld.offsets().zip(vals) {
             d[o] = WithDType::from_f64(d[o].to_f64() + v);
         }
-    })
+    });
+    Ok(())
 }
 
 /// Gradient of a view: scatter-add `g` into zeros laid out like the input.
@@ -248,12 +249,9 @@ fn view_backward(op: &ViewOp, in_layout: &Layout, storage_len: usize, dtype: DTy
         _ => (in_layout.numel(), Layout::contiguous(&in_layout.shape)),
     };
     let out_l = op.apply(&l0, buf_len)?;
-    let mut buf = CpuStorage::zeros(dtype, buf_len);
+    let mut buf = CpuStorage::zeros("view_backward", dtype, buf_len)?;
     let gc = g.to_dtype(dtype)?;
-    gc.with_cpu("view_backward", |c, l| {
-        scatter_add(&mut buf, &out_l, c, l);
-        Ok(())
-    })?;
+    gc.with_cpu("view_backward", |c, l| scatter_add(&mut buf, &out_l, c, l))?;
     let mirror = Tensor::from_cpu(buf, &[buf_len]);
     // `copy` (not `contiguous`): the result must start at offset 0.
     mirror.alias_with_layout(l0).copy()

@@ -325,7 +325,7 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], 
             if !(0.0..=1.0).contains(&p) || !x.dtype().is_float() {
                 return x.dropout(p);
             }
-            Ok(x.dropout_mask(p))
+            x.dropout_mask(p)
         }
         Prim::MetaOf => {
             let x = tensor(0)?;

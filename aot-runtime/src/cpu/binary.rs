@@ -111,61 +111,74 @@ enum Rhs<'a, T, S> {
 }
 
 /// `f(conv(a), conv(b))` elementwise, with `b` a tensor or a scalar.
-fn apply<T, S, U>(a: &[T], la: &Layout, rhs: Rhs<'_, T, S>, conv: impl Fn(T) -> S + Sync, f: impl Fn(S, S) -> U + Sync) -> Vec<U>
+fn apply<T, S, U>(
+    name: &'static str,
+    a: &[T],
+    la: &Layout,
+    rhs: Rhs<'_, T, S>,
+    conv: impl Fn(T) -> S + Sync,
+    f: impl Fn(S, S) -> U + Sync,
+) -> Result<Vec<U>>
 where
     T: Copy + Sync,
     S: Copy + Sync,
     U: Copy + Default + Send,
 {
     match rhs {
-        Rhs::Tensor(b, lb) => map2(a, la, b, lb, |x, y| f(conv(x), conv(y))),
-        Rhs::Scalar { s, first: false } => map1(a, la, |x| f(conv(x), s)),
-        Rhs::Scalar { s, first: true } => map1(a, la, |x| f(s, conv(x))),
+        Rhs::Tensor(b, lb) => map2(name, a, la, b, lb, |x, y| f(conv(x), conv(y))),
+        Rhs::Scalar { s, first: false } => map1(name, a, la, |x| f(conv(x), s)),
+        Rhs::Scalar { s, first: true } => map1(name, a, la, |x| f(s, conv(x))),
     }
 }
 
 /// A comparison of `a` and `rhs` in the compute type `S`.
-fn compare<T, S>(c: Cmp, a: &[T], la: &Layout, rhs: Rhs<'_, T, S>, conv: impl Fn(T) -> S + Sync) -> CpuStorage
+fn compare<T, S>(name: &'static str, c: Cmp, a: &[T], la: &Layout, rhs: Rhs<'_, T, S>, conv: impl Fn(T) -> S + Sync) -> Result<CpuStorage>
 where
     T: Copy + Sync,
     S: Copy + Sync + PartialOrd,
 {
-    CpuStorage::Bool(match c {
-        Cmp::Eq => apply(a, la, rhs, conv, |x, y| x == y),
-        Cmp::Ne => apply(a, la, rhs, conv, |x, y| x != y),
-        Cmp::Lt => apply(a, la, rhs, conv, |x, y| x < y),
-        Cmp::Le => apply(a, la, rhs, conv, |x, y| x <= y),
-        Cmp::Gt => apply(a, la, rhs, conv, |x, y| x > y),
-        Cmp::Ge => apply(a, la, rhs, conv, |x, y| x >= y),
-    })
+    Ok(CpuStorage::Bool(match c {
+        Cmp::Eq => apply(name, a, la, rhs, conv, |x, y| x == y),
+        Cmp::Ne => apply(name, a, la, rhs, conv, |x, y| x != y),
+        Cmp::Lt => apply(name, a, la, rhs, conv, |x, y| x < y),
+        Cmp::Le => apply(name, a, la, rhs, conv, |x, y| x <= y),
+        Cmp::Gt => apply(name, a, la, rhs, conv, |x, y| x > y),
+        Cmp::Ge => apply(name, a, la, rhs, conv, |x, y| x >= y),
+    }?))
 }
 
-fn binary_float<T: FloatElem>(op: BinaryOp, a: &[T], la: &Layout, rhs: Rhs<'_, T, T::C>) -> CpuStorage {
-    fn ar<T: FloatElem>(a: &[T], la: &Layout, rhs: Rhs<'_, T, T::C>, f: impl Fn(T::C, T::C) -> T::C + Sync) -> CpuStorage {
-        T::into_storage(apply(a, la, rhs, T::to_c, |x, y| T::from_c(f(x, y))))
+fn binary_float<T: FloatElem>(op: BinaryOp, a: &[T], la: &Layout, rhs: Rhs<'_, T, T::C>) -> Result<CpuStorage> {
+    fn ar<T: FloatElem>(
+        op: BinaryOp,
+        a: &[T],
+        la: &Layout,
+        rhs: Rhs<'_, T, T::C>,
+        f: impl Fn(T::C, T::C) -> T::C + Sync,
+    ) -> Result<CpuStorage> {
+        Ok(T::into_storage(apply(op.name(), a, la, rhs, T::to_c, |x, y| T::from_c(f(x, y)))?))
     }
     match op.kind() {
-        Kind::Cmp(c) => compare(c, a, la, rhs, T::to_c),
-        Kind::Arith(Arith::Add) => ar(a, la, rhs, |x, y| x + y),
-        Kind::Arith(Arith::Sub) => ar(a, la, rhs, |x, y| x - y),
-        Kind::Arith(Arith::Mul) => ar(a, la, rhs, |x, y| x * y),
-        Kind::Arith(Arith::Div) => ar(a, la, rhs, |x, y| x / y),
-        Kind::Arith(Arith::Pow) => ar(a, la, rhs, |x, y| x.powf(y)),
-        Kind::Arith(Arith::Maximum) => ar(a, la, rhs, max_nan),
-        Kind::Arith(Arith::Minimum) => ar(a, la, rhs, min_nan),
+        Kind::Cmp(c) => compare(op.name(), c, a, la, rhs, T::to_c),
+        Kind::Arith(Arith::Add) => ar(op, a, la, rhs, |x, y| x + y),
+        Kind::Arith(Arith::Sub) => ar(op, a, la, rhs, |x, y| x - y),
+        Kind::Arith(Arith::Mul) => ar(op, a, la, rhs, |x, y| x * y),
+        Kind::Arith(Arith::Div) => ar(op, a, la, rhs, |x, y| x / y),
+        Kind::Arith(Arith::Pow) => ar(op, a, la, rhs, |x, y| x.powf(y)),
+        Kind::Arith(Arith::Maximum) => ar(op, a, la, rhs, max_nan),
+        Kind::Arith(Arith::Minimum) => ar(op, a, la, rhs, min_nan),
     }
 }
 
 fn binary_i64(op: BinaryOp, a: &[i64], la: &Layout, rhs: Rhs<'_, i64, i64>) -> Result<CpuStorage> {
     let id = |x: i64| x;
     let out = match op.kind() {
-        Kind::Cmp(c) => return Ok(compare(c, a, la, rhs, id)),
-        Kind::Arith(Arith::Add) => apply(a, la, rhs, id, i64::wrapping_add),
-        Kind::Arith(Arith::Sub) => apply(a, la, rhs, id, i64::wrapping_sub),
-        Kind::Arith(Arith::Mul) => apply(a, la, rhs, id, i64::wrapping_mul),
-        Kind::Arith(Arith::Maximum) => apply(a, la, rhs, id, i64::max),
-        Kind::Arith(Arith::Minimum) => apply(a, la, rhs, id, i64::min),
-        Kind::Arith(Arith::Pow) => apply(a, la, rhs, id, powi),
+        Kind::Cmp(c) => return compare(op.name(), c, a, la, rhs, id),
+        Kind::Arith(Arith::Add) => apply(op.name(), a, la, rhs, id, i64::wrapping_add),
+        Kind::Arith(Arith::Sub) => apply(op.name(), a, la, rhs, id, i64::wrapping_sub),
+        Kind::Arith(Arith::Mul) => apply(op.name(), a, la, rhs, id, i64::wrapping_mul),
+        Kind::Arith(Arith::Maximum) => apply(op.name(), a, la, rhs, id, i64::max),
+        Kind::Arith(Arith::Minimum) => apply(op.name(), a, la, rhs, id, i64::min),
+        Kind::Arith(Arith::Pow) => apply(op.name(), a, la, rhs, id, powi),
         Kind::Arith(Arith::Div) => {
             return Err(AotError::dtype(
                 op.name(),
@@ -173,7 +186,7 @@ fn binary_i64(op: BinaryOp, a: &[i64], la: &Layout, rhs: Rhs<'_, i64, i64>) -> R
             ))
         }
     };
-    Ok(CpuStorage::I64(out))
+    Ok(CpuStorage::I64(out?))
 }
 
 /// PyTorch's integer `pow`: a negative exponent gives `1` for base 1, `+-1`
@@ -203,16 +216,16 @@ fn binary_bool(op: BinaryOp, a: &[bool], la: &Layout, rhs: Rhs<'_, bool, bool>) 
     let id = |x: bool| x;
     let out =
         match op.kind() {
-            Kind::Cmp(c) => return Ok(compare(c, a, la, rhs, id)),
-            Kind::Arith(Arith::Add | Arith::Maximum) => apply(a, la, rhs, id, |x, y| x | y),
-            Kind::Arith(Arith::Mul | Arith::Minimum) => apply(a, la, rhs, id, |x, y| x & y),
+            Kind::Cmp(c) => return compare(op.name(), c, a, la, rhs, id),
+            Kind::Arith(Arith::Add | Arith::Maximum) => apply(op.name(), a, la, rhs, id, |x, y| x | y),
+            Kind::Arith(Arith::Mul | Arith::Minimum) => apply(op.name(), a, la, rhs, id, |x, y| x & y),
             Kind::Arith(Arith::Sub) => return Err(AotError::dtype(
                 "sub",
                 "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
             )),
             Kind::Arith(Arith::Div | Arith::Pow) => return Err(not_implemented(op.name(), DType::Bool)),
         };
-    Ok(CpuStorage::Bool(out))
+    Ok(CpuStorage::Bool(out?))
 }
 
 /// `a op b` elementwise, laid out as `out`. `la` and `lb` have one
@@ -233,7 +246,7 @@ pub fn binary(op: BinaryOp, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &La
     check_layout(name, lb, b.len())?;
     let o = OutOrder::new(name, out, &la.shape)?;
     let (la, lb) = (&*o.input(la), &*o.input(lb));
-    float_or!(a, va => Ok(binary_float(op, va, la, Rhs::Tensor(typed(name, b)?, lb))), other => match other {
+    float_or!(a, va => binary_float(op, va, la, Rhs::Tensor(typed(name, b)?, lb)), other => match other {
         CpuStorage::I64(va) => binary_i64(op, va, la, Rhs::Tensor(typed(name, b)?, lb)),
         CpuStorage::Bool(va) => binary_bool(op, va, la, Rhs::Tensor(typed(name, b)?, lb)),
         _ => Err(AotError::internal(name, "unhandled dtype")),
@@ -244,14 +257,14 @@ pub fn binary(op: BinaryOp, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &La
 /// scalar `s` that fits the dtype of `a`. Arithmetic on f16/bf16/f32 uses `s` in f32 (PyTorch's
 /// opmath), comparisons compare with `s` cast to the dtype of `a`.
 pub fn binary_scalar(op: BinaryOp, a: &CpuStorage, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<CpuStorage> {
-    fn float<T: FloatElem>(op: BinaryOp, a: &[T], la: &Layout, s: f64, first: bool) -> CpuStorage {
+    fn float<T: FloatElem>(op: BinaryOp, a: &[T], la: &Layout, s: f64, first: bool) -> Result<CpuStorage> {
         let s = if op.is_comparison() { T::from_f64(s).to_c() } else { T::C::of(s) };
         binary_float(op, a, la, Rhs::Scalar { s, first })
     }
     let name = op.name();
     check_layout(name, la, a.len())?;
     let la = &*OutOrder::new(name, out, &la.shape)?.input(la);
-    float_or!(a, va => Ok(float(op, va, la, s, scalar_first)), other => match other {
+    float_or!(a, va => float(op, va, la, s, scalar_first), other => match other {
         CpuStorage::I64(va) => binary_i64(op, va, la, Rhs::Scalar { s: s as i64, first: scalar_first }),
         CpuStorage::Bool(va) => binary_bool(op, va, la, Rhs::Scalar { s: s != 0.0, first: scalar_first }),
         _ => Err(AotError::internal(name, "unhandled dtype")),
@@ -290,7 +303,7 @@ pub fn where_cond(
     let (lc, la, lb) = (&*o.input(lc), &*o.input(la), &*o.input(lb));
     fn go<T: Elem>(c: &[bool], lc: &Layout, a: &[T], la: &Layout, b: &CpuStorage, lb: &Layout) -> Result<CpuStorage> {
         let b = typed::<T>(OP, b)?;
-        Ok(T::into_storage(map3(c, lc, a, la, b, lb, |c, x, y| if c { x } else { y })))
+        Ok(T::into_storage(map3(OP, c, lc, a, la, b, lb, |c, x, y| if c { x } else { y })?))
     }
     crate::dispatch_cpu!(a, va => go(c, lc, va, la, b, lb))
 }

@@ -13,23 +13,23 @@ use crate::storage::CpuStorage;
 /// of `l.shape`): float -> I64 truncates toward zero, anything -> Bool is
 /// `!= 0`, Bool -> anything is 0/1. Same dtype is a copy.
 pub fn cast(src: &CpuStorage, l: &Layout, dtype: DType, out: &Layout) -> Result<CpuStorage> {
-    fn go<T: Elem>(v: &[T], l: &Layout, dtype: DType) -> CpuStorage {
+    fn go<T: Elem>(v: &[T], l: &Layout, dtype: DType) -> Result<CpuStorage> {
         if T::DTYPE == dtype {
-            return T::into_storage(map1(v, l, |x| x));
+            return Ok(T::into_storage(map1(OP, v, l, |x| x)?));
         }
-        match dtype {
-            DType::F32 => CpuStorage::F32(map1(v, l, Elem::cast)),
-            DType::F64 => CpuStorage::F64(map1(v, l, Elem::cast)),
-            DType::F16 => CpuStorage::F16(map1(v, l, Elem::cast)),
-            DType::BF16 => CpuStorage::BF16(map1(v, l, Elem::cast)),
-            DType::I64 => CpuStorage::I64(map1(v, l, Elem::cast)),
-            DType::Bool => CpuStorage::Bool(map1(v, l, Elem::cast)),
-        }
+        Ok(match dtype {
+            DType::F32 => CpuStorage::F32(map1(OP, v, l, Elem::cast)?),
+            DType::F64 => CpuStorage::F64(map1(OP, v, l, Elem::cast)?),
+            DType::F16 => CpuStorage::F16(map1(OP, v, l, Elem::cast)?),
+            DType::BF16 => CpuStorage::BF16(map1(OP, v, l, Elem::cast)?),
+            DType::I64 => CpuStorage::I64(map1(OP, v, l, Elem::cast)?),
+            DType::Bool => CpuStorage::Bool(map1(OP, v, l, Elem::cast)?),
+        })
     }
     const OP: &str = "cast";
     check_layout(OP, l, src.len())?;
     let l = &*OutOrder::new(OP, out, &l.shape)?.input(l);
-    Ok(crate::dispatch_cpu!(src, v => go(v, l, dtype)))
+    crate::dispatch_cpu!(src, v => go(v, l, dtype))
 }
 
 /// Writes `f` of the elements of `s` (through `ls`) into the positions of

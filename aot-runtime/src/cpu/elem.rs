@@ -193,9 +193,10 @@ pub(crate) trait FloatElem: Elem {
     fn to_c(self) -> Self::C;
     /// Rounds a computed value to the element type (once).
     fn from_c(c: Self::C) -> Self;
-    /// Rounds a buffer of computed values (free when the types agree).
-    fn from_c_vec(v: Vec<Self::C>) -> Vec<Self> {
-        super::strided::map1(&v, &crate::layout::Layout::contiguous(&[v.len()]), Self::from_c)
+    /// Rounds a buffer of computed values (free when the types agree; else
+    /// a new buffer, an error naming `op` if it cannot be allocated).
+    fn from_c_vec(op: &'static str, v: Vec<Self::C>) -> crate::error::Result<Vec<Self>> {
+        super::strided::map1(op, &v, &crate::layout::Layout::contiguous(&[v.len()]), Self::from_c)
     }
 }
 
@@ -209,8 +210,8 @@ impl FloatElem for f32 {
     fn from_c(c: f32) -> Self {
         c
     }
-    fn from_c_vec(v: Vec<f32>) -> Vec<f32> {
-        v
+    fn from_c_vec(_: &'static str, v: Vec<f32>) -> crate::error::Result<Vec<f32>> {
+        Ok(v)
     }
 }
 impl FloatElem for f64 {
@@ -223,8 +224,8 @@ impl FloatElem for f64 {
     fn from_c(c: f64) -> Self {
         c
     }
-    fn from_c_vec(v: Vec<f64>) -> Vec<f64> {
-        v
+    fn from_c_vec(_: &'static str, v: Vec<f64>) -> crate::error::Result<Vec<f64>> {
+        Ok(v)
     }
 }
 impl FloatElem for f16 {

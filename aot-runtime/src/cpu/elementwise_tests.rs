@@ -295,8 +295,8 @@ fn where_selects_with_broadcast_condition() {
     let c: Vec<bool> = (0..n).map(|i| i % 3 == 0).collect();
     let l = Layout::contiguous(&[n]);
     for dtype in DType::ALL {
-        let a = CpuStorage::zeros(dtype, n);
-        let b = CpuStorage::full(dtype, n, 1.0);
+        let a = CpuStorage::zeros("test", dtype, n).unwrap();
+        let b = CpuStorage::full("test", dtype, n, 1.0).unwrap();
         let out = where_cond(&CpuStorage::Bool(c.clone()), &l, &a, &l, &b, &l, &row_major(&l)).unwrap();
         assert_eq!(out.dtype(), dtype);
         let want: Vec<f64> = c.iter().map(|&c| if c { 0.0 } else { 1.0 }).collect();
@@ -358,24 +358,24 @@ fn copy_strided_into_views() {
     // into a transposed view, with a cast
     let src = storage(DType::F32, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     let ls = Layout::contiguous(&[2, 3]);
-    let mut dst = CpuStorage::zeros(DType::F64, 7);
+    let mut dst = CpuStorage::zeros("test", DType::F64, 7).unwrap();
     let ld = Layout::new(vec![2, 3], vec![1, 2], 1);
     copy_strided(&src, &ls, &mut dst, &ld).unwrap();
     assert_eq!(values(&dst), vec![0.0, 1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
     // same dtype, contiguous destination slice, strided source
-    let mut dst = CpuStorage::zeros(DType::F32, 8);
+    let mut dst = CpuStorage::zeros("test", DType::F32, 8).unwrap();
     copy_strided(&src, &ls.t("t").unwrap(), &mut dst, &Layout::new(vec![3, 2], vec![2, 1], 1)).unwrap();
     assert_eq!(values(&dst), vec![0.0, 1.0, 4.0, 2.0, 5.0, 3.0, 6.0, 0.0]);
     // same numel, other shape: row-major order
-    let mut dst = CpuStorage::zeros(DType::I64, 6);
+    let mut dst = CpuStorage::zeros("test", DType::I64, 6).unwrap();
     copy_strided(&src, &ls.t("t").unwrap(), &mut dst, &Layout::contiguous(&[6])).unwrap();
     assert_eq!(dst, CpuStorage::I64(vec![1, 4, 2, 5, 3, 6]));
     // broadcast source
-    let mut dst = CpuStorage::zeros(DType::BF16, 6);
+    let mut dst = CpuStorage::zeros("test", DType::BF16, 6).unwrap();
     copy_strided(&src, &Layout::new(vec![2, 3], vec![0, 1], 3), &mut dst, &Layout::contiguous(&[3, 2]).t("t").unwrap()).unwrap();
     assert_eq!(values(&dst), vec![4.0, 4.0, 5.0, 5.0, 6.0, 6.0]);
     // errors
-    let mut dst = CpuStorage::zeros(DType::F32, 4);
+    let mut dst = CpuStorage::zeros("test", DType::F32, 4).unwrap();
     assert!(copy_strided(&src, &ls, &mut dst, &Layout::contiguous(&[4])).is_err());
     assert!(copy_strided(&src, &ls, &mut dst, &Layout::contiguous(&[2, 3])).is_err());
     // large, parallel path, every dtype pair
@@ -386,7 +386,7 @@ fn copy_strided_into_views() {
         let s = storage(from, &data);
         let want = logical(&values(&s), &lt);
         for to in DType::ALL {
-            let mut d = CpuStorage::zeros(to, n);
+            let mut d = CpuStorage::zeros("test", to, n).unwrap();
             copy_strided(&s, &lt, &mut d, &Layout::contiguous(&[200, 200])).unwrap();
             let want: Vec<f64> = want.iter().map(|&x| values(&storage(to, &[x]))[0]).collect();
             assert_eq!(values(&d), want, "{from} -> {to}");
@@ -396,14 +396,14 @@ fn copy_strided_into_views() {
 
 #[test]
 fn fill_only_touches_the_view() {
-    let mut d = CpuStorage::zeros(DType::F32, 12);
+    let mut d = CpuStorage::zeros("test", DType::F32, 12).unwrap();
     let l = Layout::contiguous(&[3, 4]).slice("s", 1, 1, 4, 2).unwrap(); // columns 1 and 3
     fill(&mut d, &l, 2.5);
     assert_eq!(values(&d), vec![0.0, 2.5, 0.0, 2.5, 0.0, 2.5, 0.0, 2.5, 0.0, 2.5, 0.0, 2.5]);
-    let mut d = CpuStorage::zeros(DType::I64, 5);
+    let mut d = CpuStorage::zeros("test", DType::I64, 5).unwrap();
     fill(&mut d, &Layout::new(vec![3], vec![1], 1), 7.0);
     assert_eq!(d, CpuStorage::I64(vec![0, 7, 7, 7, 0]));
-    let mut d = CpuStorage::zeros(DType::Bool, 2);
+    let mut d = CpuStorage::zeros("test", DType::Bool, 2).unwrap();
     fill(&mut d, &Layout::new(vec![2, 2], vec![0, 1], 0), 3.0);
     assert_eq!(d, CpuStorage::Bool(vec![true, true]));
     fill(&mut d, &Layout::new(vec![0], vec![1], 10), 3.0);

@@ -7,8 +7,8 @@
 use super::elem::{torch_type_name, FloatElem};
 use super::strided::{check_layout, map1, par_chunks};
 use crate::error::{AotError, Result};
-use crate::layout::Layout;
-use crate::storage::CpuStorage;
+use crate::layout::{checked_numel, Layout};
+use crate::storage::{try_filled, CpuStorage};
 use gemm::Parallelism;
 
 const OP: &str = "matmul";
@@ -80,7 +80,7 @@ pub fn matmul(a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout) -> Resul
         (CpuStorage::F64(x), CpuStorage::F64(y)) => Ok(CpuStorage::F64(gemm_batched(dims, x, la, y, lb)?)),
         (CpuStorage::F16(x), CpuStorage::F16(y)) => Ok(CpuStorage::F16(via_f32(dims, x, la, y, lb)?)),
         (CpuStorage::BF16(x), CpuStorage::BF16(y)) => Ok(CpuStorage::BF16(via_f32(dims, x, la, y, lb)?)),
-        (CpuStorage::I64(x), CpuStorage::I64(y)) => Ok(CpuStorage::I64(naive_i64(dims, x, la, y, lb))),
+        (CpuStorage::I64(x), CpuStorage::I64(y)) => Ok(CpuStorage::I64(naive_i64(dims, x, la, y, lb)?)),
         _ => Err(AotError::dtype(OP, format!("\"addmm_impl_cpu_\" not implemented for '{}'", torch_type_name(a.dtype())))),
     }
 }
@@ -95,31 +95,32 @@ struct Dims {
 
 /// The operand widened to a contiguous f32 buffer and its layout. A batch
 /// dim of stride 0 stays stride 0 (the matrix is widened once).
-fn widen<T: FloatElem<C = f32>>(x: &[T], l: &Layout) -> (Vec<f32>, Layout) {
+fn widen<T: FloatElem<C = f32>>(x: &[T], l: &Layout) -> Result<(Vec<f32>, Layout)> {
     let (batch, r, c) = (l.shape[0], l.shape[1], l.shape[2]);
     let broadcast = batch > 1 && l.stride[0] == 0;
     let shape = [if broadcast { 1 } else { batch }, r, c];
     let src = Layout::new(shape.to_vec(), l.stride.clone(), l.offset);
-    let data = map1(x, &src, T::to_c);
+    let data = map1(OP, x, &src, T::to_c)?;
     let stride = vec![if broadcast { 0 } else { r * c }, c, 1];
-    (data, Layout::new(vec![batch, r, c], stride, 0))
+    Ok((data, Layout::new(vec![batch, r, c], stride, 0)))
 }
 
 fn via_f32<T: FloatElem<C = f32>>(d: Dims, x: &[T], la: &Layout, y: &[T], lb: &Layout) -> Result<Vec<T>> {
-    let (xa, la) = widen(x, la);
-    let (yb, lb) = widen(y, lb);
+    let (xa, la) = widen(x, la)?;
+    let (yb, lb) = widen(y, lb)?;
     let out = gemm_batched(d, &xa, &la, &yb, &lb)?;
-    Ok(T::from_c_vec(out))
+    T::from_c_vec(OP, out)
 }
 
 fn gemm_batched<T: GemmElem>(d: Dims, x: &[T], la: &Layout, y: &[T], lb: &Layout) -> Result<Vec<T>> {
     let Dims { batch, m, k, n } = d;
-    let mut out = vec![T::ZERO; batch * m * n];
+    let mut out = try_filled(OP, checked_numel(OP, &[batch, m, n])?, T::ZERO)?;
     if out.is_empty() || k == 0 {
         return Ok(out);
     }
     let (pa, pb) = (Operand::new(la)?, Operand::new(lb)?);
-    let work = m * n * k;
+    // Only a scheduling heuristic: saturate rather than overflow.
+    let work = m.saturating_mul(n).saturating_mul(k);
     // `dst` is the output matrix `bi` (m*n elements, row-major).
     let one = |bi: usize, dst: &mut [T], par: Parallelism| {
         let lhs = &x[pa.offset + bi * pa.batch_stride..];
@@ -158,7 +159,7 @@ fn gemm_batched<T: GemmElem>(d: Dims, x: &[T], la: &Layout, y: &[T], lb: &Layout
         }
     };
     let threads = rayon::current_num_threads();
-    if batch > 1 && threads > 1 && work <= BATCH_PAR_MAX_WORK && batch * work >= GEMM_PAR_WORK {
+    if batch > 1 && threads > 1 && work <= BATCH_PAR_MAX_WORK && batch.saturating_mul(work) >= GEMM_PAR_WORK {
         par_chunks(&mut out, m * n, &|start, dst| one(start / (m * n), dst, Parallelism::None));
     } else {
         let par = if work >= GEMM_PAR_WORK && threads > 1 { Parallelism::Rayon(0) } else { Parallelism::None };
@@ -170,11 +171,11 @@ fn gemm_batched<T: GemmElem>(d: Dims, x: &[T], la: &Layout, y: &[T], lb: &Layout
 }
 
 /// Integer matmul by a plain loop (wrapping on overflow).
-fn naive_i64(d: Dims, x: &[i64], la: &Layout, y: &[i64], lb: &Layout) -> Vec<i64> {
+fn naive_i64(d: Dims, x: &[i64], la: &Layout, y: &[i64], lb: &Layout) -> Result<Vec<i64>> {
     let Dims { batch, m, k, n } = d;
-    let mut out = vec![0i64; batch * m * n];
+    let mut out = try_filled(OP, checked_numel(OP, &[batch, m, n])?, 0i64)?;
     if out.is_empty() {
-        return out;
+        return Ok(out);
     }
     let (sa, sb) = (&la.stride, &lb.stride);
     let per_batch = |start: usize, dst: &mut [i64]| {
@@ -189,14 +190,14 @@ fn naive_i64(d: Dims, x: &[i64], la: &Layout, y: &[i64], lb: &Layout) -> Vec<i64
             }
         }
     };
-    if batch > 1 && out.len() * k >= super::strided::PAR_MIN {
+    if batch > 1 && out.len().saturating_mul(k) >= super::strided::PAR_MIN {
         par_chunks(&mut out, m * n, &per_batch);
     } else {
         for (bi, dst) in out.chunks_mut(m * n).enumerate() {
             per_batch(bi * m * n, dst);
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]

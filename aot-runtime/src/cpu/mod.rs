@@ -7,6 +7,8 @@
 //! write the dense output layout they are given (PyTorch's, computed by
 //! [`crate::layout::elementwise_layout`]); reductions, softmax and matmul
 //! return contiguous buffers, as PyTorch does.
+//! Every output buffer is allocated through `storage::try_vec`, so an
+//! output too large to allocate is an `OutOfMemory` error, not an abort.
 //! Dtype dispatch happens once per call; the kernels themselves are generic
 //! over the element traits in `elem`. Contiguous inputs take slice fast
 //! paths, and large inputs (more than 32k elements) are split across rayon

@@ -65,7 +65,7 @@ mod tests {
         let src = Layout::contiguous(&[2, 3, 4]);
         let o = OutOrder::new("t", &out, &[2, 3, 4]).unwrap();
         let data: Vec<usize> = (0..24).collect();
-        let buf = map1(&data, &o.input(&src), |x| x);
+        let buf = map1("t", &data, &o.input(&src), |x| x).unwrap();
         // Reading the buffer through `out` gives the input back in row-major order.
         let got: Vec<usize> = out.offsets().map(|i| buf[i]).collect();
         assert_eq!(got, data);

@@ -2,7 +2,8 @@
 //! the `rand`/`randn` fills built on it. Deterministic for a given seed.
 
 use crate::dtype::DType;
-use crate::storage::CpuStorage;
+use crate::error::Result;
+use crate::storage::{try_collect, CpuStorage};
 use half::{bf16, f16};
 
 /// xoshiro256**: fast, 256 bits of state, good statistical quality.
@@ -73,20 +74,22 @@ impl Rng {
 
 /// `n` values uniform on [0, 1) of `dtype`. Floating dtypes draw as many bits
 /// as their significand holds, so no value rounds up to 1. (I64 and Bool get
-/// the uniform values cast: all 0 and almost all true.)
-pub fn rand_uniform(dtype: DType, n: usize, rng: &mut Rng) -> CpuStorage {
-    match dtype {
-        DType::F32 => CpuStorage::F32((0..n).map(|_| rng.uniform_bits(24) as f32).collect()),
-        DType::F64 => CpuStorage::F64((0..n).map(|_| rng.uniform_bits(53)).collect()),
-        DType::F16 => CpuStorage::F16((0..n).map(|_| f16::from_f64(rng.uniform_bits(11))).collect()),
-        DType::BF16 => CpuStorage::BF16((0..n).map(|_| bf16::from_f64(rng.uniform_bits(8))).collect()),
-        DType::I64 | DType::Bool => CpuStorage::from_f64s(dtype, (0..n).map(|_| rng.uniform())),
-    }
+/// the uniform values cast: all 0 and almost all true.) A buffer that cannot
+/// be allocated is an error, and then nothing is drawn.
+pub fn rand_uniform(dtype: DType, n: usize, rng: &mut Rng) -> Result<CpuStorage> {
+    const OP: &str = "rand";
+    Ok(match dtype {
+        DType::F32 => CpuStorage::F32(try_collect(OP, (0..n).map(|_| rng.uniform_bits(24) as f32))?),
+        DType::F64 => CpuStorage::F64(try_collect(OP, (0..n).map(|_| rng.uniform_bits(53)))?),
+        DType::F16 => CpuStorage::F16(try_collect(OP, (0..n).map(|_| f16::from_f64(rng.uniform_bits(11))))?),
+        DType::BF16 => CpuStorage::BF16(try_collect(OP, (0..n).map(|_| bf16::from_f64(rng.uniform_bits(8))))?),
+        DType::I64 | DType::Bool => CpuStorage::from_f64s(OP, dtype, (0..n).map(|_| rng.uniform()))?,
+    })
 }
 
 /// `n` standard normal values of `dtype` (rounded from f64).
-pub fn randn(dtype: DType, n: usize, rng: &mut Rng) -> CpuStorage {
-    CpuStorage::from_f64s(dtype, (0..n).map(|_| rng.normal()))
+pub fn randn(dtype: DType, n: usize, rng: &mut Rng) -> Result<CpuStorage> {
+    CpuStorage::from_f64s("randn", dtype, (0..n).map(|_| rng.normal()))
 }
 
 #[cfg(test)]
@@ -101,14 +104,14 @@ mod tests {
         let zs: Vec<u64> = (0..8).map(|_| c.next_u64()).collect();
         assert_eq!(xs, ys);
         assert_ne!(xs, zs);
-        assert_eq!(randn(DType::F32, 10, &mut Rng::new(1)), randn(DType::F32, 10, &mut Rng::new(1)));
-        assert_eq!(rand_uniform(DType::F64, 10, &mut Rng::new(1)), rand_uniform(DType::F64, 10, &mut Rng::new(1)));
+        assert_eq!(randn(DType::F32, 10, &mut Rng::new(1)).unwrap(), randn(DType::F32, 10, &mut Rng::new(1)).unwrap());
+        assert_eq!(rand_uniform(DType::F64, 10, &mut Rng::new(1)).unwrap(), rand_uniform(DType::F64, 10, &mut Rng::new(1)).unwrap());
     }
 
     #[test]
     fn uniform_is_in_range_with_the_right_moments() {
         for dtype in DType::FLOATS {
-            let s = rand_uniform(dtype, 100_000, &mut Rng::new(7));
+            let s = rand_uniform(dtype, 100_000, &mut Rng::new(7)).unwrap();
             assert_eq!(s.dtype(), dtype);
             let v: Vec<f64> = (0..s.len()).map(|i| s.get_f64(i)).collect();
             assert!(v.iter().all(|&x| (0.0..1.0).contains(&x)), "{dtype}");
@@ -131,7 +134,7 @@ mod tests {
         assert!(v.iter().all(|x| x.is_finite()));
         let within1 = v.iter().filter(|x| x.abs() < 1.0).count() as f64 / n as f64;
         assert!((within1 - 0.6827).abs() < 0.01, "{within1}");
-        let s = randn(DType::BF16, 1000, &mut Rng::new(5));
+        let s = randn(DType::BF16, 1000, &mut Rng::new(5)).unwrap();
         assert_eq!((s.dtype(), s.len()), (DType::BF16, 1000));
     }
 }

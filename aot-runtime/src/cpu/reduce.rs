@@ -9,7 +9,7 @@ use super::elem::{float_or, max_nan, torch_type_name, FloatElem};
 use super::strided::{check_layout, par_chunks, par_map, Plan, PAR_MIN};
 use crate::error::{AotError, Result};
 use crate::layout::{contiguous_strides, Layout};
-use crate::storage::CpuStorage;
+use crate::storage::{try_collect, try_filled, CpuStorage};
 
 /// A reduction op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -32,6 +32,8 @@ impl ReduceOp {
 
 /// The geometry of one reduction.
 struct Reduction {
+    /// The op, for errors.
+    op: &'static str,
     /// The input with its kept dims first (in order), then its reduced dims;
     /// size-1 dims dropped.
     lin: Layout,
@@ -55,7 +57,9 @@ impl Reduction {
         for d in 0..rank {
             let (n, s) = (l.shape[d], l.stride[d]);
             if mask[d] {
-                red_n *= n;
+                // Saturating: a checked layout never gets there, and a
+                // saturated count only makes the allocation below fail.
+                red_n = red_n.saturating_mul(n);
                 if n == 0 && empty_dim.is_none() {
                     empty_dim = Some(d);
                 }
@@ -63,7 +67,7 @@ impl Reduction {
                     red.push((n, s));
                 }
             } else {
-                out_n *= n;
+                out_n = out_n.saturating_mul(n);
                 if n != 1 {
                     kept.push((n, s));
                 }
@@ -71,7 +75,7 @@ impl Reduction {
         }
         let nk = kept.len();
         let (shape, stride) = kept.into_iter().chain(red).unzip();
-        Ok(Reduction { lin: Layout::new(shape, stride, l.offset), nk, out_n, red_n, empty_dim })
+        Ok(Reduction { op, lin: Layout::new(shape, stride, l.offset), nk, out_n, red_n, empty_dim })
     }
 }
 
@@ -118,18 +122,19 @@ fn accumulate<A>(lin: &Layout, nk: usize, acc: &mut [A], base: usize, row: &impl
 }
 
 /// The outputs of a reduction: each starts at `init`, `row` folds inputs in,
-/// `combine` merges partial results of parallel tasks.
-fn drive<A: Copy + Send + Sync>(r: &Reduction, init: A, row: impl RowFn<A>, combine: impl Fn(A, A) -> A + Sync) -> Vec<A> {
-    let mut acc = vec![init; r.out_n];
+/// `combine` merges partial results of parallel tasks. Every buffer sized
+/// by the output count is allocated fallibly.
+fn drive<A: Copy + Send + Sync>(r: &Reduction, init: A, row: impl RowFn<A>, combine: impl Fn(A, A) -> A + Sync) -> Result<Vec<A>> {
+    let mut acc = try_filled(r.op, r.out_n, init)?;
     let lin = &r.lin;
     let numel = lin.numel();
     if numel == 0 {
-        return acc;
+        return Ok(acc);
     }
     let threads = rayon::current_num_threads();
     if numel < PAR_MIN || threads < 2 {
         accumulate(lin, r.nk, &mut acc, 0, &row);
-        return acc;
+        return Ok(acc);
     }
     // The largest reduced dim, to split when there are few outputs.
     let split_red = (r.nk..lin.rank()).max_by_key(|&d| lin.shape[d]);
@@ -149,15 +154,16 @@ fn drive<A: Copy + Send + Sync>(r: &Reduction, init: A, row: impl RowFn<A>, comb
         // outputs, which are then combined.
         let n = lin.shape[d];
         let per = n.div_ceil(threads.min(n));
-        let partials: Vec<Vec<A>> = par_map(n.div_ceil(per), &|p| {
+        let partials = par_map(n.div_ceil(per), &|p| {
             let mut sub = lin.clone();
             sub.offset += p * per * lin.stride[d];
             sub.shape[d] = per.min(n - p * per);
-            let mut part = vec![init; r.out_n];
+            let mut part = try_filled(r.op, r.out_n, init)?;
             accumulate(&sub, r.nk, &mut part, 0, &row);
-            part
+            Ok(part)
         });
         for part in partials {
+            let part: Vec<A> = part?;
             for (a, p) in acc.iter_mut().zip(part) {
                 *a = combine(*a, p);
             }
@@ -165,7 +171,7 @@ fn drive<A: Copy + Send + Sync>(r: &Reduction, init: A, row: impl RowFn<A>, comb
     } else {
         accumulate(lin, r.nk, &mut acc, 0, &row);
     }
-    acc
+    Ok(acc)
 }
 
 /// A row function folding `conv(x)` into the outputs with `op`
@@ -231,21 +237,21 @@ pub fn reduce(op: ReduceOp, src: &CpuStorage, l: &Layout, dims: &[usize], keepdi
         }
     }
     let _ = keepdim; // the data order does not depend on it; the caller owns the shape
-    fn float<T: FloatElem>(op: ReduceOp, v: &[T], r: &Reduction) -> CpuStorage {
-        let out: Vec<T> = match op {
-            ReduceOp::Sum => drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add).into_iter().map(T::from_f64).collect(),
+    fn float<T: FloatElem>(op: ReduceOp, v: &[T], r: &Reduction) -> Result<CpuStorage> {
+        let n = r.red_n as f64;
+        let out = match op {
+            ReduceOp::Sum => try_collect(r.op, drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add)?.into_iter().map(T::from_f64)),
             ReduceOp::Mean => {
-                let n = r.red_n as f64;
-                drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add).into_iter().map(|s| T::from_f64(s / n)).collect()
+                try_collect(r.op, drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add)?.into_iter().map(|s| T::from_f64(s / n)))
             }
-            ReduceOp::Amax => drive(r, f64::NEG_INFINITY, fold_row(v, T::to_f64, max_nan, f64::NEG_INFINITY), max_nan)
-                .into_iter()
-                .map(T::from_f64)
-                .collect(),
+            ReduceOp::Amax => {
+                let acc = drive(r, f64::NEG_INFINITY, fold_row(v, T::to_f64, max_nan, f64::NEG_INFINITY), max_nan)?;
+                try_collect(r.op, acc.into_iter().map(T::from_f64))
+            }
         };
-        T::into_storage(out)
+        Ok(T::into_storage(out?))
     }
-    float_or!(src, v => Ok(float(op, v, &r)), other => match (op, other) {
+    float_or!(src, v => float(op, v, &r), other => match (op, other) {
         (ReduceOp::Mean, _) => Err(AotError::dtype(
             name,
             format!(
@@ -254,16 +260,16 @@ pub fn reduce(op: ReduceOp, src: &CpuStorage, l: &Layout, dims: &[usize], keepdi
             ),
         )),
         (ReduceOp::Sum, CpuStorage::I64(v)) => {
-            Ok(CpuStorage::I64(drive(&r, 0, fold_row(v, |x| x, i64::wrapping_add, 0), i64::wrapping_add)))
+            Ok(CpuStorage::I64(drive(&r, 0, fold_row(v, |x| x, i64::wrapping_add, 0), i64::wrapping_add)?))
         }
         (ReduceOp::Sum, CpuStorage::Bool(v)) => {
-            Ok(CpuStorage::I64(drive(&r, 0, fold_row(v, |x| x as i64, i64::wrapping_add, 0), i64::wrapping_add)))
+            Ok(CpuStorage::I64(drive(&r, 0, fold_row(v, |x| x as i64, i64::wrapping_add, 0), i64::wrapping_add)?))
         }
         (ReduceOp::Amax, CpuStorage::I64(v)) => {
-            Ok(CpuStorage::I64(drive(&r, i64::MIN, fold_row(v, |x| x, i64::max, i64::MIN), i64::max)))
+            Ok(CpuStorage::I64(drive(&r, i64::MIN, fold_row(v, |x| x, i64::max, i64::MIN), i64::max)?))
         }
         (ReduceOp::Amax, CpuStorage::Bool(v)) => {
-            Ok(CpuStorage::Bool(drive(&r, false, fold_row(v, |x| x, |a, b| a | b, false), |a, b| a | b)))
+            Ok(CpuStorage::Bool(drive(&r, false, fold_row(v, |x| x, |a, b| a | b, false), |a, b| a | b)?))
         }
         _ => Err(AotError::internal(name, "unhandled dtype")),
     })
@@ -297,9 +303,10 @@ pub fn var(src: &CpuStorage, l: &Layout, dims: &[usize], correction: i64, keepdi
     check_layout(OP, l, src.len())?;
     let r = Reduction::new(OP, l, dims)?;
     let _ = keepdim; // the data order does not depend on it
-    fn float<T: FloatElem>(v: &[T], r: &Reduction, correction: i64) -> CpuStorage {
+    fn float<T: FloatElem>(v: &[T], r: &Reduction, correction: i64) -> Result<CpuStorage> {
         let n = r.red_n as f64;
-        let mean: Vec<f64> = drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add).into_iter().map(|s| s / n).collect();
+        let mut mean = drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add)?;
+        mean.iter_mut().for_each(|s| *s /= n);
         let mean = &mean;
         let squares = move |acc: &mut [f64], base: usize, o0: usize, os: usize, x0: usize, xs: usize, len: usize| {
             if os == 0 {
@@ -319,9 +326,9 @@ pub fn var(src: &CpuStorage, l: &Layout, dims: &[usize], correction: i64, keepdi
             }
         };
         let div = (n - correction as f64).max(0.0);
-        T::into_storage(drive(r, 0.0, squares, add).into_iter().map(|s| T::from_f64(s / div)).collect())
+        Ok(T::into_storage(try_collect(r.op, drive(r, 0.0, squares, add)?.into_iter().map(|s| T::from_f64(s / div)))?))
     }
-    float_or!(src, v => Ok(float(v, &r, correction)), other => Err(AotError::dtype(
+    float_or!(src, v => float(v, &r, correction), other => Err(AotError::dtype(
         OP,
         format!("std and var only support floating point and complex dtypes, got {}", torch_type_name(other.dtype())),
     )))

@@ -19,15 +19,17 @@ pub fn softmax(src: &CpuStorage, l: &Layout, dim: usize, log: bool) -> Result<Cp
         let r = rank.max(1) as i64;
         return Err(AotError::DimOutOfRange { op, dim: dim as i64, min: -r, max: r - 1 });
     }
-    float_or!(src, v => Ok(softmax_t(v, l, dim, log)), other => Err(AotError::dtype(
+    float_or!(src, v => softmax_t(op, v, l, dim, log), other => Err(AotError::dtype(
         op,
         format!("\"{op}_lastdim_kernel_impl\" not implemented for '{}'", torch_type_name(other.dtype())),
     )))
 }
 
-fn softmax_t<T: FloatElem>(v: &[T], l: &Layout, dim: usize, log: bool) -> CpuStorage {
-    // Gather into a contiguous [outer, len, inner] buffer of the compute type.
-    let mut buf: Vec<T::C> = map1(v, l, T::to_c);
+fn softmax_t<T: FloatElem>(op: &'static str, v: &[T], l: &Layout, dim: usize, log: bool) -> Result<CpuStorage> {
+    // Gather into a contiguous [outer, len, inner] buffer of the compute
+    // type. Its allocation is the checked one; the per-column scratch
+    // buffers below are no larger than it.
+    let mut buf: Vec<T::C> = map1(op, v, l, T::to_c)?;
     let (len, inner) = if l.rank() == 0 { (1, 1) } else { (l.shape[dim], l.shape[dim + 1..].iter().product()) };
     let block = len * inner;
     if let Some(outer) = buf.len().checked_div(block) {
@@ -41,7 +43,7 @@ fn softmax_t<T: FloatElem>(v: &[T], l: &Layout, dim: usize, log: bool) -> CpuSto
             buf.chunks_exact_mut(block).for_each(|b| softmax_block_par(b, inner, log));
         }
     }
-    T::into_storage(T::from_c_vec(buf))
+    Ok(T::into_storage(T::from_c_vec(op, buf)?))
 }
 
 /// The largest element of each column of the row-major `rows` (`inner`

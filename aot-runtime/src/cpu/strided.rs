@@ -6,6 +6,7 @@
 
 use crate::error::{AotError, Result};
 use crate::layout::{contiguous_strides, Layout};
+use crate::storage::try_filled;
 use rayon::prelude::*;
 
 /// Inputs with at least this many elements are processed in parallel.
@@ -310,11 +311,17 @@ impl<const N: usize> Transposed<N> {
     }
 }
 
-/// `f` of each element of `a` (read through `la`), as a contiguous vector.
-pub(crate) fn map1<T: Copy + Sync, U: Copy + Default + Send>(a: &[T], la: &Layout, f: impl Fn(T) -> U + Sync) -> Vec<U> {
-    let mut out = vec![U::default(); la.numel()];
+/// `f` of each element of `a` (read through `la`), as a contiguous vector
+/// (an `OutOfMemory` error naming `op` if it cannot be allocated).
+pub(crate) fn map1<T: Copy + Sync, U: Copy + Default + Send>(
+    op: &'static str,
+    a: &[T],
+    la: &Layout,
+    f: impl Fn(T) -> U + Sync,
+) -> Result<Vec<U>> {
+    let mut out = try_filled(op, la.numel(), U::default())?;
     map1_into(&mut out, a, la, f);
-    out
+    Ok(out)
 }
 
 /// Like [`map1`], writing into `out` (of `la.numel()` elements).
@@ -359,17 +366,18 @@ pub(crate) fn map1_into<T: Copy + Sync, U: Copy + Send>(out: &mut [U], a: &[T], 
 
 /// `f` of each pair of elements of `a` and `b` (layouts of one shape).
 pub(crate) fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Default + Send>(
+    op: &'static str,
     a: &[A],
     la: &Layout,
     b: &[B],
     lb: &Layout,
     f: impl Fn(A, B) -> U + Sync,
-) -> Vec<U> {
-    let mut out = vec![U::default(); la.numel()];
+) -> Result<Vec<U>> {
+    let mut out = try_filled(op, la.numel(), U::default())?;
     let plan = Plan::new(&la.shape, [la, lb]);
     if let Some(t) = Transposed::new(&plan) {
         t.run(&mut out, &|[i, j]| f(a[i], b[j]));
-        return out;
+        return Ok(out);
     }
     fill_runs(&mut out, &plan, |o, [sa, sb], strides| {
         let n = o.len();
@@ -398,11 +406,13 @@ pub(crate) fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Default + Send>(
             }
         }
     });
-    out
+    Ok(out)
 }
 
 /// `f` of each triple of elements of `a`, `b` and `c` (layouts of one shape).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: Copy + Default + Send>(
+    op: &'static str,
     a: &[A],
     la: &Layout,
     b: &[B],
@@ -410,12 +420,12 @@ pub(crate) fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: Copy + Def
     c: &[C],
     lc: &Layout,
     f: impl Fn(A, B, C) -> U + Sync,
-) -> Vec<U> {
-    let mut out = vec![U::default(); la.numel()];
+) -> Result<Vec<U>> {
+    let mut out = try_filled(op, la.numel(), U::default())?;
     let plan = Plan::new(&la.shape, [la, lb, lc]);
     if let Some(t) = Transposed::new(&plan) {
         t.run(&mut out, &|[i, j, k]| f(a[i], b[j], c[k]));
-        return out;
+        return Ok(out);
     }
     fill_runs(&mut out, &plan, |o, [sa, sb, sc], strides| {
         let n = o.len();
@@ -430,7 +440,7 @@ pub(crate) fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: Copy + Def
             }
         }
     });
-    out
+    Ok(out)
 }
 
 /// Calls `f(dst_index, src_index)` for every element of two layouts of one
@@ -451,7 +461,7 @@ mod tests {
     use super::*;
 
     fn collect_offsets(l: &Layout) -> Vec<usize> {
-        map1(&(0..l.storage_extent()).collect::<Vec<usize>>(), l, |i| i)
+        map1("t", &(0..l.storage_extent()).collect::<Vec<usize>>(), l, |i| i).unwrap()
     }
 
     #[test]
@@ -501,12 +511,12 @@ mod tests {
             // with a second, contiguous or broadcast, operand
             let ids: Vec<usize> = (0..l.storage_extent()).collect();
             let c = Layout::contiguous(&l.shape);
-            let pairs = map2(&ids, l, &ids, &c, |x, y| (x, y));
+            let pairs = map2("t", &ids, l, &ids, &c, |x, y| (x, y)).unwrap();
             assert_eq!(pairs, want.iter().zip(0..).map(|(&x, y)| (x, y)).collect::<Vec<_>>(), "{l:?}");
             let mut bstride = vec![0; l.rank()];
             bstride[l.rank() - 1] = 1;
             let bl = Layout::new(l.shape.clone(), bstride, 0);
-            let triples = map3(&ids, &c, &ids, l, &ids, &bl, |x, y, z| (x, y, z));
+            let triples = map3("t", &ids, &c, &ids, l, &ids, &bl, |x, y, z| (x, y, z)).unwrap();
             let n = l.shape[l.rank() - 1];
             let want3: Vec<_> = want.iter().enumerate().map(|(i, &y)| (i, y, i % n)).collect();
             assert_eq!(triples, want3, "{l:?}");
@@ -537,10 +547,10 @@ mod tests {
         let la = Layout::contiguous(&[2, 3]).t("t").unwrap(); // [3, 2]
         let b = vec![10i64, 20];
         let lb = Layout::new(vec![3, 2], vec![0, 1], 0);
-        assert_eq!(map2(&a, &la, &b, &lb, |x, y| x + y), vec![10, 23, 11, 24, 12, 25]);
+        assert_eq!(map2("t", &a, &la, &b, &lb, |x, y| x + y).unwrap(), vec![10, 23, 11, 24, 12, 25]);
         let lb = Layout::new(vec![3, 2], vec![1, 0], 0);
         let b = vec![100i64, 200, 300];
-        assert_eq!(map2(&a, &la, &b, &lb, |x, y| x + y), vec![100, 103, 201, 204, 302, 305]);
+        assert_eq!(map2("t", &a, &la, &b, &lb, |x, y| x + y).unwrap(), vec![100, 103, 201, 204, 302, 305]);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::storage::CpuStorage;
 
 /// A buffer of `dtype` holding `vals` (rounded as a cast does).
 pub(crate) fn storage(dtype: DType, vals: &[f64]) -> CpuStorage {
-    CpuStorage::from_f64s(dtype, vals.iter().copied())
+    CpuStorage::from_f64s("test", dtype, vals.iter().copied()).unwrap()
 }
 
 /// The elements of a buffer as f64.

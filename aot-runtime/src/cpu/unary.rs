@@ -62,51 +62,54 @@ pub fn unary(op: UnaryOp, src: &CpuStorage, layout: &Layout, out: &Layout) -> Re
     let name = op.name();
     check_layout(name, layout, src.len())?;
     let layout = &*OutOrder::new(name, out, &layout.shape)?.input(layout);
-    float_or!(src, v => Ok(unary_float(op, v, layout)), other => match other {
+    float_or!(src, v => unary_float(op, v, layout), other => match other {
         CpuStorage::I64(v) => unary_i64(op, v, layout),
         _ => Err(not_implemented(name, other.dtype())),
     })
 }
 
-fn unary_float<T: FloatElem>(op: UnaryOp, v: &[T], l: &Layout) -> CpuStorage {
-    fn go<T: FloatElem>(v: &[T], l: &Layout, f: impl Fn(T::C) -> T::C + Sync) -> CpuStorage {
-        T::into_storage(map1(v, l, |x| T::from_c(f(x.to_c()))))
+fn unary_float<T: FloatElem>(op: UnaryOp, v: &[T], l: &Layout) -> Result<CpuStorage> {
+    // A generic fn rather than a closure over `dyn Fn`: one instance per
+    // op keeps the element loop free of dynamic calls.
+    fn go<T: FloatElem>(op: UnaryOp, v: &[T], l: &Layout, f: impl Fn(T::C) -> T::C + Sync) -> Result<CpuStorage> {
+        Ok(T::into_storage(map1(op.name(), v, l, |x| T::from_c(f(x.to_c())))?))
     }
     let zero = T::C::of(0.0);
     let one = T::C::of(1.0);
     let half = T::C::of(0.5);
     let frac_1_sqrt_2 = T::C::of(std::f64::consts::FRAC_1_SQRT_2);
     match op {
-        UnaryOp::Neg => go(v, l, |x| -x),
-        UnaryOp::Exp => go(v, l, |x| x.exp()),
-        UnaryOp::Log => go(v, l, |x| x.ln()),
-        UnaryOp::Sqrt => go(v, l, |x| x.sqrt()),
-        UnaryOp::Rsqrt => go(v, l, |x| one / x.sqrt()),
-        UnaryOp::Abs => go(v, l, |x| x.abs()),
-        UnaryOp::Sin => go(v, l, |x| x.sin()),
-        UnaryOp::Cos => go(v, l, |x| x.cos()),
-        UnaryOp::Tanh => go(v, l, |x| x.tanh()),
-        UnaryOp::Sigmoid => go(v, l, |x| one / (one + (-x).exp())),
+        UnaryOp::Neg => go(op, v, l, |x| -x),
+        UnaryOp::Exp => go(op, v, l, |x| x.exp()),
+        UnaryOp::Log => go(op, v, l, |x| x.ln()),
+        UnaryOp::Sqrt => go(op, v, l, |x| x.sqrt()),
+        UnaryOp::Rsqrt => go(op, v, l, |x| one / x.sqrt()),
+        UnaryOp::Abs => go(op, v, l, |x| x.abs()),
+        UnaryOp::Sin => go(op, v, l, |x| x.sin()),
+        UnaryOp::Cos => go(op, v, l, |x| x.cos()),
+        UnaryOp::Tanh => go(op, v, l, |x| x.tanh()),
+        UnaryOp::Sigmoid => go(op, v, l, |x| one / (one + (-x).exp())),
         // NaN <= 0 is false, so NaN propagates.
-        UnaryOp::Relu => go(v, l, |x| if x <= zero { zero } else { x }),
+        UnaryOp::Relu => go(op, v, l, |x| if x <= zero { zero } else { x }),
         // 0.5 x (1 + erf(x/sqrt 2)); for negative x as 0.5 x erfc(-x/sqrt 2),
         // which avoids the cancellation in 1 + erf.
         UnaryOp::Gelu => {
-            go(v, l, |x| if x >= zero { half * x * (one + (x * frac_1_sqrt_2).erf()) } else { half * x * (-x * frac_1_sqrt_2).erfc() })
+            go(op, v, l, |x| if x >= zero { half * x * (one + (x * frac_1_sqrt_2).erf()) } else { half * x * (-x * frac_1_sqrt_2).erfc() })
         }
-        UnaryOp::Silu => go(v, l, |x| x / (one + (-x).exp())),
-        UnaryOp::Reciprocal => go(v, l, |x| one / x),
-        UnaryOp::Square => go(v, l, |x| x * x),
+        UnaryOp::Silu => go(op, v, l, |x| x / (one + (-x).exp())),
+        UnaryOp::Reciprocal => go(op, v, l, |x| one / x),
+        UnaryOp::Square => go(op, v, l, |x| x * x),
     }
 }
 
 fn unary_i64(op: UnaryOp, v: &[i64], l: &Layout) -> Result<CpuStorage> {
+    let name = op.name();
     let out = match op {
-        UnaryOp::Neg => map1(v, l, i64::wrapping_neg),
-        UnaryOp::Abs => map1(v, l, i64::wrapping_abs),
-        UnaryOp::Square => map1(v, l, |x| x.wrapping_mul(x)),
-        UnaryOp::Relu => map1(v, l, |x| x.max(0)),
-        _ => return Err(not_implemented(op.name(), DType::I64)),
+        UnaryOp::Neg => map1(name, v, l, i64::wrapping_neg)?,
+        UnaryOp::Abs => map1(name, v, l, i64::wrapping_abs)?,
+        UnaryOp::Square => map1(name, v, l, |x| x.wrapping_mul(x))?,
+        UnaryOp::Relu => map1(name, v, l, |x| x.max(0))?,
+        _ => return Err(not_implemented(name, DType::I64)),
     };
     Ok(CpuStorage::I64(out))
 }
@@ -135,20 +138,20 @@ pub fn clamp(src: &CpuStorage, l: &Layout, min: Option<f64>, max: Option<f64>, o
     const OP: &str = "clamp";
     check_layout(OP, l, src.len())?;
     let l = &*OutOrder::new(OP, out, &l.shape)?.input(l);
-    fn float<T: FloatElem>(v: &[T], l: &Layout, min: Option<f64>, max: Option<f64>) -> CpuStorage {
+    fn float<T: FloatElem>(v: &[T], l: &Layout, min: Option<f64>, max: Option<f64>) -> Result<CpuStorage> {
         let out = match (min.map(T::C::of), max.map(T::C::of)) {
-            (Some(lo), Some(hi)) => map1(v, l, |x| T::from_c(clamp_hi(clamp_lo(x.to_c(), lo), hi))),
-            (Some(lo), None) => map1(v, l, |x| T::from_c(clamp_lo(x.to_c(), lo))),
-            (None, Some(hi)) => map1(v, l, |x| T::from_c(clamp_hi(x.to_c(), hi))),
-            (None, None) => map1(v, l, |x| x),
-        };
-        T::into_storage(out)
+            (Some(lo), Some(hi)) => map1(OP, v, l, |x| T::from_c(clamp_hi(clamp_lo(x.to_c(), lo), hi))),
+            (Some(lo), None) => map1(OP, v, l, |x| T::from_c(clamp_lo(x.to_c(), lo))),
+            (None, Some(hi)) => map1(OP, v, l, |x| T::from_c(clamp_hi(x.to_c(), hi))),
+            (None, None) => map1(OP, v, l, |x| x),
+        }?;
+        Ok(T::into_storage(out))
     }
-    float_or!(src, v => Ok(float(v, l, min, max)), other => match other {
+    float_or!(src, v => float(v, l, min, max), other => match other {
         CpuStorage::I64(v) => {
             let lo = min.map_or(i64::MIN, |m| m as i64);
             let hi = max.map_or(i64::MAX, |m| m as i64);
-            Ok(CpuStorage::I64(map1(v, l, |x| x.max(lo).min(hi))))
+            Ok(CpuStorage::I64(map1(OP, v, l, |x| x.max(lo).min(hi))?))
         }
         _ => Err(not_implemented(OP, other.dtype())),
     })

@@ -37,15 +37,17 @@ impl Iterator for StridedIndex<'_> {
             self.next = Some(cur + 1);
             return Some(cur);
         }
+        // Wrapping: exact for layouts whose extent was checked, and a
+        // hand-made layout gives wrong indices rather than a panic.
         let mut off = cur;
         for d in (0..self.index.len()).rev() {
             self.index[d] += 1;
-            off += self.layout.stride[d];
+            off = off.wrapping_add(self.layout.stride[d]);
             if self.index[d] < self.layout.shape[d] {
                 self.next = Some(off);
                 return Some(cur);
             }
-            off -= self.layout.stride[d] * self.index[d];
+            off = off.wrapping_sub(self.layout.stride[d].wrapping_mul(self.index[d]));
             self.index[d] = 0;
         }
         self.next = None;

@@ -39,7 +39,7 @@ fn read_as(t: &Tensor, op: &'static str, dtype: DType) -> Result<(CpuStorage, La
         if c.dtype() == dtype {
             // Returning a clone of the whole buffer would be wasteful: signal
             // the caller to read in place instead.
-            Ok((CpuStorage::zeros(dtype, 0), l.clone(), false))
+            Ok((CpuStorage::zeros(op, dtype, 0)?, l.clone(), false))
         } else {
             let pl = preserve_layout(l);
             Ok((cpu::cast(c, l, dtype, &pl)?, pl, true))

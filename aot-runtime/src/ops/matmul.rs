@@ -4,7 +4,7 @@ use super::check_same_device;
 use crate::autograd::{record, BackwardOp, SavedTensor};
 use crate::cpu;
 use crate::error::{AotError, Result};
-use crate::layout::{broadcast_shapes, Layout};
+use crate::layout::{broadcast_shapes, checked_numel, Layout};
 use crate::tensor::Tensor;
 
 fn shape_i64(s: &[usize]) -> Vec<i64> {
@@ -23,6 +23,10 @@ fn batched(op: &'static str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         ));
     }
     let batch = broadcast_shapes(op, &sa[..sa.len() - 2], &sb[..sb.len() - 2])?;
+    let mut out_shape = batch.clone();
+    out_shape.extend([m, n]);
+    // Refuse an output too large to describe before copying any operand.
+    checked_numel(op, &out_shape)?;
     let nb: usize = batch.iter().product();
     // Bring each operand to a 3-D layout [nb, rows, cols]; a stride-0 batch
     // stays free, anything else multi-dim is materialised.
@@ -40,8 +44,6 @@ fn batched(op: &'static str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     };
     let (a3, b3) = (to3(a, m, k)?, to3(b, k, n)?);
     let data = a3.with_cpu(op, |ca, la| b3.with_cpu(op, |cb, lb| cpu::matmul(ca, la, cb, lb)))?;
-    let mut out_shape = batch;
-    out_shape.extend([m, n]);
     Ok(Tensor::from_cpu(data, &out_shape))
 }
 

@@ -76,7 +76,7 @@ impl Tensor {
     /// A tensor filled with `value`, laid out like `self` (preserve format).
     pub fn full_like(&self, value: f64) -> Result<Tensor> {
         Tensor::check_device("full_like", &self.device())?;
-        Ok(self.like_with(CpuStorage::full(self.dtype(), self.numel(), value)))
+        Ok(self.like_with(CpuStorage::full("full_like", self.dtype(), self.numel(), value)?))
     }
     /// Uniform samples in [0, 1) of this shape and dtype, from the global
     /// generator, laid out like `self` (preserve format).
@@ -85,7 +85,7 @@ impl Tensor {
             return Err(AotError::dtype("rand_like", format!("rand_like is only defined for floating dtypes, got {}", self.dtype())));
         }
         let n = self.numel();
-        let data = with_rng(|r| cpu::rand_uniform(self.dtype(), n, r));
+        let data = with_rng(|r| cpu::rand_uniform(self.dtype(), n, r))?;
         Ok(self.like_with(data))
     }
 
@@ -98,7 +98,7 @@ impl Tensor {
         if !self.dtype().is_float() {
             return Err(AotError::dtype("dropout", format!("dropout is only defined for floating dtypes, got {}", self.dtype())));
         }
-        let mask = self.dropout_mask(p);
+        let mask = self.dropout_mask(p)?;
         let out = crate::autograd::with_grad_mode(false, || self.mul(&mask))?;
         record(&out, &[Some(self)], || Ok(BackwardOp::Dropout { mask: SavedTensor::save(&mask) }))?;
         Ok(out)
@@ -110,11 +110,14 @@ impl Tensor {
     /// 0 where it is dropped, one uniform draw per element in row-major
     /// order. Eager `dropout` and compiled graphs draw it here, so both
     /// consume the generator alike.
-    pub(crate) fn dropout_mask(&self, p: f64) -> Tensor {
+    pub(crate) fn dropout_mask(&self, p: f64) -> Result<Tensor> {
+        const OP: &str = "dropout";
         let n = self.numel();
         let scale = if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
-        let mask_vals: Vec<f64> = with_rng(|r| (0..n).map(|_| if r.uniform() >= p { scale } else { 0.0 }).collect());
-        Tensor::from_cpu(CpuStorage::from_f64s(self.dtype(), mask_vals.into_iter()), &self.shape())
+        // from_f64s allocates before it draws, so a refused allocation
+        // leaves the generator untouched.
+        let data = with_rng(|r| CpuStorage::from_f64s(OP, self.dtype(), (0..n).map(|_| if r.uniform() >= p { scale } else { 0.0 })))?;
+        Ok(Tensor::from_cpu(data, &self.shape()))
     }
 }
 
