@@ -119,6 +119,11 @@ pub struct OutputTemplate {
     pub base: Option<ValueId>,
     /// Inputs whose `requires_grad` makes this output require grad.
     pub grad_deps: Vec<usize>,
+    /// The same for a call with grad mode off, where only views pass
+    /// `requires_grad` on (a view made under `no_grad` of a tensor that
+    /// requires grad does; a `detach` or any computation does not).
+    #[serde(default)]
+    pub grad_deps_grad_mode_off: Vec<usize>,
     /// The output type when it is the same for every `requires_grad`
     /// pattern of distinct arguments (and every shape, layout and dtype).
     pub static_type: Option<OutputType>,
@@ -215,6 +220,9 @@ impl StaticMeta {
             }
         }
         let mut grad_mode_deps: BTreeSet<usize> = BTreeSet::new();
+        // Per value, what `rg_deps` is for a call with grad mode off: only
+        // views pass `requires_grad` on.
+        let mut view_deps = rg_deps.clone();
         // Views made under `no_grad` (and views of them) keep the gradient
         // dependencies their base had when they were made: eager never
         // regenerates their history from the base, so a later write to
@@ -228,6 +236,12 @@ impl StaticMeta {
                 grad_mode_deps.extend(reads.iter().copied());
             }
             if let Some(out) = node.out {
+                view_deps[out.index()] = match node.op.alias_effect() {
+                    crate::op::AliasEffect::View | crate::op::AliasEffect::MaybeView | crate::op::AliasEffect::MaybeSame => {
+                        node.receiver().map(|r| view_deps[r.index()].clone()).unwrap_or_default()
+                    }
+                    _ => BTreeSet::new(),
+                };
                 rg_deps[out.index()] = match node.op.alias_effect() {
                     crate::op::AliasEffect::Detach => BTreeSet::new(),
                     crate::op::AliasEffect::View | crate::op::AliasEffect::MaybeView | crate::op::AliasEffect::MaybeSame => {
@@ -332,6 +346,7 @@ impl StaticMeta {
                 layout_key,
                 base: alias.autograd_base[v.index()],
                 grad_deps: frozen.get(&v).or_else(|| deps.get(&group(v))).map(|s| s.iter().copied().collect()).unwrap_or_default(),
+                grad_deps_grad_mode_off: view_deps[v.index()].iter().copied().collect(),
                 static_type: None,
                 alias_uncertain: alias.uncertain[v.index()] || is_to_dtype(g, alias.owner_of(v)),
             });

@@ -31,11 +31,18 @@ use aot_ir::StaticMeta;
 /// grad reach an inference call when nothing records history, such as an
 /// optimizer step under `no_grad!`).
 pub(crate) fn apply(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg], bases: &[Tensor], env: &Env) -> Result<Vec<Tensor>> {
+    // With grad mode off (the caller's), only views pass `requires_grad` on.
+    let grad_mode_off = !crate::autograd::is_grad_enabled();
     let _no_grad = NoGradGuard::new();
     let arg_rg = |p: usize| args.get(p).and_then(Arg::tensor).is_some_and(Tensor::requires_grad);
     // An alias of an input that requires grad, which eager made from a
     // detached alias: regenerated from a detached alias too.
-    let detached = |k: usize| meta.outputs.get(k).is_some_and(|o| !o.grad_deps.iter().any(|&p| arg_rg(p)));
+    let detached = |k: usize| {
+        meta.outputs.get(k).is_some_and(|o| {
+            let deps = if grad_mode_off { &o.grad_deps_grad_mode_off } else { &o.grad_deps };
+            !deps.iter().any(|&p| arg_rg(p))
+        })
+    };
     // Metadata first: the data copies bump the version counters after the
     // final geometry is in place, so a view's history is rebuilt on it (as
     // eager does when a write follows the metadata change).
