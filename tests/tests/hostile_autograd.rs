@@ -137,3 +137,32 @@ fn an_expanded_argument_that_requires_grad_gets_eager_gradients() -> Result<()> 
     }
     Ok(())
 }
+
+#[aot_fn]
+fn detached_view(a: &mut Tensor) -> Tensor {
+    let d = a.detach();
+    d.copy_(a);
+    a.relu_();
+    d.narrow(0, 0, 1)
+}
+
+/// With grad mode off, an output that is a view of a detached alias of an
+/// input that requires grad does not require grad, as in eager.
+#[test]
+fn a_view_of_a_detached_alias_under_no_grad_does_not_require_grad() -> Result<()> {
+    let run = |compiled: bool| -> Result<bool> {
+        let a = Tensor::from_vec(vec![1.0f64, -2.0], &[2], &dev())?.requires_grad_(true)?;
+        let out = aot_runtime::no_grad(|| {
+            if compiled {
+                detached_view(&mut a.clone())
+            } else {
+                Ok(detached_view::compiled().run_eager(&[(&a).into()])?.remove(0))
+            }
+        })?;
+        assert_eq!(a.to_vec::<f64>()?, vec![1.0, 0.0]);
+        Ok(out.requires_grad())
+    };
+    assert!(!run(false)?);
+    assert!(!run(true)?);
+    Ok(())
+}
