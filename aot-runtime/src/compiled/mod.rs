@@ -4,10 +4,13 @@
 //! interpreter.
 //!
 //! The macro embeds the graph and the static metadata template as JSON;
-//! `NAME::compiled()` deserialises them once, on first use. Calls currently
-//! run the eager reference; compiled execution (functionalization, wrappers,
-//! kernels) replaces the body of [`CompiledFn::__call`] and keeps
-//! [`CompiledFn::run_eager`] as the reference it is tested against.
+//! `NAME::compiled()` deserialises them once, on first use. A call
+//! ([`CompiledFn::__call`]) runs the functional graph (inference) or the
+//! partitioned joint graph (training) of its cached specialisation; the
+//! few calls those paths do not model (arguments in unusual autograd
+//! states, program shapes the joint graph does not cover yet) run the
+//! transactional eager reference (`reference.rs`). [`CompiledFn::run_eager`]
+//! is the reference the compiled paths are tested against.
 
 mod arg;
 pub(crate) mod exec;
