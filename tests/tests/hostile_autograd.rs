@@ -166,3 +166,33 @@ fn a_view_of_a_detached_alias_under_no_grad_does_not_require_grad() -> Result<()
     assert!(!run(true)?);
     Ok(())
 }
+
+#[aot_fn]
+fn no_grad_view_then_written(a: &Tensor, b: &Tensor, c: &mut Tensor) -> Tensor {
+    let x = a / 2.0;
+    let e = b.expand(&[2]);
+    let v = no_grad! { e.unsqueeze(0) };
+    c.copy_(&x);
+    v
+}
+
+/// A view made under `no_grad` of an argument that gains history later in
+/// the call (through another name for the same tensor) does not require
+/// grad: it was made before.
+#[test]
+fn a_no_grad_view_of_an_argument_written_later_through_another_name_matches_eager() -> Result<()> {
+    for compiled in [false, true] {
+        let a = Tensor::from_vec(vec![0.3f64, 0.7], &[2], &dev())?.requires_grad_(true)?;
+        let b = Tensor::from_vec(vec![0.3f64, 0.7], &[2], &dev())?;
+        let args = [(&a).into(), (&b).into(), (&b).into()];
+        let o = if compiled {
+            assert_eq!(no_grad_view_then_written::compiled().__call_path(&args)?, "compiled training");
+            no_grad_view_then_written(&a, &b, &mut b.clone())?
+        } else {
+            no_grad_view_then_written::compiled().run_eager(&args)?.remove(0)
+        };
+        assert!(!o.requires_grad(), "compiled={compiled}");
+        assert!(b.requires_grad(), "compiled={compiled}");
+    }
+    Ok(())
+}

@@ -98,6 +98,10 @@ pub(crate) fn run(
     scalars: &[Option<ScalarValue>],
 ) -> Result<Option<Vec<Tensor>>> {
     let jg = &plan.joint;
+    // The arguments' `requires_grad` as the call found them: the static
+    // `grad_deps` are in terms of these (the epilogue's writes can make an
+    // argument require grad before the outputs are built).
+    let rg_at_call: Vec<bool> = args.iter().map(|a| a.tensor().is_some_and(Tensor::requires_grad)).collect();
     // Mutations autograd does not see (under no_grad, or through a
     // detached alias) are copied back without history, as PyTorch does.
     // Per parameter, judged over its whole group (the same tensor passed
@@ -255,10 +259,7 @@ pub(crate) fn run(
         // do not require grad (through `detach`) are returned detached.
         let src = g.outputs.get(k).and_then(|&v| g.def_node(v));
         let _no_grad = src.is_some_and(|n| n.no_grad).then(NoGradGuard::new);
-        let wants_grad = meta
-            .outputs
-            .get(k)
-            .is_some_and(|o| o.grad_deps.iter().any(|&p| args.get(p).and_then(Arg::tensor).is_some_and(Tensor::requires_grad)));
+        let wants_grad = meta.outputs.get(k).is_some_and(|o| o.grad_deps.iter().any(|&p| rg_at_call.get(p).copied().unwrap_or(false)));
         let geom = || value_of(k).ok_or_else(|| AotError::internal("compiled function", format!("no forward output for result {k}")));
         let r = match fo {
             FOutput::Input(p) => arg(args, *p)?.clone(),
