@@ -124,6 +124,11 @@ pub struct OutputTemplate {
     /// requires grad does; a `detach` or any computation does not).
     #[serde(default)]
     pub grad_deps_grad_mode_off: Vec<usize>,
+    /// A view made under `no_grad` (or a view of one): its `grad_deps` are
+    /// its base's when it was made, so they are judged on the arguments'
+    /// flags as the call found them, not as the call's writes left them.
+    #[serde(default)]
+    pub no_grad_view: bool,
     /// The output type when it is the same for every `requires_grad`
     /// pattern of distinct arguments (and every shape, layout and dtype).
     pub static_type: Option<OutputType>,
@@ -347,6 +352,7 @@ impl StaticMeta {
                 base: alias.autograd_base[v.index()],
                 grad_deps: frozen.get(&v).or_else(|| deps.get(&group(v))).map(|s| s.iter().copied().collect()).unwrap_or_default(),
                 grad_deps_grad_mode_off: view_deps[v.index()].iter().copied().collect(),
+                no_grad_view: frozen.contains_key(&v),
                 static_type: None,
                 alias_uncertain: alias.uncertain[v.index()] || is_to_dtype(g, alias.owner_of(v)),
             });

@@ -256,7 +256,7 @@ impl CompiledFn {
         }
         let spec = self.cache.get(&self.graph, &self.meta, args)?;
         Ok(match spec.training(&self.graph) {
-            Ok(_) => match crate::wrappers::autograd_fn::call_refusal(&spec.graph, args) {
+            Ok(_) => match crate::wrappers::autograd_fn::call_refusal(&spec.graph, &self.meta, args) {
                 None => "compiled training".into(),
                 Some(why) => format!("eager reference: {why}"),
             },

@@ -98,9 +98,8 @@ pub(crate) fn run(
     scalars: &[Option<ScalarValue>],
 ) -> Result<Option<Vec<Tensor>>> {
     let jg = &plan.joint;
-    // The arguments' `requires_grad` as the call found them: the static
-    // `grad_deps` are in terms of these (the epilogue's writes can make an
-    // argument require grad before the outputs are built).
+    // The arguments' `requires_grad` as the call found them (the
+    // epilogue's writes can make an argument require grad).
     let rg_at_call: Vec<bool> = args.iter().map(|a| a.tensor().is_some_and(Tensor::requires_grad)).collect();
     // Mutations autograd does not see (under no_grad, or through a
     // detached alias) are copied back without history, as PyTorch does.
@@ -113,7 +112,7 @@ pub(crate) fn run(
             .all(|q| meta.inputs.get(q).is_none_or(|m| m.data_mutations == m.data_mutations_under_no_grad || m.mutated_only_through_detach))
     };
     // Aliased arguments in one group: their common base (else eager).
-    if call_refusal(fg, args).is_some() {
+    if call_refusal(fg, meta, args).is_some() {
         return Ok(None);
     }
     let Some(synthetic) = synthetic_bases(fg, args) else { return Ok(None) };
@@ -259,7 +258,16 @@ pub(crate) fn run(
         // do not require grad (through `detach`) are returned detached.
         let src = g.outputs.get(k).and_then(|&v| g.def_node(v));
         let _no_grad = src.is_some_and(|n| n.no_grad).then(NoGradGuard::new);
-        let wants_grad = meta.outputs.get(k).is_some_and(|o| o.grad_deps.iter().any(|&p| rg_at_call.get(p).copied().unwrap_or(false)));
+        // The static `grad_deps` follow writes within one argument; writes
+        // through another argument over the same storage show in the
+        // flags the epilogue left. A view made under `no_grad` took its
+        // base's flag when it was made: the flags as the call found them.
+        let wants_grad = meta.outputs.get(k).is_some_and(|o| {
+            o.grad_deps.iter().any(|&p| match o.no_grad_view {
+                true => rg_at_call.get(p).copied().unwrap_or(false),
+                false => args.get(p).and_then(Arg::tensor).is_some_and(Tensor::requires_grad),
+            })
+        });
         let geom = || value_of(k).ok_or_else(|| AotError::internal("compiled function", format!("no forward output for result {k}")));
         let r = match fo {
             FOutput::Input(p) => arg(args, *p)?.clone(),
@@ -343,7 +351,18 @@ fn synthetic_bases(fg: &FunctionalGraph, args: &[Arg]) -> Option<Vec<Option<Tens
 /// or an argument that requires grad whose elements overlap (an expanded
 /// tensor: the joint's gradient rules address elements, and eager sums
 /// the gradients of the overlapping ones).
-pub(crate) fn call_refusal(fg: &FunctionalGraph, args: &[Arg]) -> Option<&'static str> {
+pub(crate) fn call_refusal(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg]) -> Option<&'static str> {
+    // A view made under `no_grad` of an argument that another argument
+    // aliases, in a function that writes its arguments: whether the view
+    // requires grad hangs on whether a write through the other name came
+    // first, which the static facts do not follow.
+    let shared = |p: usize| {
+        let g = fg.groups.group_of.get(p).copied().flatten();
+        g.is_some() && fg.groups.group_of.iter().enumerate().any(|(q, h)| q != p && *h == g)
+    };
+    if meta.mutates_inputs && meta.outputs.iter().any(|o| o.no_grad_view && o.grad_deps.iter().any(|&p| shared(p))) {
+        return Some("a view made under no_grad of an argument that another argument aliases, in a function that writes its arguments");
+    }
     if args.iter().filter_map(Arg::tensor).any(|t| t.requires_grad() && t.layout().has_internal_overlap()) {
         return Some("an argument that requires grad and whose elements overlap (an expanded tensor)");
     }

@@ -34,9 +34,7 @@ pub(crate) fn apply(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg], bases
     // With grad mode off (the caller's), only views pass `requires_grad` on.
     let grad_mode_off = !crate::autograd::is_grad_enabled();
     let _no_grad = NoGradGuard::new();
-    // As the call found them: `grad_deps` are in terms of these.
-    let rg_at_call: Vec<bool> = args.iter().map(|a| a.tensor().is_some_and(Tensor::requires_grad)).collect();
-    let arg_rg = |p: usize| rg_at_call.get(p).copied().unwrap_or(false);
+    let arg_rg = |p: usize| args.get(p).and_then(Arg::tensor).is_some_and(Tensor::requires_grad);
     // An alias of an input that requires grad, which eager made from a
     // detached alias: regenerated from a detached alias too.
     let detached = |k: usize| {
