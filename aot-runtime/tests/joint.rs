@@ -99,12 +99,13 @@ fn check(g: &Graph, inputs: &[In]) -> Outcome {
             In::S(_) => None,
         })
         .collect();
-    let (outs, saved) = run_forward(&b.part, &primals, &scalars, &[]).unwrap_or_else(|e| panic!("{e}\n{}", b.jg));
+    let (outs, saved) =
+        run_forward(&b.part, &primals, &scalars, &[]).and_then(|o| o.into_result()).unwrap_or_else(|e| panic!("{e}\n{}", b.jg));
     let tangents: Vec<Tensor> = b.jg.tangents.iter().enumerate().map(|(i, &oi)| randn(&outs[oi].shape(), 1000 + i as u64)).collect();
     let grads = run_backward(&b.part, &saved, &tangents, &scalars, &[]).unwrap_or_else(|e| panic!("{e}\n{}", b.jg));
     // The whole joint and the save-everything partition agree with the partition.
     let (outs_j, grads_j) = run_joint(&b.jg, &primals, &tangents, &scalars, &[]).unwrap();
-    let (outs_n, saved_n) = run_forward(&b.naive, &primals, &scalars, &[]).unwrap();
+    let (outs_n, saved_n) = run_forward(&b.naive, &primals, &scalars, &[]).and_then(|o| o.into_result()).unwrap();
     let grads_n = run_backward(&b.naive, &saved_n, &tangents, &scalars, &[]).unwrap();
     for (i, o) in outs.iter().enumerate() {
         close(o, &outs_j[i], 0.0, "joint output");
@@ -198,11 +199,11 @@ fn gradcheck(g: &Graph, inputs: &[In]) {
     let shapes: Vec<Vec<usize>> = inputs.iter().filter_map(|i| if let In::T(t, _) = i { Some(t.shape()) } else { None }).collect();
     let f = |vs: &[Vec<f64>]| -> f64 {
         let prims: Vec<Tensor> = vs.iter().zip(&shapes).map(|(v, s)| Tensor::from_vec(v.clone(), s, &Device::Cpu).unwrap()).collect();
-        let (outs, _) = run_forward(&b.part, &prims, &scalars, &[]).unwrap();
+        let (outs, _) = run_forward(&b.part, &prims, &scalars, &[]).and_then(|o| o.into_result()).unwrap();
         b.jg.tangents.iter().map(|&oi| vals(&outs[oi]).iter().sum::<f64>()).sum()
     };
     let prims: Vec<Tensor> = base.iter().zip(&shapes).map(|(v, s)| Tensor::from_vec(v.clone(), s, &Device::Cpu).unwrap()).collect();
-    let (outs, saved) = run_forward(&b.part, &prims, &scalars, &[]).unwrap();
+    let (outs, saved) = run_forward(&b.part, &prims, &scalars, &[]).and_then(|o| o.into_result()).unwrap();
     let tangents: Vec<Tensor> = b.jg.tangents.iter().map(|&oi| outs[oi].ones_like().unwrap()).collect();
     let grads = run_backward(&b.part, &saved, &tangents, &scalars, &[]).unwrap();
     let tensor_params: Vec<usize> = (0..inputs.len()).filter(|&p| matches!(inputs[p], In::T(..))).collect();
@@ -575,7 +576,9 @@ fn saved_bytes_of_the_partition_are_at_most_the_naive_ones() {
                     .cloned()
                     .collect();
             sg.outputs = all_fw;
-            let ts = aot_runtime::compiled::joint_exec::run_subgraph(&sg, b.jg.num_values, &prims, &scalars, &[]).unwrap();
+            let ts = aot_runtime::compiled::joint_exec::run_subgraph(&sg, b.jg.num_values, &prims, &scalars, &[])
+                .and_then(|o| o.into_result())
+                .unwrap();
             bytes(&ts)
         };
         println!(

@@ -29,6 +29,49 @@ use aot_ir::{Arg as IrArg, Node, ScalarValue, SpanId, ValueId};
 
 type Env = Vec<Option<Tensor>>;
 
+/// What the compiled forward did: ran, or found the call outside what the
+/// plan covers before anything was written (a `reshape`/`contiguous` that
+/// aliased otherwise than assumed, an `as_strided` reaching outside its
+/// receiver); the caller then runs the eager reference.
+#[derive(Debug)]
+pub enum Outcome<T> {
+    Done(T),
+    Fallback(&'static str),
+}
+
+impl<T> Outcome<T> {
+    /// The result, with a fallback as an `Unsupported` error (for callers
+    /// that have no other path, such as the backward).
+    pub fn into_result(self) -> Result<T> {
+        match self {
+            Outcome::Done(t) => Ok(t),
+            Outcome::Fallback(why) => Err(AotError::Unsupported { op: "compiled graph", msg: why.to_string() }),
+        }
+    }
+}
+
+/// Why a node did not produce its value: an error, or a fallback.
+enum Stop {
+    Error(AotError),
+    Fallback(&'static str),
+}
+
+impl From<AotError> for Stop {
+    fn from(e: AotError) -> Stop {
+        Stop::Error(e)
+    }
+}
+
+fn outcome<T>(r: std::result::Result<T, Stop>) -> Result<Outcome<T>> {
+    match r {
+        Ok(t) => Ok(Outcome::Done(t)),
+        Err(Stop::Fallback(why)) => Ok(Outcome::Fallback(why)),
+        Err(Stop::Error(e)) => Err(e),
+    }
+}
+
+const RESHAPE_SURPRISE: &str = "a reshape/contiguous aliased otherwise than the compiled graph assumed";
+
 fn internal(msg: String) -> AotError {
     AotError::Internal { op: "joint graph", msg }
 }
@@ -56,7 +99,7 @@ pub fn run_joint(
         let t = match node.op {
             JOp::Primal(g) => primals.get(g).cloned().ok_or_else(|| internal(format!("no primal {g}")))?,
             JOp::Tangent(i) => tangents.get(i).cloned().ok_or_else(|| internal(format!("no tangent {i}")))?,
-            _ => run_node(node, &env, scalars, geometry)?,
+            _ => outcome(run_node(node, &env, scalars, geometry))?.into_result()?,
         };
         set(&mut env, node.out, t)?;
     }
@@ -72,10 +115,20 @@ pub fn run_subgraph(
     inputs: &[Tensor],
     scalars: &[Option<ScalarValue>],
     geometry: &[Option<Layout>],
-) -> Result<Vec<Tensor>> {
+) -> Result<Outcome<Vec<Tensor>>> {
+    outcome(subgraph(sg, num_values, inputs, scalars, geometry))
+}
+
+fn subgraph(
+    sg: &SubGraph,
+    num_values: usize,
+    inputs: &[Tensor],
+    scalars: &[Option<ScalarValue>],
+    geometry: &[Option<Layout>],
+) -> std::result::Result<Vec<Tensor>, Stop> {
     let _no_grad = NoGradGuard::new();
     if inputs.len() != sg.inputs.len() {
-        return Err(internal(format!("{} inputs for a graph of {}", inputs.len(), sg.inputs.len())));
+        return Err(internal(format!("{} inputs for a graph of {}", inputs.len(), sg.inputs.len())).into());
     }
     let mut env: Env = vec![None; num_values];
     for (v, t) in sg.inputs.iter().zip(inputs) {
@@ -85,19 +138,23 @@ pub fn run_subgraph(
         let t = run_node(node, &env, scalars, geometry)?;
         set(&mut env, node.out, t)?;
     }
-    sg.outputs.iter().map(|v| get(&env, *v).cloned()).collect()
+    Ok(sg.outputs.iter().map(|v| get(&env, *v).cloned()).collect::<Result<Vec<_>>>()?)
 }
 
-/// The compiled forward: (forward outputs, saved values).
+/// The compiled forward: (forward outputs, saved values), or a fallback.
 pub fn run_forward(
     p: &Partition,
     primals: &[Tensor],
     scalars: &[Option<ScalarValue>],
     geometry: &[Option<Layout>],
-) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
-    let mut outs = run_subgraph(&p.forward, p.num_values, primals, scalars, geometry)?;
-    let saved = outs.split_off(p.num_fw_outputs);
-    Ok((outs, saved))
+) -> Result<Outcome<(Vec<Tensor>, Vec<Tensor>)>> {
+    Ok(match run_subgraph(&p.forward, p.num_values, primals, scalars, geometry)? {
+        Outcome::Done(mut outs) => {
+            let saved = outs.split_off(p.num_fw_outputs);
+            Outcome::Done((outs, saved))
+        }
+        Outcome::Fallback(why) => Outcome::Fallback(why),
+    })
 }
 
 /// The compiled backward: per-parameter gradients.
@@ -109,11 +166,11 @@ pub fn run_backward(
     geometry: &[Option<Layout>],
 ) -> Result<Vec<Option<Tensor>>> {
     let inputs: Vec<Tensor> = saved.iter().chain(tangents).cloned().collect();
-    let outs = run_subgraph(&p.backward, p.num_values, &inputs, scalars, geometry)?;
+    let outs = run_subgraph(&p.backward, p.num_values, &inputs, scalars, geometry)?.into_result()?;
     p.grad_slots.iter().map(|s| s.map(|i| outs.get(i).cloned().ok_or_else(|| internal(format!("no gradient {i}")))).transpose()).collect()
 }
 
-fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> Result<Tensor> {
+fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> std::result::Result<Tensor, Stop> {
     let tensor = |i: usize| -> Result<&Tensor> {
         match node.args.get(i) {
             Some(IrArg::Tensor(v)) => get(env, *v),
@@ -121,15 +178,15 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: 
         }
     };
     match &node.op {
-        JOp::Primal(_) | JOp::Tangent(_) => Err(internal(format!("input {} is not bound", node.out))),
-        JOp::Cow => copy_storage(tensor(0)?),
+        JOp::Primal(_) | JOp::Tangent(_) => Err(internal(format!("input {} is not bound", node.out)).into()),
+        JOp::Cow => Ok(copy_storage(tensor(0)?)?),
         JOp::Regen(chain) => replay_checked(tensor(0)?, chain, scalars, geometry),
         JOp::Op { op, check_alias, .. } => {
             let src = as_source_node(node, *op);
             let r = exec(&Ctx { node: &src, env, scalars })?;
             if let Some(assumed) = check_alias {
                 if r.shares_storage_with(tensor(0)?) != *assumed {
-                    return Err(plan_surprise(op.name(), "a reshape/contiguous aliased otherwise than the compiled graph assumed"));
+                    return Err(Stop::Fallback(RESHAPE_SURPRISE));
                 }
             }
             // Eager sends an `as_strided` view's gradient to its receiver,
@@ -137,7 +194,7 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: 
             // absolute geometry. The two agree while the view stays inside
             // its receiver, as it does in practice.
             if *op == aot_ir::OpKind::AsStrided && !within(&r.layout(), &tensor(0)?.layout()) {
-                return Err(plan_surprise(op.name(), "an as_strided view reaching outside the tensor it was taken of"));
+                return Err(Stop::Fallback("an as_strided view reaching outside the tensor it was taken of"));
             }
             Ok(r)
         }
@@ -166,33 +223,24 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: 
             exec(&Ctx { node: &n, env: &local, scalars })?;
             Ok(root)
         }
-        JOp::Prim(p) => run_prim(p, node, env, scalars, geometry),
+        JOp::Prim(p) => Ok(run_prim(p, node, env, scalars, geometry)?),
     }
 }
 
 /// A chain replayed on `root`; the chain is a view by construction, so a
 /// `reshape`/`contiguous` in it that copied means the plan's assumption
 /// failed (the caller falls back to the eager reference).
-fn replay_checked(root: &Tensor, chain: &[ChainStep], scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> Result<Tensor> {
+fn replay_checked(
+    root: &Tensor,
+    chain: &[ChainStep],
+    scalars: &[Option<ScalarValue>],
+    geometry: &[Option<Layout>],
+) -> std::result::Result<Tensor, Stop> {
     let v = replay(root, chain, geometry, scalars)?;
     if !v.shares_storage_with(root) {
-        return Err(plan_surprise("reshape", "a reshape/contiguous aliased otherwise than the compiled graph assumed"));
+        return Err(Stop::Fallback(RESHAPE_SURPRISE));
     }
     Ok(v)
-}
-
-/// Marks errors that mean "this call is outside what the plan covers"
-/// (found before anything is written): the caller runs the eager
-/// reference instead.
-const PLAN_SURPRISE: &str = "(outside the compiled plan)";
-
-fn plan_surprise(op: &'static str, what: &str) -> AotError {
-    AotError::Unsupported { op, msg: format!("{what} {PLAN_SURPRISE}") }
-}
-
-/// Whether `e` is a [`plan_surprise`].
-pub(crate) fn is_plan_surprise(e: &AotError) -> bool {
-    matches!(e, AotError::Unsupported { msg, .. } if msg.ends_with(PLAN_SURPRISE))
 }
 
 /// Whether every element `view` addresses is one of `of`'s.

@@ -21,7 +21,7 @@
 //!   the returned bases.
 
 use crate::autograd::{record_multi, CustomBackward, NoGradGuard, SavedTensor};
-use crate::compiled::joint_exec::{run_backward, run_forward};
+use crate::compiled::joint_exec::{run_backward, run_forward, Outcome};
 use crate::compiled::Arg;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
@@ -149,11 +149,11 @@ pub(crate) fn run(
     }
     let geometry: Vec<Option<Layout>> = args.iter().map(|a| a.tensor().map(Tensor::layout)).collect();
     let (outs, saved) = match run_forward(&plan.partition, bases, scalars, &geometry) {
-        Ok(r) => r,
+        Ok(Outcome::Done(r)) => r,
         // A `reshape`/`contiguous` aliased otherwise than the plan assumed,
         // or an `as_strided` outside its receiver: nothing was written; the
         // eager reference runs the call.
-        Err(e) if crate::compiled::joint_exec::is_plan_surprise(&e) => return Ok(None),
+        Ok(Outcome::Fallback(_)) => return Ok(None),
         Err(e) => return Err(e.in_function(&g.name, None)),
     };
     let in_fn = |e: AotError| e.in_function(&g.name, None);
