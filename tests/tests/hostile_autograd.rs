@@ -222,3 +222,37 @@ fn a_no_grad_view_of_an_argument_written_later_runs_compiled_and_matches_eager()
     }
     Ok(())
 }
+
+#[aot_fn]
+fn detach_then_write_other_name(a: &Tensor, b: &mut Tensor) -> (Tensor, Tensor) {
+    let d = a.detach();
+    let n = a.neg();
+    b.add_(2.0);
+    let m = d.matmul(&n);
+    (a, m)
+}
+
+/// A `detach()` alias of one argument read after a write through another
+/// name for the same tensor passes no gradient, as in eager.
+#[test]
+fn a_detached_alias_read_after_a_write_through_another_name_passes_no_gradient() -> Result<()> {
+    let run = |compiled: bool| -> Result<Vec<f64>> {
+        let s0 = Tensor::from_vec(vec![0.3f64, 0.7], &[2], &dev())?;
+        let v = s0.as_strided(&[1], &[1], 1)?;
+        let one = Tensor::ones(&[1], DType::F64, &dev())?.requires_grad_(true)?;
+        s0.mul_(&one)?;
+        assert!(!v.is_leaf());
+        let o = if compiled {
+            let (x, y) = detach_then_write_other_name(&v, &mut v.clone())?;
+            vec![x, y]
+        } else {
+            detach_then_write_other_name::compiled().run_eager(&[(&v).into(), (&v).into()])?
+        };
+        o[0].mul(3.0)?.sum()?.add(&o[1].sum()?)?.backward()?;
+        one.grad().map_or(Ok(vec![]), |g| g.to_vec::<f64>())
+    };
+    let want = run(false)?;
+    assert!((want[0] - 0.21).abs() < 1e-12, "{want:?}");
+    assert_eq!(run(true)?, want);
+    Ok(())
+}

@@ -294,7 +294,9 @@ impl StaticMeta {
                 }
                 OpClass::View | OpClass::Compute => {
                     let Some(out) = node.out else { continue };
-                    if node.class() == OpClass::View && node.op.alias_effect() == AliasEffect::View {
+                    // (A `reshape` that views counts; one that copies made
+                    // a tensor that requires grad only if this says so too.)
+                    if matches!(node.op.alias_effect(), AliasEffect::View | AliasEffect::MaybeView) {
                         if let Some(r) = node.receiver() {
                             let held = match frozen.get(&r) {
                                 Some(f) => Some(f.clone()),

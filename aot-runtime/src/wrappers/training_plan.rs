@@ -41,7 +41,7 @@ impl TrainingPlan {
         metadata_mutated_storages.sort_unstable();
         metadata_mutated_storages.dedup();
         detach_writes_supported(source, &alias, requires_grad)?;
-        detached_reads_supported(source, &alias)?;
+        detached_reads_supported(source, &alias, fg)?;
         as_strided_supported(source)?;
         no_grad_views_supported(source)?;
         // A `reshape`/`contiguous` whose aliasing decides the result is
@@ -140,8 +140,14 @@ fn as_strided_supported(g: &Graph) -> std::result::Result<(), String> {
 /// from the new version, and the functional graph's view chains keep no
 /// trace of the detach: the joint would let gradients through it. Such
 /// reads run eagerly.
-fn detached_reads_supported(g: &Graph, alias: &AliasInfo) -> std::result::Result<(), String> {
+fn detached_reads_supported(g: &Graph, alias: &AliasInfo, fg: &FunctionalGraph) -> std::result::Result<(), String> {
     let detached = |v: aot_ir::ValueId| alias.through_detach.get(v.index()).copied().unwrap_or(false);
+    // Arguments that share a storage in this call (one tensor passed
+    // twice, views of one base) are one storage: their input group.
+    let storage = |v: aot_ir::ValueId| match alias.input_of(v).and_then(|p| fg.groups.group_of.get(p).copied().flatten()) {
+        Some(group) => (true, group as u32),
+        None => (false, alias.storage_of(v).0),
+    };
     // Per storage, whether it was written since each value was made:
     // track, per value, the number of writes to its storage seen at its
     // definition.
@@ -149,15 +155,15 @@ fn detached_reads_supported(g: &Graph, alias: &AliasInfo) -> std::result::Result
     let mut seen_at = vec![0usize; g.values.len()];
     for n in &g.nodes {
         for v in n.tensor_args() {
-            if detached(v) && writes.get(&alias.storage_of(v)).copied().unwrap_or(0) != seen_at[v.index()] {
+            if detached(v) && writes.get(&storage(v)).copied().unwrap_or(0) != seen_at[v.index()] {
                 return Err("a detach() alias read after a write to its storage runs eagerly in training calls for now".into());
             }
         }
         if let Some(t) = n.target() {
-            *writes.entry(alias.storage_of(t)).or_insert(0) += 1;
+            *writes.entry(storage(t)).or_insert(0) += 1;
         }
         if let Some(out) = n.out {
-            seen_at[out.index()] = writes.get(&alias.storage_of(out)).copied().unwrap_or(0);
+            seen_at[out.index()] = writes.get(&storage(out)).copied().unwrap_or(0);
         }
     }
     Ok(())
