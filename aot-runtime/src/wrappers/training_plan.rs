@@ -40,7 +40,7 @@ impl TrainingPlan {
             .collect();
         metadata_mutated_storages.sort_unstable();
         metadata_mutated_storages.dedup();
-        detach_writes_supported(source, &alias, requires_grad)?;
+        detach_writes_supported(source, &alias, fg, requires_grad)?;
         detached_reads_supported(source, &alias, fg)?;
         as_strided_supported(source)?;
         no_grad_views_supported(source)?;
@@ -142,12 +142,7 @@ fn as_strided_supported(g: &Graph) -> std::result::Result<(), String> {
 /// reads run eagerly.
 fn detached_reads_supported(g: &Graph, alias: &AliasInfo, fg: &FunctionalGraph) -> std::result::Result<(), String> {
     let detached = |v: aot_ir::ValueId| alias.through_detach.get(v.index()).copied().unwrap_or(false);
-    // Arguments that share a storage in this call (one tensor passed
-    // twice, views of one base) are one storage: their input group.
-    let storage = |v: aot_ir::ValueId| match alias.input_of(v).and_then(|p| fg.groups.group_of.get(p).copied().flatten()) {
-        Some(group) => (true, group as u32),
-        None => (false, alias.storage_of(v).0),
-    };
+    let storage = |v: aot_ir::ValueId| call_storage(alias, fg, v);
     // Per storage, whether it was written since each value was made:
     // track, per value, the number of writes to its storage seen at its
     // definition.
@@ -169,13 +164,22 @@ fn detached_reads_supported(g: &Graph, alias: &AliasInfo, fg: &FunctionalGraph) 
     Ok(())
 }
 
+/// The storage of `v` in this call: arguments that share one (a tensor
+/// passed twice, views of one base) are one, their input group.
+fn call_storage(alias: &AliasInfo, fg: &FunctionalGraph, v: aot_ir::ValueId) -> (bool, u32) {
+    match alias.input_of(v).and_then(|p| fg.groups.group_of.get(p).copied().flatten()) {
+        Some(group) => (true, group as u32),
+        None => (false, alias.storage_of(v).0),
+    }
+}
+
 /// Writes through a `detach()` alias are invisible to the base's history,
 /// which the joint models as a write under `no_grad` (gradients pass
 /// straight through). That is exact while nothing that requires grad is
 /// written (eager would give the alias a history of its own) and the
 /// alias is only written, never read (the joint would regenerate it from
 /// the base, gradients included).
-fn detach_writes_supported(g: &Graph, alias: &AliasInfo, requires_grad: &[bool]) -> std::result::Result<(), String> {
+fn detach_writes_supported(g: &Graph, alias: &AliasInfo, fg: &FunctionalGraph, requires_grad: &[bool]) -> std::result::Result<(), String> {
     let detached = |v: aot_ir::ValueId| alias.through_detach.get(v.index()).copied().unwrap_or(false);
     if !g.nodes.iter().filter_map(aot_ir::Node::target).any(detached) {
         return Ok(());
@@ -207,9 +211,9 @@ fn detach_writes_supported(g: &Graph, alias: &AliasInfo, requires_grad: &[bool])
                 return refuse("of a value that requires grad");
             }
             if writes_rg {
-                let storage = alias.storage_of(t);
+                let storage = call_storage(alias, fg, t);
                 for (v, r) in rg.iter_mut().enumerate() {
-                    *r |= alias.storage_of(aot_ir::ValueId(v as u32)) == storage;
+                    *r |= call_storage(alias, fg, aot_ir::ValueId(v as u32)) == storage;
                 }
             }
         }
