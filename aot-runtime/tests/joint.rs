@@ -102,11 +102,11 @@ fn check(g: &Graph, inputs: &[In]) -> Outcome {
     let (outs, saved) =
         run_forward(&b.part, &primals, &scalars, &[]).and_then(|o| o.into_result()).unwrap_or_else(|e| panic!("{e}\n{}", b.jg));
     let tangents: Vec<Tensor> = b.jg.tangents.iter().enumerate().map(|(i, &oi)| randn(&outs[oi].shape(), 1000 + i as u64)).collect();
-    let grads = run_backward(&b.part, &saved, &tangents, &scalars, &[]).unwrap_or_else(|e| panic!("{e}\n{}", b.jg));
+    let grads = run_backward(&b.part, &saved, &tangents, &[], &scalars, &[]).unwrap_or_else(|e| panic!("{e}\n{}", b.jg));
     // The whole joint and the save-everything partition agree with the partition.
     let (outs_j, grads_j) = run_joint(&b.jg, &primals, &tangents, &scalars, &[]).unwrap();
     let (outs_n, saved_n) = run_forward(&b.naive, &primals, &scalars, &[]).and_then(|o| o.into_result()).unwrap();
-    let grads_n = run_backward(&b.naive, &saved_n, &tangents, &scalars, &[]).unwrap();
+    let grads_n = run_backward(&b.naive, &saved_n, &tangents, &[], &scalars, &[]).unwrap();
     for (i, o) in outs.iter().enumerate() {
         close(o, &outs_j[i], 0.0, "joint output");
         close(o, &outs_n[i], 0.0, "naive output");
@@ -205,7 +205,7 @@ fn gradcheck(g: &Graph, inputs: &[In]) {
     let prims: Vec<Tensor> = base.iter().zip(&shapes).map(|(v, s)| Tensor::from_vec(v.clone(), s, &Device::Cpu).unwrap()).collect();
     let (outs, saved) = run_forward(&b.part, &prims, &scalars, &[]).and_then(|o| o.into_result()).unwrap();
     let tangents: Vec<Tensor> = b.jg.tangents.iter().map(|&oi| outs[oi].ones_like().unwrap()).collect();
-    let grads = run_backward(&b.part, &saved, &tangents, &scalars, &[]).unwrap();
+    let grads = run_backward(&b.part, &saved, &tangents, &[], &scalars, &[]).unwrap();
     let tensor_params: Vec<usize> = (0..inputs.len()).filter(|&p| matches!(inputs[p], In::T(..))).collect();
     for (k, &p) in tensor_params.iter().enumerate() {
         if !rg[p] {

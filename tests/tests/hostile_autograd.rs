@@ -256,3 +256,33 @@ fn a_detached_alias_read_after_a_write_through_another_name_passes_no_gradient()
     assert_eq!(run(true)?, want);
     Ok(())
 }
+
+#[aot_fn]
+fn write_then_scale(a: &mut Tensor, s: f64) -> Tensor {
+    a.div_(2.0);
+    let n = a.neg();
+    a.squeeze(0).mul_(s);
+    n
+}
+
+/// A non-finite scalar on the path of an output that receives no gradient
+/// (the written input, unused by the loss) does not reach the gradient:
+/// eager never runs that path, and the compiled backward sets what it
+/// computes from the missing gradient to zero instead of `0 * NaN`.
+#[test]
+fn a_nan_on_a_path_without_gradient_does_not_reach_the_gradient() -> Result<()> {
+    let run = |compiled: bool| -> Result<Vec<f64>> {
+        let leaf = Tensor::from_vec(vec![0.8f64], &[1, 1], &dev())?.requires_grad_(true)?;
+        let a = leaf.mul(1.0)?;
+        let n = if compiled {
+            write_then_scale(&mut a.clone(), f64::NAN)?
+        } else {
+            write_then_scale::compiled().run_eager(&[(&a).into(), f64::NAN.into()])?.remove(0)
+        };
+        n.sum()?.backward()?;
+        leaf.grad().map_or(Ok(vec![]), |g| g.to_vec::<f64>())
+    };
+    assert_eq!(run(false)?, vec![-0.5]);
+    assert_eq!(run(true)?, vec![-0.5]);
+    Ok(())
+}

@@ -116,13 +116,16 @@ pub fn run_subgraph(
     scalars: &[Option<ScalarValue>],
     geometry: &[Option<Layout>],
 ) -> Result<Outcome<Vec<Tensor>>> {
-    outcome(subgraph(sg, num_values, inputs, scalars, geometry))
+    outcome(subgraph(sg, num_values, inputs, &[], scalars, geometry))
 }
 
+/// `zero_inputs[i]`: input `i` is a stand-in zero (a tangent that never
+/// arrived); see [`zero_result`].
 fn subgraph(
     sg: &SubGraph,
     num_values: usize,
     inputs: &[Tensor],
+    zero_inputs: &[bool],
     scalars: &[Option<ScalarValue>],
     geometry: &[Option<Layout>],
 ) -> std::result::Result<Vec<Tensor>, Stop> {
@@ -131,11 +134,25 @@ fn subgraph(
         return Err(internal(format!("{} inputs for a graph of {}", inputs.len(), sg.inputs.len())).into());
     }
     let mut env: Env = vec![None; num_values];
-    for (v, t) in sg.inputs.iter().zip(inputs) {
+    let mut zero = vec![false; num_values];
+    for (i, (v, t)) in sg.inputs.iter().zip(inputs).enumerate() {
         set(&mut env, *v, t.clone())?;
+        if zero_inputs.get(i).copied().unwrap_or(false) {
+            if let Some(z) = zero.get_mut(v.index()) {
+                *z = true;
+            }
+        }
     }
     for node in &sg.nodes {
         let t = run_node(node, &env, scalars, geometry)?;
+        let t = if zero_result(node, &zero) {
+            if let Some(z) = zero.get_mut(node.out.index()) {
+                *z = true;
+            }
+            t.zeros_like()?
+        } else {
+            t
+        };
         set(&mut env, node.out, t)?;
     }
     Ok(sg.outputs.iter().map(|v| get(&env, *v).cloned()).collect::<Result<Vec<_>>>()?)
@@ -158,16 +175,51 @@ pub fn run_forward(
 }
 
 /// The compiled backward: per-parameter gradients.
+///
+/// `arrived[i]`: tangent `i` is a real gradient. The others are zeros
+/// standing in for outputs that received none, and every value computed
+/// from them by a product is zero too: it is set to zero rather than
+/// computed, so a non-finite forward value on such a path (`0 * inf`)
+/// cannot reach a gradient, as it cannot in eager, which never runs that
+/// path.
 pub fn run_backward(
     p: &Partition,
     saved: &[Tensor],
     tangents: &[Tensor],
+    arrived: &[bool],
     scalars: &[Option<ScalarValue>],
     geometry: &[Option<Layout>],
 ) -> Result<Vec<Option<Tensor>>> {
     let inputs: Vec<Tensor> = saved.iter().chain(tangents).cloned().collect();
-    let outs = run_subgraph(&p.backward, p.num_values, &inputs, scalars, geometry)?.into_result()?;
+    let zero_inputs: Vec<bool> =
+        saved.iter().map(|_| false).chain((0..tangents.len()).map(|i| !arrived.get(i).copied().unwrap_or(true))).collect();
+    let outs = outcome(subgraph(&p.backward, p.num_values, &inputs, &zero_inputs, scalars, geometry))?.into_result()?;
     p.grad_slots.iter().map(|s| s.map(|i| outs.get(i).cloned().ok_or_else(|| internal(format!("no gradient {i}")))).transpose()).collect()
+}
+
+/// Whether `node`'s value is zero because a factor of it is: a product
+/// (`mul`, `matmul`, a quotient's numerator) with a zero operand, or a
+/// linear map (a view, a sum, a cast, a gradient-shaping prim) of a zero.
+fn zero_result(node: &JNode, zero: &[bool]) -> bool {
+    use aot_ir::transform::grad_rules::Prim;
+    use aot_ir::OpKind as K;
+    let z = |i: usize| matches!(node.args.get(i), Some(IrArg::Tensor(v)) if zero.get(v.index()).copied().unwrap_or(false));
+    let tensors = || node.args.iter().enumerate().filter(|(_, a)| matches!(a, IrArg::Tensor(_))).map(|(i, _)| i);
+    match &node.op {
+        JOp::Op { op, .. } => match op {
+            K::Mul | K::Matmul | K::Mm | K::Bmm => tensors().any(z),
+            K::Add | K::Sub => tensors().all(z),
+            K::Div | K::Neg | K::Sum | K::SumDim | K::MeanDim | K::Expand | K::Contiguous | K::Copy | K::Reshape => z(0),
+            _ => op.class() == aot_ir::OpClass::View && z(0),
+        },
+        JOp::Prim(p) => match p {
+            Prim::SumToLike | Prim::CastLike | Prim::ReshapeLike | Prim::ExpandLike | Prim::KeepDims | Prim::MatmulGrad { .. } => z(0),
+            Prim::ViewGrad(_) | Prim::ViewOf(_) => z(1),
+            Prim::ViewScatter(_) => z(1) && z(2),
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> std::result::Result<Tensor, Stop> {
