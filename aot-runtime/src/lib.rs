@@ -52,6 +52,7 @@ pub use device::Device;
 pub use dtype::{DType, Scalar, WithDType};
 pub use error::{AotError, Result};
 pub use ops::{manual_seed, Operand};
+pub(crate) use storage::dispatch_cpu;
 pub use tensor::Tensor;
 
 /// `use aot_runtime::prelude::*;` brings what user code needs.

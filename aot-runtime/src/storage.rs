@@ -5,7 +5,7 @@
 //! the `cuda` feature without touching the tensor or the ops.
 //!
 //! Every buffer whose length comes from a shape is allocated by
-//! [`try_vec`] (or the helpers on it), which asks the allocator with
+//! `try_vec` (or the helpers on it), which asks the allocator with
 //! `try_reserve_exact`: a request that is too large is an
 //! [`AotError::OutOfMemory`] naming the op, never an abort.
 
@@ -56,8 +56,6 @@ pub enum CpuStorage {
 
 /// Runs `$body` with `$v` bound to the typed vector of a `CpuStorage`
 /// (`$s`). This is the one place dtype dispatch is written.
-#[macro_export]
-#[doc(hidden)]
 macro_rules! dispatch_cpu {
     ($s:expr, $v:ident => $body:expr) => {
         match $s {
@@ -70,23 +68,7 @@ macro_rules! dispatch_cpu {
         }
     };
 }
-
-/// Like `dispatch_cpu!`, but `$body` builds a new vector of the same
-/// element type and the result is wrapped back into that variant.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! map_cpu {
-    ($s:expr, $v:ident => $body:expr) => {
-        match $s {
-            $crate::storage::CpuStorage::F32($v) => $crate::storage::CpuStorage::F32($body),
-            $crate::storage::CpuStorage::F64($v) => $crate::storage::CpuStorage::F64($body),
-            $crate::storage::CpuStorage::F16($v) => $crate::storage::CpuStorage::F16($body),
-            $crate::storage::CpuStorage::BF16($v) => $crate::storage::CpuStorage::BF16($body),
-            $crate::storage::CpuStorage::I64($v) => $crate::storage::CpuStorage::I64($body),
-            $crate::storage::CpuStorage::Bool($v) => $crate::storage::CpuStorage::Bool($body),
-        }
-    };
-}
+pub(crate) use dispatch_cpu;
 
 /// Conversion between a typed `Vec` and `CpuStorage`.
 pub trait CpuElem: WithDType {

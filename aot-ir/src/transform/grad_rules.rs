@@ -1,5 +1,5 @@
-//! The symbolic gradient rules, in one table ([`op_vjp`]), plus the rules of
-//! the nodes functionalization introduces ([`regen_vjp`], [`mutate_vjp`]).
+//! The symbolic gradient rules, in one table (`op_vjp`), plus the rules of
+//! the nodes functionalization introduces (`regen_vjp`, `mutate_vjp`).
 //!
 //! A rule does not compute: it appends nodes to the joint graph that compute
 //! the vector-Jacobian product when the graph runs. The formulas are the

@@ -1,9 +1,18 @@
-//! The runtime wrappers of PyTorch's `runtime_wrappers.py`, outermost first:
-//! dedupe ([`dedupe`]), synthetic bases ([`synthetic_base`]).
+//! The runtime wrappers of PyTorch's `runtime_wrappers.py`.
 //!
-//! Each wrapper has a pre-compile half that rewrites the arguments and the
-//! metadata for one guard key; these functions are that half, and they are
-//! also what `explain()` reports.
+//! - [`dedupe`] and [`synthetic_base`]: the pre-compile halves of
+//!   `AOTDedupeWrapper` and `AOTSyntheticBaseWrapper`, which rewrite the
+//!   arguments and the metadata for one guard key. `explain()` reports
+//!   their decisions. (A call makes the same aliasing decisions through
+//!   the specialisation's input groups, `compiled/specialize.rs`; making
+//!   both use one plan is still to do.)
+//! - `epilogue`: `RuntimeWrapper`'s epilogue for inference calls: input
+//!   mutations applied after every op succeeded, aliased outputs
+//!   regenerated.
+//! - `autograd_fn`: `AOTDispatchAutograd`'s compiled function for calls
+//!   that record gradients (the partitioned forward, one autograd node,
+//!   the training epilogue), and `training_plan`, the plan it runs and the
+//!   checks that send a call to the eager reference instead.
 
 pub(crate) mod autograd_fn;
 pub mod dedupe;
