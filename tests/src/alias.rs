@@ -31,6 +31,8 @@ pub struct StorageSpec {
     pub seed: usize,
     /// How the base and the views of it got their autograd state.
     pub state: GradState,
+    /// A dtype other than the template's (a bad argument).
+    pub dtype: Option<DType>,
 }
 
 /// The autograd history of a storage's base and of the arguments that view
@@ -144,7 +146,7 @@ impl ArgTemplate {
         for s in &self.storages {
             let vals: Vec<f64> = (0..s.len).map(|i| value(s.seed, i)).collect();
             let shape = s.base_shape.clone().unwrap_or_else(|| vec![s.len]);
-            let base = match self.dtype {
+            let base = match s.dtype.unwrap_or(self.dtype) {
                 DType::F32 => Tensor::from_vec(vals.iter().map(|&v| v as f32).collect::<Vec<f32>>(), &shape, &Device::Cpu)?,
                 DType::F64 => Tensor::from_vec(vals, &shape, &Device::Cpu)?,
                 other => Tensor::from_vec(vals, &shape, &Device::Cpu)?.to_dtype(other)?,
@@ -279,6 +281,9 @@ impl fmt::Display for ArgTemplate {
         writeln!(f, "dtype {:?}", self.dtype)?;
         for (k, s) in self.storages.iter().enumerate() {
             write!(f, "storage s{k}: {} elements (seed {})", s.len, s.seed)?;
+            if let Some(d) = s.dtype {
+                write!(f, ", dtype {d:?}")?;
+            }
             match &s.base_shape {
                 Some(shape) => write!(f, ", base shape {shape:?}")?,
                 None => write!(f, ", flat base")?,
@@ -376,7 +381,7 @@ pub fn gen_template(c: &mut Choices, params: &[ParamSpec], dtype: DType, opts: &
     let new_storage = |storages: &mut Vec<StorageSpec>, places: &mut Vec<Place>, c: &mut Choices, seed: &mut usize| {
         let requires_grad = opts.requires_grad_percent > 0 && c.chance(opts.requires_grad_percent, 100);
         let state = gen_state(c, opts);
-        storages.push(StorageSpec { len: 0, base_shape: None, requires_grad, seed: *seed, state });
+        storages.push(StorageSpec { len: 0, base_shape: None, requires_grad, seed: *seed, state, dtype: None });
         places.push(Place { used: 0, growable: true });
         *seed += 1;
         storages.len() - 1
@@ -473,6 +478,16 @@ pub fn gen_template(c: &mut Choices, params: &[ParamSpec], dtype: DType, opts: &
     tpl
 }
 
+/// The shape argument `j` has in the template.
+fn arg_shape(tpl: &ArgTemplate, j: usize) -> Option<Vec<usize>> {
+    match &tpl.args[j] {
+        ArgSpec::Base(k) => Some(tpl.storages[*k].base_shape.clone().unwrap_or_else(|| vec![tpl.storages[*k].len])),
+        ArgSpec::View { size, .. } => Some(size.clone()),
+        ArgSpec::Same(i) => arg_shape(tpl, *i),
+        ArgSpec::Scalar(_) => None,
+    }
+}
+
 fn gen_state(c: &mut Choices, opts: &TemplateOptions) -> GradState {
     if opts.unusual_state_percent > 0 && c.chance(opts.unusual_state_percent, 100) {
         *c.pick(&GradState::UNUSUAL)
@@ -483,7 +498,8 @@ fn gen_state(c: &mut Choices, opts: &TemplateOptions) -> GradState {
 
 /// Replaces one argument with a bad one: a fresh tensor of a shape the
 /// program did not ask for (one more or one fewer dim, a size changed, an
-/// empty size), or a scalar that is NaN, infinite or huge.
+/// empty size) or of another dtype, or a scalar that is NaN, infinite or
+/// huge.
 fn spoil_one_arg(c: &mut Choices, tpl: &mut ArgTemplate) {
     if tpl.args.is_empty() {
         return;
@@ -500,10 +516,15 @@ fn spoil_one_arg(c: &mut Choices, tpl: &mut ArgTemplate) {
         2 => vec![0, 2],
         _ => vec![5],
     };
+    // Or the expected shape in another dtype.
+    let (shape, dtype) = match (c.chance(1, 3), arg_shape(tpl, j)) {
+        (true, Some(expected)) => (expected, Some(*c.pick(&[DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::Bool]))),
+        _ => (shape, None),
+    };
     let n = numel(&shape);
     let seed = tpl.storages.len() + 100;
-    let requires_grad = c.chance(1, 3) && tpl.dtype.is_float();
-    tpl.storages.push(StorageSpec { len: n, base_shape: Some(shape), requires_grad, seed, state: GradState::Plain });
+    let requires_grad = c.chance(1, 3) && dtype.unwrap_or(tpl.dtype).is_float();
+    tpl.storages.push(StorageSpec { len: n, base_shape: Some(shape), requires_grad, seed, state: GradState::Plain, dtype });
     tpl.args[j] = ArgSpec::Base(tpl.storages.len() - 1);
 }
 
@@ -521,7 +542,7 @@ fn push_base(
     let requires_grad = opts.requires_grad_percent > 0 && c.chance(opts.requires_grad_percent, 100);
     let n = numel(&shape);
     let state = gen_state(c, opts);
-    storages.push(StorageSpec { len: n, base_shape: Some(shape), requires_grad, seed: *seed, state });
+    storages.push(StorageSpec { len: n, base_shape: Some(shape), requires_grad, seed: *seed, state, dtype: None });
     places.push(Place { used: n, growable: false });
     *seed += 1;
     args.push(ArgSpec::Base(storages.len() - 1));
@@ -536,7 +557,14 @@ mod tests {
     fn materialisations_are_independent_and_alike() {
         let tpl = ArgTemplate {
             dtype: DType::F64,
-            storages: vec![StorageSpec { len: 6, base_shape: Some(vec![2, 3]), requires_grad: false, seed: 0, state: GradState::Plain }],
+            storages: vec![StorageSpec {
+                len: 6,
+                base_shape: Some(vec![2, 3]),
+                requires_grad: false,
+                seed: 0,
+                state: GradState::Plain,
+                dtype: None,
+            }],
             args: vec![
                 ArgSpec::Base(0),
                 ArgSpec::View { storage: 0, size: vec![3], stride: vec![1], offset: 2 },

@@ -114,8 +114,14 @@ pub fn env_flag_on(name: &str) -> bool {
 pub fn tol(dtype: DType) -> f64 {
     match dtype {
         DType::F64 => 1e-9,
+        DType::F16 | DType::BF16 => 1e-2,
         _ => 1e-4,
     }
+}
+
+/// The tolerance of a call: that of its least precise argument.
+pub fn template_tol(tpl: &ArgTemplate) -> f64 {
+    tpl.storages.iter().filter_map(|s| s.dtype).map(tol).fold(tol(tpl.dtype), f64::max)
 }
 
 pub fn vals(t: &Tensor) -> Vec<f64> {
@@ -188,7 +194,7 @@ pub fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<()
     };
     count(&stats.paths, f.__call_path(&b.args()).unwrap_or_else(|e| format!("error: {e}")));
     let compiled = f.__call(&b.args());
-    let tol = tol(tpl.dtype);
+    let tol = template_tol(tpl);
     for feature in tpl.features() {
         count(&stats.patterns, feature);
     }

@@ -93,7 +93,7 @@ fn replay() {
 // Fixed cases: the alias patterns that matter most, written out.
 
 fn storage(len: usize, base_shape: Option<Vec<usize>>, seed: usize) -> StorageSpec {
-    StorageSpec { len, base_shape, requires_grad: false, seed, state: GradState::Plain }
+    StorageSpec { len, base_shape, requires_grad: false, seed, state: GradState::Plain, dtype: None }
 }
 
 fn view(storage: usize, size: &[usize], stride: &[usize], offset: usize) -> ArgSpec {

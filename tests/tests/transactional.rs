@@ -109,7 +109,7 @@ struct Case {
 }
 
 fn st(len: usize, base_shape: Option<&[usize]>, seed: usize) -> StorageSpec {
-    StorageSpec { len, base_shape: base_shape.map(<[usize]>::to_vec), requires_grad: false, seed, state: GradState::Plain }
+    StorageSpec { len, base_shape: base_shape.map(<[usize]>::to_vec), requires_grad: false, seed, state: GradState::Plain, dtype: None }
 }
 
 fn view(storage: usize, size: &[usize], stride: &[usize], offset: usize) -> ArgSpec {
@@ -247,7 +247,14 @@ fn cases() -> Vec<Case> {
             },
             patterns: vec![tpl(
                 F64,
-                vec![StorageSpec { len: 6, base_shape: Some(vec![2, 3]), requires_grad: true, seed: 0, state: GradState::Plain }],
+                vec![StorageSpec {
+                    len: 6,
+                    base_shape: Some(vec![2, 3]),
+                    requires_grad: true,
+                    seed: 0,
+                    state: GradState::Plain,
+                    dtype: None,
+                }],
                 vec![ArgSpec::Base(0)],
             )],
         },
