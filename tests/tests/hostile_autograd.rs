@@ -286,3 +286,31 @@ fn a_nan_on_a_path_without_gradient_does_not_reach_the_gradient() -> Result<()> 
     assert_eq!(run(true)?, vec![-0.5]);
     Ok(())
 }
+
+#[aot_fn]
+fn overwrite_with_own_detach(b: &mut Tensor) -> Tensor {
+    let u = b.unsqueeze(0);
+    let d = u.detach();
+    u.copy_(&d);
+    b
+}
+
+/// Copying a tensor's own detached value into it cuts its history: no
+/// gradient reaches what it was computed from, as in eager.
+#[test]
+fn overwriting_a_tensor_with_its_own_detached_value_cuts_the_gradient() -> Result<()> {
+    let run = |compiled: bool| -> Result<Vec<f64>> {
+        let one = Tensor::ones(&[1], DType::F64, &dev())?.requires_grad_(true)?;
+        let b = Tensor::from_vec(vec![0.7f64], &[1, 1], &dev())?.mul(&one)?;
+        let out = if compiled {
+            overwrite_with_own_detach(&mut b.clone())?
+        } else {
+            overwrite_with_own_detach::compiled().run_eager(&[(&b).into()])?.remove(0)
+        };
+        out.sum()?.backward()?;
+        one.grad().map_or(Ok(vec![]), |g| g.to_vec::<f64>())
+    };
+    assert_eq!(run(false)?, vec![0.0]);
+    assert_eq!(run(true)?, vec![0.0]);
+    Ok(())
+}

@@ -150,7 +150,11 @@ fn detached_reads_supported(g: &Graph, alias: &AliasInfo, fg: &FunctionalGraph) 
     let mut seen_at = vec![0usize; g.values.len()];
     for n in &g.nodes {
         for v in n.tensor_args() {
-            if detached(v) && writes.get(&storage(v)).copied().unwrap_or(0) != seen_at[v.index()] {
+            // (An op that writes the alias' own storage counts as a write
+            // before the read: its rule reads the operand from the new
+            // version.)
+            let written_here = n.target().is_some_and(|t| storage(t) == storage(v));
+            if detached(v) && (written_here || writes.get(&storage(v)).copied().unwrap_or(0) != seen_at[v.index()]) {
                 return Err("a detach() alias read after a write to its storage runs eagerly in training calls for now".into());
             }
         }
