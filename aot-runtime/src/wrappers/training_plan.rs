@@ -153,7 +153,7 @@ fn detached_reads_supported(g: &Graph, alias: &AliasInfo, fg: &FunctionalGraph) 
             // (An op that writes the alias' own storage counts as a write
             // before the read: its rule reads the operand from the new
             // version.)
-            let written_here = n.target().is_some_and(|t| storage(t) == storage(v));
+            let written_here = n.target().is_some_and(|t| t != v && storage(t) == storage(v));
             if detached(v) && (written_here || writes.get(&storage(v)).copied().unwrap_or(0) != seen_at[v.index()]) {
                 return Err("a detach() alias read after a write to its storage runs eagerly in training calls for now".into());
             }
