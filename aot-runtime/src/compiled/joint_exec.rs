@@ -397,6 +397,16 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], 
         Prim::ViewOf(chain) => {
             let (root, g) = (tensor(0)?, tensor(1)?);
             if !needs_geometry(chain) {
+                // The chain was made on `root`'s layout (a `view` depends on
+                // strides): replay it on `g` laid out the same way.
+                let laid_out;
+                let g = if g.stride() == root.stride() {
+                    g
+                } else {
+                    laid_out = copy_storage(root)?;
+                    laid_out.copy_history_(g)?;
+                    &laid_out
+                };
                 return replay(g, chain, geometry, scalars)?.contiguous();
             }
             let (mirror, view) = mirror_view(root, chain, scalars, geometry)?;
