@@ -397,17 +397,16 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], 
         Prim::ViewOf(chain) => {
             let (root, g) = (tensor(0)?, tensor(1)?);
             if !needs_geometry(chain) {
-                // The chain was made on `root`'s layout (a `view` depends on
-                // strides): replay it on `g` laid out the same way.
-                let laid_out;
-                let g = if g.stride() == root.stride() {
-                    g
-                } else {
-                    laid_out = copy_storage(root)?;
-                    laid_out.copy_history_(g)?;
-                    &laid_out
+                // A `view` in the chain depends on strides and can fail on
+                // `g`'s (a value transposed in place after the view was
+                // taken); `g` made contiguous has the same logical elements,
+                // and a `view` that succeeds on either selects the same ones.
+                let v = match replay(g, chain, geometry, scalars) {
+                    Ok(v) => v,
+                    Err(_) if !g.is_contiguous() => replay(&g.contiguous()?, chain, geometry, scalars)?,
+                    Err(e) => return Err(e),
                 };
-                return replay(g, chain, geometry, scalars)?.contiguous();
+                return v.contiguous();
             }
             let (mirror, view) = mirror_view(root, chain, scalars, geometry)?;
             let mut buf = vec![0f64; mirror.1];
