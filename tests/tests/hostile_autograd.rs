@@ -346,3 +346,28 @@ fn a_view_written_then_its_base_transposed_in_place_has_eager_gradients() -> Res
     assert!(e.iter().zip(&c).all(|(x, y)| (x - y).abs() < 1e-12), "eager {e:?}\ncompiled {c:?}");
     Ok(())
 }
+
+#[aot_fn]
+fn scale_view_then_self_copy(a: &mut Tensor, s: f64) -> Tensor {
+    let o = a.sum_dim(&[0], false);
+    let r = a.reshape(&[1]);
+    r.mul_(s);
+    r.copy_(r);
+    o
+}
+
+/// The same through a view and a self-copy, whose rule makes a
+/// `zeros_like` for the overwritten value: zero too, not `0 * NaN`.
+#[test]
+fn a_nan_before_a_self_copy_through_a_view_does_not_reach_the_gradient() -> Result<()> {
+    for compiled in [false, true] {
+        let one = Tensor::ones(&[1], DType::F64, &dev())?.requires_grad_(true)?;
+        let a = Tensor::from_vec(vec![0.7f64], &[1, 1, 1], &dev())?.mul(&one)?;
+        let args = [(&a).into(), f64::NAN.into()];
+        let f = scale_view_then_self_copy::compiled();
+        let o = if compiled { f.__call(&args)?.remove(0) } else { f.run_eager(&args)?.remove(0) };
+        o.sum()?.backward()?;
+        assert_eq!(one.grad().map(|g| g.to_vec::<f64>()).transpose()?, Some(vec![0.7]), "compiled={compiled}");
+    }
+    Ok(())
+}

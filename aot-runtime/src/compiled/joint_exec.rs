@@ -197,9 +197,9 @@ pub fn run_backward(
     p.grad_slots.iter().map(|s| s.map(|i| outs.get(i).cloned().ok_or_else(|| internal(format!("no gradient {i}")))).transpose()).collect()
 }
 
-/// Whether `node`'s value is zero because a factor of it is: a product
-/// (`mul`, `matmul`, a quotient's numerator) with a zero operand, or a
-/// linear map (a view, a sum, a cast, a gradient-shaping prim) of a zero.
+/// Whether `node`'s value is zero: `zeros_like`, a product (`mul`,
+/// `matmul`, a quotient's numerator) with a zero operand, or a linear map
+/// (a view, a sum, a cast, a gradient-shaping prim) of a zero.
 fn zero_result(node: &JNode, zero: &[bool]) -> bool {
     use aot_ir::transform::grad_rules::Prim;
     use aot_ir::OpKind as K;
@@ -207,6 +207,7 @@ fn zero_result(node: &JNode, zero: &[bool]) -> bool {
     let tensors = || node.args.iter().enumerate().filter(|(_, a)| matches!(a, IrArg::Tensor(_))).map(|(i, _)| i);
     match &node.op {
         JOp::Op { op, .. } => match op {
+            K::ZerosLike => true,
             K::Mul | K::Matmul | K::Mm | K::Bmm => tensors().any(z),
             K::Add | K::Sub => tensors().all(z),
             K::Div | K::Neg | K::Sum | K::SumDim | K::MeanDim | K::Expand | K::Contiguous | K::Copy | K::Reshape => z(0),
