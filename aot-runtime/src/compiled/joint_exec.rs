@@ -143,13 +143,21 @@ fn subgraph(
             }
         }
     }
+    // Only a backward with a missing tangent tracks zeros.
+    let track = zero_inputs.iter().any(|&z| z);
     for node in &sg.nodes {
         let t = run_node(node, &env, scalars, geometry)?;
-        let t = if zero_result(node, &zero) {
+        let t = if track && zero_result(node, &zero) {
             if let Some(z) = zero.get_mut(node.out.index()) {
                 *z = true;
             }
-            t.zeros_like()?
+            // Zeros with the value's own layout over a storage of the same
+            // length, so geometry read off it later still fits. (A
+            // `zeros_like` is zero already.)
+            match &node.op {
+                JOp::Op { op: aot_ir::OpKind::ZerosLike, .. } => t,
+                _ => t.storage_as_1d().zeros_like()?.alias_with_layout(t.layout()),
+            }
         } else {
             t
         };
