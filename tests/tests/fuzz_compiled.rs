@@ -14,6 +14,10 @@
 //!   whole storage, shape, stride, offset and version counter);
 //! - nothing panics (each call runs under `catch_unwind`).
 //!
+//! One allowance: when a scalar argument is NaN or infinite, a NaN in one
+//! side's gradient matches anything (eager multiplies zero gradients by
+//! the non-finite value on paths the compiled backward knows to be zero).
+//!
 //! CI runs 10,000 cases from a fixed seed. The long mode is ignored by
 //! default: `AOT_DIFF_CASES=1000000 cargo test --release -p aot-tests --test
 //! fuzz_compiled -- --ignored` (`AOT_FUZZ_SEED=N` picks another stream). A
