@@ -406,16 +406,21 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], 
         Prim::ViewOf(chain) => {
             let (root, g) = (tensor(0)?, tensor(1)?);
             if !needs_geometry(chain) {
-                // A `view` in the chain depends on strides and can fail on
-                // `g`'s (a value transposed in place after the view was
-                // taken); `g` made contiguous has the same logical elements,
-                // and a `view` that succeeds on either selects the same ones.
-                let v = match replay(g, chain, geometry, scalars) {
-                    Ok(v) => v,
-                    Err(_) if !g.is_contiguous() => replay(&g.contiguous()?, chain, geometry, scalars)?,
-                    Err(e) => return Err(e),
-                };
-                return v.contiguous();
+                // `g` has `root`'s logical elements but its own strides, on
+                // which a `view` made on `root` can fail (a value transposed
+                // in place after the view, a transposed input transposed
+                // back). A `view` that succeeded selects what `reshape`
+                // selects, so the chain is replayed with `reshape`s.
+                let logical: Vec<ChainStep> = chain
+                    .iter()
+                    .map(|step| match step {
+                        ChainStep::View { op: aot_ir::OpKind::View, args } => {
+                            ChainStep::View { op: aot_ir::OpKind::Reshape, args: args.clone() }
+                        }
+                        other => other.clone(),
+                    })
+                    .collect();
+                return replay(g, &logical, geometry, scalars)?.contiguous();
             }
             let (mirror, view) = mirror_view(root, chain, scalars, geometry)?;
             let mut buf = vec![0f64; mirror.1];
