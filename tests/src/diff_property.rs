@@ -293,3 +293,24 @@ pub const ALIAS_FEATURES: &[&str] = &[
     "scalar",
     "storage offset > 0",
 ];
+
+/// Replays one case from `AOT_DIFF_REPLAY` (a comma-separated choice
+/// vector, as a failure prints it) under `property`: panics with the
+/// difference, or says the case passes.
+pub fn replay_from_env(property: &str) {
+    let Ok(list) = std::env::var("AOT_DIFF_REPLAY") else {
+        eprintln!("set AOT_DIFF_REPLAY to a comma-separated choice vector (and AOT_DIFF_PROPERTY to the property)");
+        return;
+    };
+    let opts = options(property).unwrap_or_else(|| panic!("unknown property {property}"));
+    let choices: Vec<u32> = list.split(',').filter_map(|s| s.trim().parse().ok()).collect();
+    let stats = Stats::default();
+    eprintln!("program:\n{}", gen_program(&mut Choices::new(&choices), &opts.gen).graph);
+    let result = run_case(&choices, &opts, &stats);
+    eprintln!("{}", stats.summary("replay", 0.0));
+    match result {
+        Err(TestCaseError::Fail(msg)) => panic!("{msg}"),
+        Err(TestCaseError::Reject(why)) => eprintln!("the program is not run: {why}"),
+        Ok(()) => eprintln!("compiled matches eager"),
+    }
+}

@@ -39,11 +39,9 @@ use aot_ir::graph::args::{f, i, ints, t};
 use aot_ir::{GraphBuilder, OpKind, ReturnKind};
 use aot_runtime::{CompiledFn, DType};
 use aot_tests::alias::{ArgSpec, ArgTemplate, GradState, StorageSpec};
-use aot_tests::choice::Choices;
 use aot_tests::diff::{check_call, Stats};
-use aot_tests::diff_property::{cases_from_env, options, run_case, run_property};
-use aot_tests::progen::{gen_program, PROGRAM_NAME};
-use proptest::test_runner::TestCaseError;
+use aot_tests::diff_property::{cases_from_env, replay_from_env, run_property};
+use aot_tests::progen::PROGRAM_NAME;
 
 // ---------------------------------------------------------------------------
 // The properties: 6,000 + 4,000 cases in the normal run.
@@ -70,23 +68,7 @@ fn compiled_matches_eager_nightly() {
 #[test]
 #[ignore = "replays AOT_DIFF_REPLAY"]
 fn replay() {
-    let Ok(list) = std::env::var("AOT_DIFF_REPLAY") else {
-        eprintln!("set AOT_DIFF_REPLAY to a comma-separated choice vector (and AOT_DIFF_PROPERTY to the property)");
-        return;
-    };
-    let property = std::env::var("AOT_DIFF_PROPERTY").unwrap_or_else(|_| "compiled_matches_eager".into());
-    let opts = options(&property).unwrap_or_else(|| panic!("unknown property {property}"));
-    let choices: Vec<u32> = list.split(',').filter_map(|s| s.trim().parse().ok()).collect();
-    let stats = Stats::default();
-    let prog = gen_program(&mut Choices::new(&choices), &opts.gen);
-    eprintln!("program:\n{}", prog.graph);
-    let result = run_case(&choices, &opts, &stats);
-    eprintln!("{}", stats.summary("replay", 0.0));
-    match result {
-        Err(TestCaseError::Fail(msg)) => panic!("{msg}"),
-        Err(TestCaseError::Reject(why)) => eprintln!("the program is not run: {why}"),
-        Ok(()) => eprintln!("compiled matches eager"),
-    }
+    replay_from_env(&std::env::var("AOT_DIFF_PROPERTY").unwrap_or_else(|_| "compiled_matches_eager".into()));
 }
 
 // ---------------------------------------------------------------------------

@@ -24,10 +24,8 @@
 //! failure prints the command that replays it.
 
 use aot_tests::choice::Choices;
-use aot_tests::diff::Stats;
-use aot_tests::diff_property::{cases_from_env, options, run_case, run_property};
+use aot_tests::diff_property::{cases_from_env, options, replay_from_env, run_property};
 use aot_tests::progen::gen_program;
-use proptest::test_runner::TestCaseError;
 
 #[test]
 fn compiled_calls_under_hostile_input() {
@@ -44,19 +42,7 @@ fn compiled_calls_under_hostile_input_long() {
 #[test]
 #[ignore = "replays AOT_DIFF_REPLAY"]
 fn replay() {
-    let Ok(list) = std::env::var("AOT_DIFF_REPLAY") else {
-        eprintln!("set AOT_DIFF_REPLAY to a comma-separated choice vector");
-        return;
-    };
-    let opts = options("compiled_calls_under_hostile_input").expect("the fuzzer's options");
-    let choices: Vec<u32> = list.split(',').filter_map(|s| s.trim().parse().ok()).collect();
-    let stats = Stats::default();
-    eprintln!("program:\n{}", gen_program(&mut Choices::new(&choices), &opts.gen).graph);
-    match run_case(&choices, &opts, &stats) {
-        Err(TestCaseError::Fail(msg)) => panic!("{msg}"),
-        Err(TestCaseError::Reject(why)) => eprintln!("the program is not run: {why}"),
-        Ok(()) => eprintln!("compiled matches eager"),
-    }
+    replay_from_env("compiled_calls_under_hostile_input");
 }
 
 /// Calls with the wrong number or kinds of arguments (a tensor where a

@@ -45,6 +45,9 @@ pub struct CompiledFn {
     graph: Graph,
     meta: StaticMeta,
     cache: Arc<SpecCache>,
+    /// The function may write an argument (`reference::may_write`),
+    /// decided once: every call asks.
+    may_write: bool,
 }
 
 impl CompiledFn {
@@ -54,7 +57,8 @@ impl CompiledFn {
         aot_ir::verify(&graph)
             .map_err(|e| AotError::Internal { op: "CompiledFn::new", msg: format!("invalid graph `{}`: {e}", graph.name) })?;
         let meta = StaticMeta::compute(&graph);
-        Ok(CompiledFn { graph, meta, cache: Arc::default() })
+        let may_write = reference::may_write(&graph, &meta);
+        Ok(CompiledFn { graph, meta, cache: Arc::default(), may_write })
     }
 
     /// The traced IR; its `Display` is the listing.
@@ -226,7 +230,7 @@ impl CompiledFn {
     /// An argument in an autograd state the compiled paths do not model,
     /// when the function may write an argument (`reference.rs`).
     fn unusual_autograd_state(&self, args: &[Arg]) -> Option<(usize, &'static str)> {
-        if !is_grad_enabled() || !reference::may_write(&self.graph, &self.meta) {
+        if !is_grad_enabled() || !self.may_write {
             return None;
         }
         reference::unusual_autograd_state(args)
@@ -291,7 +295,8 @@ pub mod __private {
             .unwrap_or_else(|e| panic!("aot: corrupt embedded graph ({e}); rebuild with matching aot-macros and aot-runtime"));
         let meta = serde_json::from_str(meta_json)
             .unwrap_or_else(|e| panic!("aot: corrupt embedded metadata ({e}); rebuild with matching aot-macros and aot-runtime"));
-        CompiledFn { graph, meta, cache: Default::default() }
+        let may_write = super::reference::may_write(&graph, &meta);
+        CompiledFn { graph, meta, cache: Default::default(), may_write }
     }
 
     /// The outputs as an array of the declared arity.
