@@ -1,8 +1,8 @@
 //! Layout: shape, strides (in elements) and storage offset, and the pure
 //! geometry of every view op. Nothing here touches data. `iter` holds the
 //! layouts PyTorch gives computed tensors, `index` the row-major walk over
-//! a layout's storage indices, `checked` the element limit and the checked
-//! arithmetic below.
+//! a layout's storage indices, `overlap` whether elements share storage,
+//! `checked` the element limit and the checked arithmetic below.
 //!
 //! Geometry is checked where it is made from user numbers: every shape a
 //! constructor, view op or broadcast produces passes [`checked_numel`]
@@ -17,11 +17,13 @@
 mod checked;
 mod index;
 mod iter;
+mod overlap;
 
 use checked::mul_add;
 pub use checked::{checked_numel, MAX_NUMEL};
 pub use index::StridedIndex;
 pub use iter::{elementwise_layout, is_dense_output, preserve_layout};
+pub use overlap::Overlap;
 
 use crate::error::{AotError, Result};
 
@@ -77,15 +79,6 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
     }
     checked_numel(op, &out)?;
     Ok(out)
-}
-
-/// How two layouts on one storage overlap (PyTorch's `get_overlap_status`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Overlap {
-    No,
-    Full,
-    Partial,
-    TooHard,
 }
 
 impl Layout {
@@ -153,82 +146,6 @@ impl Layout {
     /// Storage index of each element, in row-major logical order.
     pub fn offsets(&self) -> StridedIndex<'_> {
         StridedIndex::new(self)
-    }
-
-    /// True if some memory location is reached by two indices through a
-    /// stride-0 dim (PyTorch's `has_internal_overlap` returning YES).
-    pub fn has_internal_overlap(&self) -> bool {
-        self.shape.iter().zip(&self.stride).any(|(&n, &s)| n > 1 && s == 0)
-    }
-
-    /// PyTorch's `is_non_overlapping_and_dense` (true for every contiguous
-    /// layout, empty ones included).
-    pub fn is_non_overlapping_and_dense(&self) -> bool {
-        if self.is_contiguous() {
-            return true;
-        }
-        let n = self.rank();
-        if n == 1 {
-            return self.shape[0] < 2 || self.stride[0] == 1;
-        }
-        let mut perm: Vec<usize> = (0..n).collect();
-        perm.sort_by(|&a, &b| {
-            let (sa, sb) = (self.shape[a] < 2, self.shape[b] < 2);
-            match (sa, sb) {
-                (true, true) => std::cmp::Ordering::Equal,
-                (true, false) => std::cmp::Ordering::Greater,
-                (false, true) => std::cmp::Ordering::Less,
-                _ => self.stride[a].cmp(&self.stride[b]),
-            }
-        });
-        let mut require = 1;
-        for &i in &perm {
-            if self.shape[i] < 2 {
-                return true;
-            }
-            if self.stride[i] != require {
-                return false;
-            }
-            require = require.saturating_mul(self.shape[i]);
-        }
-        true
-    }
-
-    /// PyTorch's `get_overlap_status` for two layouts on the same storage.
-    pub fn overlap(&self, other: &Layout) -> Overlap {
-        if self.numel() == 0 || other.numel() == 0 {
-            return Overlap::No;
-        }
-        if !self.is_non_overlapping_and_dense() || !other.is_non_overlapping_and_dense() {
-            return Overlap::TooHard;
-        }
-        let (ab, ae) = (self.offset, self.offset.saturating_add(self.numel()));
-        let (bb, be) = (other.offset, other.offset.saturating_add(other.numel()));
-        if ab == bb && ae == be {
-            return if self.stride == other.stride { Overlap::Full } else { Overlap::Partial };
-        }
-        if ab < be && bb < ae {
-            return Overlap::Partial;
-        }
-        Overlap::No
-    }
-
-    /// True if some storage index is touched by both layouts. Exact but
-    /// O(numel); used by analyses that must not guess.
-    pub fn shares_elements_with(&self, other: &Layout) -> bool {
-        if self.numel() == 0 || other.numel() == 0 {
-            return false;
-        }
-        let (a0, a1) = (self.offset, self.storage_extent());
-        let (b0, b1) = (other.offset, other.storage_extent());
-        if a1 <= b0 || b1 <= a0 {
-            return false;
-        }
-        let mut seen = std::collections::HashSet::new();
-        for o in self.offsets() {
-            seen.insert(o);
-        }
-        other.offsets().any(|o| seen.contains(&o))
     }
 
     // ---- view geometry --------------------------------------------------

@@ -119,9 +119,18 @@ pub fn tol(dtype: DType) -> f64 {
     }
 }
 
-/// Whether a scalar argument of the call is NaN or infinite.
+/// Whether a scalar argument of the call is NaN or infinite, or becomes
+/// infinite in one of the call's dtypes (`1e300` in an f32 op; the limits
+/// are the largest finite f16, bf16 and f32).
 pub fn non_finite_scalars(tpl: &ArgTemplate) -> bool {
-    tpl.args.iter().any(|a| matches!(a, crate::alias::ArgSpec::Scalar(v) if !v.is_finite()))
+    let max = |d: DType| match d {
+        DType::F16 => 65504.0,
+        DType::BF16 => 3.389_531_389_251_535_5e38,
+        DType::F32 => f64::from(f32::MAX),
+        _ => f64::MAX,
+    };
+    let limit = tpl.storages.iter().filter_map(|s| s.dtype).map(max).fold(max(tpl.dtype), f64::min);
+    tpl.args.iter().any(|a| matches!(a, crate::alias::ArgSpec::Scalar(v) if !v.is_finite() || v.abs() > limit))
 }
 
 /// The tolerance of a call: that of its least precise argument.

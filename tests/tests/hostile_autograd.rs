@@ -371,3 +371,67 @@ fn a_nan_before_a_self_copy_through_a_view_does_not_reach_the_gradient() -> Resu
     }
     Ok(())
 }
+
+#[aot_fn]
+fn write_a_slice_of_expanded(a: &Tensor, b: &mut Tensor, c: &Tensor) -> (Tensor, Tensor) {
+    let v = b.narrow(0, 1, 1);
+    v.fill_(2.0);
+    v.copy_(c);
+    let s = b.sum_dim(&[0], false);
+    v.add_(2.0);
+    (s, a * 1.0)
+}
+
+/// A write through a view of an expanded argument reaches every element
+/// that shares the written storage: eager's gradient counts each of them
+/// (found by the long fuzz run, seed 16).
+#[test]
+fn a_write_through_a_slice_of_an_expanded_argument_has_eager_gradients() -> Result<()> {
+    let mut grads = Vec::new();
+    for compiled in [false, true] {
+        let s0 = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0], &[5], &dev())?.requires_grad_(true)?;
+        let s1 = Tensor::from_vec((0..8).map(f64::from).collect::<Vec<_>>(), &[8], &dev())?;
+        let a = s0.as_strided(&[4], &[1], 1)?;
+        let mut b = s1.as_strided(&[2, 4, 2], &[0, 2, 1], 0)?;
+        let c = s0.as_strided(&[4, 1], &[1, 1], 0)?;
+        let outs = if compiled {
+            let (s, y) = write_a_slice_of_expanded(&a, &mut b, &c)?;
+            vec![s, y]
+        } else {
+            write_a_slice_of_expanded::compiled().run_eager(&[(&a).into(), (&b).into(), (&c).into()])?
+        };
+        assert_eq!(outs[0].to_vec::<f64>()?, vec![2.0, 2.0, 4.0, 4.0, 6.0, 6.0, 8.0, 8.0]);
+        outs[0].sum()?.backward()?;
+        grads.push(s0.grad().expect("s0 gets a gradient").to_vec::<f64>()?);
+    }
+    assert_eq!(grads[0], vec![4.0, 4.0, 4.0, 4.0, 0.0]);
+    assert_eq!(grads[1], grads[0]);
+    Ok(())
+}
+
+#[aot_fn]
+fn transpose_view_zero(a: &mut Tensor) -> Tensor {
+    a.transpose_(1, 0);
+    let v = a.view(&[4, 1]);
+    v.zero_();
+    a.add_(2.0);
+    a.diagonal().matmul(a)
+}
+
+/// `view` made on an argument transposed in place: its gradient is placed
+/// by the elements the view selects, not by a contiguous stand-in's strides
+/// (found by the long fuzz run, seed 16).
+#[test]
+fn a_view_of_an_argument_transposed_in_place_has_eager_gradients() -> Result<()> {
+    let mut grads = Vec::new();
+    for compiled in [false, true] {
+        let s0 = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[4], &dev())?.requires_grad_(true)?;
+        let s = s0.mul(1.0)?;
+        let mut a = s.as_strided(&[2, 2], &[1, 2], 0)?;
+        let y = if compiled { transpose_view_zero(&mut a)? } else { transpose_view_zero::compiled().run_eager(&[(&a).into()])?.remove(0) };
+        y.mul(&Tensor::from_vec(vec![1.0f64, 3.0], &[2], &dev())?)?.sum()?.backward()?;
+        grads.push(s0.grad().expect("s0 gets a gradient").to_vec::<f64>()?);
+    }
+    assert_eq!(grads[1], grads[0]);
+    Ok(())
+}

@@ -396,45 +396,36 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], 
         }
         Prim::ViewGrad(chain) => {
             let (root, g) = (tensor(0)?, tensor(1)?);
-            let (mirror, view) = mirror_view(root, chain, scalars, geometry)?;
-            let mut buf = vec![0f64; mirror.1];
-            for (o, v) in view.offsets().zip(g.to_dtype(DType::F64)?.to_vec::<f64>()?) {
-                buf[o] += v;
-            }
-            gather(&buf, &mirror.0, root.dtype())
+            let m = mirror_view(root, chain, scalars, geometry)?;
+            let mut buf = vec![0f64; m.len];
+            scatter_add(&mut buf, &m.view, g)?;
+            gather_root(&buf, &m.root, &root.shape(), root.dtype())
         }
         Prim::ViewOf(chain) => {
             let (root, g) = (tensor(0)?, tensor(1)?);
-            if !needs_geometry(chain) {
+            let m = mirror_view(root, chain, scalars, geometry)?;
+            if !m.by_storage {
                 // `g` has `root`'s logical elements but its own strides, on
                 // which a `view` made on `root` can fail (a value transposed
                 // in place after the view, a transposed input transposed
                 // back). A `view` that succeeded selects what `reshape`
                 // selects, so the chain is replayed with `reshape`s.
-                let logical: Vec<ChainStep> = chain
-                    .iter()
-                    .map(|step| match step {
-                        ChainStep::View { op: aot_ir::OpKind::View, args } => {
-                            ChainStep::View { op: aot_ir::OpKind::Reshape, args: args.clone() }
-                        }
-                        other => other.clone(),
-                    })
-                    .collect();
-                return replay(g, &logical, geometry, scalars)?.contiguous();
+                return replay(g, &logical_chain(chain), geometry, scalars)?.contiguous();
             }
-            let (mirror, view) = mirror_view(root, chain, scalars, geometry)?;
-            let mut buf = vec![0f64; mirror.1];
-            scatter(&mut buf, &mirror.0, g)?;
-            gather(&buf, &view, g.dtype())
+            let mut buf = vec![0f64; m.len];
+            scatter_add(&mut buf, &m.root, g)?;
+            gather(&buf, &m.view, &m.view_shape, g.dtype())
         }
         Prim::ViewScatter(chain) => {
-            let (root, base, src) = (tensor(0)?, tensor(1)?, tensor(2)?);
-            let (mirror, view) = mirror_view(root, chain, scalars, geometry)?;
-            let mut buf = vec![0f64; mirror.1];
-            scatter(&mut buf, &mirror.0, base)?;
-            let src = src.expand(&i64s(view.shape()))?;
-            scatter(&mut buf, &view, &src)?;
-            gather(&buf, &mirror.0, base.dtype())
+            let (root, g, src) = (tensor(0)?, tensor(1)?, tensor(2)?);
+            let m = mirror_view(root, chain, scalars, geometry)?;
+            let mut buf = vec![0f64; m.len];
+            scatter_add(&mut buf, &m.root, g)?;
+            let src = src.expand(&i64s(&m.view_shape))?.to_dtype(DType::F64)?.to_vec::<f64>()?;
+            for (&o, v) in m.view.iter().zip(src) {
+                *buf.get_mut(o).ok_or_else(|| internal(format!("offset {o} outside the mirror")))? = v;
+            }
+            gather_root(&buf, &m.root, &g.shape(), g.dtype())
         }
         Prim::MatmulGrad { rhs } => matmul_grad(tensor(0)?, tensor(1)?, tensor(2)?, *rhs),
         Prim::DropoutMask => {
@@ -457,36 +448,88 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], 
     }
 }
 
-/// A zero buffer standing for `root` and the layout of `chain`'s view in it:
-/// `((root's layout in the buffer, buffer length), view layout)`. A chain
-/// with `as_strided` addresses the storage itself, so the buffer mirrors
-/// root's storage; otherwise it is root's shape, contiguous.
-fn mirror_view(
-    root: &Tensor,
-    chain: &[ChainStep],
-    scalars: &[Option<ScalarValue>],
-    geometry: &[Option<Layout>],
-) -> Result<((Layout, usize), Layout)> {
-    let (layout, len) =
-        if needs_geometry(chain) { (root.layout(), root.storage_len()) } else { (Layout::contiguous(&root.shape()), root.numel()) };
-    let dummy = Tensor::zeros(&[len], DType::Bool, &root.device())?.alias_with_layout(layout.clone());
-    let view = replay(&dummy, chain, geometry, scalars)?;
-    Ok(((layout, len), view.layout()))
+/// `chain` with each `view` replaced by `reshape`: the same elements,
+/// whatever the strides of the tensor it is replayed on.
+fn logical_chain(chain: &[ChainStep]) -> Vec<ChainStep> {
+    chain
+        .iter()
+        .map(|step| match step {
+            ChainStep::View { op: aot_ir::OpKind::View, args } => ChainStep::View { op: aot_ir::OpKind::Reshape, args: args.clone() },
+            other => other.clone(),
+        })
+        .collect()
 }
 
-/// Writes `t`'s values at `layout`'s positions of `buf`.
-fn scatter(buf: &mut [f64], layout: &Layout, t: &Tensor) -> Result<()> {
-    for (o, v) in layout.offsets().zip(t.to_dtype(DType::F64)?.to_vec::<f64>()?) {
-        *buf.get_mut(o).ok_or_else(|| internal(format!("offset {o} outside the mirror")))? = v;
+/// A buffer standing for `root`, with the positions of root's elements and
+/// of `chain`'s view in it (both in row-major element order).
+struct Mirror {
+    /// The buffer is root's storage (not its elements in order).
+    by_storage: bool,
+    len: usize,
+    root: Vec<usize>,
+    view: Vec<usize>,
+    view_shape: Vec<usize>,
+}
+
+/// Where `root` and `chain`'s view lie in a buffer.
+///
+/// The buffer mirrors root's storage when the chain addresses the storage
+/// itself (`as_strided`); gradients are then summed per storage element.
+/// Otherwise root is a metadata stand-in (`Prim::MetaOf`), whose elements
+/// do not overlap (training calls that write an argument whose elements
+/// overlap run eagerly, see `call_refusal`), and the buffer holds root's
+/// elements in row-major order. The view's positions are found by
+/// replaying the chain on those indices: a `view` that succeeded on root's
+/// real strides may not be a view of a contiguous layout, so it is
+/// replayed as `reshape`.
+fn mirror_view(root: &Tensor, chain: &[ChainStep], scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> Result<Mirror> {
+    if needs_geometry(chain) {
+        let (layout, len) = (root.layout(), root.storage_len());
+        let dummy = Tensor::zeros(&[len], DType::Bool, &root.device())?.alias_with_layout(layout.clone());
+        let view = replay(&dummy, chain, geometry, scalars)?.layout();
+        let root = layout.offsets().collect();
+        return Ok(Mirror { by_storage: true, len, root, view: view.offsets().collect(), view_shape: view.shape().to_vec() });
+    }
+    let n = root.numel();
+    let indices = Tensor::from_vec((0..n as i64).collect::<Vec<i64>>(), &root.shape(), &root.device())?;
+    let view = replay(&indices, &logical_chain(chain), geometry, scalars)?;
+    let positions = view.contiguous()?.to_vec::<i64>()?;
+    Ok(Mirror {
+        by_storage: false,
+        len: n,
+        root: (0..n).collect(),
+        view: positions.into_iter().map(|i| i as usize).collect(),
+        view_shape: view.shape().to_vec(),
+    })
+}
+
+/// Adds `t`'s values at `positions` of `buf`.
+fn scatter_add(buf: &mut [f64], positions: &[usize], t: &Tensor) -> Result<()> {
+    for (&o, v) in positions.iter().zip(t.to_dtype(DType::F64)?.to_vec::<f64>()?) {
+        *buf.get_mut(o).ok_or_else(|| internal(format!("offset {o} outside the mirror")))? += v;
     }
     Ok(())
 }
 
-/// The values at `layout`'s positions of `buf`, as a contiguous tensor.
-fn gather(buf: &[f64], layout: &Layout, dtype: DType) -> Result<Tensor> {
-    let vals = layout.offsets().map(|o| buf.get(o).copied().ok_or_else(|| internal(format!("offset {o} outside the mirror"))));
+/// The values at `positions` of `buf`, as a contiguous tensor of `shape`.
+fn gather(buf: &[f64], positions: &[usize], shape: &[usize], dtype: DType) -> Result<Tensor> {
+    let vals = positions.iter().map(|&o| buf.get(o).copied().ok_or_else(|| internal(format!("offset {o} outside the mirror"))));
     let vals = vals.collect::<Result<Vec<f64>>>()?;
-    Tensor::from_vec(vals, layout.shape(), &crate::device::Device::Cpu)?.to_dtype(dtype)
+    Tensor::from_vec(vals, shape, &crate::device::Device::Cpu)?.to_dtype(dtype)
+}
+
+/// A gradient for root from a per-storage-element gradient `buf`: each
+/// storage element's gradient goes to the first of root's elements at it,
+/// and the others get zero, so that summing over the elements that share a
+/// storage element (as the backward of `expand` does) counts it once.
+fn gather_root(buf: &[f64], positions: &[usize], shape: &[usize], dtype: DType) -> Result<Tensor> {
+    let mut taken = vec![false; buf.len()];
+    let mut vals = Vec::with_capacity(positions.len());
+    for &o in positions {
+        let v = *buf.get(o).ok_or_else(|| internal(format!("offset {o} outside the mirror")))?;
+        vals.push(if std::mem::replace(&mut taken[o], true) { 0.0 } else { v });
+    }
+    Tensor::from_vec(vals, shape, &crate::device::Device::Cpu)?.to_dtype(dtype)
 }
 
 /// The gradient of one operand of `a.matmul(b)`, as the eager rule.

@@ -23,3 +23,16 @@ fn overlap_status() {
     let c0 = a.select("s", 1, 0).unwrap();
     assert_eq!(c0.overlap(&r0), Overlap::TooHard);
 }
+#[test]
+fn non_overlapping_layouts_are_recognised_from_strides() {
+    let l = |shape: &[usize], stride: &[usize]| Layout { shape: shape.to_vec(), stride: stride.to_vec(), offset: 0 };
+    assert!(l(&[2, 3], &[3, 1]).is_non_overlapping());
+    assert!(l(&[3, 2], &[1, 3]).is_non_overlapping(), "transposed");
+    assert!(l(&[4, 2], &[5, 1]).is_non_overlapping(), "columns of a wider matrix");
+    assert!(l(&[2, 1, 3], &[3, 0, 1]).is_non_overlapping(), "a size-1 dim's stride is irrelevant");
+    assert!(l(&[0, 3], &[0, 0]).is_non_overlapping(), "empty");
+    assert!(!l(&[2, 4, 2], &[0, 2, 1]).is_non_overlapping(), "expanded");
+    assert!(!l(&[2, 2], &[1, 1]).is_non_overlapping(), "a sliding window");
+    assert!(!l(&[3, 3], &[2, 1]).is_non_overlapping(), "rows that overlap by one");
+    assert!(!l(&[2, 2], &[2, 2]).is_non_overlapping(), "equal strides");
+}

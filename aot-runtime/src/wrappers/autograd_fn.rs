@@ -348,9 +348,9 @@ fn synthetic_bases(fg: &FunctionalGraph, args: &[Arg]) -> Option<Vec<Option<Tens
 
 /// Why a call with these arguments cannot use the compiled training path
 /// although its function has one: aliased arguments without a common base,
-/// or an argument that requires grad whose elements overlap (an expanded
-/// tensor: the joint's gradient rules address elements, and eager sums
-/// the gradients of the overlapping ones).
+/// or an argument whose elements overlap (an expanded tensor) that requires
+/// grad or is written (the joint's gradient rules address elements, and
+/// eager sums the gradients of the elements that share storage).
 pub(crate) fn call_refusal(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg]) -> Option<&'static str> {
     // A view made under `no_grad` of an argument that another argument
     // aliases, in a function that writes its arguments: whether the view
@@ -363,8 +363,16 @@ pub(crate) fn call_refusal(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg]
     if meta.mutates_inputs && meta.outputs.iter().any(|o| o.no_grad_view && o.grad_deps.iter().any(|&p| shared(p))) {
         return Some("a view made under no_grad of an argument that another argument aliases, in a function that writes its arguments");
     }
-    if args.iter().filter_map(Arg::tensor).any(|t| t.requires_grad() && t.layout().has_internal_overlap()) {
-        return Some("an argument that requires grad and whose elements overlap (an expanded tensor)");
+    // The joint addresses an argument's elements, not its storage: a write
+    // through a view of an expanded argument reaches the elements that
+    // share the written storage, and eager sums their gradients.
+    let overlapping = |(p, a): (usize, &Arg)| {
+        a.tensor().is_some_and(|t| {
+            (t.requires_grad() || meta.inputs.get(p).is_some_and(|m| m.mutates_data())) && !t.layout().is_non_overlapping()
+        })
+    };
+    if args.iter().enumerate().any(overlapping) {
+        return Some("an argument whose elements overlap (an expanded tensor) that requires grad or is written");
     }
     synthetic_bases(fg, args)
         .is_none()
