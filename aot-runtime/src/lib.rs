@@ -29,6 +29,7 @@
 //! ```
 #![allow(clippy::needless_range_loop)]
 
+pub mod arg;
 pub mod autograd;
 pub mod compiled;
 pub mod cpu;
@@ -37,6 +38,7 @@ pub mod cuda;
 pub mod device;
 pub mod dtype;
 pub mod error;
+pub(crate) mod executor;
 pub mod layout;
 pub mod ops;
 pub mod storage;
@@ -44,8 +46,6 @@ pub mod tensor;
 pub mod wrappers;
 
 pub use aot_macros::aot_fn;
-#[doc(hidden)]
-pub use autograd::saved_storage_bytes;
 pub use autograd::{is_grad_enabled, no_grad, NoGradGuard};
 pub use compiled::{Arg, CallReport, CompiledFn};
 pub use device::Device;

@@ -36,7 +36,7 @@ pub struct Stats {
     pub patterns: Mutex<BTreeMap<&'static str, usize>>,
     /// Why calls failed (both paths), by the eager message with digits removed.
     pub errors: Mutex<BTreeMap<String, usize>>,
-    /// Which path the compiled calls took (`CompiledFn::__call_path`).
+    /// Which path the compiled calls took (`compiled::__private::call_path`).
     pub paths: Mutex<BTreeMap<String, usize>>,
 }
 
@@ -206,7 +206,7 @@ pub fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<()
         Ok(r) => r,
         Err(p) => return eager_panicked(stats, "run_eager", &*p, f, tpl),
     };
-    count(&stats.paths, f.__call_path(&b.args()).unwrap_or_else(|e| format!("error: {e}")));
+    count(&stats.paths, aot_runtime::compiled::__private::call_path(f, &b.args()).unwrap_or_else(|e| format!("error: {e}")));
     let compiled = f.__call(&b.args());
     let tol = template_tol(tpl);
     for feature in tpl.features() {

@@ -48,7 +48,7 @@ fn replay() {
 /// Calls with the wrong number or kinds of arguments (a tensor where a
 /// scalar goes and back, one argument too few or too many, scalars of
 /// other types): every entry point (`__call`, `run_eager`, `explain`,
-/// `__call_path`) returns an error, never panics, and writes nothing.
+/// `call_path`) returns an error, never panics, and writes nothing.
 #[test]
 fn wrong_arity_and_argument_kinds_are_errors() {
     use aot_runtime::{Arg, DType, Device, Tensor};
@@ -99,7 +99,7 @@ fn wrong_arity_and_argument_kinds_are_errors() {
                 }
             }
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                (f.explain(args).is_err(), f.__call_path(args).is_err(), f.run_eager(args).is_err())
+                (f.explain(args).is_err(), aot_runtime::compiled::__private::call_path(&f, args).is_err(), f.run_eager(args).is_err())
             }));
             let (explain, path, eager) = r.unwrap_or_else(|_| panic!("a call with bad arguments panicked:\n{}\n{tpl}", prog.graph));
             // (An accepted extreme scalar is compared with eager by the

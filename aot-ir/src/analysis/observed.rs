@@ -16,77 +16,13 @@
 //! The template marks where this matters ([`StaticMeta::needs_observation`](super::StaticMeta));
 //! the runtime then runs the function on copies of the arguments and hands
 //! what it saw to [`StaticMeta::complete`](super::StaticMeta::complete) as an
-//! [`Observation`].
+//! [`Observation`](super::Observation).
 
 use super::alias::{LayoutPath, Step, StorageOwner};
-use super::collect_metadata::{OutputAlias, OutputTemplate};
+use super::meta_template::{OutputAlias, OutputTemplate};
 use crate::graph::Graph;
 use crate::op::OpKind;
 use std::collections::BTreeSet;
-
-/// What a run on copies of a call's arguments showed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Observation {
-    /// Per parameter: the run left the tensor's sizes, strides and offset
-    /// as they were (true for non-tensor parameters).
-    pub metadata_unchanged: Vec<bool>,
-    /// Per output, in order; left empty (any other length) when the run
-    /// did not look at the outputs, which then keep the template's answer.
-    pub outputs: Vec<ObservedOutput>,
-}
-
-impl Observation {
-    /// Whether the run left parameter `p`'s metadata as it was; `false`
-    /// (trust the template) when the run did not report on it.
-    pub fn metadata_unchanged(&self, p: usize) -> bool {
-        self.metadata_unchanged.get(p).copied().unwrap_or(false)
-    }
-}
-
-/// How one output of the run aliases. The ids are only compared with each
-/// other, within one observation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ObservedOutput {
-    pub alias: ObservedAlias,
-    /// Outputs with the same id are the same tensor object; a `base` with
-    /// an output's id is that output.
-    pub object: u32,
-    /// Outputs with the same id share storage.
-    pub storage: u32,
-    /// Outputs with the same id share storage and have identical sizes,
-    /// strides and offset.
-    pub layout: u32,
-    /// The object id of PyTorch's `._base`, when the output is a view.
-    pub base: Option<u32>,
-}
-
-/// An output's relation to the arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ObservedAlias {
-    /// The output is this parameter's tensor itself.
-    IsInput(usize),
-    /// The output shares this parameter's storage.
-    AliasOfInput(usize),
-    /// The output's storage was allocated by the function.
-    Intermediate,
-}
-
-impl ObservedOutput {
-    /// The template's answer in the same terms, with value ids as object ids.
-    pub(crate) fn from_template(o: &OutputTemplate) -> ObservedOutput {
-        ObservedOutput {
-            alias: match o.alias {
-                OutputAlias::IsInput(p) => ObservedAlias::IsInput(p),
-                OutputAlias::AliasOfInput(p) => ObservedAlias::AliasOfInput(p),
-                OutputAlias::AliasOfIntermediate(_) | OutputAlias::NonAlias => ObservedAlias::Intermediate,
-            },
-            object: o.identity.0,
-            storage: o.storage,
-            layout: o.layout_key,
-            base: o.base.map(|b| b.0),
-        }
-    }
-}
 
 /// Whether a storage was allocated by a `to_dtype`, which returns its
 /// receiver itself when the dtype is already the one asked for.
@@ -156,8 +92,7 @@ fn ranks_differ(p: &LayoutPath, q: &LayoutPath) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::analysis::collect_metadata::{CallFacts, StaticMeta};
+    use crate::analysis::meta_template::{CallFacts, Observation, ObservedAlias, ObservedOutput, StaticMeta};
     use crate::graph::args::*;
     use crate::graph::{GraphBuilder, ReturnKind};
     use crate::op::OpKind;

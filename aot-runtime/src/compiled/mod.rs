@@ -1,7 +1,9 @@
 //! What `#[aot_fn]` produces at run time: the traced graph with its static
-//! metadata ([`CompiledFn`]), the call arguments ([`Arg`]), the report of
-//! [`CompiledFn::explain`] ([`CallReport`]) and the eager reference
-//! interpreter.
+//! metadata ([`CompiledFn`]), the specialisation cache, the report of
+//! [`CompiledFn::explain`] ([`CallReport`]), and the routing of a call to
+//! the inference path, the training path (`crate::wrappers`) or the
+//! transactional eager reference. The graphs themselves run in
+//! `crate::executor`; call arguments are [`Arg`] (`crate::arg`).
 //!
 //! The macro embeds the graph and the static metadata template as JSON;
 //! `NAME::compiled()` deserialises them once, on first use. A call
@@ -12,11 +14,6 @@
 //! transactional eager reference (`reference.rs`). [`CompiledFn::run_eager`]
 //! is the reference the compiled paths are tested against.
 
-mod arg;
-pub(crate) mod exec;
-mod interp;
-#[doc(hidden)]
-pub mod joint_exec;
 mod observe;
 mod reference;
 mod report;
@@ -28,7 +25,7 @@ mod tests;
 #[cfg(test)]
 mod tests_compiled;
 
-pub use arg::Arg;
+pub use crate::arg::Arg;
 pub use report::CallReport;
 
 use crate::autograd::is_grad_enabled;
@@ -87,7 +84,7 @@ impl CompiledFn {
     /// the function. Then the dedupe and synthetic-base wrappers'
     /// decisions, in PyTorch's order.
     pub fn explain(&self, args: &[Arg]) -> Result<CallReport> {
-        arg::scalar_values(&self.graph, args)?;
+        crate::arg::scalar_values(&self.graph, args)?;
         let mut facts = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
             facts.push(match a.tensor() {
@@ -149,7 +146,7 @@ impl CompiledFn {
 
     /// Runs the graph op by op on eager tensors: the reference semantics.
     pub fn run_eager(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
-        interp::run(&self.graph, args)
+        crate::executor::interp::run(&self.graph, args)
     }
 
     /// The entry point of the functions `#[aot_fn]` generates.
@@ -164,7 +161,7 @@ impl CompiledFn {
     /// Nothing is written to an argument unless every forward op succeeded.
     #[doc(hidden)]
     pub fn __call(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
-        let scalars = arg::scalar_values(&self.graph, args)?;
+        let scalars = crate::arg::scalar_values(&self.graph, args)?;
         if self.unusual_autograd_state(args).is_some() {
             return self.run_reference(args);
         }
@@ -193,7 +190,7 @@ impl CompiledFn {
         let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
         let env = {
             let _no_grad = crate::autograd::NoGradGuard::new();
-            exec::execute(&spec.graph, &self.graph, args, &bases, &scalars)?
+            crate::executor::functional::execute(&spec.graph, &self.graph, args, &bases, &scalars)?
         };
         match env {
             Some(env) => crate::wrappers::epilogue::apply(&spec.graph, &self.meta, args, &bases, &env),
@@ -215,7 +212,7 @@ impl CompiledFn {
 
     /// The functional graph a call with these arguments runs, as a listing.
     pub fn functional_listing(&self, args: &[Arg]) -> Result<String> {
-        arg::scalar_values(&self.graph, args)?;
+        crate::arg::scalar_values(&self.graph, args)?;
         let spec = self.cache.get(&self.graph, &self.meta, args)?;
         Ok(spec.graph.listing(&self.graph))
     }
@@ -248,10 +245,9 @@ impl CompiledFn {
     /// How a call with these arguments runs: `"inference"`, `"compiled
     /// training"`, or `"eager reference: <why>"` for a call that records
     /// gradients through a function the joint graph does not cover yet.
-    /// For tests and diagnostics.
-    #[doc(hidden)]
-    pub fn __call_path(&self, args: &[Arg]) -> Result<String> {
-        arg::scalar_values(&self.graph, args)?;
+    /// For tests and diagnostics (`__private::call_path`).
+    fn call_path(&self, args: &[Arg]) -> Result<String> {
+        crate::arg::scalar_values(&self.graph, args)?;
         if let Some((p, why)) = self.unusual_autograd_state(args) {
             return Ok(format!("eager reference: argument {p} is {why}"));
         }
@@ -269,15 +265,34 @@ impl CompiledFn {
     }
 
     /// How many specialisations are cached.
-    #[doc(hidden)]
-    pub fn __num_specializations(&self) -> usize {
+    fn num_specializations(&self) -> usize {
         self.cache.len()
     }
 }
 
-/// Support for the code `#[aot_fn]` generates. Not a public API.
+/// Support for the code `#[aot_fn]` generates, and hooks for the
+/// project's own tests. Not a public API.
 #[doc(hidden)]
 pub mod __private {
+    use crate::arg::Arg;
+    pub use crate::autograd::saved_storage_bytes;
+
+    /// The joint executors, for tests that run joint graphs directly.
+    pub mod joint {
+        pub use crate::executor::joint::{run_backward, run_forward, run_joint, run_subgraph, Outcome};
+    }
+
+    /// How a call with these arguments runs: `"inference"`, `"compiled
+    /// training"`, or `"eager reference: <why>"`.
+    pub fn call_path(f: &CompiledFn, args: &[Arg]) -> Result<String> {
+        f.call_path(args)
+    }
+
+    /// How many specialisations `f` has cached.
+    pub fn num_specializations(f: &CompiledFn) -> usize {
+        f.num_specializations()
+    }
+
     use super::CompiledFn;
     // Re-exported so generated code names only `::aot_runtime` paths.
     use crate::error::{AotError, Result};

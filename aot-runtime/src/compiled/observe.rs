@@ -9,10 +9,10 @@
 //! shapes of the traced tangents (`tangents.rs`); the caller's tensors are
 //! untouched.
 
-use super::arg::Arg;
-use super::interp;
 use super::tangents::deep_copy_args;
+use crate::arg::Arg;
 use crate::autograd::NoGradGuard;
+use crate::executor::interp;
 use crate::layout::Layout;
 use crate::tensor::Tensor;
 use aot_ir::analysis::{Observation, ObservedAlias, ObservedOutput};

@@ -18,10 +18,10 @@
 //! required grad starts requiring grad once its storage is written), which
 //! only running the function in order can tell.
 
-use super::arg::Arg;
-use super::interp;
+use crate::arg::Arg;
 use crate::autograd::{AutogradMeta, BackwardOp, NoGradGuard, Node, ViewInfo};
 use crate::error::Result;
+use crate::executor::interp;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 use aot_ir::{Graph, StaticMeta};

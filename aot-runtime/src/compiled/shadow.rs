@@ -8,10 +8,10 @@
 //! result is then exactly eager's, effects included, and still nothing is
 //! written to the caller's tensors when an op fails.
 
-use super::arg::Arg;
-use super::interp;
+use crate::arg::Arg;
 use crate::autograd::NoGradGuard;
 use crate::error::Result;
+use crate::executor::interp;
 use crate::tensor::Tensor;
 use aot_ir::{Graph, StaticMeta};
 

@@ -23,7 +23,7 @@
 //! base was written since its history was recorded (autograd makes its new
 //! `grad_fn` when `is_leaf` is asked).
 
-use super::arg::Arg;
+use crate::arg::Arg;
 use crate::autograd::is_grad_enabled;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;

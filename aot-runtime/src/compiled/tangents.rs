@@ -13,8 +13,8 @@
 //! have: an out-of-place op on it keeps a dense layout and makes a
 //! non-dense one dense in the same dimension order (`preserve_layout`).
 
-use super::arg::Arg;
 use super::observe::CopyRun;
+use crate::arg::Arg;
 use crate::layout::preserve_layout;
 use crate::tensor::Tensor;
 use aot_ir::{MutationType, OutputType, TangentMeta, ViewAndMutationMeta};

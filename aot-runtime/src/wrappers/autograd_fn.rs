@@ -20,15 +20,16 @@
 //!   regenerated from the updated inputs, and views of intermediates from
 //!   the returned bases.
 
+use crate::arg::Arg;
 use crate::autograd::{record_multi, CustomBackward, NoGradGuard, SavedTensor};
-use crate::compiled::joint_exec::{run_backward, run_forward, Outcome};
-use crate::compiled::Arg;
 use crate::error::{AotError, Result};
+use crate::executor::joint::{run_backward, run_forward, Outcome};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
+use crate::wrappers::epilogue::TrainingEpilogue;
 use crate::wrappers::training_plan::TrainingPlan;
 use aot_ir::transform::joint::OutputKind;
-use aot_ir::transform::{FOutput, FunctionalGraph};
+use aot_ir::transform::FunctionalGraph;
 use aot_ir::{Graph, ScalarValue, StaticMeta};
 use std::sync::Arc;
 
@@ -97,20 +98,33 @@ pub(crate) fn run(
     bases: &[Tensor],
     scalars: &[Option<ScalarValue>],
 ) -> Result<Option<Vec<Tensor>>> {
-    let jg = &plan.joint;
     // The arguments' `requires_grad` as the call found them (the
     // epilogue's writes can make an argument require grad).
     let rg_at_call: Vec<bool> = args.iter().map(|a| a.tensor().is_some_and(Tensor::requires_grad)).collect();
-    // Mutations autograd does not see (under no_grad, or through a
-    // detached alias) are copied back without history, as PyTorch does.
-    // Per parameter, judged over its whole group (the same tensor passed
-    // twice is written through either name).
-    let hidden = |p: usize| {
-        let group = fg.groups.group_of.get(p).copied().flatten();
-        (0..args.len())
-            .filter(|&q| fg.groups.group_of.get(q).copied().flatten() == group)
-            .all(|q| meta.inputs.get(q).is_none_or(|m| m.data_mutations == m.data_mutations_under_no_grad || m.mutated_only_through_detach))
+    let Some(synthetic) = admit(plan, fg, meta, args)? else { return Ok(None) };
+    let geometry: Vec<Option<Layout>> = args.iter().map(|a| a.tensor().map(Tensor::layout)).collect();
+    let (outs, saved) = match run_forward(&plan.partition, bases, scalars, &geometry) {
+        Ok(Outcome::Done(r)) => r,
+        // A `reshape`/`contiguous` aliased otherwise than the plan assumed,
+        // or an `as_strided` outside its receiver: nothing was written; the
+        // eager reference runs the call.
+        Ok(Outcome::Fallback(_)) => return Ok(None),
+        Err(e) => return Err(e.in_function(&g.name, None)),
     };
+    // The node's outputs are tensor objects of their own: no `._base`
+    // pointing into the forward's internals (views of them are rebuilt below).
+    let outs: Vec<Tensor> = outs.into_iter().map(|t| if t.view_base().is_some() { t.alias_with_layout(t.layout()) } else { t }).collect();
+    let saved = protect_saved(meta, args, saved)?;
+    record_node(plan, fg, args, &synthetic, &outs, saved, scalars, geometry)?;
+    let training = TrainingEpilogue { jg: &plan.joint, fg, g, meta, args, synthetic: &synthetic, rg_at_call: &rg_at_call };
+    training.write_inputs(&outs)?;
+    training.outputs(&outs).map(Some)
+}
+
+/// The checks before any work: `Some(synthetic bases)` when the compiled
+/// training path can run the call, `None` when the eager reference must.
+fn admit(plan: &TrainingPlan, fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg]) -> Result<Option<Vec<Option<Tensor>>>> {
+    let jg = &plan.joint;
     // Aliased arguments in one group: their common base (else eager).
     if call_refusal(fg, meta, args).is_some() {
         return Ok(None);
@@ -125,86 +139,83 @@ pub(crate) fn run(
             let Some(p) = fg.groups.group_of.iter().position(|x| *x == Some(group)) else { continue };
             let t = arg(args, p)?;
             let target = synthetic.get(group).and_then(Option::as_ref).unwrap_or(t);
-            if !hidden(p) && (inplace_refused(t) || crate::ops::check_inplace("copy_", target).is_err()) {
+            if !hidden(fg, meta, args.len(), p) && (inplace_refused(t) || crate::ops::check_inplace("copy_", target).is_err()) {
                 return Ok(None);
             }
         }
     }
     // A metadata mutation with grad on of a tensor eager refuses to change.
-    for o in &jg.fw_outputs {
-        // (Training plans have no `no_grad` regions, so every metadata
-        // mutation happened with grad on.)
-        if let OutputKind::MetadataMutation(p) = o.kind {
-            if inplace_refused(arg(args, p)?) {
-                return Ok(None);
-            }
-        }
-    }
-    // A metadata mutation with grad on of a view of a leaf that requires
-    // grad (or of a view eager made under `no_grad`): eager refuses it.
-    for &p in &plan.metadata_mutated_storages {
+    // (Training plans have no `no_grad` regions, so every metadata mutation
+    // happened with grad on.) The same for a view of a leaf that requires
+    // grad (or a view eager made under `no_grad`) whose storage's metadata
+    // a mutation changes.
+    let metadata_mutated = jg.fw_outputs.iter().filter_map(|o| match o.kind {
+        OutputKind::MetadataMutation(p) => Some(p),
+        _ => None,
+    });
+    for p in metadata_mutated.chain(plan.metadata_mutated_storages.iter().copied()) {
         if inplace_refused(arg(args, p)?) {
             return Ok(None);
         }
     }
-    let geometry: Vec<Option<Layout>> = args.iter().map(|a| a.tensor().map(Tensor::layout)).collect();
-    let (outs, saved) = match run_forward(&plan.partition, bases, scalars, &geometry) {
-        Ok(Outcome::Done(r)) => r,
-        // A `reshape`/`contiguous` aliased otherwise than the plan assumed,
-        // or an `as_strided` outside its receiver: nothing was written; the
-        // eager reference runs the call.
-        Ok(Outcome::Fallback(_)) => return Ok(None),
-        Err(e) => return Err(e.in_function(&g.name, None)),
-    };
-    let in_fn = |e: AotError| e.in_function(&g.name, None);
-    // The node's outputs are tensor objects of their own: no `._base`
-    // pointing into the forward's internals (views of them are rebuilt below).
-    let outs: Vec<Tensor> = outs.into_iter().map(|t| if t.view_base().is_some() { t.alias_with_layout(t.layout()) } else { t }).collect();
-    // A saved value over an input's storage would see the epilogue's
-    // writes (and their version bumps): the backward needs it as it was.
+    Ok(Some(synthetic))
+}
+
+/// Whether parameter `p`'s writes are hidden from autograd (under
+/// `no_grad`, or through a detached alias): they are copied back without
+/// history, as PyTorch does. Judged over `p`'s whole group (the same tensor
+/// passed twice is written through either name).
+pub(crate) fn hidden(fg: &FunctionalGraph, meta: &StaticMeta, num_args: usize, p: usize) -> bool {
+    let group = fg.groups.group_of.get(p).copied().flatten();
+    (0..num_args)
+        .filter(|&q| fg.groups.group_of.get(q).copied().flatten() == group)
+        .all(|q| meta.inputs.get(q).is_none_or(|m| m.data_mutations == m.data_mutations_under_no_grad || m.mutated_only_through_detach))
+}
+
+/// A saved value over an input's storage would see the epilogue's writes
+/// (and their version bumps): the backward gets a copy as it was.
+fn protect_saved(meta: &StaticMeta, args: &[Arg], saved: Vec<Tensor>) -> Result<Vec<Tensor>> {
     let written: Vec<&Tensor> = args
         .iter()
         .enumerate()
         .filter(|(p, _)| meta.inputs.get(*p).is_some_and(|m| m.mutates_data() || m.mutates_metadata))
         .filter_map(|(_, a)| a.tensor())
         .collect();
-    let saved = {
-        let _no_grad = NoGradGuard::new();
-        saved
-            .into_iter()
-            // The whole storage, so that geometry-addressed rules (aliased
-            // arguments, `as_strided`) find what they address.
-            .map(|s| {
-                if written.iter().any(|w| w.shares_storage_with(&s)) {
-                    Ok(s.storage_as_1d().copy()?.alias_with_layout(s.layout()))
-                } else {
-                    Ok(s)
-                }
-            })
-            .collect::<Result<Vec<_>>>()?
-    };
+    let _no_grad = NoGradGuard::new();
+    saved
+        .into_iter()
+        // The whole storage, so that geometry-addressed rules (aliased
+        // arguments, `as_strided`) find what they address.
+        .map(|s| match written.iter().any(|w| w.shares_storage_with(&s)) {
+            true => Ok(s.storage_as_1d().copy()?.alias_with_layout(s.layout())),
+            false => Ok(s),
+        })
+        .collect()
+}
 
-    // The one node. Its inputs are the arguments, each distinct tensor
-    // once: the backward's gradient of a group is the whole gradient of
-    // that tensor. A group of aliased arguments is represented by their
-    // common base (PyTorch's synthetic base): its gradient flows into the
-    // base's history, and through it to every argument's.
-    let differentiable: Vec<bool> = jg.fw_outputs.iter().map(|o| o.tangent.is_some()).collect();
+/// Attaches the one node. Its inputs are the arguments, each distinct
+/// tensor once: the backward's gradient of a group is the whole gradient
+/// of that tensor. A group of aliased arguments is represented by their
+/// common base (PyTorch's synthetic base): its gradient flows into the
+/// base's history, and through it to every argument's.
+#[allow(clippy::too_many_arguments)]
+fn record_node(
+    plan: &Arc<TrainingPlan>,
+    fg: &FunctionalGraph,
+    args: &[Arg],
+    synthetic: &[Option<Tensor>],
+    outs: &[Tensor],
+    saved: Vec<Tensor>,
+    scalars: &[Option<ScalarValue>],
+    geometry: Vec<Option<Layout>>,
+) -> Result<()> {
+    let differentiable: Vec<bool> = plan.joint.fw_outputs.iter().map(|o| o.tangent.is_some()).collect();
     let group_of = |p: usize| fg.groups.group_of.get(p).copied().flatten();
     let first_of = |p: usize| group_of(p).and_then(|gi| fg.groups.group_of.iter().position(|x| *x == Some(gi)));
-    let inputs: Vec<Option<&Tensor>> = args
-        .iter()
-        .enumerate()
-        .map(|(p, a)| {
-            let base = group_of(p).and_then(|gi| synthetic.get(gi)).and_then(Option::as_ref);
-            base.or(a.tensor()).filter(|_| first_of(p) == Some(p))
-        })
-        .collect();
-    let synthetic_base: Vec<Option<Layout>> = (0..args.len())
-        .map(|p| {
-            group_of(p).and_then(|gi| synthetic.get(gi)).and_then(Option::as_ref).filter(|_| first_of(p) == Some(p)).map(Tensor::layout)
-        })
-        .collect();
+    let base_of = |p: usize| group_of(p).and_then(|gi| synthetic.get(gi)).and_then(Option::as_ref).filter(|_| first_of(p) == Some(p));
+    let inputs: Vec<Option<&Tensor>> =
+        args.iter().enumerate().map(|(p, a)| base_of(p).or(a.tensor()).filter(|_| first_of(p) == Some(p))).collect();
+    let synthetic_base: Vec<Option<Layout>> = (0..args.len()).map(|p| base_of(p).map(Tensor::layout)).collect();
     let backward = CompiledBackward {
         plan: plan.clone(),
         saved: saved.iter().map(SavedTensor::save).collect(),
@@ -213,101 +224,7 @@ pub(crate) fn run(
         synthetic_base,
         outputs: outs.iter().map(|t| t.alias_with_layout(t.layout())).collect(),
     };
-    record_multi(&outs, &differentiable, &inputs, Box::new(backward))?;
-
-    // Epilogue, grad mode on.
-    for (o, t) in jg.fw_outputs.iter().zip(&outs) {
-        if let OutputKind::MutatedInput(group) = o.kind {
-            let Some(p) = fg.groups.group_of.iter().position(|x| *x == Some(group)) else { continue };
-            let a = arg(args, p)?;
-            {
-                // The whole storage first: writes through `as_strided` can
-                // reach beyond the argument's own elements.
-                let _no_grad = NoGradGuard::new();
-                a.storage_as_1d().copy_(&t.storage_as_1d()).map_err(in_fn)?;
-            }
-            // Then the argument itself (or the aliased arguments' common
-            // base, whose views they are), for its autograd history.
-            let _no_grad = hidden(p).then(NoGradGuard::new);
-            match synthetic.get(group).and_then(Option::as_ref) {
-                Some(b) => b.copy_history_(&t.as_strided(&b.shape(), &b.stride(), b.storage_offset())?).map_err(in_fn)?,
-                None => a.copy_history_(t).map_err(in_fn)?,
-            };
-        }
-    }
-    for (o, t) in jg.fw_outputs.iter().zip(&outs) {
-        if let OutputKind::MetadataMutation(p) = o.kind {
-            // Eager allowed the metadata mutation, so where it would refuse
-            // it with grad on, the function did it under `no_grad`.
-            let a = arg(args, p)?;
-            let _no_grad = inplace_refused(a).then(NoGradGuard::new);
-            a.as_strided_(&t.shape(), &t.stride(), t.storage_offset()).map_err(in_fn)?;
-        }
-    }
-    let value_of = |k: usize| jg.fw_outputs.iter().position(|o| o.kind == OutputKind::User(k)).map(|i| &outs[i]);
-    let mut results: Vec<Tensor> = Vec::with_capacity(jg.user_outputs.len());
-    for (k, fo) in jg.user_outputs.iter().enumerate() {
-        let object = fg.output_objects.get(k);
-        if let Some(j) = (0..k).find(|&j| fg.output_objects.get(j) == object) {
-            let same = results[j].clone();
-            results.push(same);
-            continue;
-        }
-        // Views the function made under no_grad are regenerated under
-        // no_grad (eager makes them leaves of their own), and outputs that
-        // do not require grad (through `detach`) are returned detached.
-        let src = g.outputs.get(k).and_then(|&v| g.def_node(v));
-        let _no_grad = src.is_some_and(|n| n.no_grad).then(NoGradGuard::new);
-        // The static `grad_deps` follow writes within one argument; writes
-        // through another argument over the same storage show in the
-        // flags the epilogue left. A view made under `no_grad` took its
-        // base's flag when it was made: the flags as the call found them.
-        let wants_grad = meta.outputs.get(k).is_some_and(|o| {
-            o.grad_deps.iter().any(|&p| match o.no_grad_view {
-                true => rg_at_call.get(p).copied().unwrap_or(false),
-                false => args.get(p).and_then(Arg::tensor).is_some_and(Tensor::requires_grad),
-            })
-        });
-        let geom = || value_of(k).ok_or_else(|| AotError::internal("compiled function", format!("no forward output for result {k}")));
-        let r = match fo {
-            FOutput::Input(p) => arg(args, *p)?.clone(),
-            FOutput::AliasOfInput { group, .. } => {
-                let p = fg.groups.group_of.iter().position(|x| *x == Some(*group)).unwrap_or(usize::MAX);
-                let v = geom()?;
-                // An output that does not require grad is a view of a
-                // detached alias (eager: a view of `x.detach()`). In a group
-                // of aliased arguments, a view of their common base: an
-                // `as_strided` of one argument would drop the gradient of
-                // elements outside it.
-                let a = match synthetic.get(*group).and_then(Option::as_ref) {
-                    Some(b) => b,
-                    None => arg(args, p)?,
-                };
-                let a = if wants_grad { a.clone() } else { a.detach()? };
-                a.as_strided(&v.shape(), &v.stride(), v.storage_offset())?
-            }
-            FOutput::Value(_) => geom()?.clone(),
-            FOutput::ViewOfIntermediate { base, .. } => {
-                let v = geom()?;
-                let b = jg
-                    .fw_outputs
-                    .iter()
-                    .position(|o| o.value == *base)
-                    .map(|i| &outs[i])
-                    .ok_or_else(|| AotError::internal("compiled function", format!("no base returned for result {k}")))?;
-                let b = &(if wants_grad { b.clone() } else { b.detach()? });
-                b.as_strided(&v.shape(), &v.stride(), v.storage_offset())?
-            }
-        };
-        let r = if !wants_grad && r.requires_grad() && !matches!(fo, FOutput::Input(_)) { r.detach()? } else { r };
-        let is_view = fg.output_is_view.get(k).copied().unwrap_or(true);
-        let r = if !is_view && !matches!(fo, FOutput::Input(_)) && r.view_base().is_some() { r.detach()? } else { r };
-        // Another object already handed out as this tensor (`y` and
-        // `y.detach()`): a distinct object over the same storage.
-        let r = if !matches!(fo, FOutput::Input(_)) && results.iter().any(|x| x.same_tensor(&r)) { r.detach()? } else { r };
-        results.push(r);
-    }
-    Ok(Some(results))
+    record_multi(outs, &differentiable, &inputs, Box::new(backward)).map(|_| ())
 }
 
 /// Per input group, for a group of aliased arguments (`single == false`),
@@ -379,14 +296,14 @@ pub(crate) fn call_refusal(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg]
         .then_some("aliased arguments that are not all views (made with grad mode on) of one base that does not overlap itself")
 }
 
-fn arg<'a>(args: &[Arg<'a>], p: usize) -> Result<&'a Tensor> {
+pub(crate) fn arg<'a>(args: &[Arg<'a>], p: usize) -> Result<&'a Tensor> {
     args.get(p).and_then(Arg::tensor).ok_or_else(|| AotError::internal("compiled function", format!("argument {p} is not a tensor")))
 }
 
 /// Whether eager refuses an in-place write to `t` with grad mode on: a leaf
 /// that requires grad, a view of one, or a view made under `no_grad` of a
 /// tensor that requires grad.
-fn inplace_refused(t: &Tensor) -> bool {
+pub(crate) fn inplace_refused(t: &Tensor) -> bool {
     if !t.requires_grad() {
         return false;
     }

@@ -6,7 +6,7 @@
 //! with the rest, and map positions back (`add_dupe_map`); the metadata
 //! follows (`remove_dupe_metadata`).
 
-use crate::compiled::Arg;
+use crate::arg::Arg;
 use aot_ir::analysis::input_output::remove_dupe_metadata;
 use aot_ir::{DedupeInfo, ViewAndMutationMeta};
 

@@ -13,17 +13,23 @@
 //!   graph allocated are returned as they are. A value returned twice is
 //!   regenerated once, so the two outputs are the same tensor, as in eager.
 //!
+//! [`TrainingEpilogue`] is the same epilogue for a call that recorded
+//! gradients: it writes with grad mode on, so the written inputs' history
+//! runs through the compiled function's node.
+//!
 //! Nothing here can fail for a well-formed plan: the copies are between
 //! buffers of one length and dtype, and the geometries were valid on a
 //! storage of the same length.
 
+use crate::arg::Arg;
 use crate::autograd::NoGradGuard;
-use crate::compiled::exec::{get, Env};
-use crate::compiled::Arg;
 use crate::error::{AotError, Result};
+use crate::executor::functional::{get, Env};
 use crate::tensor::Tensor;
+use crate::wrappers::autograd_fn::{arg, hidden, inplace_refused};
+use aot_ir::transform::joint::{JointGraph, OutputKind};
 use aot_ir::transform::{FOutput, FunctionalGraph};
-use aot_ir::StaticMeta;
+use aot_ir::{Graph, StaticMeta};
 
 /// Applies the effects of a finished run and builds the outputs.
 /// `bases[g]` is the caller's tensor over group `g`'s storage.
@@ -123,4 +129,145 @@ fn base(bases: &[Tensor], g: usize) -> Result<&Tensor> {
 
 fn arg_tensor<'a>(args: &[Arg<'a>], p: usize) -> Result<&'a Tensor> {
     args.get(p).and_then(Arg::tensor).ok_or_else(|| AotError::Internal { op: "epilogue", msg: format!("argument {p} is not a tensor") })
+}
+
+/// The epilogue of a call that recorded gradients
+/// (`wrappers::autograd_fn`), run with grad mode on after the node is
+/// attached: mutated inputs take the node's outputs with `copy_` (so their
+/// history runs through the compiled backward), and the user's outputs are
+/// rebuilt from the node's outputs.
+pub(crate) struct TrainingEpilogue<'a> {
+    pub jg: &'a JointGraph,
+    pub fg: &'a FunctionalGraph,
+    pub g: &'a Graph,
+    pub meta: &'a StaticMeta,
+    pub args: &'a [Arg<'a>],
+    /// Per input group: the common base of a group of aliased arguments.
+    pub synthetic: &'a [Option<Tensor>],
+    /// The arguments' `requires_grad` as the call found them.
+    pub rg_at_call: &'a [bool],
+}
+
+impl TrainingEpilogue<'_> {
+    fn first_of_group(&self, group: usize) -> Option<usize> {
+        self.fg.groups.group_of.iter().position(|x| *x == Some(group))
+    }
+
+    fn synthetic_base(&self, group: usize) -> Option<&Tensor> {
+        self.synthetic.get(group).and_then(Option::as_ref)
+    }
+
+    /// Writes the node's outputs for mutated inputs into the arguments, then
+    /// applies the metadata mutations.
+    pub fn write_inputs(&self, outs: &[Tensor]) -> Result<()> {
+        let in_fn = |e: AotError| e.in_function(&self.g.name, None);
+        for (o, t) in self.jg.fw_outputs.iter().zip(outs) {
+            let OutputKind::MutatedInput(group) = o.kind else { continue };
+            let Some(p) = self.first_of_group(group) else { continue };
+            let a = arg(self.args, p)?;
+            {
+                // The whole storage first: writes through `as_strided` can
+                // reach beyond the argument's own elements.
+                let _no_grad = NoGradGuard::new();
+                a.storage_as_1d().copy_(&t.storage_as_1d()).map_err(in_fn)?;
+            }
+            // Then the argument itself (or the aliased arguments' common
+            // base, whose views they are), for its autograd history.
+            let _no_grad = hidden(self.fg, self.meta, self.args.len(), p).then(NoGradGuard::new);
+            match self.synthetic_base(group) {
+                Some(b) => b.copy_history_(&t.as_strided(&b.shape(), &b.stride(), b.storage_offset())?).map_err(in_fn)?,
+                None => a.copy_history_(t).map_err(in_fn)?,
+            };
+        }
+        for (o, t) in self.jg.fw_outputs.iter().zip(outs) {
+            if let OutputKind::MetadataMutation(p) = o.kind {
+                // Eager allowed the metadata mutation, so where it would
+                // refuse it with grad on, the function did it under `no_grad`.
+                let a = arg(self.args, p)?;
+                let _no_grad = inplace_refused(a).then(NoGradGuard::new);
+                a.as_strided_(&t.shape(), &t.stride(), t.storage_offset()).map_err(in_fn)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether user output `k` requires grad in eager. The static
+    /// `grad_deps` follow writes within one argument; writes through
+    /// another argument over the same storage show in the flags the
+    /// epilogue left. A view made under `no_grad` took its base's flag when
+    /// it was made: the flags as the call found them.
+    fn wants_grad(&self, k: usize) -> bool {
+        self.meta.outputs.get(k).is_some_and(|o| {
+            o.grad_deps.iter().any(|&p| match o.no_grad_view {
+                true => self.rg_at_call.get(p).copied().unwrap_or(false),
+                false => self.args.get(p).and_then(Arg::tensor).is_some_and(Tensor::requires_grad),
+            })
+        })
+    }
+
+    /// The user's outputs, rebuilt from the node's outputs.
+    pub fn outputs(&self, outs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let mut results: Vec<Tensor> = Vec::with_capacity(self.jg.user_outputs.len());
+        for (k, fo) in self.jg.user_outputs.iter().enumerate() {
+            let object = self.fg.output_objects.get(k);
+            if let Some(j) = (0..k).find(|&j| self.fg.output_objects.get(j) == object) {
+                let same = results[j].clone();
+                results.push(same);
+                continue;
+            }
+            // Views the function made under no_grad are regenerated under
+            // no_grad (eager makes them leaves of their own).
+            let src = self.g.outputs.get(k).and_then(|&v| self.g.def_node(v));
+            let _no_grad = src.is_some_and(|n| n.no_grad).then(NoGradGuard::new);
+            let r = self.output(k, fo, outs)?;
+            // Outputs that do not require grad (through `detach`) are
+            // returned detached; non-views carry no `._base`.
+            let not_input = !matches!(fo, FOutput::Input(_));
+            let r = if !self.wants_grad(k) && r.requires_grad() && not_input { r.detach()? } else { r };
+            let is_view = self.fg.output_is_view.get(k).copied().unwrap_or(true);
+            let r = if !is_view && not_input && r.view_base().is_some() { r.detach()? } else { r };
+            // Another object already handed out as this tensor (`y` and
+            // `y.detach()`): a distinct object over the same storage.
+            let r = if not_input && results.iter().any(|x| x.same_tensor(&r)) { r.detach()? } else { r };
+            results.push(r);
+        }
+        Ok(results)
+    }
+
+    /// User output `k` before the detach rules of [`Self::outputs`].
+    fn output(&self, k: usize, fo: &FOutput, outs: &[Tensor]) -> Result<Tensor> {
+        let jg = self.jg;
+        let value_of = |k: usize| jg.fw_outputs.iter().position(|o| o.kind == OutputKind::User(k)).map(|i| &outs[i]);
+        let geom = || value_of(k).ok_or_else(|| AotError::internal("compiled function", format!("no forward output for result {k}")));
+        let wants_grad = self.wants_grad(k);
+        Ok(match fo {
+            FOutput::Input(p) => arg(self.args, *p)?.clone(),
+            FOutput::AliasOfInput { group, .. } => {
+                let v = geom()?;
+                // An output that does not require grad is a view of a
+                // detached alias (eager: a view of `x.detach()`). In a group
+                // of aliased arguments, a view of their common base: an
+                // `as_strided` of one argument would drop the gradient of
+                // elements outside it.
+                let a = match self.synthetic_base(*group) {
+                    Some(b) => b,
+                    None => arg(self.args, self.first_of_group(*group).unwrap_or(usize::MAX))?,
+                };
+                let a = if wants_grad { a.clone() } else { a.detach()? };
+                a.as_strided(&v.shape(), &v.stride(), v.storage_offset())?
+            }
+            FOutput::Value(_) => geom()?.clone(),
+            FOutput::ViewOfIntermediate { base, .. } => {
+                let v = geom()?;
+                let b = jg
+                    .fw_outputs
+                    .iter()
+                    .position(|o| o.value == *base)
+                    .map(|i| &outs[i])
+                    .ok_or_else(|| AotError::internal("compiled function", format!("no base returned for result {k}")))?;
+                let b = if wants_grad { b.clone() } else { b.detach()? };
+                b.as_strided(&v.shape(), &v.stride(), v.storage_offset())?
+            }
+        })
+    }
 }

@@ -20,7 +20,7 @@ pub(crate) mod epilogue;
 pub mod synthetic_base;
 pub(crate) mod training_plan;
 
-use crate::compiled::Arg;
+use crate::arg::Arg;
 use aot_ir::analysis::input_output::ArgGeometry;
 
 /// The geometry facts of a tensor argument, for the overlap analyses.

@@ -4,7 +4,7 @@
 //! through every alias.
 
 use super::arg_geometry;
-use crate::compiled::Arg;
+use crate::arg::Arg;
 use crate::tensor::Tensor;
 use aot_ir::analysis::input_output::{compute_overlapping_inputs, create_synthetic_base_metadata, ArgGeometry};
 use aot_ir::{InputAliasInfo, SyntheticBaseEntry, SyntheticBaseInfo, ViewAndMutationMeta};

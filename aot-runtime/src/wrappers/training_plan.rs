@@ -1,7 +1,7 @@
 //! The training plan of a specialisation: the joint graph of its
 //! functional graph, partitioned, and the checks that decide whether a
 //! function's training calls can run it (else they run the eager
-//! reference, with the reason `CompiledFn::__call_path` reports).
+//! reference, with the reason `compiled::__private::call_path` reports).
 
 use aot_ir::analysis::alias::AliasInfo;
 use aot_ir::transform::joint::{create_joint, JOp, JointGraph};
@@ -128,7 +128,7 @@ fn no_grad_views_supported(g: &Graph) -> std::result::Result<(), String> {
 /// `as_strided_` runs eagerly in training calls: eager rebuilds the
 /// tensor's history from its old geometry, which the joint does not model.
 /// (`as_strided` views run compiled; one reaching outside the tensor it was
-/// taken of falls back at run time, see `joint_exec`.)
+/// taken of falls back at run time, see `executor::joint`.)
 fn as_strided_supported(g: &Graph) -> std::result::Result<(), String> {
     if g.nodes.iter().any(|n| n.op == aot_ir::OpKind::AsStridedInplace) {
         return Err("as_strided_ in a training call runs eagerly for now".into());

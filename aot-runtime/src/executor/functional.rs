@@ -10,8 +10,8 @@
 //! guarantees no later node reads that version (see
 //! `aot_ir::transform::functionalize`).
 
-use super::arg::Arg;
 use super::interp::{blame, exec, Ctx};
+use crate::arg::Arg;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::tensor::Tensor;

@@ -7,7 +7,7 @@
 //! runtime's `NoGradGuard`. This is the semantics compiled execution is
 //! tested against.
 
-use super::arg::{scalar_values, Arg};
+use crate::arg::{scalar_values, Arg};
 use crate::autograd::NoGradGuard;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};

@@ -13,7 +13,7 @@
 //! in place (which values are saved is the partitioner's choice, see
 //! `aot_ir::transform::partition`).
 
-use super::exec::replay;
+use super::functional::replay;
 use super::interp::{exec, Ctx};
 use crate::autograd::backprop::sum_to;
 use crate::autograd::NoGradGuard;

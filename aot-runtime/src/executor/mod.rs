@@ -1,0 +1,15 @@
+//! The executors: they run a graph of each stage with the eager kernels.
+//!
+//! - [`interp`]: the source graph, op by op on the real arguments (the
+//!   eager reference compiled calls are tested against).
+//! - [`functional`]: a functional graph (the inference path); nothing here
+//!   writes a caller's tensor.
+//! - [`joint`]: joint graphs and their forward/backward partitions (the
+//!   training path), grad mode off.
+//!
+//! The executors know nothing of the wrappers or of `CompiledFn`: the
+//! wrappers (`crate::wrappers`) and `crate::compiled` call them.
+
+pub(crate) mod functional;
+pub(crate) mod interp;
+pub(crate) mod joint;
