@@ -20,7 +20,7 @@ use super::alias::{AliasInfo, LayoutTracker, StorageOwner};
 use super::meta_template::{ArgFacts, CallFacts, InputTemplate, OutputAlias, OutputTemplate, StaticMeta};
 use super::meta_template::{ObservedAlias, ObservedOutput};
 use super::observed::{is_to_dtype, mark_layout_uncertain};
-use crate::graph::Graph;
+use crate::graph::{Graph, Node};
 use crate::op::{AliasEffect, OpClass};
 use crate::schema::{mutation_type, InputAliasInfo, OutputAliasInfo, OutputType, ViewAndMutationMeta};
 use crate::types::{Arg, ValueId};
@@ -39,131 +39,13 @@ impl StaticMeta {
     pub fn compute_with(g: &Graph, outcomes: &[Option<bool>]) -> StaticMeta {
         let alias = AliasInfo::compute_with(g, outcomes);
         let mut layouts = LayoutTracker::new(g, &alias);
-        let n_params = g.params.len();
-        let mut inputs: Vec<InputTemplate> = g
-            .params
-            .iter()
-            .map(|p| InputTemplate {
-                is_tensor: p.ty.is_tensor(),
-                data_mutations: 0,
-                data_mutations_under_no_grad: 0,
-                mutates_metadata: false,
-                mutated_only_through_detach: false,
-                final_grad_deps: Vec::new(),
-            })
-            .collect();
-        let mut detach_writes = vec![0u32; n_params];
-        let mut uncertain = false;
-
-        // Gradient dependencies per autograd group (keyed by group root).
-        let mut deps: HashMap<ValueId, BTreeSet<usize>> = HashMap::new();
-        for (i, p) in g.params.iter().enumerate() {
-            if let Some(v) = p.value {
-                deps.insert(v, BTreeSet::from([i]));
-            }
-        }
-        let group = |v: ValueId| alias.grad_root[v.index()];
-        // Per value, the inputs whose `requires_grad` makes it require
-        // grad (a view made under `no_grad` of one that does still does),
-        // and the inputs that reach an op run with grad mode on.
-        let mut rg_deps: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); g.values.len()];
-        for (i, p) in g.params.iter().enumerate() {
-            if let Some(v) = p.value {
-                rg_deps[v.index()].insert(i);
-            }
-        }
-        let mut grad_mode_deps: BTreeSet<usize> = BTreeSet::new();
-        // Per value, what `rg_deps` is for a call with grad mode off: only
-        // views pass `requires_grad` on.
-        let mut view_deps = rg_deps.clone();
-        // Views made under `no_grad` (and views of them) keep the gradient
-        // dependencies their base had when they were made: eager never
-        // regenerates their history from the base, so a later write to
-        // the base does not make them require grad.
-        let mut frozen: HashMap<ValueId, BTreeSet<usize>> = HashMap::new();
-
+        let mut c = Collector::new(g, &alias);
         for (k, node) in g.nodes.iter().enumerate() {
             layouts.apply(g, &alias, k);
-            let reads: BTreeSet<usize> = node.tensor_args().flat_map(|v| rg_deps[v.index()].iter().copied()).collect();
-            if node.is_differentiable() {
-                grad_mode_deps.extend(reads.iter().copied());
-            }
-            if let Some(out) = node.out {
-                view_deps[out.index()] = match node.op.alias_effect() {
-                    crate::op::AliasEffect::View | crate::op::AliasEffect::MaybeView | crate::op::AliasEffect::MaybeSame => {
-                        node.receiver().map(|r| view_deps[r.index()].clone()).unwrap_or_default()
-                    }
-                    _ => BTreeSet::new(),
-                };
-                rg_deps[out.index()] = match node.op.alias_effect() {
-                    crate::op::AliasEffect::Detach => BTreeSet::new(),
-                    crate::op::AliasEffect::View | crate::op::AliasEffect::MaybeView | crate::op::AliasEffect::MaybeSame => {
-                        node.receiver().map(|r| rg_deps[r.index()].clone()).unwrap_or_default()
-                    }
-                    _ if node.no_grad => BTreeSet::new(),
-                    _ => reads,
-                };
-            }
-            let sources: BTreeSet<usize> = if node.is_differentiable() {
-                node.op
-                    .differentiable_args()
-                    .iter()
-                    .filter_map(|&i| node.args.get(i).and_then(Arg::as_tensor))
-                    .filter(|v| !(node.op.is_inplace() && Some(*v) == node.receiver()))
-                    .flat_map(|v| deps.get(&group(v)).cloned().unwrap_or_default())
-                    .collect()
-            } else {
-                BTreeSet::new()
-            };
-            match node.class() {
-                OpClass::DataMutation => {
-                    let Some(t) = node.target() else { continue };
-                    if let Some(p) = alias.input_of(t) {
-                        let inp = &mut inputs[p];
-                        inp.data_mutations += 1;
-                        inp.data_mutations_under_no_grad += u32::from(node.no_grad);
-                        detach_writes[p] += u32::from(alias.through_detach[t.index()]);
-                        uncertain |= alias.uncertain[t.index()];
-                    }
-                    if !node.no_grad {
-                        if let Some(f) = frozen.get_mut(&t) {
-                            f.extend(sources.iter().copied());
-                        }
-                        deps.entry(group(t)).or_default().extend(sources);
-                    }
-                }
-                OpClass::MetadataMutation => {
-                    let Some(t) = node.target() else { continue };
-                    let id = alias.identity[t.index()];
-                    if let Some(p) = g.param_of(id) {
-                        inputs[p].mutates_metadata = true;
-                        uncertain |= alias.uncertain[t.index()];
-                    }
-                }
-                OpClass::View | OpClass::Compute => {
-                    let Some(out) = node.out else { continue };
-                    // (A `reshape` that views counts; one that copies made
-                    // a tensor that requires grad only if this says so too.)
-                    if matches!(node.op.alias_effect(), AliasEffect::View | AliasEffect::MaybeView) {
-                        if let Some(r) = node.receiver() {
-                            let held = match frozen.get(&r) {
-                                Some(f) => Some(f.clone()),
-                                None => node.no_grad.then(|| deps.get(&group(r)).cloned().unwrap_or_default()),
-                            };
-                            if let Some(h) = held {
-                                frozen.insert(out, h);
-                            }
-                        }
-                    }
-                    // Views and `contiguous` join their receiver's group; the
-                    // receiver's dependencies are already the group's.
-                    if group(out) == out {
-                        deps.insert(out, sources);
-                    }
-                }
-            }
+            c.visit(node);
         }
-
+        let Collector { mut inputs, detach_writes, mut uncertain, deps, grad_mode_deps, view_deps, frozen, .. } = c;
+        let group = |v: ValueId| alias.grad_root[v.index()];
         for (p, inp) in inputs.iter_mut().enumerate() {
             inp.mutated_only_through_detach = inp.data_mutations > 0 && detach_writes[p] == inp.data_mutations;
             if let Some(v) = g.params[p].value {
@@ -270,58 +152,11 @@ impl StaticMeta {
     /// would collect for that call. `traced_tangents` is left empty: it needs
     /// shapes, which the runtime supplies.
     pub fn complete(&self, facts: &CallFacts) -> ViewAndMutationMeta {
-        let arg = |i: usize| {
-            facts.args.get(i).copied().unwrap_or(ArgFacts {
-                is_tensor: false,
-                requires_grad: false,
-                is_leaf: false,
-                identity: usize::MAX - i,
-            })
-        };
+        let arg = |i: usize| arg_facts(facts, i);
         let rg = |deps: &[usize]| facts.grad_enabled && deps.iter().any(|&i| arg(i).requires_grad);
-        let same = |i: usize, j: usize| arg(i).is_tensor && arg(j).is_tensor && arg(i).identity == arg(j).identity;
+        let same = |i: usize, j: usize| same_tensor(facts, i, j);
         let n = self.inputs.len();
-
-        let input_info: Vec<InputAliasInfo> = (0..n)
-            .map(|i| {
-                let t = &self.inputs[i];
-                if !t.is_tensor || !arg(i).is_tensor {
-                    return InputAliasInfo {
-                        is_leaf: false,
-                        mutates_data: false,
-                        mutates_metadata: false,
-                        mutations_hidden_from_autograd: false,
-                        mutations_under_no_grad_or_inference_mode: false,
-                        mutates_storage_metadata: false,
-                        requires_grad: false,
-                        keep_input_mutations: facts.keep_input_mutations,
-                        mutation_type: crate::schema::MutationType::NotMutated,
-                    };
-                }
-                // An argument passed twice is one tensor: PyTorch sees the
-                // mutations of both parameters on it.
-                let group: Vec<usize> = (0..n).filter(|&j| self.inputs[j].is_tensor && same(i, j)).collect();
-                let writes: u32 = group.iter().map(|&j| self.inputs[j].data_mutations).sum();
-                let no_grad_writes: u32 = group.iter().map(|&j| self.inputs[j].data_mutations_under_no_grad).sum();
-                let mutates_data = writes > 0;
-                let mut info = InputAliasInfo {
-                    is_leaf: arg(i).is_leaf,
-                    mutates_data,
-                    // A run that left the tensor's metadata as it was
-                    // shows PyTorch's answer: no metadata mutation.
-                    mutates_metadata: group.iter().any(|&j| self.inputs[j].mutates_metadata)
-                        && !facts.observed.as_ref().is_some_and(|o| o.metadata_unchanged(i)),
-                    mutations_hidden_from_autograd: !mutates_data,
-                    mutations_under_no_grad_or_inference_mode: mutates_data && (no_grad_writes == writes || !facts.grad_enabled),
-                    mutates_storage_metadata: false,
-                    requires_grad: group.iter().any(|&j| rg(&self.inputs[j].final_grad_deps)),
-                    keep_input_mutations: facts.keep_input_mutations,
-                    mutation_type: crate::schema::MutationType::NotMutated,
-                };
-                info.mutation_type = mutation_type(&info);
-                info
-            })
-            .collect();
+        let input_info: Vec<InputAliasInfo> = (0..n).map(|i| self.complete_input(facts, i)).collect();
 
         // PyTorch maps each input storage to the *last* argument holding it.
         let last_same = |p: usize| (0..n).rev().find(|&j| same(p, j)).unwrap_or(p);
@@ -384,6 +219,215 @@ impl StaticMeta {
             output_info.push(OutputAliasInfo { output_type, base_idx, requires_grad: out_rg[k] });
         }
         ViewAndMutationMeta::new(input_info, output_info, bases.len(), facts.keep_input_mutations, Vec::new())
+    }
+}
+
+impl StaticMeta {
+    /// Input `i`'s `InputAliasInfo` for a call with these facts.
+    fn complete_input(&self, facts: &CallFacts, i: usize) -> InputAliasInfo {
+        let t = &self.inputs[i];
+        let arg = arg_facts(facts, i);
+        let rg = |deps: &[usize]| facts.grad_enabled && deps.iter().any(|&j| arg_facts(facts, j).requires_grad);
+        let not_mutated = crate::schema::MutationType::NotMutated;
+        if !t.is_tensor || !arg.is_tensor {
+            return InputAliasInfo {
+                is_leaf: false,
+                mutates_data: false,
+                mutates_metadata: false,
+                mutations_hidden_from_autograd: false,
+                mutations_under_no_grad_or_inference_mode: false,
+                mutates_storage_metadata: false,
+                requires_grad: false,
+                keep_input_mutations: facts.keep_input_mutations,
+                mutation_type: not_mutated,
+            };
+        }
+        // An argument passed twice is one tensor: PyTorch sees the
+        // mutations of both parameters on it.
+        let n = self.inputs.len();
+        let group: Vec<usize> = (0..n).filter(|&j| self.inputs[j].is_tensor && same_tensor(facts, i, j)).collect();
+        let writes: u32 = group.iter().map(|&j| self.inputs[j].data_mutations).sum();
+        let no_grad_writes: u32 = group.iter().map(|&j| self.inputs[j].data_mutations_under_no_grad).sum();
+        let mutates_data = writes > 0;
+        let mut info = InputAliasInfo {
+            is_leaf: arg.is_leaf,
+            mutates_data,
+            // A run that left the tensor's metadata as it was shows
+            // PyTorch's answer: no metadata mutation.
+            mutates_metadata: group.iter().any(|&j| self.inputs[j].mutates_metadata)
+                && !facts.observed.as_ref().is_some_and(|o| o.metadata_unchanged(i)),
+            mutations_hidden_from_autograd: !mutates_data,
+            mutations_under_no_grad_or_inference_mode: mutates_data && (no_grad_writes == writes || !facts.grad_enabled),
+            mutates_storage_metadata: false,
+            requires_grad: group.iter().any(|&j| rg(&self.inputs[j].final_grad_deps)),
+            keep_input_mutations: facts.keep_input_mutations,
+            mutation_type: not_mutated,
+        };
+        info.mutation_type = mutation_type(&info);
+        info
+    }
+}
+
+/// Argument `i`'s facts; past the end, a non-tensor of its own identity.
+fn arg_facts(facts: &CallFacts, i: usize) -> ArgFacts {
+    facts.args.get(i).copied().unwrap_or(ArgFacts { is_tensor: false, requires_grad: false, is_leaf: false, identity: usize::MAX - i })
+}
+
+/// Whether arguments `i` and `j` are the very same tensor.
+fn same_tensor(facts: &CallFacts, i: usize, j: usize) -> bool {
+    let (a, b) = (arg_facts(facts, i), arg_facts(facts, j));
+    a.is_tensor && b.is_tensor && a.identity == b.identity
+}
+
+/// The walk over the nodes behind [`StaticMeta::compute_with`]: mutation
+/// counts per input, and the gradient dependencies of every value.
+struct Collector<'a> {
+    g: &'a Graph,
+    alias: &'a AliasInfo,
+    inputs: Vec<InputTemplate>,
+    detach_writes: Vec<u32>,
+    uncertain: bool,
+    /// Gradient dependencies per autograd group (keyed by group root).
+    deps: HashMap<ValueId, BTreeSet<usize>>,
+    /// Per value, the inputs whose `requires_grad` makes it require grad
+    /// (a view made under `no_grad` of one that does still does).
+    rg_deps: Vec<BTreeSet<usize>>,
+    /// The inputs that reach an op run with grad mode on.
+    grad_mode_deps: BTreeSet<usize>,
+    /// Per value, what `rg_deps` is for a call with grad mode off: only
+    /// views pass `requires_grad` on.
+    view_deps: Vec<BTreeSet<usize>>,
+    /// Views made under `no_grad` (and views of them) keep the gradient
+    /// dependencies their base had when they were made: eager never
+    /// regenerates their history from the base, so a later write to the
+    /// base does not make them require grad.
+    frozen: HashMap<ValueId, BTreeSet<usize>>,
+}
+
+impl<'a> Collector<'a> {
+    fn new(g: &'a Graph, alias: &'a AliasInfo) -> Collector<'a> {
+        let inputs = g
+            .params
+            .iter()
+            .map(|p| InputTemplate {
+                is_tensor: p.ty.is_tensor(),
+                data_mutations: 0,
+                data_mutations_under_no_grad: 0,
+                mutates_metadata: false,
+                mutated_only_through_detach: false,
+                final_grad_deps: Vec::new(),
+            })
+            .collect();
+        let mut deps = HashMap::new();
+        let mut rg_deps: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); g.values.len()];
+        for (i, p) in g.params.iter().enumerate() {
+            if let Some(v) = p.value {
+                deps.insert(v, BTreeSet::from([i]));
+                rg_deps[v.index()].insert(i);
+            }
+        }
+        Collector {
+            g,
+            alias,
+            inputs,
+            detach_writes: vec![0; g.params.len()],
+            uncertain: false,
+            deps,
+            view_deps: rg_deps.clone(),
+            rg_deps,
+            grad_mode_deps: BTreeSet::new(),
+            frozen: HashMap::new(),
+        }
+    }
+
+    fn group(&self, v: ValueId) -> ValueId {
+        self.alias.grad_root[v.index()]
+    }
+
+    fn visit(&mut self, node: &Node) {
+        self.requires_grad_flags(node);
+        let sources: BTreeSet<usize> = if node.is_differentiable() {
+            node.op
+                .differentiable_args()
+                .iter()
+                .filter_map(|&i| node.args.get(i).and_then(Arg::as_tensor))
+                .filter(|v| !(node.op.is_inplace() && Some(*v) == node.receiver()))
+                .flat_map(|v| self.deps.get(&self.group(v)).cloned().unwrap_or_default())
+                .collect()
+        } else {
+            BTreeSet::new()
+        };
+        match node.class() {
+            OpClass::DataMutation => self.data_mutation(node, sources),
+            OpClass::MetadataMutation => {
+                let Some(t) = node.target() else { return };
+                let id = self.alias.identity[t.index()];
+                if let Some(p) = self.g.param_of(id) {
+                    self.inputs[p].mutates_metadata = true;
+                    self.uncertain |= self.alias.uncertain[t.index()];
+                }
+            }
+            OpClass::View | OpClass::Compute => self.new_value(node, sources),
+        }
+    }
+
+    /// The inputs whose `requires_grad` reaches the node's output, with
+    /// grad mode on and off.
+    fn requires_grad_flags(&mut self, node: &Node) {
+        let reads: BTreeSet<usize> = node.tensor_args().flat_map(|v| self.rg_deps[v.index()].iter().copied()).collect();
+        if node.is_differentiable() {
+            self.grad_mode_deps.extend(reads.iter().copied());
+        }
+        let Some(out) = node.out else { return };
+        let receiver = |deps: &[BTreeSet<usize>]| node.receiver().map(|r| deps[r.index()].clone()).unwrap_or_default();
+        let is_view = matches!(node.op.alias_effect(), AliasEffect::View | AliasEffect::MaybeView | AliasEffect::MaybeSame);
+        self.view_deps[out.index()] = if is_view { receiver(&self.view_deps) } else { BTreeSet::new() };
+        self.rg_deps[out.index()] = match node.op.alias_effect() {
+            AliasEffect::Detach => BTreeSet::new(),
+            _ if is_view => receiver(&self.rg_deps),
+            _ if node.no_grad => BTreeSet::new(),
+            _ => reads,
+        };
+    }
+
+    fn data_mutation(&mut self, node: &Node, sources: BTreeSet<usize>) {
+        let Some(t) = node.target() else { return };
+        if let Some(p) = self.alias.input_of(t) {
+            let inp = &mut self.inputs[p];
+            inp.data_mutations += 1;
+            inp.data_mutations_under_no_grad += u32::from(node.no_grad);
+            self.detach_writes[p] += u32::from(self.alias.through_detach[t.index()]);
+            self.uncertain |= self.alias.uncertain[t.index()];
+        }
+        if !node.no_grad {
+            if let Some(f) = self.frozen.get_mut(&t) {
+                f.extend(sources.iter().copied());
+            }
+            let group = self.group(t);
+            self.deps.entry(group).or_default().extend(sources);
+        }
+    }
+
+    fn new_value(&mut self, node: &Node, sources: BTreeSet<usize>) {
+        let Some(out) = node.out else { return };
+        // (A `reshape` that views counts; one that copies made a tensor
+        // that requires grad only if this says so too.)
+        if matches!(node.op.alias_effect(), AliasEffect::View | AliasEffect::MaybeView) {
+            if let Some(r) = node.receiver() {
+                let held = match self.frozen.get(&r) {
+                    Some(f) => Some(f.clone()),
+                    None => node.no_grad.then(|| self.deps.get(&self.group(r)).cloned().unwrap_or_default()),
+                };
+                if let Some(h) = held {
+                    self.frozen.insert(out, h);
+                }
+            }
+        }
+        // Views and `contiguous` join their receiver's group; the
+        // receiver's dependencies are already the group's.
+        if self.group(out) == out {
+            self.deps.insert(out, sources);
+        }
     }
 }
 

@@ -227,42 +227,10 @@ pub fn functionalize(g: &Graph, groups: &InputGroups) -> FunctionalGraph {
                 }
                 p.metadata_mutation(k, node);
             }
-            OpClass::Compute | OpClass::View => {
-                let Some(out) = node.out else { continue };
-                let parent = p.alias.parent[out.index()];
-                let maybe = matches!(node.op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame);
-                let check = (maybe && sensitive.contains(&storage_key(&p.alias, groups, out))).then_some(parent.is_some());
-                // The receiver of a `reshape` the analysis decided copies is
-                // still sensitive when its own storage is.
-                let check = check.or_else(|| {
-                    let recv = node.receiver()?;
-                    (maybe && sensitive.contains(&storage_key(&p.alias, groups, recv))).then_some(parent.is_some())
-                });
-                match parent {
-                    Some(recv) => p.view(k, node, out, recv, check),
-                    None => p.compute(k, node, out, check),
-                }
-            }
+            OpClass::Compute | OpClass::View => p.value(k, node, &sensitive, groups),
         }
     }
-    let outputs = g
-        .outputs
-        .iter()
-        .map(|&o| {
-            let id = p.alias.identity[o.index()];
-            if let Some(pi) = g.param_of(id) {
-                return FOutput::Input(pi);
-            }
-            let value = p.fetch(o);
-            let r = p.root_of[o.index()];
-            match p.roots[r].group {
-                Some(group) => FOutput::AliasOfInput { group, value },
-                // An allocated tensor, possibly with its own metadata changed.
-                None if p.chain[o.index()].is_empty() || p.alias.autograd_base[o.index()].is_none() => FOutput::Value(value),
-                None => FOutput::ViewOfIntermediate { base: p.roots[r].value, value },
-            }
-        })
-        .collect();
+    let outputs = g.outputs.iter().map(|&o| p.output(g, o)).collect();
     let output_objects = g.outputs.iter().map(|&o| p.object[o.index()]).collect();
     let output_is_view = g.outputs.iter().map(|&o| p.alias.autograd_base[o.index()].is_some()).collect();
     let mutated_groups = group_root.iter().enumerate().filter(|(_, &r)| p.roots[r].copied).map(|(gi, &r)| (gi, p.roots[r].value)).collect();
@@ -311,6 +279,42 @@ fn sensitive_storages(g: &Graph, alias: &AliasInfo, groups: &InputGroups) -> Has
 }
 
 impl Pass {
+    /// A compute or view node: a new value, or a view of its receiver's
+    /// root. A `reshape`/`contiguous` over a storage some write reaches is
+    /// checked at run time against the plan's guess.
+    fn value(&mut self, k: usize, node: &Node, sensitive: &HashSet<StorageKey>, groups: &InputGroups) {
+        let Some(out) = node.out else { return };
+        let parent = self.alias.parent[out.index()];
+        let maybe = matches!(node.op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame);
+        let check = (maybe && sensitive.contains(&storage_key(&self.alias, groups, out))).then_some(parent.is_some());
+        // The receiver of a `reshape` the analysis decided copies is still
+        // sensitive when its own storage is.
+        let check = check.or_else(|| {
+            let recv = node.receiver()?;
+            (maybe && sensitive.contains(&storage_key(&self.alias, groups, recv))).then_some(parent.is_some())
+        });
+        match parent {
+            Some(recv) => self.view(k, node, out, recv, check),
+            None => self.compute(k, node, out, check),
+        }
+    }
+
+    /// How user output `o` is handed out.
+    fn output(&mut self, g: &Graph, o: ValueId) -> FOutput {
+        let id = self.alias.identity[o.index()];
+        if let Some(pi) = g.param_of(id) {
+            return FOutput::Input(pi);
+        }
+        let value = self.fetch(o);
+        let r = self.root_of[o.index()];
+        match self.roots[r].group {
+            Some(group) => FOutput::AliasOfInput { group, value },
+            // An allocated tensor, possibly with its own metadata changed.
+            None if self.chain[o.index()].is_empty() || self.alias.autograd_base[o.index()].is_none() => FOutput::Value(value),
+            None => FOutput::ViewOfIntermediate { base: self.roots[r].value, value },
+        }
+    }
+
     fn fresh(&mut self) -> ValueId {
         self.num_values += 1;
         ValueId(self.num_values - 1)
@@ -535,66 +539,4 @@ impl fmt::Display for FOutput {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::graph::args::*;
-    use crate::graph::{GraphBuilder, ReturnKind};
-
-    fn singles(n: usize) -> InputGroups {
-        InputGroups { group_of: (0..n).map(Some).collect(), single: vec![true; n], object_of: vec![] }
-    }
-
-    #[test]
-    fn a_mutation_through_a_view_becomes_a_scatter_and_later_reads_regenerate() {
-        let mut b = GraphBuilder::new("f");
-        let a = b.tensor("a", true);
-        let row = b.call(OpKind::Select, a, vec![i(0), i(1)]);
-        b.call(OpKind::AddInplace, row, vec![f(1.0)]);
-        let s = b.call(OpKind::Mul, a, vec![f(2.0)]);
-        let g = b.finish(vec![s, row], ReturnKind::Tuple(2));
-        let fg = functionalize(&g, &singles(1));
-        fg.verify().unwrap();
-        let text = fg.listing(&g);
-        assert_eq!(
-            text,
-            "functional f {\n    %0 = base(group 0)\n    %1 = select(%0, 0, 1)\n    %2 = copy_storage(%0)\n    \
-             %3 = regen(%2, [select(0, 1)])\n    %4 = scatter(%2, add_(%3, 1.0))\n    \
-             %5 = mul(%4, 2.0)\n    %6 = regen(%4, [select(0, 1)])\n    copy_back(group 0, %4)\n    \
-             return (%5, alias(group 0, %6))\n}"
-        );
-    }
-
-    #[test]
-    fn metadata_mutations_become_views_of_the_same_object() {
-        let mut b = GraphBuilder::new("f");
-        let a = b.tensor("a", true);
-        b.call(OpKind::TInplace, a, vec![]);
-        let m = b.call(OpKind::Mul, a, vec![f(2.0)]);
-        b.call(OpKind::UnsqueezeInplace, m, vec![i(0)]);
-        let g = b.finish(vec![a, m], ReturnKind::Tuple(2));
-        let fg = functionalize(&g, &singles(1));
-        fg.verify().unwrap();
-        assert_eq!(fg.metadata_mutations.len(), 1);
-        assert!(fg.mutated_groups.is_empty());
-        assert_eq!(fg.outputs[0], FOutput::Input(0));
-        // `m` is an allocated tensor whose own metadata changed: a value, not a view.
-        assert!(matches!(fg.outputs[1], FOutput::Value(_)));
-        assert_eq!(fg.output_is_view, vec![false, false]);
-    }
-
-    #[test]
-    fn aliased_inputs_share_one_base() {
-        let mut b = GraphBuilder::new("f");
-        let x = b.tensor("x", true);
-        let y = b.tensor("y", false);
-        b.call(OpKind::MulInplace, x, vec![f(2.0)]);
-        let s = b.call(OpKind::Add, y, vec![f(0.0)]);
-        let g = b.finish(vec![s], ReturnKind::Single);
-        let groups = InputGroups { group_of: vec![Some(0), Some(0)], single: vec![false], object_of: vec![] };
-        let fg = functionalize(&g, &groups);
-        fg.verify().unwrap();
-        let text = fg.listing(&g);
-        assert!(text.contains("regen(%1, [arg_geometry(x)])"), "{text}");
-        assert!(text.contains("regen(%3, [arg_geometry(y)])"), "{text}");
-    }
-}
+mod tests;

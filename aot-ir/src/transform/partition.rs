@@ -183,27 +183,10 @@ fn boundary(jg: &JointGraph, need: &[bool]) -> Vec<ValueId> {
     (0..b.len()).filter(|&v| b[v]).map(|v| ValueId(v as u32)).collect()
 }
 
-/// Builds both graphs given the saved values.
-fn build(jg: &JointGraph, saved: Vec<ValueId>) -> Result<Partition, JointError> {
+/// Marks in `fw` the values in `stack` and everything they are computed
+/// from; a value that depends on a tangent cannot be in the forward.
+fn mark_forward(jg: &JointGraph, def: &[Option<usize>], fw: &mut [bool], mut stack: Vec<ValueId>) -> Result<(), JointError> {
     let err = |msg: String| JointError { name: jg.name.clone(), msg };
-    let def = definitions(jg);
-    let n = jg.num_values;
-    // Forward: everything the forward outputs and the saved values need,
-    // and every op of the source, used or not: eager runs each one, so its
-    // errors and its random draws must happen here too.
-    let mut fw = vec![false; n];
-    let from_source =
-        jg.nodes.iter().filter(|nd| !nd.is_backward && matches!(nd.op, JOp::Op { src_node: Some(_), .. } | JOp::Mutate { .. }));
-    let mut stack: Vec<ValueId> =
-        jg.fw_outputs.iter().map(|o| o.value).chain(saved.iter().copied()).chain(from_source.map(|nd| nd.out)).collect();
-    let mut primals = vec![None; jg.num_primals];
-    for node in &jg.nodes {
-        if let JOp::Primal(g) = node.op {
-            if let Some(p) = primals.get_mut(g) {
-                *p = Some(node.out);
-            }
-        }
-    }
     while let Some(v) = stack.pop() {
         if std::mem::replace(&mut fw[v.index()], true) {
             continue;
@@ -214,14 +197,14 @@ fn build(jg: &JointGraph, saved: Vec<ValueId>) -> Result<Partition, JointError> 
         }
         stack.extend(jg.nodes[k].uses());
     }
-    // Backward: what the gradients need, stopping at saved values and
-    // tangents. A forward value the backward reads only for its shape and
-    // dtype is saved as a one-element stand-in (`meta_of`).
-    let mut is_saved = vec![false; n];
-    for s in &saved {
-        is_saved[s.index()] = true;
-    }
-    let mut bw = vec![false; n];
+    Ok(())
+}
+
+/// The values the gradients need, stopping at saved values and tangents,
+/// and the forward values the backward reads only for their metadata.
+fn mark_backward(jg: &JointGraph, def: &[Option<usize>], is_saved: &[bool]) -> Result<(Vec<bool>, Vec<ValueId>), JointError> {
+    let err = |msg: String| JointError { name: jg.name.clone(), msg };
+    let mut bw = vec![false; jg.num_values];
     let mut meta_wanted = Vec::new();
     let mut stack: Vec<ValueId> = jg.input_grads.iter().flatten().copied().collect();
     while let Some(v) = stack.pop() {
@@ -249,6 +232,38 @@ fn build(jg: &JointGraph, saved: Vec<ValueId>) -> Result<Partition, JointError> 
             }
         }
     }
+    Ok((bw, meta_wanted))
+}
+
+/// Builds both graphs given the saved values.
+fn build(jg: &JointGraph, saved: Vec<ValueId>) -> Result<Partition, JointError> {
+    let def = definitions(jg);
+    let n = jg.num_values;
+    // Forward: everything the forward outputs and the saved values need,
+    // and every op of the source, used or not: eager runs each one, so its
+    // errors and its random draws must happen here too.
+    let mut fw = vec![false; n];
+    let from_source =
+        jg.nodes.iter().filter(|nd| !nd.is_backward && matches!(nd.op, JOp::Op { src_node: Some(_), .. } | JOp::Mutate { .. }));
+    let stack: Vec<ValueId> =
+        jg.fw_outputs.iter().map(|o| o.value).chain(saved.iter().copied()).chain(from_source.map(|nd| nd.out)).collect();
+    let mut primals = vec![None; jg.num_primals];
+    for node in &jg.nodes {
+        if let JOp::Primal(g) = node.op {
+            if let Some(p) = primals.get_mut(g) {
+                *p = Some(node.out);
+            }
+        }
+    }
+    mark_forward(jg, &def, &mut fw, stack)?;
+    // Backward: what the gradients need, stopping at saved values and
+    // tangents. A forward value the backward reads only for its shape and
+    // dtype is saved as a one-element stand-in (`meta_of`).
+    let mut is_saved = vec![false; n];
+    for s in &saved {
+        is_saved[s.index()] = true;
+    }
+    let (bw, meta_wanted) = mark_backward(jg, &def, &is_saved)?;
     let mut meta: Vec<(ValueId, ValueId)> = Vec::new();
     for u in meta_wanted {
         if !is_saved[u.index()] && !bw[u.index()] && !meta.iter().any(|(x, _)| *x == u) {
@@ -257,14 +272,7 @@ fn build(jg: &JointGraph, saved: Vec<ValueId>) -> Result<Partition, JointError> 
     }
     let stand_in = |u: ValueId| meta.iter().find(|(x, _)| *x == u).map(|(_, m)| *m);
     // The forward computes what the stand-ins describe.
-    let mut stack: Vec<ValueId> = meta.iter().map(|(u, _)| *u).collect();
-    while let Some(v) = stack.pop() {
-        if std::mem::replace(&mut fw[v.index()], true) {
-            continue;
-        }
-        let k = def[v.index()].ok_or_else(|| err(format!("{v} has no definition")))?;
-        stack.extend(jg.nodes[k].uses());
-    }
+    mark_forward(jg, &def, &mut fw, meta.iter().map(|(u, _)| *u).collect())?;
     let saved: Vec<ValueId> = saved.into_iter().chain(meta.iter().map(|(_, m)| *m)).collect();
     let tangent_vals: Vec<ValueId> = jg.nodes.iter().filter(|nd| matches!(nd.op, JOp::Tangent(_))).map(|nd| nd.out).collect();
     let forward = SubGraph {
