@@ -30,9 +30,9 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod autograd;
+pub mod backend;
 pub mod compiled;
 pub mod cpu;
-#[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod device;
 pub mod dtype;
