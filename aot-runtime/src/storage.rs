@@ -15,8 +15,7 @@
 //! `try_reserve_exact`: a request that is too large is an
 //! [`AotError::OutOfMemory`] naming the op, never an abort.
 
-use crate::backend::{Backend, Distribution};
-use crate::cpu::{BinaryOp, ReduceOp, Rng, UnaryOp};
+use crate::backend::{Backend, BinaryOp, Distribution, ReduceOp, Rng, UnaryOp};
 use crate::cuda::CudaStorage;
 use crate::device::Device;
 use crate::dtype::{DType, WithDType};

@@ -6,8 +6,7 @@
 //! `Storage` with every view of it.
 
 use crate::autograd::AutogradMeta;
-use crate::backend::Distribution;
-use crate::cpu;
+use crate::backend::{Distribution, Rng};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
@@ -130,7 +129,7 @@ impl Tensor {
             return Err(AotError::dtype("randn", format!("randn is only defined for floating dtypes, got {dtype}")));
         }
         let n = checked_numel("randn", shape)?;
-        let data = Storage::random("randn", device, Distribution::Normal, dtype, n, &mut cpu::Rng::new(seed))?;
+        let data = Storage::random("randn", device, Distribution::Normal, dtype, n, &mut Rng::new(seed))?;
         Ok(Tensor::from_storage(data, Layout::contiguous(shape)))
     }
     /// Uniform samples in [0, 1) from a generator seeded with `seed`.
@@ -139,7 +138,7 @@ impl Tensor {
             return Err(AotError::dtype("rand", format!("rand is only defined for floating dtypes, got {dtype}")));
         }
         let n = checked_numel("rand", shape)?;
-        let data = Storage::random("rand", device, Distribution::Uniform, dtype, n, &mut cpu::Rng::new(seed))?;
+        let data = Storage::random("rand", device, Distribution::Uniform, dtype, n, &mut Rng::new(seed))?;
         Ok(Tensor::from_storage(data, Layout::contiguous(shape)))
     }
 

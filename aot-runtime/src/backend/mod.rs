@@ -18,7 +18,9 @@
 
 mod cpu;
 
-use crate::cpu::{BinaryOp, ReduceOp, Rng, UnaryOp};
+/// The op kinds and the generator the primitives take; the eager ops name
+/// them from here, so they import nothing from the CPU kernels.
+pub use crate::cpu::{BinaryOp, ReduceOp, Rng, UnaryOp};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;

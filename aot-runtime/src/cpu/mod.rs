@@ -1,4 +1,6 @@
-//! CPU compute kernels.
+//! CPU compute kernels. The CPU backend (`backend::cpu`, the
+//! [`Backend`](crate::backend::Backend) impl of `CpuStorage`) calls them;
+//! the eager ops reach them only through that seam.
 //!
 //! Each kernel reads its inputs through their [`Layout`](crate::layout::Layout)s
 //! (any strides, offsets and stride-0 broadcast dims) and returns a new

@@ -2,8 +2,7 @@
 //! be made, and every primitive says why.
 
 use super::unavailable_backend;
-use crate::backend::Distribution;
-use crate::cpu::{BinaryOp, ReduceOp, Rng, UnaryOp};
+use crate::backend::{BinaryOp, Distribution, ReduceOp, Rng, UnaryOp};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};

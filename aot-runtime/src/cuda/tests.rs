@@ -66,6 +66,9 @@ mod dummy {
     use crate::layout::Layout;
     use crate::storage::{CpuStorage, Storage, StorageData};
 
+    /// A named call of one backend primitive.
+    type Call<'a> = (&'static str, Box<dyn Fn() -> Result<()> + 'a>);
+
     #[test]
     fn is_available_is_false_without_the_feature() {
         assert!(!crate::cuda::is_available());
@@ -80,7 +83,7 @@ mod dummy {
         assert_eq!((x.device(), Backend::dtype(&x), Backend::len(&x), Backend::is_empty(&x)), (Device::Cuda(1), DType::F32, 6, false));
         let dev = Device::Cuda(1);
         let host = || CpuStorage::zeros("t", DType::F32, 6).unwrap();
-        let calls: Vec<(&str, Box<dyn Fn() -> Result<()>>)> = vec![
+        let calls: Vec<Call<'_>> = vec![
             ("full", Box::new(|| CudaStorage::full("full", &dev, DType::F32, 6, 0.0).map(drop))),
             ("from_host", Box::new(|| CudaStorage::from_host("from_host", &dev, host()).map(drop))),
             ("randn", Box::new(|| CudaStorage::random("randn", &dev, Distribution::Normal, DType::F32, 6, &mut Rng::new(0)).map(drop))),

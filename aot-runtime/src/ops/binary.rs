@@ -3,7 +3,7 @@
 
 use super::{check_same_device, result_type, Operand};
 use crate::autograd::{record, BackwardOp, SavedTensor};
-use crate::cpu::BinaryOp;
+use crate::backend::BinaryOp;
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};
 use crate::layout::{broadcast_shapes, elementwise_layout, preserve_layout, Layout};

@@ -8,7 +8,7 @@
 
 use super::Operand;
 use crate::autograd::{is_grad_enabled, record, with_grad_mode, AutogradMeta, BackwardOp, Edge, Node};
-use crate::cpu::BinaryOp;
+use crate::backend::BinaryOp;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{Layout, Overlap};

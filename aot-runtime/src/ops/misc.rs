@@ -1,8 +1,7 @@
 //! Copies, casts, `*_like` constructors and the random ops.
 
 use crate::autograd::{record, BackwardOp, SavedTensor};
-use crate::backend::Distribution;
-use crate::cpu::Rng;
+use crate::backend::{Distribution, Rng};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{preserve_layout, Layout};

@@ -2,7 +2,7 @@
 
 use super::normalize_dims;
 use crate::autograd::{record, BackwardOp, SavedTensor};
-use crate::cpu::ReduceOp;
+use crate::backend::ReduceOp;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;

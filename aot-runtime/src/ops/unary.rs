@@ -2,7 +2,7 @@
 //! operand (`elementwise_layout`).
 
 use crate::autograd::{record, BackwardOp, SavedTensor};
-use crate::cpu::UnaryOp;
+use crate::backend::UnaryOp;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::elementwise_layout;
