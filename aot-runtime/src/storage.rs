@@ -174,7 +174,8 @@ pub enum StorageData {
 }
 
 /// Runs `$body` with `$s` bound to the backend buffer of a `&StorageData`
-/// (or `&mut`); the one place that matches on the device.
+/// (or `&mut`). These macros and the `Storage` primitives below are the
+/// only code that matches on the device.
 macro_rules! on_backend {
     ($data:expr, $s:ident => $body:expr) => {
         match $data {
@@ -276,11 +277,11 @@ impl Storage {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    pub(crate) fn read(&self) -> RwLockReadGuard<'_, StorageData> {
+    fn read(&self) -> RwLockReadGuard<'_, StorageData> {
         // A poisoned lock only follows a panic elsewhere; the data is still valid.
         self.data.read().unwrap_or_else(|e| e.into_inner())
     }
-    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, StorageData> {
+    fn write(&self) -> RwLockWriteGuard<'_, StorageData> {
         self.data.write().unwrap_or_else(|e| e.into_inner())
     }
     /// Reads `self` and `other` together; one lock if they are one storage.
