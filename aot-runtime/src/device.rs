@@ -1,4 +1,6 @@
-//! Devices. CPU is always there; CUDA is behind the `cuda` feature.
+//! Devices. CPU is always there. CUDA tensors need the `cuda` feature and
+//! a GPU ([`crate::cuda::is_available`]); otherwise a CUDA request is an
+//! `AotError::DeviceUnavailable` that says why.
 
 use serde::{Deserialize, Serialize};
 

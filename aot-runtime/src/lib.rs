@@ -1,6 +1,11 @@
 //! aot-runtime: tensors with PyTorch's view and in-place semantics, eager
 //! autograd, and the runtime half of AOTAutograd.
 //!
+//! A tensor's `storage` holds a buffer of one device; the eager `ops` reach
+//! it only through the primitives of the `backend::Backend` trait, which
+//! the CPU (kernels in `cpu`) and CUDA (`cuda`: always compiled, a dummy
+//! without the `cuda` feature) backends implement.
+//!
 //! ```
 //! use aot_runtime::prelude::*;
 //!
@@ -31,9 +36,9 @@
 
 pub mod arg;
 pub mod autograd;
+pub mod backend;
 pub mod compiled;
 pub mod cpu;
-#[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod device;
 pub mod dtype;

@@ -1,17 +1,26 @@
 //! Storage: the shared buffer behind one or more tensors, with its version
 //! counter. Views share a `Storage`; `copy()` makes a new one.
 //!
-//! The data lives behind a storage enum so a CUDA buffer can come in behind
-//! the `cuda` feature without touching the tensor or the ops.
+//! The data is a [`StorageData`]: a buffer of one of the backends (CPU, or
+//! CUDA, whose backend always exists and is a dummy without the `cuda`
+//! feature). `Storage`'s methods are the primitives of
+//! [`Backend`]: they lock the buffers, check that every operand is on
+//! one device (else [`AotError::DeviceMismatch`] naming the op and both
+//! devices), and call the backend of that device. The eager ops use only
+//! these methods; none of them sees a `CpuStorage`. The CPU buffer,
+//! [`CpuStorage`], and its dtype dispatch (`dispatch_cpu!`) live here too.
 //!
 //! Every buffer whose length comes from a shape is allocated by
 //! `try_vec` (or the helpers on it), which asks the allocator with
 //! `try_reserve_exact`: a request that is too large is an
 //! [`AotError::OutOfMemory`] naming the op, never an abort.
 
+use crate::backend::{Backend, BinaryOp, Distribution, ReduceOp, Rng, UnaryOp};
+use crate::cuda::CudaStorage;
 use crate::device::Device;
 use crate::dtype::{DType, WithDType};
 use crate::error::{AotError, Result};
+use crate::layout::Layout;
 use half::{bf16, f16};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -155,14 +164,73 @@ impl CpuStorage {
     }
 }
 
-/// Where a storage's bytes live.
+/// Where a storage's bytes live: a buffer of one backend.
 #[derive(Debug)]
 pub enum StorageData {
     Cpu(CpuStorage),
     /// A CUDA buffer. Without the `cuda` feature no value of this variant
-    /// can be made; ops that meet it return `DeviceUnavailable`.
-    #[cfg(feature = "cuda")]
-    Cuda(crate::cuda::CudaStorage),
+    /// can be made: the dummy backend refuses every allocation.
+    Cuda(CudaStorage),
+}
+
+/// Runs `$body` with `$s` bound to the backend buffer of a `&StorageData`
+/// (or `&mut`). These macros and the `Storage` primitives below are the
+/// only code that matches on the device.
+macro_rules! on_backend {
+    ($data:expr, $s:ident => $body:expr) => {
+        match $data {
+            StorageData::Cpu($s) => $body,
+            StorageData::Cuda($s) => $body,
+        }
+    };
+}
+
+/// [`on_backend!`] for a `$body` that makes a new buffer of the same backend.
+macro_rules! map_backend {
+    ($data:expr, $s:ident => $body:expr) => {
+        match $data {
+            StorageData::Cpu($s) => $body.map(StorageData::Cpu),
+            StorageData::Cuda($s) => $body.map(StorageData::Cuda),
+        }
+    };
+}
+
+/// [`map_backend!`] over two buffers that [`same_device`] has checked.
+macro_rules! map_backend2 {
+    ($op:expr, ($a:expr, $b:expr), ($x:ident, $y:ident) => $body:expr) => {
+        match ($a, $b) {
+            (StorageData::Cpu($x), StorageData::Cpu($y)) => $body.map(StorageData::Cpu),
+            (StorageData::Cuda($x), StorageData::Cuda($y)) => $body.map(StorageData::Cuda),
+            (x, y) => Err(mismatch($op, x.device(), y.device())),
+        }
+    };
+}
+
+impl StorageData {
+    pub fn device(&self) -> Device {
+        on_backend!(self, s => s.device())
+    }
+    pub fn dtype(&self) -> DType {
+        on_backend!(self, s => Backend::dtype(s))
+    }
+    pub fn len(&self) -> usize {
+        on_backend!(self, s => Backend::len(s))
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn mismatch(op: &'static str, a: Device, b: Device) -> AotError {
+    AotError::DeviceMismatch { op, lhs: a.to_string(), rhs: b.to_string() }
+}
+
+/// The error unless every storage is on `first`'s device.
+fn same_device(op: &'static str, first: &Storage, rest: &[&Storage]) -> Result<()> {
+    match rest.iter().find(|s| s.device != first.device) {
+        Some(s) => Err(mismatch(op, first.device, s.device)),
+        None => Ok(()),
+    }
 }
 
 static NEXT_STORAGE_ID: AtomicUsize = AtomicUsize::new(1);
@@ -178,12 +246,12 @@ pub struct Storage {
 }
 
 impl Storage {
-    pub(crate) fn new_cpu(data: CpuStorage) -> Storage {
+    pub(crate) fn new(data: StorageData) -> Storage {
         Storage {
             id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
-            device: Device::Cpu,
+            device: data.device(),
             dtype: data.dtype(),
-            data: RwLock::new(StorageData::Cpu(data)),
+            data: RwLock::new(data),
             version: AtomicU64::new(0),
         }
     }
@@ -204,42 +272,159 @@ impl Storage {
         self.version.fetch_add(1, Ordering::AcqRel);
     }
     pub fn len(&self) -> usize {
-        match &*self.read() {
-            StorageData::Cpu(c) => c.len(),
-            #[cfg(feature = "cuda")]
-            StorageData::Cuda(c) => c.len(),
-        }
+        self.read().len()
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    pub(crate) fn read(&self) -> RwLockReadGuard<'_, StorageData> {
+    fn read(&self) -> RwLockReadGuard<'_, StorageData> {
         // A poisoned lock only follows a panic elsewhere; the data is still valid.
         self.data.read().unwrap_or_else(|e| e.into_inner())
     }
-    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, StorageData> {
+    fn write(&self) -> RwLockWriteGuard<'_, StorageData> {
         self.data.write().unwrap_or_else(|e| e.into_inner())
     }
-    /// Runs `f` on the CPU buffer, or reports that the device is unavailable.
-    pub(crate) fn with_cpu<R>(&self, op: &'static str, f: impl FnOnce(&CpuStorage) -> Result<R>) -> Result<R> {
-        let _ = op; // names the op in the CUDA arm
-        match &*self.read() {
-            StorageData::Cpu(c) => f(c),
-            #[cfg(feature = "cuda")]
-            StorageData::Cuda(_) => Err(AotError::DeviceUnavailable { op, msg: "this op has no CUDA kernel yet".into() }),
+    /// Reads `self` and `other` together; one lock if they are one storage.
+    fn read2<R>(&self, other: &Storage, f: impl FnOnce(&StorageData, &StorageData) -> R) -> R {
+        let a = self.read();
+        if std::ptr::eq(self, other) {
+            return f(&a, &a);
         }
-    }
-    pub(crate) fn with_cpu_mut<R>(&self, op: &'static str, f: impl FnOnce(&mut CpuStorage) -> Result<R>) -> Result<R> {
-        let _ = op; // names the op in the CUDA arm
-        match &mut *self.write() {
-            StorageData::Cpu(c) => f(c),
-            #[cfg(feature = "cuda")]
-            StorageData::Cuda(_) => Err(AotError::DeviceUnavailable { op, msg: "this op has no CUDA kernel yet".into() }),
-        }
+        let b = other.read();
+        f(&a, &b)
     }
 }
 
-/// The error for a device whose backend is not compiled in.
-pub(crate) fn cuda_unavailable(op: &'static str) -> AotError {
-    AotError::DeviceUnavailable { op, msg: "aot was built without CUDA support; enable the `cuda` feature of aot-runtime".into() }
+/// The backend primitives, dispatched on the device of the operands.
+impl Storage {
+    /// `n` elements of `dtype` on `device`, each `value`.
+    pub(crate) fn full(op: &'static str, device: &Device, dtype: DType, n: usize, value: f64) -> Result<Storage> {
+        let data = match device {
+            Device::Cpu => StorageData::Cpu(Backend::full(op, device, dtype, n, value)?),
+            Device::Cuda(_) => StorageData::Cuda(Backend::full(op, device, dtype, n, value)?),
+        };
+        Ok(Storage::new(data))
+    }
+    /// A storage on `device` holding the host buffer `data`.
+    pub(crate) fn from_host(op: &'static str, device: &Device, data: CpuStorage) -> Result<Storage> {
+        let data = match device {
+            Device::Cpu => StorageData::Cpu(Backend::from_host(op, device, data)?),
+            Device::Cuda(_) => StorageData::Cuda(Backend::from_host(op, device, data)?),
+        };
+        Ok(Storage::new(data))
+    }
+    /// `n` values of `dtype` on `device`, drawn from `dist` with `rng`.
+    pub(crate) fn random(op: &'static str, device: &Device, dist: Distribution, dtype: DType, n: usize, rng: &mut Rng) -> Result<Storage> {
+        let data = match device {
+            Device::Cpu => StorageData::Cpu(Backend::random(op, device, dist, dtype, n, rng)?),
+            Device::Cuda(_) => StorageData::Cuda(Backend::random(op, device, dist, dtype, n, rng)?),
+        };
+        Ok(Storage::new(data))
+    }
+    /// The elements of `l`, row-major, as a host buffer of `dtype`.
+    pub(crate) fn to_host(&self, op: &'static str, l: &Layout, dtype: DType) -> Result<CpuStorage> {
+        on_backend!(&*self.read(), s => s.to_host(op, l, dtype))
+    }
+    /// The elements of `l`, contiguous, in a new storage on `device`.
+    pub(crate) fn to_device(&self, op: &'static str, l: &Layout, device: &Device) -> Result<Storage> {
+        let host = self.to_host(op, l, self.dtype)?;
+        Storage::from_host(op, device, host)
+    }
+
+    pub(crate) fn unary(&self, op: UnaryOp, l: &Layout, out: &Layout) -> Result<Storage> {
+        map_backend!(&*self.read(), s => s.unary(op, l, out)).map(Storage::new)
+    }
+    pub(crate) fn clamp(&self, op: &'static str, l: &Layout, min: Option<f64>, max: Option<f64>, out: &Layout) -> Result<Storage> {
+        map_backend!(&*self.read(), s => s.clamp(op, l, min, max, out)).map(Storage::new)
+    }
+    pub(crate) fn binary(&self, op: BinaryOp, la: &Layout, rhs: &Storage, lb: &Layout, out: &Layout) -> Result<Storage> {
+        let name = op.name();
+        same_device(name, self, &[rhs])?;
+        self.read2(rhs, |a, b| map_backend2!(name, (a, b), (x, y) => x.binary(op, la, y, lb, out))).map(Storage::new)
+    }
+    pub(crate) fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Storage> {
+        map_backend!(&*self.read(), x => x.binary_scalar(op, la, s, scalar_first, out)).map(Storage::new)
+    }
+    /// `cond ? a : b` with `self` the condition.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn where_cond(
+        &self,
+        op: &'static str,
+        lc: &Layout,
+        a: &Storage,
+        la: &Layout,
+        b: &Storage,
+        lb: &Layout,
+        out: &Layout,
+    ) -> Result<Storage> {
+        same_device(op, self, &[a, b])?;
+        // A storage named twice is locked once.
+        let c = self.read();
+        let ga = (!std::ptr::eq(a, self)).then(|| a.read());
+        let gb = (!std::ptr::eq(b, self) && !std::ptr::eq(b, a)).then(|| b.read());
+        let da: &StorageData = ga.as_deref().unwrap_or(&c);
+        let db: &StorageData = match &gb {
+            Some(g) => g,
+            None if std::ptr::eq(b, a) => da,
+            None => &c,
+        };
+        let data = match (&*c, da, db) {
+            (StorageData::Cpu(c), StorageData::Cpu(a), StorageData::Cpu(b)) => {
+                c.where_cond(op, lc, a, la, b, lb, out).map(StorageData::Cpu)
+            }
+            (StorageData::Cuda(c), StorageData::Cuda(a), StorageData::Cuda(b)) => {
+                c.where_cond(op, lc, a, la, b, lb, out).map(StorageData::Cuda)
+            }
+            (c, a, b) => Err(mismatch(op, c.device(), if a.device() != c.device() { a.device() } else { b.device() })),
+        }?;
+        Ok(Storage::new(data))
+    }
+    pub(crate) fn cast(&self, op: &'static str, l: &Layout, dtype: DType, out: &Layout) -> Result<Storage> {
+        map_backend!(&*self.read(), s => s.cast(op, l, dtype, out)).map(Storage::new)
+    }
+
+    /// Copies the elements of `ls` in `self` to the positions of `ld` in
+    /// `dst`, converting to `dst`'s dtype. `self` may be `dst`: then the
+    /// source is read out first. The caller bumps `dst`'s version.
+    pub(crate) fn copy_into(&self, op: &'static str, ls: &Layout, dst: &Storage, ld: &Layout) -> Result<()> {
+        same_device(op, self, &[dst])?;
+        if std::ptr::eq(self, dst) {
+            let tl = Layout::contiguous(&ls.shape);
+            let tmp = self.cast(op, ls, self.dtype, &tl)?;
+            return tmp.copy_into(op, &tl, dst, ld);
+        }
+        let (src, mut d) = (self.read(), dst.write());
+        match (&*src, &mut *d) {
+            (StorageData::Cpu(s), StorageData::Cpu(d)) => s.copy_strided(op, ls, d, ld),
+            (StorageData::Cuda(s), StorageData::Cuda(d)) => s.copy_strided(op, ls, d, ld),
+            (s, d) => Err(mismatch(op, s.device(), d.device())),
+        }
+    }
+    /// Adds the elements of `ls` in `self` into the positions of `ld` in
+    /// `dst` (a different storage). The caller bumps `dst`'s version.
+    pub(crate) fn scatter_add_into(&self, op: &'static str, ls: &Layout, dst: &Storage, ld: &Layout) -> Result<()> {
+        same_device(op, self, &[dst])?;
+        if std::ptr::eq(self, dst) {
+            return Err(AotError::internal(op, "scatter_add into its own source"));
+        }
+        let (src, mut d) = (self.read(), dst.write());
+        match (&*src, &mut *d) {
+            (StorageData::Cpu(s), StorageData::Cpu(d)) => s.scatter_add(op, ls, d, ld),
+            (StorageData::Cuda(s), StorageData::Cuda(d)) => s.scatter_add(op, ls, d, ld),
+            (s, d) => Err(mismatch(op, s.device(), d.device())),
+        }
+    }
+    pub(crate) fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Storage> {
+        map_backend!(&*self.read(), s => s.reduce(op, l, dims, keepdim)).map(Storage::new)
+    }
+    pub(crate) fn var(&self, op: &'static str, l: &Layout, dims: &[usize], correction: i64, keepdim: bool) -> Result<Storage> {
+        map_backend!(&*self.read(), s => s.var(op, l, dims, correction, keepdim)).map(Storage::new)
+    }
+    pub(crate) fn softmax(&self, op: &'static str, l: &Layout, dim: usize, log: bool) -> Result<Storage> {
+        map_backend!(&*self.read(), s => s.softmax(op, l, dim, log)).map(Storage::new)
+    }
+    pub(crate) fn matmul(&self, op: &'static str, la: &Layout, rhs: &Storage, lb: &Layout) -> Result<Storage> {
+        same_device(op, self, &[rhs])?;
+        self.read2(rhs, |a, b| map_backend2!(op, (a, b), (x, y) => x.matmul(op, la, y, lb))).map(Storage::new)
+    }
 }

@@ -6,12 +6,12 @@
 //! `Storage` with every view of it.
 
 use crate::autograd::AutogradMeta;
-use crate::cpu;
+use crate::backend::{Distribution, Rng};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{checked_numel, Layout, MAX_NUMEL};
-use crate::storage::{cuda_unavailable, CpuElem, CpuStorage, Storage, StorageData};
+use crate::storage::{CpuElem, CpuStorage, Storage};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -68,15 +68,10 @@ impl Tensor {
         }))
     }
 
-    /// A new contiguous tensor over a fresh CPU buffer (no autograd history).
-    pub(crate) fn from_cpu(data: CpuStorage, shape: &[usize]) -> Tensor {
-        Tensor::from_parts(Arc::new(Storage::new_cpu(data)), Layout::contiguous(shape), AutogradMeta::default())
-    }
-
-    /// A new tensor over a fresh CPU buffer laid out as `layout` (a dense
-    /// layout at offset 0 that a kernel wrote), without autograd history.
-    pub(crate) fn from_cpu_layout(data: CpuStorage, layout: Layout) -> Tensor {
-        Tensor::from_parts(Arc::new(Storage::new_cpu(data)), layout, AutogradMeta::default())
+    /// A new tensor over a fresh storage laid out as `layout` (a layout a
+    /// kernel wrote, usually dense at offset 0), without autograd history.
+    pub(crate) fn from_storage(storage: Storage, layout: Layout) -> Tensor {
+        Tensor::from_parts(Arc::new(storage), layout, AutogradMeta::default())
     }
 
     /// A new handle-object on the same storage with `layout` and no autograd
@@ -85,16 +80,8 @@ impl Tensor {
         Tensor::from_parts(self.0.storage.clone(), layout, AutogradMeta::default())
     }
 
-    pub(crate) fn check_device(op: &'static str, device: &Device) -> Result<()> {
-        match device {
-            Device::Cpu => Ok(()),
-            Device::Cuda(_) => Err(cuda_unavailable(op)),
-        }
-    }
-
     /// A tensor holding `values` (row-major) with `shape`.
     pub fn from_vec<T: CpuElem>(values: Vec<T>, shape: &[usize], device: &Device) -> Result<Tensor> {
-        Tensor::check_device("from_vec", device)?;
         let n = checked_numel("from_vec", shape)?;
         if n != values.len() {
             return Err(AotError::shape(
@@ -102,14 +89,13 @@ impl Tensor {
                 format!("{} values cannot fill a tensor of shape {shape:?} ({n} elements)", values.len()),
             ));
         }
-        Ok(Tensor::from_cpu(T::into_storage(values), shape))
+        Ok(Tensor::from_storage(Storage::from_host("from_vec", device, T::into_storage(values))?, Layout::contiguous(shape)))
     }
 
     /// A tensor of `shape` filled with `value`.
     pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
-        Tensor::check_device("full", device)?;
         let n = checked_numel("full", shape)?;
-        Ok(Tensor::from_cpu(CpuStorage::full("full", dtype, n, value)?, shape))
+        Ok(Tensor::from_storage(Storage::full("full", device, dtype, n, value)?, Layout::contiguous(shape)))
     }
     pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
         Tensor::full(shape, 0.0, dtype, device)
@@ -119,7 +105,6 @@ impl Tensor {
     }
     /// `torch.arange(start, end, step)`: values `start + i*step` below `end`.
     pub fn arange(start: f64, end: f64, step: f64, dtype: DType, device: &Device) -> Result<Tensor> {
-        Tensor::check_device("arange", device)?;
         if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
             return Err(AotError::unsupported("arange", format!("invalid range [{start}, {end}) with step {step}")));
         }
@@ -135,27 +120,26 @@ impl Tensor {
             ));
         }
         let n = count as usize;
-        Ok(Tensor::from_cpu(CpuStorage::from_f64s("arange", dtype, (0..n).map(|i| start + i as f64 * step))?, &[n]))
+        let host = CpuStorage::from_f64s("arange", dtype, (0..n).map(|i| start + i as f64 * step))?;
+        Ok(Tensor::from_storage(Storage::from_host("arange", device, host)?, Layout::contiguous(&[n])))
     }
     /// Standard-normal samples from a generator seeded with `seed`.
     pub fn randn(shape: &[usize], dtype: DType, device: &Device, seed: u64) -> Result<Tensor> {
-        Tensor::check_device("randn", device)?;
         if !dtype.is_float() {
             return Err(AotError::dtype("randn", format!("randn is only defined for floating dtypes, got {dtype}")));
         }
         let n = checked_numel("randn", shape)?;
-        let mut rng = cpu::Rng::new(seed);
-        Ok(Tensor::from_cpu(cpu::randn(dtype, n, &mut rng)?, shape))
+        let data = Storage::random("randn", device, Distribution::Normal, dtype, n, &mut Rng::new(seed))?;
+        Ok(Tensor::from_storage(data, Layout::contiguous(shape)))
     }
     /// Uniform samples in [0, 1) from a generator seeded with `seed`.
     pub fn rand(shape: &[usize], dtype: DType, device: &Device, seed: u64) -> Result<Tensor> {
-        Tensor::check_device("rand", device)?;
         if !dtype.is_float() {
             return Err(AotError::dtype("rand", format!("rand is only defined for floating dtypes, got {dtype}")));
         }
         let n = checked_numel("rand", shape)?;
-        let mut rng = cpu::Rng::new(seed);
-        Ok(Tensor::from_cpu(cpu::rand_uniform(dtype, n, &mut rng)?, shape))
+        let data = Storage::random("rand", device, Distribution::Uniform, dtype, n, &mut Rng::new(seed))?;
+        Ok(Tensor::from_storage(data, Layout::contiguous(shape)))
     }
 
     // ---- accessors ------------------------------------------------------
@@ -227,11 +211,10 @@ impl Tensor {
 
     /// The values in logical row-major order, converted to `T`.
     pub fn to_vec<T: CpuElem>(&self) -> Result<Vec<T>> {
-        let layout = self.layout();
-        self.0.storage.with_cpu("to_vec", |c| {
-            let out = cpu::cast(c, &layout, T::DTYPE, &Layout::contiguous(&layout.shape))?;
-            Ok(T::slice(&out).map(|s| s.to_vec()).unwrap_or_default())
-        })
+        let host = self.0.storage.to_host("to_vec", &self.layout(), T::DTYPE)?;
+        T::slice(&host)
+            .map(<[T]>::to_vec)
+            .ok_or_else(|| AotError::internal("to_vec", format!("the host copy is {}, not {}", host.dtype(), T::DTYPE)))
     }
     /// The single value of a one-element tensor.
     pub fn item<T: CpuElem>(&self) -> Result<T> {
@@ -241,22 +224,15 @@ impl Tensor {
         self.to_vec::<T>().and_then(|v| v.into_iter().next().ok_or_else(|| AotError::internal("item", "empty")))
     }
 
-    /// Runs `f` on this tensor's CPU buffer and layout.
-    pub(crate) fn with_cpu<R>(&self, op: &'static str, f: impl FnOnce(&CpuStorage, &Layout) -> Result<R>) -> Result<R> {
-        let layout = self.layout();
-        self.0.storage.with_cpu(op, |c| f(c, &layout))
-    }
-
-    /// Moves (copies) the tensor to `device`.
+    /// Moves (copies) the tensor to `device`: a contiguous copy there, with
+    /// no history. The same device gives `self` back.
     pub fn to_device(&self, device: &Device) -> Result<Tensor> {
         if *device == self.device() {
             return Ok(self.clone());
         }
-        match (&*self.0.storage.read(), device) {
-            (StorageData::Cpu(_), Device::Cuda(_)) => Err(cuda_unavailable("to_device")),
-            #[allow(unreachable_patterns)]
-            _ => Err(cuda_unavailable("to_device")),
-        }
+        let l = self.layout();
+        let data = self.0.storage.to_device("to_device", &l, device)?;
+        Ok(Tensor::from_storage(data, Layout::contiguous(&l.shape)))
     }
 }
 

@@ -4,12 +4,11 @@
 
 use super::SavedTensor;
 use crate::autograd::Node;
-use crate::dispatch_cpu;
-use crate::dtype::{DType, WithDType};
+use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::ops::ViewOp;
-use crate::storage::CpuStorage;
+use crate::storage::Storage;
 use crate::tensor::Tensor;
 use std::sync::Arc;
 
@@ -229,17 +228,6 @@ pub(crate) fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor
     g.to_dtype(dtype)
 }
 
-/// Adds `src` (read through `ls`) into `dst` at the positions of `ld`.
-fn scatter_add(dst: &mut CpuStorage, ld: &Layout, src: &CpuStorage, ls: &Layout) -> Result<()> {
-    let vals = crate::storage::try_collect("view_backward", ls.offsets().map(|o| src.get_f64(o)))?;
-    dispatch_cpu!(dst, d => {
-        for (o, v) in ld.offsets().zip(vals) {
-            d[o] = WithDType::from_f64(d[o].to_f64() + v);
-        }
-    });
-    Ok(())
-}
-
 /// Gradient of a view: scatter-add `g` into zeros laid out like the input.
 fn view_backward(op: &ViewOp, in_layout: &Layout, storage_len: usize, dtype: DType, g: &Tensor) -> Result<Tensor> {
     // as_strided addresses the storage itself, so its input is mirrored with
@@ -249,10 +237,11 @@ fn view_backward(op: &ViewOp, in_layout: &Layout, storage_len: usize, dtype: DTy
         _ => (in_layout.numel(), Layout::contiguous(&in_layout.shape)),
     };
     let out_l = op.apply(&l0, buf_len)?;
-    let mut buf = CpuStorage::zeros("view_backward", dtype, buf_len)?;
+    const OP: &str = "view_backward";
+    let buf = Storage::full(OP, &g.device(), dtype, buf_len, 0.0)?;
     let gc = g.to_dtype(dtype)?;
-    gc.with_cpu("view_backward", |c, l| scatter_add(&mut buf, &out_l, c, l))?;
-    let mirror = Tensor::from_cpu(buf, &[buf_len]);
+    gc.storage().scatter_add_into(OP, &gc.layout(), &buf, &out_l)?;
+    let mirror = Tensor::from_storage(buf, Layout::contiguous(&[buf_len]));
     // `copy` (not `contiguous`): the result must start at offset 0.
     mirror.alias_with_layout(l0).copy()
 }

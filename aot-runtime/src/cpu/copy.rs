@@ -1,10 +1,10 @@
 //! Casts, strided copies and fills: [`cast`] makes a new buffer in a given
-//! layout, [`copy_strided`] and [`fill`] write into an existing one.
+//! layout, [`copy_strided`], [`scatter_add`] and [`fill`] write into an existing one.
 
 use super::elem::{typed, Elem};
 use super::output::OutOrder;
 use super::strided::{check_layout, for_each_pair, map1, map1_into, Plan};
-use crate::dtype::DType;
+use crate::dtype::{DType, WithDType};
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::storage::CpuStorage;
@@ -100,4 +100,24 @@ pub fn fill(dst: &mut CpuStorage, l: &Layout, v: f64) {
         }
     }
     crate::dispatch_cpu!(dst, d => go(d, l, Elem::cast(v)))
+}
+
+/// Adds the elements of `src` (read through `ls`, row-major) into `dst` at
+/// the positions of `ld` (row-major), in f64, rounding once per addition. A
+/// position that `ld` visits more than once gets every addend (the gradient
+/// of an overlapping view). `src` and `dst` are different buffers.
+pub fn scatter_add(src: &CpuStorage, ls: &Layout, dst: &mut CpuStorage, ld: &Layout) -> Result<()> {
+    const OP: &str = "scatter_add";
+    if ls.numel() != ld.numel() {
+        return Err(AotError::shape(OP, format!("cannot add {} elements into {} positions", ls.numel(), ld.numel())));
+    }
+    check_layout(OP, ls, src.len())?;
+    check_layout(OP, ld, dst.len())?;
+    let vals = crate::storage::try_collect(OP, ls.offsets().map(|o| src.get_f64(o)))?;
+    crate::dispatch_cpu!(dst, d => {
+        for (o, v) in ld.offsets().zip(vals) {
+            d[o] = WithDType::from_f64(d[o].to_f64() + v);
+        }
+    });
+    Ok(())
 }

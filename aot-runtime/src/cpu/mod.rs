@@ -1,9 +1,11 @@
-//! CPU compute kernels.
+//! CPU compute kernels. The CPU backend (`backend::cpu`, the
+//! [`Backend`](crate::backend::Backend) impl of `CpuStorage`) calls them;
+//! the eager ops reach them only through that seam.
 //!
 //! Each kernel reads its inputs through their [`Layout`](crate::layout::Layout)s
 //! (any strides, offsets and stride-0 broadcast dims) and returns a new
-//! [`CpuStorage`](crate::storage::CpuStorage) — except [`copy_strided`] and
-//! [`fill`], which write into an existing buffer. The elementwise kernels
+//! [`CpuStorage`](crate::storage::CpuStorage) — except [`copy_strided`],
+//! [`scatter_add`] and [`fill`], which write into an existing buffer. The elementwise kernels
 //! write the dense output layout they are given (PyTorch's, computed by
 //! [`crate::layout::elementwise_layout`]); reductions, softmax and matmul
 //! return contiguous buffers, as PyTorch does.
@@ -16,11 +18,11 @@
 //!
 //! - `unary`: [`unary`] and [`clamp`].
 //! - `binary`: [`binary`], [`binary_scalar`] and [`where_cond`].
-//! - `copy`: [`cast`], [`copy_strided`] and [`fill`].
+//! - `copy`: [`cast`], [`copy_strided`], [`scatter_add`] and [`fill`].
 //! - `reduce`: [`reduce`] (sum, mean, amax) and [`var`].
 //! - `softmax`: [`softmax`] and log-softmax.
 //! - `matmul`: batched [`matmul`] on the `gemm` crate.
-//! - `random`: the seeded [`Rng`], [`rand_uniform`] and [`randn`].
+//! - `random`: the seeded [`Rng`], [`rand_uniform`], [`randn`] and [`dropout_mask`].
 //!
 //! Floating math follows PyTorch: f16/bf16 compute in f32 and round once,
 //! f32 in f32, f64 in f64; reductions accumulate in f64.
@@ -43,9 +45,10 @@ mod elementwise_tests;
 mod testutil;
 
 pub use binary::{binary, binary_scalar, where_cond, BinaryOp};
-pub use copy::{cast, copy_strided, fill};
+pub use copy::{cast, copy_strided, fill, scatter_add};
 pub use matmul::matmul;
-pub use random::{rand_uniform, randn, Rng};
+pub use random::{dropout_mask, rand_uniform, randn, Rng};
 pub use reduce::{reduce, var, ReduceOp};
 pub use softmax::softmax;
+pub(crate) use strided::check_layout;
 pub use unary::{clamp, unary, UnaryOp};

@@ -1,5 +1,5 @@
 //! A small seeded generator (xoshiro256** seeded through SplitMix64) and
-//! the `rand`/`randn` fills built on it. Deterministic for a given seed.
+//! the `rand`/`randn`/dropout fills built on it. Deterministic for a given seed.
 
 use crate::dtype::DType;
 use crate::error::Result;
@@ -90,6 +90,14 @@ pub fn rand_uniform(dtype: DType, n: usize, rng: &mut Rng) -> Result<CpuStorage>
 /// `n` standard normal values of `dtype` (rounded from f64).
 pub fn randn(dtype: DType, n: usize, rng: &mut Rng) -> Result<CpuStorage> {
     CpuStorage::from_f64s("randn", dtype, (0..n).map(|_| rng.normal()))
+}
+
+/// Dropout's mask: `n` values of `dtype`, each `scale` where a uniform draw
+/// is `>= p` and 0 where it is not, one draw per element in order.
+pub fn dropout_mask(dtype: DType, n: usize, p: f64, scale: f64, rng: &mut Rng) -> Result<CpuStorage> {
+    // from_f64s allocates before it draws, so a refused allocation leaves
+    // the generator untouched.
+    CpuStorage::from_f64s("dropout", dtype, (0..n).map(|_| if rng.uniform() >= p { scale } else { 0.0 }))
 }
 
 #[cfg(test)]

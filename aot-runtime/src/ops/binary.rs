@@ -3,12 +3,13 @@
 
 use super::{check_same_device, result_type, Operand};
 use crate::autograd::{record, BackwardOp, SavedTensor};
-use crate::cpu::{self, BinaryOp};
+use crate::backend::BinaryOp;
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};
 use crate::layout::{broadcast_shapes, elementwise_layout, preserve_layout, Layout};
-use crate::storage::CpuStorage;
+use crate::storage::Storage;
 use crate::tensor::Tensor;
+use std::sync::Arc;
 
 /// The dtype the kernel computes in, and the dtype of the result.
 fn compute_dtype(op: BinaryOp, promoted: DType) -> DType {
@@ -31,37 +32,27 @@ pub(crate) fn broadcast_layout(layout: &Layout, shape: &[usize]) -> Layout {
     Layout::new(shape.to_vec(), stride, layout.offset)
 }
 
-/// Reads `t` as `dtype`: in place if it already has that dtype, else as a
-/// cast copy laid out like PyTorch's `.to(dtype)` (TensorIterator promotes
-/// CPU inputs that way before it lays out the result).
-fn read_as(t: &Tensor, op: &'static str, dtype: DType) -> Result<(CpuStorage, Layout, bool)> {
-    t.with_cpu(op, |c, l| {
-        if c.dtype() == dtype {
-            // Returning a clone of the whole buffer would be wasteful: signal
-            // the caller to read in place instead.
-            Ok((CpuStorage::zeros(op, dtype, 0)?, l.clone(), false))
-        } else {
-            let pl = preserve_layout(l);
-            Ok((cpu::cast(c, l, dtype, &pl)?, pl, true))
-        }
-    })
+/// Reads `t` as `dtype`: its own storage and layout if it already has that
+/// dtype, else a cast copy laid out like PyTorch's `.to(dtype)`
+/// (TensorIterator promotes CPU inputs that way before it lays out the result).
+fn read_as(t: &Tensor, op: &'static str, dtype: DType) -> Result<(Arc<Storage>, Layout)> {
+    let l = t.layout();
+    if t.dtype() == dtype {
+        return Ok((t.storage().clone(), l));
+    }
+    let pl = preserve_layout(&l);
+    Ok((Arc::new(t.storage().cast(op, &l, dtype, &pl)?), pl))
 }
 
 /// `a op b` computed in `dtype`, laid out as `out` or else as PyTorch lays
 /// out the result of the two (promoted) operands.
 fn kernel_tt(op: BinaryOp, a: &Tensor, b: &Tensor, dtype: DType, shape: &[usize], out: Option<Layout>) -> Result<Tensor> {
     let name = op.name();
-    let (ca, la, a_cast) = read_as(a, name, dtype)?;
-    let (cb, lb, b_cast) = read_as(b, name, dtype)?;
+    let (sa, la) = read_as(a, name, dtype)?;
+    let (sb, lb) = read_as(b, name, dtype)?;
     let ol = out.unwrap_or_else(|| elementwise_layout(shape, &[&la, &lb]));
     let (la, lb) = (broadcast_layout(&la, shape), broadcast_layout(&lb, shape));
-    let data = match (a_cast, b_cast) {
-        (true, true) => cpu::binary(op, &ca, &la, &cb, &lb, &ol),
-        (true, false) => b.storage().with_cpu(name, |sb| cpu::binary(op, &ca, &la, sb, &lb, &ol)),
-        (false, true) => a.storage().with_cpu(name, |sa| cpu::binary(op, sa, &la, &cb, &lb, &ol)),
-        (false, false) => a.storage().with_cpu(name, |sa| b.storage().with_cpu(name, |sb| cpu::binary(op, sa, &la, sb, &lb, &ol))),
-    }?;
-    Ok(Tensor::from_cpu_layout(data, ol))
+    Ok(Tensor::from_storage(sa.binary(op, &la, &sb, &lb, &ol)?, ol))
 }
 
 /// The layout PyTorch's TensorIterator sees for an input promoted to
@@ -113,15 +104,9 @@ impl ScalarLayout {
 /// `a op s` (or `s op a`) computed in `dtype`, laid out as `out` or else
 /// as PyTorch lays out that op.
 fn kernel_ts(op: BinaryOp, a: &Tensor, s: f64, dtype: DType, scalar_first: bool, out: Option<Layout>) -> Result<Tensor> {
-    let name = op.name();
-    let (ca, la, a_cast) = read_as(a, name, dtype)?;
+    let (sa, la) = read_as(a, op.name(), dtype)?;
     let ol = out.unwrap_or_else(|| ScalarLayout::of(op, scalar_first).layout(&la));
-    let data = if a_cast {
-        cpu::binary_scalar(op, &ca, &la, s, scalar_first, &ol)
-    } else {
-        a.storage().with_cpu(name, |sa| cpu::binary_scalar(op, sa, &la, s, scalar_first, &ol))
-    }?;
-    Ok(Tensor::from_cpu_layout(data, ol))
+    Ok(Tensor::from_storage(sa.binary_scalar(op, &la, s, scalar_first, &ol)?, ol))
 }
 
 /// Out-of-place binary op `a op rhs` (or `rhs op a` if `scalar_first`).
@@ -277,16 +262,12 @@ impl Tensor {
         let shape = broadcast_shapes(op, &shape, &cond.shape())?;
         let a = self.to_dtype(dtype)?;
         let b = other_t.to_dtype(dtype)?;
-        let out = cond.with_cpu(op, |cc, lc| {
-            a.with_cpu(op, |ca, la| {
-                b.with_cpu(op, |cb, lb| {
-                    // PyTorch's operand order: the condition comes first
-                    let ol = elementwise_layout(&shape, &[lc, la, lb]);
-                    let (lc, la, lb) = (broadcast_layout(lc, &shape), broadcast_layout(la, &shape), broadcast_layout(lb, &shape));
-                    Ok(Tensor::from_cpu_layout(cpu::where_cond(cc, &lc, ca, &la, cb, &lb, &ol)?, ol))
-                })
-            })
-        })?;
+        let (lc, la, lb) = (cond.layout(), a.layout(), b.layout());
+        // PyTorch's operand order: the condition comes first
+        let ol = elementwise_layout(&shape, &[&lc, &la, &lb]);
+        let (lc, la, lb) = (broadcast_layout(&lc, &shape), broadcast_layout(&la, &shape), broadcast_layout(&lb, &shape));
+        let data = cond.storage().where_cond(op, &lc, a.storage(), &la, b.storage(), &lb, &ol)?;
+        let out = Tensor::from_storage(data, ol);
         record(&out, &[Some(&a), Some(&b)], || {
             Ok(BackwardOp::Where { cond: SavedTensor::save(cond), a_shape: a.shape(), b_shape: b.shape() })
         })?;

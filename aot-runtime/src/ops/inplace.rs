@@ -8,11 +8,10 @@
 
 use super::Operand;
 use crate::autograd::{is_grad_enabled, record, with_grad_mode, AutogradMeta, BackwardOp, Edge, Node};
-use crate::cpu::{self, BinaryOp};
+use crate::backend::BinaryOp;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{Layout, Overlap};
-use crate::storage::CpuStorage;
 use crate::tensor::Tensor;
 use std::sync::Arc;
 
@@ -77,14 +76,9 @@ pub(crate) fn write_into(op: &'static str, dst: &Tensor, value: &Tensor) -> Resu
         return Err(AotError::shape(op, format!("output with shape {:?} doesn't match the broadcast shape {:?}", dl.shape, vshape)));
     }
     let vl = super::binary::broadcast_layout(&value.layout(), &dl.shape);
-    if value.shares_storage_with(dst) {
-        // Read first, then write: the two layouts may overlap.
-        let tl = Layout::contiguous(&dl.shape);
-        let tmp: CpuStorage = value.with_cpu(op, |c, _| cpu::cast(c, &vl, dst.dtype(), &tl))?;
-        dst.storage().with_cpu_mut(op, |d| cpu::copy_strided(&tmp, &tl, d, &dl))?;
-    } else {
-        value.storage().with_cpu(op, |src| dst.storage().with_cpu_mut(op, |d| cpu::copy_strided(src, &vl, d, &dl)))?;
-    }
+    // Reads the source out first if it shares the destination's storage:
+    // the two layouts may overlap.
+    value.storage().copy_into(op, &vl, dst.storage(), &dl)?;
     dst.storage().bump_version();
     Ok(())
 }
@@ -221,8 +215,7 @@ impl Tensor {
                 )
             })?;
             // only written into `self`: its layout does not matter
-            let data = e.with_cpu(op, |c, l| cpu::cast(c, l, dtype, &Layout::contiguous(&shape)))?;
-            let out = Tensor::from_cpu(data, &shape);
+            let out = e.copy_as(op, dtype, Layout::contiguous(&shape))?;
             record(&out, &[Some(cur), Some(src)], || Ok(BackwardOp::CopyFrom { src_shape: src.shape(), src_dtype: src.dtype() }))?;
             Ok(out)
         })

@@ -2,7 +2,6 @@
 
 use super::check_same_device;
 use crate::autograd::{record, BackwardOp, SavedTensor};
-use crate::cpu;
 use crate::error::{AotError, Result};
 use crate::layout::{broadcast_shapes, checked_numel, Layout};
 use crate::tensor::Tensor;
@@ -43,8 +42,8 @@ fn batched(op: &'static str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         Ok(c.alias_with_layout(Layout::contiguous(&[nb, rows, cols])))
     };
     let (a3, b3) = (to3(a, m, k)?, to3(b, k, n)?);
-    let data = a3.with_cpu(op, |ca, la| b3.with_cpu(op, |cb, lb| cpu::matmul(ca, la, cb, lb)))?;
-    Ok(Tensor::from_cpu(data, &out_shape))
+    let data = a3.storage().matmul(op, &a3.layout(), b3.storage(), &b3.layout())?;
+    Ok(Tensor::from_storage(data, Layout::contiguous(&out_shape)))
 }
 
 impl Tensor {

@@ -1,11 +1,11 @@
 //! Copies, casts, `*_like` constructors and the random ops.
 
 use crate::autograd::{record, BackwardOp, SavedTensor};
-use crate::cpu::{self, Rng};
+use crate::backend::{Distribution, Rng};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{preserve_layout, Layout};
-use crate::storage::CpuStorage;
+use crate::storage::Storage;
 use crate::tensor::Tensor;
 use std::sync::Mutex;
 
@@ -25,8 +25,8 @@ impl Tensor {
     /// A new tensor with `self`'s values in a fresh buffer laid out as
     /// `layout` (dense, offset 0), cast to `dtype`; no history.
     pub(crate) fn copy_as(&self, op: &'static str, dtype: DType, layout: Layout) -> Result<Tensor> {
-        let data = self.with_cpu(op, |c, l| cpu::cast(c, l, dtype, &layout))?;
-        Ok(Tensor::from_cpu_layout(data, layout))
+        let data = self.storage().cast(op, &self.layout(), dtype, &layout)?;
+        Ok(Tensor::from_storage(data, layout))
     }
 
     /// A new tensor with its own storage and the same values (PyTorch's
@@ -63,8 +63,8 @@ impl Tensor {
 
     /// A tensor of this shape and dtype holding `data` (numel values, in
     /// memory order) in `empty_like`'s layout.
-    fn like_with(&self, data: CpuStorage) -> Tensor {
-        Tensor::from_cpu_layout(data, preserve_layout(&self.layout()))
+    fn like_with(&self, data: Storage) -> Tensor {
+        Tensor::from_storage(data, preserve_layout(&self.layout()))
     }
 
     pub fn zeros_like(&self) -> Result<Tensor> {
@@ -75,8 +75,7 @@ impl Tensor {
     }
     /// A tensor filled with `value`, laid out like `self` (preserve format).
     pub fn full_like(&self, value: f64) -> Result<Tensor> {
-        Tensor::check_device("full_like", &self.device())?;
-        Ok(self.like_with(CpuStorage::full("full_like", self.dtype(), self.numel(), value)?))
+        Ok(self.like_with(Storage::full("full_like", &self.device(), self.dtype(), self.numel(), value)?))
     }
     /// Uniform samples in [0, 1) of this shape and dtype, from the global
     /// generator, laid out like `self` (preserve format).
@@ -85,7 +84,7 @@ impl Tensor {
             return Err(AotError::dtype("rand_like", format!("rand_like is only defined for floating dtypes, got {}", self.dtype())));
         }
         let n = self.numel();
-        let data = with_rng(|r| cpu::rand_uniform(self.dtype(), n, r))?;
+        let data = with_rng(|r| Storage::random("rand_like", &self.device(), Distribution::Uniform, self.dtype(), n, r))?;
         Ok(self.like_with(data))
     }
 
@@ -111,13 +110,11 @@ impl Tensor {
     /// order. Eager `dropout` and compiled graphs draw it here, so both
     /// consume the generator alike.
     pub(crate) fn dropout_mask(&self, p: f64) -> Result<Tensor> {
-        const OP: &str = "dropout";
         let n = self.numel();
         let scale = if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
-        // from_f64s allocates before it draws, so a refused allocation
-        // leaves the generator untouched.
-        let data = with_rng(|r| CpuStorage::from_f64s(OP, self.dtype(), (0..n).map(|_| if r.uniform() >= p { scale } else { 0.0 })))?;
-        Ok(Tensor::from_cpu(data, &self.shape()))
+        let dist = Distribution::Dropout { p, scale };
+        let data = with_rng(|r| Storage::random("dropout", &self.device(), dist, self.dtype(), n, r))?;
+        Ok(Tensor::from_storage(data, Layout::contiguous(&self.shape())))
     }
 }
 

@@ -1,6 +1,8 @@
-//! Eager ops: the reference semantics. Each op computes with the CPU
-//! kernels and records its gradient rule (a `BackwardOp`) when autograd is
-//! on. One file per family.
+//! Eager ops: the reference semantics. Each op works out PyTorch's dtype,
+//! shape and result layout, computes through the primitives of its
+//! operands' [`Storage`](crate::storage::Storage) (which dispatch to the
+//! device's [`Backend`](crate::backend::Backend)), and records its gradient
+//! rule (a `BackwardOp`) when autograd is on. One file per family.
 
 mod binary;
 mod inplace;

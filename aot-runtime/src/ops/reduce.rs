@@ -2,9 +2,10 @@
 
 use super::normalize_dims;
 use crate::autograd::{record, BackwardOp, SavedTensor};
-use crate::cpu::{self, ReduceOp};
+use crate::backend::ReduceOp;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
+use crate::layout::Layout;
 use crate::tensor::Tensor;
 
 fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
@@ -40,9 +41,8 @@ fn reduce(op: ReduceOp, name: &'static str, x: &Tensor, dims: &[i64], keepdim: b
     let x = if op == ReduceOp::Mean { float_input(name, x)? } else { x.clone() };
     let shape = x.shape();
     let dims = if all { vec![] } else { normalize_dims(name, dims, shape.len())? };
-    let data = x.with_cpu(name, |c, l| cpu::reduce(op, c, l, &dims, keepdim))?;
-    let out_shape = reduced_shape(&shape, &dims, keepdim);
-    let out = Tensor::from_cpu(data, &out_shape);
+    let data = x.storage().reduce(op, &x.layout(), &dims, keepdim)?;
+    let out = Tensor::from_storage(data, Layout::contiguous(&reduced_shape(&shape, &dims, keepdim)));
     let full_dims: Vec<usize> = if dims.is_empty() { (0..shape.len()).collect() } else { dims.clone() };
     record(&out, &[Some(&x)], || {
         Ok(match op {
@@ -88,8 +88,8 @@ impl Tensor {
         let x = float_input(name, self)?;
         let shape = x.shape();
         let dims = if dims.is_empty() { vec![] } else { normalize_dims(name, dims, shape.len())? };
-        let data = x.with_cpu(name, |c, l| cpu::var(c, l, &dims, correction, keepdim))?;
-        let out = Tensor::from_cpu(data, &reduced_shape(&shape, &dims, keepdim));
+        let data = x.storage().var(name, &x.layout(), &dims, correction, keepdim)?;
+        let out = Tensor::from_storage(data, Layout::contiguous(&reduced_shape(&shape, &dims, keepdim)));
         let full_dims: Vec<usize> = if dims.is_empty() { (0..shape.len()).collect() } else { dims };
         record(&out, &[Some(&x)], || Ok(BackwardOp::VarDim { a: SavedTensor::save(&x), dims: full_dims, correction, keepdim }))?;
         Ok(out)
@@ -99,15 +99,14 @@ impl Tensor {
         let name = if log { "log_softmax" } else { "softmax" };
         let x = float_input(name, self)?;
         let d = crate::layout::wrap_dim(name, dim, x.rank())?;
-        let data = x.with_cpu(name, |c, l| {
-            if l.rank() == 0 {
-                // softmax of a scalar is 1 (log: 0)
-                cpu::softmax(c, &crate::layout::Layout::new(vec![1], vec![1], l.offset), 0, log)
-            } else {
-                cpu::softmax(c, l, d, log)
-            }
-        })?;
-        let out = Tensor::from_cpu(data, &x.shape());
+        let l = x.layout();
+        let data = if l.rank() == 0 {
+            // softmax of a scalar is 1 (log: 0)
+            x.storage().softmax(name, &Layout::new(vec![1], vec![1], l.offset), 0, log)?
+        } else {
+            x.storage().softmax(name, &l, d, log)?
+        };
+        let out = Tensor::from_storage(data, Layout::contiguous(&l.shape));
         let d = if x.rank() == 0 { usize::MAX } else { d };
         record(&out, &[Some(&x)], || Ok(BackwardOp::Softmax { out: SavedTensor::save(&out), dim: d, log }))?;
         Ok(out)

@@ -2,7 +2,7 @@
 //! operand (`elementwise_layout`).
 
 use crate::autograd::{record, BackwardOp, SavedTensor};
-use crate::cpu::{self, UnaryOp};
+use crate::backend::UnaryOp;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::elementwise_layout;
@@ -22,10 +22,9 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
         DType::I64 if !keeps_int(op) => x.to_dtype(DType::F32)?,
         _ => x.clone(),
     };
-    let out = input.with_cpu(name, |c, l| {
-        let ol = elementwise_layout(&l.shape, &[l]);
-        Ok(Tensor::from_cpu_layout(cpu::unary(op, c, l, &ol)?, ol))
-    })?;
+    let l = input.layout();
+    let ol = elementwise_layout(&l.shape, &[&l]);
+    let out = Tensor::from_storage(input.storage().unary(op, &l, &ol)?, ol);
     record(&out, &[Some(&input)], || {
         let a = SavedTensor::save(&input);
         let o = SavedTensor::save(&out);
@@ -82,10 +81,9 @@ impl Tensor {
         if !self.dtype().is_float() {
             return self.to_dtype(DType::F32)?.clamp_opt(min, max);
         }
-        let out = self.with_cpu(name, |c, l| {
-            let ol = elementwise_layout(&l.shape, &[l]);
-            Ok(Tensor::from_cpu_layout(cpu::clamp(c, l, min, max, &ol)?, ol))
-        })?;
+        let l = self.layout();
+        let ol = elementwise_layout(&l.shape, &[&l]);
+        let out = Tensor::from_storage(self.storage().clamp(name, &l, min, max, &ol)?, ol);
         record(&out, &[Some(self)], || Ok(BackwardOp::Clamp { a: SavedTensor::save(self), min, max }))?;
         Ok(out)
     }

@@ -1,0 +1,95 @@
+//! The CPU backend: `impl Backend for CpuStorage`, each method one call of
+//! the kernels in [`crate::cpu`].
+
+use super::{Backend, Distribution};
+use crate::cpu::{self, BinaryOp, ReduceOp, Rng, UnaryOp};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{AotError, Result};
+use crate::layout::Layout;
+use crate::storage::CpuStorage;
+
+/// The CPU constructors are only reached for `Device::Cpu`; anything else
+/// is a dispatch bug.
+fn expect_cpu(op: &'static str, device: &Device) -> Result<()> {
+    match device {
+        Device::Cpu => Ok(()),
+        other => Err(AotError::internal(op, format!("the CPU backend was asked to allocate on {other}"))),
+    }
+}
+
+impl Backend for CpuStorage {
+    fn device(&self) -> Device {
+        Device::Cpu
+    }
+    fn dtype(&self) -> DType {
+        CpuStorage::dtype(self)
+    }
+    fn len(&self) -> usize {
+        CpuStorage::len(self)
+    }
+
+    fn full(op: &'static str, device: &Device, dtype: DType, n: usize, value: f64) -> Result<Self> {
+        expect_cpu(op, device)?;
+        CpuStorage::full(op, dtype, n, value)
+    }
+    fn from_host(op: &'static str, device: &Device, data: CpuStorage) -> Result<Self> {
+        expect_cpu(op, device)?;
+        Ok(data)
+    }
+    fn random(op: &'static str, device: &Device, dist: Distribution, dtype: DType, n: usize, rng: &mut Rng) -> Result<Self> {
+        expect_cpu(op, device)?;
+        match dist {
+            Distribution::Uniform => cpu::rand_uniform(dtype, n, rng),
+            Distribution::Normal => cpu::randn(dtype, n, rng),
+            Distribution::Dropout { p, scale } => cpu::dropout_mask(dtype, n, p, scale, rng),
+        }
+    }
+    fn to_host(&self, _op: &'static str, l: &Layout, dtype: DType) -> Result<CpuStorage> {
+        cpu::cast(self, l, dtype, &Layout::contiguous(&l.shape))
+    }
+
+    fn unary(&self, op: UnaryOp, l: &Layout, out: &Layout) -> Result<Self> {
+        cpu::unary(op, self, l, out)
+    }
+    fn clamp(&self, _op: &'static str, l: &Layout, min: Option<f64>, max: Option<f64>, out: &Layout) -> Result<Self> {
+        cpu::clamp(self, l, min, max, out)
+    }
+    fn binary(&self, op: BinaryOp, la: &Layout, rhs: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
+        cpu::binary(op, self, la, rhs, lb, out)
+    }
+    fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self> {
+        cpu::binary_scalar(op, self, la, s, scalar_first, out)
+    }
+    fn where_cond(&self, _op: &'static str, lc: &Layout, a: &Self, la: &Layout, b: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
+        cpu::where_cond(self, lc, a, la, b, lb, out)
+    }
+    fn cast(&self, _op: &'static str, l: &Layout, dtype: DType, out: &Layout) -> Result<Self> {
+        cpu::cast(self, l, dtype, out)
+    }
+
+    fn copy_strided(&self, _op: &'static str, ls: &Layout, dst: &mut Self, ld: &Layout) -> Result<()> {
+        cpu::copy_strided(self, ls, dst, ld)
+    }
+    fn scatter_add(&self, _op: &'static str, ls: &Layout, dst: &mut Self, ld: &Layout) -> Result<()> {
+        cpu::scatter_add(self, ls, dst, ld)
+    }
+    fn fill(&mut self, op: &'static str, l: &Layout, value: f64) -> Result<()> {
+        crate::cpu::check_layout(op, l, CpuStorage::len(self))?;
+        cpu::fill(self, l, value);
+        Ok(())
+    }
+
+    fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Self> {
+        cpu::reduce(op, self, l, dims, keepdim)
+    }
+    fn var(&self, _op: &'static str, l: &Layout, dims: &[usize], correction: i64, keepdim: bool) -> Result<Self> {
+        cpu::var(self, l, dims, correction, keepdim)
+    }
+    fn softmax(&self, _op: &'static str, l: &Layout, dim: usize, log: bool) -> Result<Self> {
+        cpu::softmax(self, l, dim, log)
+    }
+    fn matmul(&self, _op: &'static str, la: &Layout, rhs: &Self, lb: &Layout) -> Result<Self> {
+        cpu::matmul(self, la, rhs, lb)
+    }
+}

@@ -1,0 +1,108 @@
+//! The backend seam: the storage-level primitives every eager op is built
+//! from, as one trait, [`Backend`], with one implementation per device.
+//!
+//! - `cpu`: `impl Backend for CpuStorage`, delegating to the kernels in
+//!   [`crate::cpu`].
+//! - The CUDA implementation lives in [`crate::cuda`], which picks the real
+//!   cudarc storage (feature `cuda`) or a dummy that reports the missing
+//!   feature. Both are always compiled, so no op needs a `cfg`.
+//!
+//! A backend storage is one buffer of one dtype on one device. Methods read
+//! their operands through [`Layout`]s (any strides, offsets and stride-0
+//! broadcast dims) and either return a new buffer or write into a `&mut`
+//! destination. They do not check that operands share a device: the caller,
+//! [`crate::storage::Storage`], dispatches on the device of every operand
+//! and reports a mismatch before a backend sees it. Every method takes the
+//! name of the eager op it serves (`op`), so an error names what the user
+//! called.
+
+mod cpu;
+
+/// The op kinds and the generator the primitives take; the eager ops name
+/// them from here, so they import nothing from the CPU kernels.
+pub use crate::cpu::{BinaryOp, ReduceOp, Rng, UnaryOp};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::storage::CpuStorage;
+
+/// What a random fill draws, one value per element in row-major order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Distribution {
+    /// Uniform on [0, 1).
+    Uniform,
+    /// Standard normal.
+    Normal,
+    /// Dropout's mask: `scale` where a uniform draw is `>= p`, else 0.
+    Dropout { p: f64, scale: f64 },
+}
+
+/// One device's buffers and the primitives the eager ops are built from.
+///
+/// Constructors (`full`, `from_host`, `random`) take the device to allocate
+/// on; everything else works on buffers of the implementing device.
+pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
+    /// The device this buffer lives on.
+    fn device(&self) -> Device;
+    fn dtype(&self) -> DType;
+    /// The number of elements of the buffer.
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    // ---- allocation and transfer ------------------------------------------
+
+    /// `n` elements of `dtype`, each `value` converted to it.
+    fn full(op: &'static str, device: &Device, dtype: DType, n: usize, value: f64) -> Result<Self>;
+    /// A buffer on `device` holding `data` (moved, or uploaded).
+    fn from_host(op: &'static str, device: &Device, data: CpuStorage) -> Result<Self>;
+    /// `n` values of `dtype` drawn from `dist` with `rng`. A buffer that
+    /// cannot be allocated is an error, and then nothing is drawn.
+    fn random(op: &'static str, device: &Device, dist: Distribution, dtype: DType, n: usize, rng: &mut Rng) -> Result<Self>;
+    /// The elements of `l`, in row-major order, converted to `dtype`, on the host.
+    fn to_host(&self, op: &'static str, l: &Layout, dtype: DType) -> Result<CpuStorage>;
+
+    // ---- elementwise --------------------------------------------------------
+
+    /// `op(x)` for the elements of `l`, written in the dense layout `out`.
+    fn unary(&self, op: UnaryOp, l: &Layout, out: &Layout) -> Result<Self>;
+    /// `x` clamped to `[min, max]` (either bound may be absent).
+    fn clamp(&self, op: &'static str, l: &Layout, min: Option<f64>, max: Option<f64>, out: &Layout) -> Result<Self>;
+    /// `a op b` of two buffers of one dtype, both laid out with `out`'s shape.
+    fn binary(&self, op: BinaryOp, la: &Layout, rhs: &Self, lb: &Layout, out: &Layout) -> Result<Self>;
+    /// `a op s`, or `s op a` if `scalar_first`.
+    fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self>;
+    /// `cond ? a : b`, with `self` the bool condition.
+    #[allow(clippy::too_many_arguments)]
+    fn where_cond(&self, op: &'static str, lc: &Layout, a: &Self, la: &Layout, b: &Self, lb: &Layout, out: &Layout) -> Result<Self>;
+    /// The elements of `l` converted to `dtype`, in the dense layout `out`.
+    fn cast(&self, op: &'static str, l: &Layout, dtype: DType, out: &Layout) -> Result<Self>;
+
+    // ---- writes into an existing buffer ------------------------------------
+
+    /// Copies the elements of `ls` in `self` to the positions of `ld` in
+    /// `dst` (same shape), converting to `dst`'s dtype.
+    fn copy_strided(&self, op: &'static str, ls: &Layout, dst: &mut Self, ld: &Layout) -> Result<()>;
+    /// Adds the elements of `ls` in `self` into the positions of `ld` in
+    /// `dst` (same shape), in row-major order; positions that `ld` visits
+    /// more than once receive every addend.
+    fn scatter_add(&self, op: &'static str, ls: &Layout, dst: &mut Self, ld: &Layout) -> Result<()>;
+    /// Sets the positions of `l` to `value` converted to the buffer's dtype.
+    fn fill(&mut self, op: &'static str, l: &Layout, value: f64) -> Result<()>;
+
+    // ---- reductions and matmul (contiguous results) -------------------------
+
+    /// Sum, mean or amax over `dims` (all dims if empty).
+    fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Self>;
+    /// Variance over `dims` (all if empty), dividing by `N - correction`.
+    fn var(&self, op: &'static str, l: &Layout, dims: &[usize], correction: i64, keepdim: bool) -> Result<Self>;
+    /// softmax (or log_softmax if `log`) along `dim`.
+    fn softmax(&self, op: &'static str, l: &Layout, dim: usize, log: bool) -> Result<Self>;
+    /// Batched product of `self` [b, m, k] and `rhs` [b, k, n] (3-D layouts).
+    fn matmul(&self, op: &'static str, la: &Layout, rhs: &Self, lb: &Layout) -> Result<Self>;
+}
+
+#[cfg(test)]
+mod tests;
