@@ -277,30 +277,9 @@ fn parse_macro(mac: &syn::Macro, errors: &mut Errors) -> Expr {
 /// Parses an expression, reporting unsupported syntax.
 pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
     let span = SpanRange::of(e);
-    let mut unsupported = |what: &str, help: Option<&str>| {
-        errors.add(
-            span,
-            format!("{what} {} not supported in an `#[aot_fn]` body", if what.ends_with('s') { "are" } else { "is" }),
-            help.map(str::to_string),
-        );
-        Expr::Error(span)
-    };
+    let mut unsupported = |what: &str, help: Option<&str>| report_unsupported(errors, span, what, help);
     match e {
-        syn::Expr::Lit(l) => match &l.lit {
-            syn::Lit::Float(f) => match f.base10_parse::<f64>() {
-                Ok(v) => Expr::Float(v, span),
-                Err(err) => {
-                    errors.push(err);
-                    Expr::Error(span)
-                }
-            },
-            syn::Lit::Int(i) => match i.base10_parse::<i64>() {
-                Ok(v) => Expr::Int(v, span),
-                Err(_) => unsupported("an integer literal outside the range of `i64`", None),
-            },
-            syn::Lit::Bool(b) => Expr::Bool(b.value, span),
-            _ => unsupported("this literal", Some("the DSL has numbers and bools")),
-        },
+        syn::Expr::Lit(l) => parse_lit(&l.lit, span, errors),
         syn::Expr::Path(p) => parse_path(p, span, errors),
         syn::Expr::MethodCall(m) => {
             if m.turbofish.is_some() {
@@ -311,37 +290,7 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             let call = SpanRange::single(m.method.span()).to(SpanRange::single(m.paren_token.span.join()));
             Expr::Method { recv: Box::new(recv), method: m.method.clone(), args, span, call, op: None }
         }
-        syn::Expr::Binary(b) => {
-            let op = match b.op {
-                syn::BinOp::Add(_) => BinOp::Add,
-                syn::BinOp::Sub(_) => BinOp::Sub,
-                syn::BinOp::Mul(_) => BinOp::Mul,
-                syn::BinOp::Div(_) => BinOp::Div,
-                syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_) | syn::BinOp::Eq(_) | syn::BinOp::Ne(_) => {
-                    errors.add(
-                        SpanRange::of(&b.op),
-                        "comparison operators are not supported in an `#[aot_fn]` body",
-                        Some("compare tensors elementwise with the methods `lt`, `le`, `gt`, `ge`, `eq`, `ne`: `a.lt(&b)`".into()),
-                    );
-                    return Expr::Error(span);
-                }
-                syn::BinOp::AddAssign(_) | syn::BinOp::SubAssign(_) | syn::BinOp::MulAssign(_) | syn::BinOp::DivAssign(_) => {
-                    errors.add(
-                        SpanRange::of(&b.op),
-                        "compound assignment is not supported in an `#[aot_fn]` body",
-                        Some("use the in-place methods: `a.add_(&b)`, `a.sub_(&b)`, `a.mul_(&b)`, `a.div_(&b)`".into()),
-                    );
-                    return Expr::Error(span);
-                }
-                _ => {
-                    errors.add(SpanRange::of(&b.op), "this operator is not supported in an `#[aot_fn]` body", Some("the operators are `+ - * /` and unary `-`".into()));
-                    return Expr::Error(span);
-                }
-            };
-            let lhs = parse_expr(&b.left, errors);
-            let rhs = parse_expr(&b.right, errors);
-            Expr::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs), span }
-        }
+        syn::Expr::Binary(b) => parse_binary(b, span, errors),
         syn::Expr::Unary(u) => match u.op {
             syn::UnOp::Neg(_) => Expr::Neg(Box::new(parse_expr(&u.expr, errors)), span),
             syn::UnOp::Deref(_) => unsupported("dereferencing (`*`)", Some("use the tensor directly: `a`")),
@@ -375,6 +324,73 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::Unsafe(_) => unsupported("`unsafe` blocks", None),
         _ => unsupported("this expression", None),
     }
+}
+
+/// Parses a literal: floats, integers that fit in `i64`, bools.
+fn parse_lit(lit: &syn::Lit, span: SpanRange, errors: &mut Errors) -> Expr {
+    match lit {
+        syn::Lit::Float(f) => match f.base10_parse::<f64>() {
+            Ok(v) => Expr::Float(v, span),
+            Err(err) => {
+                errors.push(err);
+                Expr::Error(span)
+            }
+        },
+        syn::Lit::Int(i) => match i.base10_parse::<i64>() {
+            Ok(v) => Expr::Int(v, span),
+            Err(_) => report_unsupported(errors, span, "an integer literal outside the range of `i64`", None),
+        },
+        syn::Lit::Bool(b) => Expr::Bool(b.value, span),
+        _ => report_unsupported(errors, span, "this literal", Some("the DSL has numbers and bools")),
+    }
+}
+
+/// Reports `what` as unsupported syntax, with an optional help line.
+fn report_unsupported(errors: &mut Errors, span: SpanRange, what: &str, help: Option<&str>) -> Expr {
+    errors.add(
+        span,
+        format!("{what} {} not supported in an `#[aot_fn]` body", if what.ends_with('s') { "are" } else { "is" }),
+        help.map(str::to_string),
+    );
+    Expr::Error(span)
+}
+
+/// Parses a binary operation; comparisons, compound assignments and the
+/// other operators are reported with what to write instead.
+fn parse_binary(b: &syn::ExprBinary, span: SpanRange, errors: &mut Errors) -> Expr {
+    let op = match b.op {
+        syn::BinOp::Add(_) => BinOp::Add,
+        syn::BinOp::Sub(_) => BinOp::Sub,
+        syn::BinOp::Mul(_) => BinOp::Mul,
+        syn::BinOp::Div(_) => BinOp::Div,
+        syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_) | syn::BinOp::Eq(_) | syn::BinOp::Ne(_) => {
+            errors.add(
+                SpanRange::of(&b.op),
+                "comparison operators are not supported in an `#[aot_fn]` body",
+                Some("compare tensors elementwise with the methods `lt`, `le`, `gt`, `ge`, `eq`, `ne`: `a.lt(&b)`".into()),
+            );
+            return Expr::Error(span);
+        }
+        syn::BinOp::AddAssign(_) | syn::BinOp::SubAssign(_) | syn::BinOp::MulAssign(_) | syn::BinOp::DivAssign(_) => {
+            errors.add(
+                SpanRange::of(&b.op),
+                "compound assignment is not supported in an `#[aot_fn]` body",
+                Some("use the in-place methods: `a.add_(&b)`, `a.sub_(&b)`, `a.mul_(&b)`, `a.div_(&b)`".into()),
+            );
+            return Expr::Error(span);
+        }
+        _ => {
+            errors.add(
+                SpanRange::of(&b.op),
+                "this operator is not supported in an `#[aot_fn]` body",
+                Some("the operators are `+ - * /` and unary `-`".into()),
+            );
+            return Expr::Error(span);
+        }
+    };
+    let lhs = parse_expr(&b.left, errors);
+    let rhs = parse_expr(&b.right, errors);
+    Expr::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs), span }
 }
 
 fn parse_path(p: &syn::ExprPath, span: SpanRange, errors: &mut Errors) -> Expr {

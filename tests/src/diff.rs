@@ -265,6 +265,9 @@ pub fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<()
     }
 }
 
+/// Compares two successful calls: outputs, arguments after the call,
+/// sharing and identity, and (when no difference was found and an output
+/// requires grad) the gradients of the leaves.
 #[allow(clippy::too_many_arguments)]
 pub fn compare_ok(
     f: &CompiledFn,
@@ -283,6 +286,17 @@ pub fn compare_ok(
         errs.push(format!("number of outputs: eager {}, compiled {}", eo.len(), co.len()));
         return;
     }
+    compare_outputs(a, b, eo, co, tol, errs);
+    compare_arguments(a, b, tol, errs);
+    compare_sharing(a, b, eo, co, errs);
+    if !errs.is_empty() || !eo.iter().any(Tensor::requires_grad) {
+        return;
+    }
+    compare_grads(f, tpl, a, b, eo, co, tol, stats, errs);
+}
+
+/// The outputs, one by one, and whether each is a view.
+fn compare_outputs(a: &Materialised, b: &Materialised, eo: &[Tensor], co: &[Tensor], tol: f64, errs: &mut Vec<String>) {
     for (k, (e, c)) in eo.iter().zip(co).enumerate() {
         compare_tensor(&format!("output {k}"), e, c, tol, errs);
         let (eb, cb) = (base_class(e, a), base_class(c, b));
@@ -290,6 +304,10 @@ pub fn compare_ok(
             errs.push(format!("output {k}: eager output is {eb}, compiled output is {cb}"));
         }
     }
+}
+
+/// The tensor arguments after the call, and their whole storages.
+fn compare_arguments(a: &Materialised, b: &Materialised, tol: f64, errs: &mut Vec<String>) {
     for (j, (ea, ca)) in a.tensors.iter().zip(&b.tensors).enumerate() {
         let (Some(ea), Some(ca)) = (ea, ca) else { continue };
         let what = format!("argument {j} after the call");
@@ -303,8 +321,11 @@ pub fn compare_ok(
         // compiled call once per mutation applied by its epilogue, as in
         // PyTorch. A failing call must leave them alone (checked above).
     }
-    // Sharing and identity: outputs against arguments and storage bases,
-    // and outputs against each other.
+}
+
+/// Sharing and identity: outputs against arguments and storage bases, and
+/// outputs against each other.
+fn compare_sharing(a: &Materialised, b: &Materialised, eo: &[Tensor], co: &[Tensor], errs: &mut Vec<String>) {
     let known = |m: &Materialised| -> Vec<Tensor> { m.tensors.iter().flatten().cloned().chain(m.bases.iter().cloned()).collect() };
     let (ka, kb) = (known(a), known(b));
     for k in 0..eo.len() {
@@ -338,10 +359,22 @@ pub fn compare_ok(
             }
         }
     }
-    if !errs.is_empty() || !eo.iter().any(Tensor::requires_grad) {
-        return;
-    }
-    // Gradients: the oracle's loss over the outputs that require grad.
+}
+
+/// Gradients: the oracle's loss over the outputs that require grad, run
+/// backward on each path, and the gradients of every leaf compared.
+#[allow(clippy::too_many_arguments)]
+fn compare_grads(
+    f: &CompiledFn,
+    tpl: &ArgTemplate,
+    a: &Materialised,
+    b: &Materialised,
+    eo: &[Tensor],
+    co: &[Tensor],
+    tol: f64,
+    stats: &Stats,
+    errs: &mut Vec<String>,
+) {
     bump(&stats.grads_compared);
     let backward = |outs: &[Tensor]| -> Result<(), String> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match oracle_loss(outs).map_err(|e| e.to_string())? {
