@@ -1,6 +1,7 @@
 //! Runs a [`FunctionalGraph`] with the eager kernels.
 //!
-//! This is the CPU backend's plan for now: one eager op per node. Nothing
+//! This is the CPU backend's plan for now: one eager op per node, or a
+//! direct kernel (`fast.rs`) where one computes the same. Nothing
 //! here writes a caller's tensor: input groups are read through their bases
 //! and copied (`Cow`) before their first write, so an error at any node
 //! leaves every input as it was. The epilogue
@@ -38,12 +39,17 @@ pub(crate) fn execute(
             FNode::Base { group, out } => (*out, bases.get(*group).cloned().ok_or_else(|| internal(format!("no base for group {group}")))?),
             FNode::Cow { src, out } => {
                 let t = get(&env, *src)?;
-                let copy = t.storage_as_1d().copy()?;
-                (*out, copy.alias_with_layout(t.layout()))
+                match super::fast::cow(t) {
+                    Some(copy) => (*out, copy),
+                    None => (*out, t.storage_as_1d().copy()?.alias_with_layout(t.layout())),
+                }
             }
             FNode::Regen { root, chain, out } => (*out, replay(get(&env, *root)?, chain, args, scalars)?),
             FNode::Op { node, src_node, check_alias } => {
-                let r = exec(&Ctx { node, env: &env, scalars }).map_err(|e| blamed(e, g, *src_node))?;
+                let r = match super::fast::binary(node, &env) {
+                    Some(r) => r,
+                    None => exec(&Ctx { node, env: &env, scalars }).map_err(|e| blamed(e, g, *src_node))?,
+                };
                 if let Some(assumed) = check_alias {
                     let recv = get(&env, node.receiver().unwrap_or(ValueId(u32::MAX)))?;
                     if r.shares_storage_with(recv) != *assumed {
@@ -53,7 +59,9 @@ pub(crate) fn execute(
                 (node.out.unwrap_or(ValueId(u32::MAX)), r)
             }
             FNode::Mutate { node, src_node, root, out } => {
-                exec(&Ctx { node, env: &env, scalars }).map_err(|e| blamed(e, g, *src_node))?;
+                if super::fast::binary(node, &env).is_none() {
+                    exec(&Ctx { node, env: &env, scalars }).map_err(|e| blamed(e, g, *src_node))?;
+                }
                 (*out, get(&env, *root)?.clone())
             }
         };

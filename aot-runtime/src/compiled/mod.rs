@@ -14,6 +14,7 @@
 
 mod arg;
 pub(crate) mod exec;
+pub(crate) mod fast;
 mod interp;
 #[doc(hidden)]
 pub mod joint_exec;
@@ -168,8 +169,11 @@ impl CompiledFn {
         if self.unusual_autograd_state(args).is_some() {
             return self.run_reference(args);
         }
-        let records_grad = self.records_grad(args);
-        let spec = self.cache.get(&self.graph, &self.meta, args)?;
+        // After the check above: asking a stale view for its key
+        // regenerates its history.
+        let probe = specialize::ProbeKey::of(args, &self.meta);
+        let records_grad = is_grad_enabled() && self.meta.records_history(|p| probe.requires_grad(p));
+        let spec = self.cache.get_probed(&self.graph, &self.meta, &probe)?;
         if cfg!(debug_assertions) {
             spec.debug_assert_requires_grad(&self.graph.name, args)?;
         }

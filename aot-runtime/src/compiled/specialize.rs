@@ -31,9 +31,8 @@ use crate::wrappers::training_plan::TrainingPlan;
 use aot_ir::analysis::input_output::{compute_overlapping_inputs, ArgGeometry};
 use aot_ir::transform::{functionalize, FunctionalGraph, InputGroups};
 use aot_ir::{Graph, StaticMeta};
-use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -112,6 +111,12 @@ impl ProbeKey {
         key_hash(self.grad_enabled, self.args())
     }
 
+    /// Whether argument `p` is a tensor that requires grad (as
+    /// `Tensor::requires_grad` answered when the key was computed).
+    pub(crate) fn requires_grad(&self, p: usize) -> bool {
+        self.args().get(p).is_some_and(|k| k.requires_grad)
+    }
+
     fn matches(&self, key: &GuardKey) -> bool {
         key.grad_enabled == self.grad_enabled && key.args == self.args()
     }
@@ -121,13 +126,66 @@ impl ProbeKey {
     }
 }
 
-/// One hash for a probe and the key it equals (`DefaultHasher::new` has
-/// fixed keys; the hash never leaves the process).
+/// One hash for a probe and the key it equals. The hash never leaves the
+/// process and the keys are not chosen by an adversary, so a fast
+/// multiply-rotate hash does (SipHash cost a tenth of a small call).
 fn key_hash(grad_enabled: bool, args: &[ArgKey]) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = KeyHasher(0);
     grad_enabled.hash(&mut h);
     args.hash(&mut h);
     h.finish()
+}
+
+/// The multiply-rotate hash of [`key_hash`].
+struct KeyHasher(u64);
+
+impl KeyHasher {
+    fn add(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.add(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, x: u8) {
+        self.add(u64::from(x));
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.add(u64::from(x));
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.add(x);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.add(x as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The table is keyed by [`key_hash`] already: its own hasher passes the
+/// hash through.
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are hashed; any other input still hashes.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl ArgKey {
@@ -155,20 +213,35 @@ impl ArgKey {
                 i as u32
             }
         };
+        let (requires_grad, is_leaf, rank) = autograd_facts(t);
         ArgKey {
             dtype: t.dtype() as u8,
             device: match t.device() {
                 crate::Device::Cpu => (0, 0),
                 crate::Device::Cuda(o) => (1, o as u32),
             },
-            requires_grad: t.requires_grad(),
-            is_leaf: t.is_leaf(),
-            rank: t.rank() as u32,
+            requires_grad,
+            is_leaf,
+            rank,
             same_as: find(&|u| u.same_tensor(t)),
             storage_as: find(&|u| u.shares_storage_with(t)),
             overlaps: false,
         }
     }
+}
+
+/// `requires_grad`, `is_leaf` and rank of `t`, with one look at its state
+/// when it is not a view (a view's history may need regenerating from its
+/// base, which the full accessors do).
+fn autograd_facts(t: &Tensor) -> (bool, bool, u32) {
+    {
+        let s = t.state();
+        if s.ag.view.is_none() {
+            let has_fn = s.ag.grad_fn.is_some();
+            return (s.ag.requires_grad || has_fn, !has_fn, s.layout.rank() as u32);
+        }
+    }
+    (t.requires_grad(), t.is_leaf(), t.rank() as u32)
 }
 
 impl GuardKey {
@@ -324,7 +397,7 @@ struct Entry {
 #[derive(Default)]
 struct Table {
     /// By key hash; a bucket holds more than one entry only on a collision.
-    by_hash: HashMap<u64, Vec<Entry>>,
+    by_hash: HashMap<u64, Vec<Entry>, BuildHasherDefault<PassThrough>>,
     len: usize,
 }
 
@@ -388,16 +461,20 @@ impl SpecCache {
 
     /// The specialisation for a call with these arguments, built on a miss.
     pub(crate) fn get(&self, g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Arc<Specialization>> {
-        let probe = ProbeKey::of(args, meta);
+        self.get_probed(g, meta, &ProbeKey::of(args, meta))
+    }
+
+    /// [`get`](Self::get) with the call's key already computed.
+    pub(crate) fn get_probed(&self, g: &Graph, meta: &StaticMeta, probe: &ProbeKey) -> Result<Arc<Specialization>> {
         let hash = probe.hash();
-        if let Some(spec) = self.lookup(hash, &probe) {
+        if let Some(spec) = self.lookup(hash, probe) {
             return Ok(spec);
         }
         let key = probe.to_owned();
         let spec = Arc::new(Specialization::build(g, meta, &key)?);
         let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
         let now = self.clock.fetch_add(1, Relaxed);
-        if let Some(e) = table.find(hash, &probe) {
+        if let Some(e) = table.find(hash, probe) {
             // Built by another thread meanwhile: keep one specialisation.
             e.last_used.store(now, Relaxed);
             return Ok(e.spec.clone());

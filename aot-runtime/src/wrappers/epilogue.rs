@@ -51,8 +51,10 @@ pub(crate) fn apply(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg], bases
         arg_tensor(args, p)?.as_strided_(&t.shape(), &t.stride(), t.storage_offset())?;
     }
     for &(group, v) in &fg.mutated_groups {
-        let dst = base(bases, group)?.storage_as_1d();
-        dst.copy_(&get(env, v)?.storage_as_1d())?;
+        let (dst, src) = (base(bases, group)?, get(env, v)?);
+        if !crate::compiled::fast::copy_storage(dst, src) {
+            dst.storage_as_1d().copy_(&src.storage_as_1d())?;
+        }
     }
     let mut regenerated: Vec<(aot_ir::ValueId, Tensor)> = Vec::new();
     let mut results: Vec<Tensor> = Vec::with_capacity(fg.outputs.len());

@@ -13,27 +13,37 @@
 use aot_runtime::prelude::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::cell::Cell;
 use std::time::Instant;
 
 struct Counting;
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    // `const`, without a destructor, and not atomic: usable from inside the
+    // allocator, and cheap enough not to weigh on the timings.
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count() {
+    // `try_with` fails only while the thread is torn down; nothing to count then.
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
 
 // SAFETY: every method forwards to `System` with the caller's arguments, so
 // `System`'s guarantees carry over; counting touches no allocation.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
+        count();
         // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
+        count();
         // SAFETY: forwarded unchanged; the caller upholds `alloc_zeroed`'s contract.
         unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
+        count();
         // SAFETY: `ptr` came from this allocator, i.e. from `System`.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -79,11 +89,11 @@ impl<'a> Variant<'a> {
     }
 
     fn count_allocations(&mut self) {
-        let before = ALLOCATIONS.load(Relaxed);
+        let before = ALLOCATIONS.with(Cell::get);
         for _ in 0..CALLS {
             (self.call)();
         }
-        self.allocations = (ALLOCATIONS.load(Relaxed) - before) as f64 / CALLS as f64;
+        self.allocations = (ALLOCATIONS.with(Cell::get) - before) as f64 / CALLS as f64;
     }
 
     fn median(&self) -> f64 {
@@ -121,6 +131,15 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
             black_box(xe.add(&xf).expect("add"));
         }),
     ];
+    // `W1_ONLY=<name>` times one variant alone (for a profiler).
+    if let Ok(only) = std::env::var("W1_ONLY") {
+        let v = variants.iter_mut().find(|v| v.name == only).ok_or("W1_ONLY names no variant")?;
+        for _ in 0..ROUNDS {
+            v.round();
+        }
+        println!("{only}: {:.3} µs/call", v.median() / 1e3);
+        return Ok(());
+    }
     // Warm up (the compiled call builds its specialisation), then count.
     for v in &mut variants {
         v.round();
