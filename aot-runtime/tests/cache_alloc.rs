@@ -104,3 +104,39 @@ fn a_cache_hit_allocates_nothing() -> Result<()> {
     assert_eq!(dst.to_vec::<f64>()?, expect);
     Ok(())
 }
+
+/// W1 of issue 12: six tiny inputs, two written in place, one add returned.
+#[aot_fn]
+fn w1(a: &mut Tensor, b: &mut Tensor, c: &Tensor, d: &Tensor, e: &Tensor, f: &Tensor) -> Tensor {
+    a.add_(c);
+    b.add_(d);
+    e + f
+}
+
+/// Heap allocations of one new tensor: its buffer, its storage, the tensor
+/// object, and its layout's shape and stride.
+const PER_TENSOR: usize = 5;
+
+#[test]
+fn a_w1_call_allocates_only_its_tensors() -> Result<()> {
+    let dev = Device::Cpu;
+    let t = |s: u64| Tensor::randn(&[4], DType::F32, &dev, s);
+    let (mut a, mut b, c, d, e, f) = (t(0)?, t(1)?, t(2)?, t(3)?, t(4)?, t(5)?);
+    let (a0, b0) = (a.to_vec::<f32>()?, b.to_vec::<f32>()?);
+    w1(&mut a, &mut b, &c, &d, &e, &f)?;
+    let args = [Arg::from(&a), Arg::from(&b), Arg::from(&c), Arg::from(&d), Arg::from(&e), Arg::from(&f)];
+    let (hit, n) = allocations_in(|| w1::compiled().__cache_probe(&args));
+    assert!(hit && n == 0, "the guard and lookup of a W1 call allocated {n} times");
+    let (out, n) = allocations_in(|| w1(&mut a, &mut b, &c, &d, &e, &f));
+    // The output tensor and the `Vec` it is returned in; the transactional
+    // copies of the two written inputs (written back by the epilogue, which
+    // allocates nothing); the plan's value environment and input bases.
+    let budget = (PER_TENSOR + 1) + 2 * PER_TENSOR + 2;
+    assert!(n <= budget, "a warmed-up W1 call allocated {n} times, more than its {budget} tensors and tables");
+    // And it computed W1, twice on the written inputs.
+    let twice = |x0: &[f32], y: &Tensor| -> Result<Vec<f32>> { Ok(x0.iter().zip(y.to_vec::<f32>()?).map(|(x, y)| x + y + y).collect()) };
+    assert_eq!(a.to_vec::<f32>()?, twice(&a0, &c)?);
+    assert_eq!(b.to_vec::<f32>()?, twice(&b0, &d)?);
+    assert_eq!(out?.to_vec::<f32>()?, e.add(&f)?.to_vec::<f32>()?);
+    Ok(())
+}

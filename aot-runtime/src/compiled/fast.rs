@@ -225,3 +225,117 @@ pub(crate) fn copy_storage(dst: &Tensor, src: &Tensor) -> bool {
     dst.storage().bump_version();
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autograd::NoGradGuard;
+    use crate::compiled::interp::{exec, Ctx};
+    use crate::dtype::DType;
+    use aot_ir::{SpanId, ValueId};
+
+    fn node(op: OpKind) -> Node {
+        Node {
+            op,
+            args: vec![IrArg::Tensor(ValueId(0)), IrArg::Tensor(ValueId(1))],
+            out: Some(ValueId(2)),
+            no_grad: false,
+            span: SpanId(0),
+        }
+    }
+
+    fn f32s(n: usize, seed: f32) -> Tensor {
+        let v: Vec<f32> = (0..n).map(|i| seed + i as f32 * 0.37 - 1.5).collect();
+        Tensor::from_vec(v, &[n], &crate::Device::Cpu).unwrap()
+    }
+
+    /// Everything a caller can observe of a result.
+    fn observed(t: &Tensor) -> (Vec<usize>, Vec<usize>, usize, DType, Vec<f64>, bool, u64) {
+        (t.shape(), t.stride(), t.storage_offset(), t.dtype(), t.to_vec::<f64>().unwrap(), t.requires_grad(), t.version())
+    }
+
+    /// The direct kernel and the eager op agree on the result, on the
+    /// receiver afterwards and on its version counter.
+    fn agrees(op: OpKind, a: &Tensor, b: &Tensor) {
+        let _no_grad = NoGradGuard::new();
+        let n = node(op);
+        let dup = |t: &Tensor| t.storage_as_1d().copy().unwrap().alias_with_layout(t.layout());
+        let (a2, b2) = (dup(a), dup(b));
+        let direct = binary(&n, &[Some(a.clone()), Some(b.clone())]).expect("qualifies");
+        let eager = exec(&Ctx { node: &n, env: &[Some(a2.clone()), Some(b2.clone())], scalars: &[] }).unwrap();
+        assert_eq!(observed(&direct), observed(&eager), "{op:?}");
+        assert_eq!(observed(a), observed(&a2), "{op:?}: receiver");
+    }
+
+    #[test]
+    fn direct_kernels_compute_what_eager_computes() {
+        let big = f32s(40, 0.5);
+        let shapes: [(&[usize], &[usize], usize); 4] =
+            [(&[4], &[1], 0), (&[2, 1, 3], &[3, 7, 1], 5), (&[2, 3], &[3, 1], 9), (&[1], &[1], 39)];
+        for op in [
+            OpKind::Add,
+            OpKind::Sub,
+            OpKind::Mul,
+            OpKind::Div,
+            OpKind::AddInplace,
+            OpKind::SubInplace,
+            OpKind::MulInplace,
+            OpKind::DivInplace,
+        ] {
+            for (shape, stride, offset) in shapes {
+                let a = f32s(40, 2.0).as_strided(shape, stride, offset).unwrap();
+                let b = big.as_strided(shape, stride, 1).unwrap();
+                agrees(op, &a, &b);
+                agrees(op, &a.to_dtype(DType::F64).unwrap(), &b.to_dtype(DType::F64).unwrap());
+            }
+        }
+        // Out of place: a tensor with itself, and two views of one storage.
+        let a = f32s(8, 1.0);
+        agrees(OpKind::Mul, &a, &a);
+        agrees(OpKind::Sub, &a.narrow(0, 0, 4).unwrap(), &a.narrow(0, 4, 4).unwrap());
+    }
+
+    #[test]
+    fn other_nodes_run_eagerly() {
+        let a = f32s(6, 0.0).view(&[2, 3]).unwrap();
+        let env = |b: Tensor| [Some(a.clone()), Some(b)];
+        let _no_grad = NoGradGuard::new();
+        let cases = [
+            ("broadcast", OpKind::Add, f32s(3, 1.0)),
+            ("transposed", OpKind::Add, f32s(6, 1.0).view(&[3, 2]).unwrap().t().unwrap()),
+            ("mixed dtypes", OpKind::Mul, f32s(6, 1.0).view(&[2, 3]).unwrap().to_dtype(DType::F64).unwrap()),
+            ("integers", OpKind::Add, a.to_dtype(DType::I64).unwrap()),
+            ("in place over its own storage", OpKind::AddInplace, a.clone()),
+            ("not an arithmetic op", OpKind::Maximum, a.clone()),
+        ];
+        for (what, op, b) in cases {
+            let env = env(b);
+            assert!(binary(&node(op), &env).is_none(), "{what}");
+        }
+        drop(_no_grad);
+        // With grad mode on the eager op records history.
+        assert!(binary(&node(OpKind::Add), &env(a.clone())).is_none(), "grad mode on");
+    }
+
+    #[test]
+    fn plan_copies_match_the_eager_copies() {
+        let _no_grad = NoGradGuard::new();
+        let t = f32s(10, 3.0).narrow(0, 2, 5).unwrap();
+        let c = cow(&t).unwrap();
+        let eager = t.storage_as_1d().copy().unwrap().alias_with_layout(t.layout());
+        assert_eq!(observed(&c), observed(&eager));
+        assert!(!c.shares_storage_with(&t));
+        assert_eq!(c.storage_len(), t.storage_len());
+        // The write-back copies whole storages and bumps the version once.
+        let dst = f32s(10, 0.0);
+        let before = dst.version();
+        c.mul_(2.0).unwrap();
+        assert!(copy_storage(&dst, &c));
+        assert_eq!(dst.version(), before + 1);
+        assert_eq!(dst.to_vec::<f32>().unwrap(), c.storage_as_1d().to_vec::<f32>().unwrap());
+        assert!(!copy_storage(&dst, &dst.narrow(0, 1, 2).unwrap()), "one storage");
+        assert!(!copy_storage(&dst, &f32s(9, 0.0)), "lengths differ");
+        assert!(!copy_storage(&dst, &dst.to_dtype(DType::F64).unwrap()), "dtypes differ");
+        assert_eq!(dst.version(), before + 1, "a refused write-back writes nothing");
+    }
+}

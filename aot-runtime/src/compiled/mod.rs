@@ -166,12 +166,13 @@ impl CompiledFn {
     #[doc(hidden)]
     pub fn __call(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
         let scalars = arg::scalar_values(&self.graph, args)?;
-        if self.unusual_autograd_state(args).is_some() {
+        // The key, and `unusual_autograd_state` in the same pass over the
+        // arguments (each view is checked before its key regenerates its
+        // history).
+        let probe = specialize::ProbeKey::of_checked(args, &self.meta, is_grad_enabled() && self.may_write);
+        if probe.unusual.is_some() {
             return self.run_reference(args);
         }
-        // After the check above: asking a stale view for its key
-        // regenerates its history.
-        let probe = specialize::ProbeKey::of(args, &self.meta);
         let records_grad = is_grad_enabled() && self.meta.records_history(|p| probe.requires_grad(p));
         let spec = self.cache.get_probed(&self.graph, &self.meta, &probe)?;
         if cfg!(debug_assertions) {

@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock, RwLock};
 
 /// What one argument contributes to the key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ArgKey {
     /// `u8::MAX` for scalars.
     dtype: u8,
@@ -69,6 +69,9 @@ const INLINE_ARGS: usize = 16;
 pub(crate) struct ProbeKey {
     grad_enabled: bool,
     args: ArgKeys,
+    /// With `check_unusual`: the first argument in an autograd state the
+    /// compiled paths do not model, and why (the key is then incomplete).
+    pub(crate) unusual: Option<(usize, &'static str)>,
 }
 
 // Inline on purpose: the array lives on the caller's stack, which is what
@@ -81,6 +84,14 @@ enum ArgKeys {
 
 impl ProbeKey {
     pub(crate) fn of(args: &[Arg], meta: &StaticMeta) -> ProbeKey {
+        ProbeKey::of_checked(args, meta, false)
+    }
+
+    /// [`of`](Self::of), and with `check_unusual` also
+    /// `reference::unusual_autograd_state`: each view is checked before
+    /// its key is computed (which may regenerate its history), and the
+    /// first unusual one stops the computation.
+    pub(crate) fn of_checked(args: &[Arg], meta: &StaticMeta, check_unusual: bool) -> ProbeKey {
         let mut keys = if args.len() <= INLINE_ARGS {
             ArgKeys::Inline([ArgKey::SCALAR; INLINE_ARGS], args.len())
         } else {
@@ -92,12 +103,15 @@ impl ProbeKey {
         };
         let with_aliases = meta.mutates_inputs;
         for (i, slot) in slots.iter_mut().enumerate() {
-            *slot = ArgKey::of(args, i, with_aliases);
+            match ArgKey::of(args, i, with_aliases, check_unusual) {
+                Ok(k) => *slot = k,
+                Err(why) => return ProbeKey { grad_enabled: is_grad_enabled(), args: keys, unusual: Some((i, why)) },
+            }
         }
         if with_aliases {
             mark_overlaps(args, slots);
         }
-        ProbeKey { grad_enabled: is_grad_enabled(), args: keys }
+        ProbeKey { grad_enabled: is_grad_enabled(), args: keys, unusual: None }
     }
 
     fn args(&self) -> &[ArgKey] {
@@ -188,6 +202,21 @@ impl Hasher for PassThrough {
     }
 }
 
+impl Hash for ArgKey {
+    // Two words instead of nine fields: hashing is on every call. Equal
+    // keys pack equally, which is all `Hash` needs.
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let a = u64::from(self.dtype)
+            | u64::from(self.device.0) << 8
+            | u64::from(self.requires_grad) << 16
+            | u64::from(self.is_leaf) << 17
+            | u64::from(self.overlaps) << 18
+            | u64::from(self.device.1) << 32;
+        h.write_u64(a);
+        h.write_u64(u64::from(self.rank) ^ u64::from(self.same_as) << 21 ^ u64::from(self.storage_as) << 42);
+    }
+}
+
 impl ArgKey {
     /// What a scalar argument contributes (and the filler of unused slots).
     const SCALAR: ArgKey = ArgKey {
@@ -202,9 +231,11 @@ impl ArgKey {
     };
 
     /// Argument `i`'s key, without `overlaps` (see [`mark_overlaps`]).
-    fn of(args: &[Arg], i: usize, with_aliases: bool) -> ArgKey {
+    /// `Err`: with `check_unusual`, why the argument is in an autograd
+    /// state the compiled paths do not model.
+    fn of(args: &[Arg], i: usize, with_aliases: bool, check_unusual: bool) -> std::result::Result<ArgKey, &'static str> {
         let Some(t) = args[i].tensor() else {
-            return ArgKey { same_as: i as u32, storage_as: i as u32, ..ArgKey::SCALAR };
+            return Ok(ArgKey { same_as: i as u32, storage_as: i as u32, ..ArgKey::SCALAR });
         };
         let find = |f: &dyn Fn(&Tensor) -> bool| {
             if with_aliases {
@@ -213,8 +244,8 @@ impl ArgKey {
                 i as u32
             }
         };
-        let (requires_grad, is_leaf, rank) = autograd_facts(t);
-        ArgKey {
+        let (requires_grad, is_leaf, rank) = autograd_facts(t, check_unusual)?;
+        Ok(ArgKey {
             dtype: t.dtype() as u8,
             device: match t.device() {
                 crate::Device::Cpu => (0, 0),
@@ -226,22 +257,27 @@ impl ArgKey {
             same_as: find(&|u| u.same_tensor(t)),
             storage_as: find(&|u| u.shares_storage_with(t)),
             overlaps: false,
-        }
+        })
     }
 }
 
 /// `requires_grad`, `is_leaf` and rank of `t`, with one look at its state
 /// when it is not a view (a view's history may need regenerating from its
 /// base, which the full accessors do).
-fn autograd_facts(t: &Tensor) -> (bool, bool, u32) {
+/// `Err`: with `check_unusual`, why a view is in an autograd state the
+/// compiled paths do not model (checked before its history is touched).
+fn autograd_facts(t: &Tensor, check_unusual: bool) -> std::result::Result<(bool, bool, u32), &'static str> {
     {
         let s = t.state();
         if s.ag.view.is_none() {
             let has_fn = s.ag.grad_fn.is_some();
-            return (s.ag.requires_grad || has_fn, !has_fn, s.layout.rank() as u32);
+            return Ok((s.ag.requires_grad || has_fn, !has_fn, s.layout.rank() as u32));
         }
     }
-    (t.requires_grad(), t.is_leaf(), t.rank() as u32)
+    if let Some(why) = check_unusual.then(|| super::reference::unusual_state(t)).flatten() {
+        return Err(why);
+    }
+    Ok((t.requires_grad(), t.is_leaf(), t.rank() as u32))
 }
 
 impl GuardKey {
@@ -322,6 +358,9 @@ pub(crate) struct Specialization {
     /// Per argument, whether it required grad when this specialisation was
     /// made (from the key).
     requires_grad: Vec<bool>,
+    /// Per input group, the first argument in it and whether it is the
+    /// group's only tensor.
+    group_args: Vec<(usize, bool)>,
     training: OnceLock<std::result::Result<Arc<TrainingPlan>, String>>,
 }
 
@@ -331,7 +370,11 @@ impl Specialization {
         let graph = functionalize(g, &groups);
         graph.verify().map_err(|e| AotError::Internal { op: "functionalize", msg: e.to_string() })?;
         let requires_grad = key.args.iter().map(|k| k.requires_grad).collect();
-        Ok(Specialization { graph, requires_grad, training: OnceLock::new() })
+        let groups = &graph.groups;
+        let group_args = (0..groups.single.len())
+            .filter_map(|g| Some((groups.group_of.iter().position(|x| *x == Some(g))?, groups.single[g])))
+            .collect();
+        Ok(Specialization { graph, requires_grad, group_args, training: OnceLock::new() })
     }
 
     /// PyTorch's `DebugAssertWrapper`: a call must have the `requires_grad`
@@ -370,14 +413,13 @@ impl Specialization {
     /// The bases of the input groups for these arguments: the tensor itself
     /// for a one-tensor group, else a 1-D tensor over the whole storage.
     pub(crate) fn bases(&self, args: &[Arg]) -> Vec<Tensor> {
-        let groups = &self.graph.groups;
-        (0..groups.single.len())
-            .filter_map(|g| {
-                let p = groups.group_of.iter().position(|x| *x == Some(g))?;
-                let t = args.get(p)?.tensor()?;
-                Some(if groups.single[g] { t.clone() } else { t.storage_as_1d() })
-            })
-            .collect()
+        let mut bases = Vec::with_capacity(self.group_args.len());
+        for &(p, single) in &self.group_args {
+            if let Some(t) = args.get(p).and_then(Arg::tensor) {
+                bases.push(if single { t.clone() } else { t.storage_as_1d() });
+            }
+        }
+        bases
     }
 }
 
