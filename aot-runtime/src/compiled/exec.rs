@@ -13,6 +13,7 @@
 
 use super::arg::Arg;
 use super::interp::{blame, exec, Ctx};
+use super::specialize::Bases;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
@@ -29,14 +30,14 @@ pub(crate) fn execute(
     fg: &FunctionalGraph,
     g: &Graph,
     args: &[Arg],
-    bases: &[Tensor],
+    bases: &Bases,
     scalars: &[Option<ScalarValue>],
 ) -> Result<Option<Env>> {
     let mut env: Env = vec![None; fg.num_values];
     let internal = |what: String| AotError::Internal { op: "compiled call", msg: format!("`{}`: {what}", g.name) };
     for n in &fg.nodes {
         let (out, t) = match n {
-            FNode::Base { group, out } => (*out, bases.get(*group).cloned().ok_or_else(|| internal(format!("no base for group {group}")))?),
+            FNode::Base { group, out } => (*out, bases.get(*group).ok_or_else(|| internal(format!("no base for group {group}")))?),
             FNode::Cow { src, out } => {
                 let t = get(&env, *src)?;
                 match super::fast::cow(t) {

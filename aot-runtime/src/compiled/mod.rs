@@ -22,7 +22,7 @@ mod observe;
 mod reference;
 mod report;
 mod shadow;
-mod specialize;
+pub(crate) mod specialize;
 mod tangents;
 #[cfg(test)]
 mod tests;
@@ -178,8 +178,8 @@ impl CompiledFn {
         if cfg!(debug_assertions) {
             spec.debug_assert_requires_grad(&self.graph.name, args)?;
         }
-        let bases = spec.bases(args);
         if records_grad {
+            let bases = spec.bases(args);
             // Functions the joint graph does not cover yet (see
             // `TrainingPlan::build`) run the eager reference.
             let Ok(plan) = spec.training(&self.graph) else { return self.run_reference(args) };
@@ -196,6 +196,7 @@ impl CompiledFn {
             };
         }
         let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
+        let bases = spec.base_source(args);
         let env = {
             let _no_grad = crate::autograd::NoGradGuard::new();
             exec::execute(&spec.graph, &self.graph, args, &bases, &scalars)?

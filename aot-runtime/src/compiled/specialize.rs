@@ -413,13 +413,30 @@ impl Specialization {
     /// The bases of the input groups for these arguments: the tensor itself
     /// for a one-tensor group, else a 1-D tensor over the whole storage.
     pub(crate) fn bases(&self, args: &[Arg]) -> Vec<Tensor> {
-        let mut bases = Vec::with_capacity(self.group_args.len());
-        for &(p, single) in &self.group_args {
-            if let Some(t) = args.get(p).and_then(Arg::tensor) {
-                bases.push(if single { t.clone() } else { t.storage_as_1d() });
-            }
-        }
-        bases
+        let bases = self.base_source(args);
+        (0..self.group_args.len()).filter_map(|g| bases.get(g)).collect()
+    }
+
+    /// [`bases`](Self::bases), each made when the plan asks for it (an
+    /// inference call reads each at most twice; collecting them cost a
+    /// `Vec` and a handle per argument on every call).
+    pub(crate) fn base_source<'s, 'a>(&'s self, args: &'s [Arg<'a>]) -> Bases<'s, 'a> {
+        Bases { group_args: &self.group_args, args }
+    }
+}
+
+/// The bases of a call's input groups (see [`Specialization::bases`]).
+pub(crate) struct Bases<'s, 'a> {
+    group_args: &'s [(usize, bool)],
+    args: &'s [Arg<'a>],
+}
+
+impl Bases<'_, '_> {
+    /// The base of input group `g`.
+    pub(crate) fn get(&self, g: usize) -> Option<Tensor> {
+        let &(p, single) = self.group_args.get(g)?;
+        let t = self.args.get(p)?.tensor()?;
+        Some(if single { t.clone() } else { t.storage_as_1d() })
     }
 }
 

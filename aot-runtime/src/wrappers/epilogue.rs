@@ -19,6 +19,7 @@
 
 use crate::autograd::NoGradGuard;
 use crate::compiled::exec::{get, Env};
+use crate::compiled::specialize::Bases;
 use crate::compiled::Arg;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
@@ -30,7 +31,7 @@ use aot_ir::StaticMeta;
 /// `meta` says which outputs require grad in eager (inputs that require
 /// grad reach an inference call when nothing records history, such as an
 /// optimizer step under `no_grad!`).
-pub(crate) fn apply(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg], bases: &[Tensor], env: &Env) -> Result<Vec<Tensor>> {
+pub(crate) fn apply(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg], bases: &Bases, env: &Env) -> Result<Vec<Tensor>> {
     // With grad mode off (the caller's), only views pass `requires_grad` on.
     let grad_mode_off = !crate::autograd::is_grad_enabled();
     let _no_grad = NoGradGuard::new();
@@ -52,7 +53,7 @@ pub(crate) fn apply(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg], bases
     }
     for &(group, v) in &fg.mutated_groups {
         let (dst, src) = (base(bases, group)?, get(env, v)?);
-        if !crate::compiled::fast::copy_storage(dst, src) {
+        if !crate::compiled::fast::copy_storage(&dst, src) {
             dst.storage_as_1d().copy_(&src.storage_as_1d())?;
         }
     }
@@ -119,7 +120,7 @@ pub(crate) fn anchor<'a>(fg: &FunctionalGraph, args: &[Arg<'a>], g: usize) -> Re
         .ok_or_else(|| AotError::Internal { op: "epilogue", msg: format!("input group {g} has no tensor") })
 }
 
-fn base(bases: &[Tensor], g: usize) -> Result<&Tensor> {
+fn base(bases: &Bases, g: usize) -> Result<Tensor> {
     bases.get(g).ok_or_else(|| AotError::Internal { op: "epilogue", msg: format!("no base for input group {g}") })
 }
 
