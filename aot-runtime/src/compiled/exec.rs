@@ -23,7 +23,8 @@ use aot_ir::{Arg as IrArg, Graph, Node, OpKind, ScalarValue, SpanId, ValueId};
 /// The values of a finished run, indexed by functional value.
 pub(crate) type Env = Vec<Option<Tensor>>;
 
-/// Executes `fg`. `Ok(None)`: a `reshape`/`contiguous` did not alias as the
+/// Executes `fg`, but for the nodes `skip` marks (writes deferred to the
+/// epilogue, `deferred.rs`). `Ok(None)`: a `reshape`/`contiguous` did not alias as the
 /// pass assumed; nothing was written, and the caller must take the
 /// reference path.
 pub(crate) fn execute(
@@ -32,10 +33,14 @@ pub(crate) fn execute(
     args: &[Arg],
     bases: &Bases,
     scalars: &[Option<ScalarValue>],
+    skip: &[bool],
 ) -> Result<Option<Env>> {
     let mut env: Env = vec![None; fg.num_values];
     let internal = |what: String| AotError::Internal { op: "compiled call", msg: format!("`{}`: {what}", g.name) };
-    for n in &fg.nodes {
+    for (i, n) in fg.nodes.iter().enumerate() {
+        if skip.get(i).copied().unwrap_or(false) {
+            continue;
+        }
         let (out, t) = match n {
             FNode::Base { group, out } => (*out, bases.get(*group).ok_or_else(|| internal(format!("no base for group {group}")))?),
             FNode::Cow { src, out } => {

@@ -14,6 +14,8 @@
 //! also reports every error; nothing here fails on user input.
 
 use crate::autograd::is_grad_enabled;
+use crate::device::Device;
+use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::storage::{try_vec, CpuStorage, Storage, StorageData};
 use crate::tensor::Tensor;
@@ -122,11 +124,35 @@ fn as_cpu(g: &StorageData) -> Option<&CpuStorage> {
 /// and grad mode is off. In-place: the target must not share its
 /// storage with the operand. `None`: not such a node; run it eagerly.
 pub(crate) fn binary(node: &Node, env: &[Option<Tensor>]) -> Option<Tensor> {
-    let (arith, inplace) = Arith::of(node.op)?;
+    let (a, b) = operands(node, env)?;
+    binary_on(node.op, a, b)
+}
+
+/// Whether [`binary_on`] runs `op` on `target` and `operand` (an in-place
+/// op): the same checks, without the write.
+pub(crate) fn inplace_ready(op: OpKind, target: &Tensor, operand: &Tensor) -> bool {
+    let qualifies = matches!(Arith::of(op), Some((_, true)))
+        && !is_grad_enabled()
+        && target.dtype() == operand.dtype()
+        && matches!(target.dtype(), DType::F32 | DType::F64)
+        && target.device() == Device::Cpu
+        && operand.device() == Device::Cpu
+        && !target.shares_storage_with(operand);
+    if !qualifies {
+        return false;
+    }
+    let (st, so) = (target.state(), operand.state());
+    st.layout.shape == so.layout.shape
+        && dense_range(&st.layout, target.storage_len()).is_some()
+        && dense_range(&so.layout, operand.storage_len()).is_some()
+}
+
+/// [`binary`] of an op and its two operands.
+pub(crate) fn binary_on(op: OpKind, a: &Tensor, b: &Tensor) -> Option<Tensor> {
+    let (arith, inplace) = Arith::of(op)?;
     if is_grad_enabled() {
         return None;
     }
-    let (a, b) = operands(node, env)?;
     if a.dtype() != b.dtype() || inplace && a.shares_storage_with(b) {
         return None;
     }
@@ -231,7 +257,6 @@ mod tests {
     use super::*;
     use crate::autograd::NoGradGuard;
     use crate::compiled::interp::{exec, Ctx};
-    use crate::dtype::DType;
     use aot_ir::{SpanId, ValueId};
 
     fn node(op: OpKind) -> Node {

@@ -13,6 +13,7 @@
 //! is the reference the compiled paths are tested against.
 
 mod arg;
+pub(crate) mod deferred;
 pub(crate) mod exec;
 pub(crate) mod fast;
 mod interp;
@@ -28,6 +29,8 @@ mod tangents;
 mod tests;
 #[cfg(test)]
 mod tests_compiled;
+#[cfg(test)]
+mod tests_deferred;
 
 pub use arg::Arg;
 pub use report::CallReport;
@@ -197,12 +200,14 @@ impl CompiledFn {
         }
         let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
         let bases = spec.base_source(args);
-        let env = {
+        let (env, deferred) = {
             let _no_grad = crate::autograd::NoGradGuard::new();
-            exec::execute(&spec.graph, &self.graph, args, &bases, &scalars)?
+            let deferred = spec.deferred.ready(&bases).then_some(&spec.deferred);
+            let skip = deferred.map_or(&[][..], |d| &d.skip);
+            (exec::execute(&spec.graph, &self.graph, args, &bases, &scalars, skip)?, deferred)
         };
         match env {
-            Some(env) => crate::wrappers::epilogue::apply(&spec.graph, &self.meta, args, &bases, &env),
+            Some(env) => crate::wrappers::epilogue::apply(&spec.graph, &self.meta, args, &bases, &env, deferred),
             None => {
                 // A `reshape`/`contiguous` aliased otherwise than assumed:
                 // give back the random numbers drawn and run the reference.

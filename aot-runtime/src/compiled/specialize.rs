@@ -24,6 +24,7 @@
 //! `grad_fn` when `is_leaf` is asked).
 
 use super::arg::Arg;
+use super::deferred::Deferred;
 use crate::autograd::is_grad_enabled;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
@@ -361,6 +362,8 @@ pub(crate) struct Specialization {
     /// Per input group, the first argument in it and whether it is the
     /// group's only tensor.
     group_args: Vec<(usize, bool)>,
+    /// The in-place writes an inference call may leave to the epilogue.
+    pub(crate) deferred: Deferred,
     training: OnceLock<std::result::Result<Arc<TrainingPlan>, String>>,
 }
 
@@ -374,7 +377,8 @@ impl Specialization {
         let group_args = (0..groups.single.len())
             .filter_map(|g| Some((groups.group_of.iter().position(|x| *x == Some(g))?, groups.single[g])))
             .collect();
-        Ok(Specialization { graph, requires_grad, group_args, training: OnceLock::new() })
+        let deferred = Deferred::plan(&graph);
+        Ok(Specialization { graph, requires_grad, group_args, deferred, training: OnceLock::new() })
     }
 
     /// PyTorch's `DebugAssertWrapper`: a call must have the `requires_grad`
