@@ -81,7 +81,7 @@ pub(crate) fn scalar_values(g: &Graph, args: &[Arg]) -> Result<Vec<Option<Scalar
     if args.len() != g.params.len() {
         return Err(sig_err(format!("expected {} arguments, got {}", g.params.len(), args.len())));
     }
-    let values = g.params.iter().zip(args).map(|(p, a)| {
+    let mut values = g.params.iter().zip(args).map(|(p, a)| {
         let v = match (p.ty, *a) {
             (ParamType::Tensor | ParamType::TensorMut, Arg::Tensor(_)) => None,
             (ParamType::F64 | ParamType::F32, Arg::F64(v)) => Some(ScalarValue::F64(v)),
@@ -102,7 +102,7 @@ pub(crate) fn scalar_values(g: &Graph, args: &[Arg]) -> Result<Vec<Option<Scalar
     if g.params.iter().all(|p| matches!(p.ty, ParamType::Tensor | ParamType::TensorMut)) {
         // Nothing to return (readers of the values look them up with
         // `get`): check the kinds without allocating, on every call.
-        return values.map(|v| v.map(drop)).collect::<Result<()>>().map(|()| Vec::new());
+        return values.try_for_each(|v| v.map(drop)).map(|()| Vec::new());
     }
     values.collect()
 }

@@ -11,6 +11,12 @@
 //! states, program shapes the joint graph does not cover yet) run the
 //! transactional eager reference (`reference.rs`). [`CompiledFn::run_eager`]
 //! is the reference the compiled paths are tested against.
+//!
+//! An inference call's fixed cost is kept small: the guard key is computed
+//! on the stack in one pass over the arguments (`specialize.rs`), small
+//! elementwise nodes and the plan's copies run direct kernels (`fast.rs`),
+//! and an in-place write of an input that nothing else reads waits for the
+//! epilogue instead of being made on a copy (`deferred.rs`).
 
 mod arg;
 pub(crate) mod deferred;
