@@ -5,8 +5,8 @@
 //! The plan copies such an input (`Cow`), writes the copy and copies it
 //! back in the epilogue, so that a failing node leaves the input as it was.
 //! When the write is one a direct kernel does (`fast.rs`), which cannot
-//! fail once its operands qualify, and both operands are inputs no node of
-//! the call writes, the write itself can wait for the epilogue and go
+//! fail once its operands qualify, and both operands are inputs no other
+//! node of the call writes (data or metadata), the write itself can wait for the epilogue and go
 //! straight to the caller's storage: the operands are the same then, the
 //! result is the same values with the same single version bump, and
 //! nothing is written unless every node succeeded. The check that the
@@ -73,6 +73,17 @@ impl Deferred {
         }
         if d.writes.is_empty() {
             d.skip.clear();
+            return d;
+        }
+        // Bases only the replaced nodes read need not be made either.
+        let mut read: Vec<ValueId> = fg.outputs.iter().filter_map(output_values).collect();
+        read.extend(fg.metadata_mutations.iter().map(|&(_, v)| v));
+        read.extend(fg.mutated_groups.iter().map(|&(_, v)| v));
+        read.extend(fg.nodes.iter().zip(&d.skip).filter(|(_, &skip)| !skip).flat_map(|(n, _)| uses(n)));
+        for (n, skip) in fg.nodes.iter().zip(&mut d.skip) {
+            if let FNode::Base { out, .. } = n {
+                *skip |= !read.contains(out);
+            }
         }
         d
     }
@@ -110,7 +121,10 @@ impl Deferred {
         let own = [base, copy, last];
         let read_elsewhere = fg.nodes.iter().enumerate().any(|(i, n)| i != cow && i != mutate && uses(n).iter().any(|v| own.contains(v)));
         let returned = fg.outputs.iter().filter_map(output_values).any(|v| own.contains(&v));
-        let reshaped = fg.metadata_mutations.iter().any(|(_, v)| own.contains(v));
+        // The epilogue changes metadata before it writes data: the write
+        // must see both tensors as the op did.
+        let in_groups = |p: usize| matches!(fg.groups.group_of.get(p), Some(Some(g)) if *g == group || *g == operand_group);
+        let reshaped = fg.metadata_mutations.iter().any(|&(p, v)| own.contains(&v) || in_groups(p));
         if read_elsewhere || returned || reshaped {
             return None;
         }
@@ -122,9 +136,8 @@ impl Deferred {
     /// [`apply`](Self::apply)).
     pub(crate) fn ready(&self, bases: &Bases) -> bool {
         !self.writes.is_empty()
-            && self.writes.iter().all(|w| match (bases.get(w.group), bases.get(w.operand)) {
-                (Some(t), Some(o)) => super::fast::inplace_ready(w.node.op, &t, &o),
-                _ => false,
+            && self.writes.iter().all(|w| {
+                bases.with(w.group, |t| bases.with(w.operand, |o| super::fast::inplace_ready(w.node.op, t, o))) == Some(Some(true))
             })
     }
 
@@ -132,7 +145,7 @@ impl Deferred {
     /// when `group` has none.
     pub(crate) fn apply(&self, group: usize, bases: &Bases) -> bool {
         let Some(w) = self.writes.iter().find(|w| w.group == group) else { return false };
-        let (Some(t), Some(o)) = (bases.get(w.group), bases.get(w.operand)) else { return false };
-        super::fast::binary_on(w.node.op, &t, &o).is_some()
+        let ran = bases.with(w.group, |t| bases.with(w.operand, |o| super::fast::binary_on(w.node.op, t, o).is_some()));
+        ran == Some(Some(true))
     }
 }

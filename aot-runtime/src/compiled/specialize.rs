@@ -442,6 +442,14 @@ impl Bases<'_, '_> {
         let t = self.args.get(p)?.tensor()?;
         Some(if single { t.clone() } else { t.storage_as_1d() })
     }
+
+    /// `f` of the base of input group `g`, borrowed where it is the
+    /// caller's tensor itself.
+    pub(crate) fn with<R>(&self, g: usize, f: impl FnOnce(&Tensor) -> R) -> Option<R> {
+        let &(p, single) = self.group_args.get(g)?;
+        let t = self.args.get(p)?.tensor()?;
+        Some(if single { f(t) } else { f(&t.storage_as_1d()) })
+    }
 }
 
 /// How many specialisations one compiled function keeps (see the module

@@ -118,3 +118,15 @@ fn writes_whose_target_or_operand_is_read_elsewhere_are_not_deferred() {
     y.add_(&y.copy().expect("copy")).expect("add_");
     assert_eq!(state(&x), state(&y), "x.add_(x) as eager");
 }
+
+#[test]
+fn an_operand_whose_metadata_changes_is_not_deferred() {
+    // `a.add_(c); c.unsqueeze_(0); a`: the epilogue reshapes `c` before it
+    // writes data (found by the differential test).
+    let mut g = GraphBuilder::new("reshaped_operand");
+    let [a, c] = ["a", "c"].map(|n| g.tensor(n, true));
+    g.call(OpKind::AddInplace, a, vec![t(c)]);
+    g.call(OpKind::UnsqueezeInplace, c, vec![aot_ir::graph::args::i(0)]);
+    let f = CompiledFn::new(g.finish(vec![a], ReturnKind::Single)).expect("valid graph");
+    assert_eq!(agrees(&f, &|| (0..2).map(|_| seq(4, &[4, 1, 1], DType::F64)).collect()), 0);
+}
