@@ -12,8 +12,8 @@
 
 use aot_runtime::prelude::*;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::hint::black_box;
 use std::cell::Cell;
+use std::hint::black_box;
 use std::time::Instant;
 
 struct Counting;
