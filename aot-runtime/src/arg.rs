@@ -70,7 +70,8 @@ macro_rules! arg_from {
 arg_from!(f64 => F64, f32 => F32, i64 => I64, usize => Usize, bool => Bool);
 
 /// Checks the arguments against the signature and returns the scalar
-/// values by parameter position (`None` at tensor positions).
+/// values by parameter position (`None` at tensor positions; empty when
+/// the function has no scalar parameter).
 ///
 /// Numbers convert where no information is lost in a way the user could
 /// not expect: any number for a float parameter, integers for integer
@@ -80,26 +81,58 @@ pub(crate) fn scalar_values(g: &Graph, args: &[Arg]) -> Result<Vec<Option<Scalar
     if args.len() != g.params.len() {
         return Err(sig_err(format!("expected {} arguments, got {}", g.params.len(), args.len())));
     }
-    g.params
-        .iter()
-        .zip(args)
-        .map(|(p, a)| {
-            let v = match (p.ty, *a) {
-                (ParamType::Tensor | ParamType::TensorMut, Arg::Tensor(_)) => None,
-                (ParamType::F64 | ParamType::F32, Arg::F64(v)) => Some(ScalarValue::F64(v)),
-                (ParamType::F64 | ParamType::F32, Arg::F32(v)) => Some(ScalarValue::F64(f64::from(v))),
-                (ParamType::F64 | ParamType::F32, Arg::I64(v)) => Some(ScalarValue::F64(v as f64)),
-                (ParamType::I64 | ParamType::Usize, Arg::I64(v)) => Some(ScalarValue::I64(v)),
-                (ParamType::I64 | ParamType::Usize, Arg::Usize(v)) => {
-                    let v = i64::try_from(v).map_err(|_| sig_err(format!("argument `{}` = {v} does not fit in an i64", p.name)))?;
-                    Some(ScalarValue::I64(v))
-                }
-                (ParamType::Bool, Arg::Bool(v)) => Some(ScalarValue::Bool(v)),
-                (ty, a) => {
-                    return Err(sig_err(format!("argument `{}` is declared `{}`, but {} was passed", p.name, ty.rust_name(), a.kind())));
-                }
-            };
-            Ok(v)
-        })
-        .collect()
+    let mut values = g.params.iter().zip(args).map(|(p, a)| {
+        let v = match (p.ty, *a) {
+            (ParamType::Tensor | ParamType::TensorMut, Arg::Tensor(_)) => None,
+            (ParamType::F64 | ParamType::F32, Arg::F64(v)) => Some(ScalarValue::F64(v)),
+            (ParamType::F64 | ParamType::F32, Arg::F32(v)) => Some(ScalarValue::F64(f64::from(v))),
+            (ParamType::F64 | ParamType::F32, Arg::I64(v)) => Some(ScalarValue::F64(v as f64)),
+            (ParamType::I64 | ParamType::Usize, Arg::I64(v)) => Some(ScalarValue::I64(v)),
+            (ParamType::I64 | ParamType::Usize, Arg::Usize(v)) => {
+                let v = i64::try_from(v).map_err(|_| sig_err(format!("argument `{}` = {v} does not fit in an i64", p.name)))?;
+                Some(ScalarValue::I64(v))
+            }
+            (ParamType::Bool, Arg::Bool(v)) => Some(ScalarValue::Bool(v)),
+            (ty, a) => {
+                return Err(sig_err(format!("argument `{}` is declared `{}`, but {} was passed", p.name, ty.rust_name(), a.kind())));
+            }
+        };
+        Ok(v)
+    });
+    if g.params.iter().all(|p| matches!(p.ty, ParamType::Tensor | ParamType::TensorMut)) {
+        // Nothing to return (readers of the values look them up with
+        // `get`): check the kinds without allocating, on every call.
+        return values.try_for_each(|v| v.map(drop)).map(|()| Vec::new());
+    }
+    values.collect()
+}
+
+/// The bases of a call's input groups, made on demand from its arguments.
+pub(crate) struct Bases<'s, 'a> {
+    group_args: &'s [(usize, bool)],
+    args: &'s [Arg<'a>],
+}
+
+impl<'s, 'a> Bases<'s, 'a> {
+    /// The bases of `args` for a specialisation whose input group `g` is
+    /// over argument `group_args[g].0`: the tensor itself when
+    /// `group_args[g].1` (a one-tensor group), else its whole storage.
+    pub(crate) fn new(group_args: &'s [(usize, bool)], args: &'s [Arg<'a>]) -> Bases<'s, 'a> {
+        Bases { group_args, args }
+    }
+
+    /// The base of input group `g`.
+    pub(crate) fn get(&self, g: usize) -> Option<Tensor> {
+        let &(p, single) = self.group_args.get(g)?;
+        let t = self.args.get(p)?.tensor()?;
+        Some(if single { t.clone() } else { t.storage_as_1d() })
+    }
+
+    /// `f` of the base of input group `g`, borrowed where it is the
+    /// caller's tensor itself.
+    pub(crate) fn with<R>(&self, g: usize, f: impl FnOnce(&Tensor) -> R) -> Option<R> {
+        let &(p, single) = self.group_args.get(g)?;
+        let t = self.args.get(p)?.tensor()?;
+        Some(if single { f(t) } else { f(&t.storage_as_1d()) })
+    }
 }

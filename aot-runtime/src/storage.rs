@@ -342,6 +342,21 @@ impl Storage {
         same_device(name, self, &[rhs])?;
         self.read2(rhs, |a, b| map_backend2!(name, (a, b), (x, y) => x.binary(op, la, y, lb, out))).map(Storage::new)
     }
+    /// `self[l] = self[l] op rhs[lr]` in place, `rhs` another storage. The
+    /// caller bumps the version.
+    pub(crate) fn binary_assign(&self, op: BinaryOp, l: &Layout, rhs: &Storage, lr: &Layout) -> Result<()> {
+        let name = op.name();
+        same_device(name, self, &[rhs])?;
+        if std::ptr::eq(self, rhs) {
+            return Err(AotError::internal(name, "binary_assign with its own storage as operand"));
+        }
+        let (src, mut d) = (rhs.read(), self.write());
+        match (&mut *d, &*src) {
+            (StorageData::Cpu(d), StorageData::Cpu(s)) => d.binary_assign(op, l, s, lr),
+            (StorageData::Cuda(d), StorageData::Cuda(s)) => d.binary_assign(op, l, s, lr),
+            (d, s) => Err(mismatch(name, d.device(), s.device())),
+        }
+    }
     pub(crate) fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Storage> {
         map_backend!(&*self.read(), x => x.binary_scalar(op, la, s, scalar_first, out)).map(Storage::new)
     }

@@ -58,6 +58,9 @@ impl Backend for CpuStorage {
     fn binary(&self, op: BinaryOp, la: &Layout, rhs: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
         cpu::binary(op, self, la, rhs, lb, out)
     }
+    fn binary_assign(&mut self, op: BinaryOp, l: &Layout, rhs: &Self, lr: &Layout) -> Result<()> {
+        cpu::binary_assign(op, self, l, rhs, lr)
+    }
     fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self> {
         cpu::binary_scalar(op, self, la, s, scalar_first, out)
     }

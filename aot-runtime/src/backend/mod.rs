@@ -72,6 +72,9 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
     fn clamp(&self, op: &'static str, l: &Layout, min: Option<f64>, max: Option<f64>, out: &Layout) -> Result<Self>;
     /// `a op b` of two buffers of one dtype, both laid out with `out`'s shape.
     fn binary(&self, op: BinaryOp, la: &Layout, rhs: &Self, lb: &Layout, out: &Layout) -> Result<Self>;
+    /// `self[l] = self[l] op rhs[lr]` in place: one shape, one dtype, and
+    /// `l` does not overlap itself.
+    fn binary_assign(&mut self, op: BinaryOp, l: &Layout, rhs: &Self, lr: &Layout) -> Result<()>;
     /// `a op s`, or `s op a` if `scalar_first`.
     fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self>;
     /// `cond ? a : b`, with `self` the bool condition.

@@ -13,17 +13,26 @@
 //! states, program shapes the joint graph does not cover yet) run the
 //! transactional eager reference (`reference.rs`). [`CompiledFn::run_eager`]
 //! is the reference the compiled paths are tested against.
+//!
+//! An inference call's fixed cost is kept small: the guard key is computed
+//! on the stack in one pass over the arguments (`specialize.rs`), small
+//! elementwise nodes and the plan's copies run direct kernels
+//! (`executor/fast.rs`), and an in-place write of an input that nothing
+//! else reads waits for the epilogue instead of being made on a copy
+//! (`executor/deferred.rs`).
 
 mod observe;
 mod reference;
 mod report;
 mod shadow;
-mod specialize;
+pub(crate) mod specialize;
 mod tangents;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_compiled;
+#[cfg(test)]
+mod tests_deferred;
 
 pub use crate::arg::Arg;
 pub use report::CallReport;
@@ -162,16 +171,20 @@ impl CompiledFn {
     #[doc(hidden)]
     pub fn __call(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
         let scalars = crate::arg::scalar_values(&self.graph, args)?;
-        if self.unusual_autograd_state(args).is_some() {
+        // The key, and `unusual_autograd_state` in the same pass over the
+        // arguments (each view is checked before its key regenerates its
+        // history).
+        let probe = specialize::ProbeKey::of_checked(args, &self.meta, is_grad_enabled() && self.may_write);
+        if probe.unusual.is_some() {
             return self.run_reference(args);
         }
-        let records_grad = self.records_grad(args);
-        let spec = self.cache.get(&self.graph, &self.meta, args)?;
+        let records_grad = is_grad_enabled() && self.meta.records_history(|p| probe.requires_grad(p));
+        let spec = self.cache.get_probed(&self.graph, &self.meta, &probe)?;
         if cfg!(debug_assertions) {
             spec.debug_assert_requires_grad(&self.graph.name, args)?;
         }
-        let bases = spec.bases(args);
         if records_grad {
+            let bases = spec.bases(args);
             // Functions the joint graph does not cover yet (see
             // `TrainingPlan::build`) run the eager reference.
             let Ok(plan) = spec.training(&self.graph) else { return self.run_reference(args) };
@@ -188,12 +201,15 @@ impl CompiledFn {
             };
         }
         let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
-        let env = {
+        let bases = spec.base_source(args);
+        let (env, deferred) = {
             let _no_grad = crate::autograd::NoGradGuard::new();
-            crate::executor::functional::execute(&spec.graph, &self.graph, args, &bases, &scalars)?
+            let deferred = spec.deferred.ready(&bases).then_some(&spec.deferred);
+            let skip = deferred.map_or(&[][..], |d| &d.skip);
+            (crate::executor::functional::execute(&spec.graph, &self.graph, args, &bases, &scalars, skip)?, deferred)
         };
         match env {
-            Some(env) => crate::wrappers::epilogue::apply(&spec.graph, &self.meta, args, &bases, &env),
+            Some(env) => crate::wrappers::epilogue::apply(&spec.graph, &self.meta, args, &bases, &env, deferred),
             None => {
                 // A `reshape`/`contiguous` aliased otherwise than assumed:
                 // give back the random numbers drawn and run the reference.
@@ -286,6 +302,12 @@ pub mod __private {
     /// training"`, or `"eager reference: <why>"`.
     pub fn call_path(f: &CompiledFn, args: &[Arg]) -> Result<String> {
         f.call_path(args)
+    }
+
+    /// Whether a call with these arguments finds its specialisation cached
+    /// (the guard key and lookup of a call, nothing else).
+    pub fn cache_probe(f: &CompiledFn, args: &[Arg]) -> bool {
+        f.cache_probe(args)
     }
 
     /// How many specialisations `f` has cached.

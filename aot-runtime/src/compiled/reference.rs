@@ -60,30 +60,32 @@ pub(crate) fn may_write(g: &Graph, meta: &StaticMeta) -> bool {
 /// Views made with grad on that carry their base's current history, and
 /// plain tensors, are modelled.
 pub(crate) fn unusual_autograd_state(args: &[Arg]) -> Option<(usize, &'static str)> {
-    args.iter().enumerate().find_map(|(p, a)| {
-        let t = a.tensor()?;
-        let (view, has_fn, fn_version) = {
-            let s = t.state();
-            (s.ag.view.clone(), s.ag.grad_fn.is_some(), s.ag.grad_fn_version)
-        };
-        let v = view?;
-        // Its base may gain history during the call (a write of a value
-        // that requires grad), after which eager refuses to write it.
-        if v.created_in_no_grad {
-            return Some((p, "a view made under no_grad"));
-        }
-        if !v.base.requires_grad() {
-            return None;
-        }
-        let why = if !has_fn {
-            "a view taken before its base required grad"
-        } else if fn_version != t.version() {
-            "a view whose base was written since it was taken"
-        } else {
-            return None;
-        };
-        Some((p, why))
-    })
+    args.iter().enumerate().find_map(|(p, a)| Some((p, unusual_state(a.tensor()?)?)))
+}
+
+/// Why `t` is in an autograd state the compiled paths do not model, if it
+/// is (only views can be). Asks nothing that regenerates a view's history.
+pub(crate) fn unusual_state(t: &Tensor) -> Option<&'static str> {
+    let (view, has_fn, fn_version) = {
+        let s = t.state();
+        (s.ag.view.clone(), s.ag.grad_fn.is_some(), s.ag.grad_fn_version)
+    };
+    let v = view?;
+    // Its base may gain history during the call (a write of a value
+    // that requires grad), after which eager refuses to write it.
+    if v.created_in_no_grad {
+        return Some("a view made under no_grad");
+    }
+    if !v.base.requires_grad() {
+        return None;
+    }
+    if !has_fn {
+        Some("a view taken before its base required grad")
+    } else if fn_version != t.version() {
+        Some("a view whose base was written since it was taken")
+    } else {
+        None
+    }
 }
 
 #[derive(Default)]

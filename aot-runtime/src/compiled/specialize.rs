@@ -23,22 +23,22 @@
 //! base was written since its history was recorded (autograd makes its new
 //! `grad_fn` when `is_leaf` is asked).
 
-use crate::arg::Arg;
+use crate::arg::{Arg, Bases};
 use crate::autograd::is_grad_enabled;
 use crate::error::{AotError, Result};
+use crate::executor::deferred::Deferred;
 use crate::tensor::Tensor;
 use crate::wrappers::training_plan::TrainingPlan;
 use aot_ir::analysis::input_output::{compute_overlapping_inputs, ArgGeometry};
 use aot_ir::transform::{functionalize, FunctionalGraph, InputGroups};
 use aot_ir::{Graph, StaticMeta};
-use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock, RwLock};
 
 /// What one argument contributes to the key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ArgKey {
     /// `u8::MAX` for scalars.
     dtype: u8,
@@ -70,6 +70,9 @@ const INLINE_ARGS: usize = 16;
 pub(crate) struct ProbeKey {
     grad_enabled: bool,
     args: ArgKeys,
+    /// With `check_unusual`: the first argument in an autograd state the
+    /// compiled paths do not model, and why (the key is then incomplete).
+    pub(crate) unusual: Option<(usize, &'static str)>,
 }
 
 // Inline on purpose: the array lives on the caller's stack, which is what
@@ -82,6 +85,14 @@ enum ArgKeys {
 
 impl ProbeKey {
     pub(crate) fn of(args: &[Arg], meta: &StaticMeta) -> ProbeKey {
+        ProbeKey::of_checked(args, meta, false)
+    }
+
+    /// [`of`](Self::of), and with `check_unusual` also
+    /// `reference::unusual_autograd_state`: each view is checked before
+    /// its key is computed (which may regenerate its history), and the
+    /// first unusual one stops the computation.
+    pub(crate) fn of_checked(args: &[Arg], meta: &StaticMeta, check_unusual: bool) -> ProbeKey {
         let mut keys = if args.len() <= INLINE_ARGS {
             ArgKeys::Inline([ArgKey::SCALAR; INLINE_ARGS], args.len())
         } else {
@@ -93,12 +104,15 @@ impl ProbeKey {
         };
         let with_aliases = meta.mutates_inputs;
         for (i, slot) in slots.iter_mut().enumerate() {
-            *slot = ArgKey::of(args, i, with_aliases);
+            match ArgKey::of(args, i, with_aliases, check_unusual) {
+                Ok(k) => *slot = k,
+                Err(why) => return ProbeKey { grad_enabled: is_grad_enabled(), args: keys, unusual: Some((i, why)) },
+            }
         }
         if with_aliases {
             mark_overlaps(args, slots);
         }
-        ProbeKey { grad_enabled: is_grad_enabled(), args: keys }
+        ProbeKey { grad_enabled: is_grad_enabled(), args: keys, unusual: None }
     }
 
     fn args(&self) -> &[ArgKey] {
@@ -112,6 +126,12 @@ impl ProbeKey {
         key_hash(self.grad_enabled, self.args())
     }
 
+    /// Whether argument `p` is a tensor that requires grad (as
+    /// `Tensor::requires_grad` answered when the key was computed).
+    pub(crate) fn requires_grad(&self, p: usize) -> bool {
+        self.args().get(p).is_some_and(|k| k.requires_grad)
+    }
+
     fn matches(&self, key: &GuardKey) -> bool {
         key.grad_enabled == self.grad_enabled && key.args == self.args()
     }
@@ -121,13 +141,81 @@ impl ProbeKey {
     }
 }
 
-/// One hash for a probe and the key it equals (`DefaultHasher::new` has
-/// fixed keys; the hash never leaves the process).
+/// One hash for a probe and the key it equals. The hash never leaves the
+/// process and the keys are not chosen by an adversary, so a fast
+/// multiply-rotate hash does (SipHash cost a tenth of a small call).
 fn key_hash(grad_enabled: bool, args: &[ArgKey]) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = KeyHasher(0);
     grad_enabled.hash(&mut h);
     args.hash(&mut h);
     h.finish()
+}
+
+/// The multiply-rotate hash of [`key_hash`].
+struct KeyHasher(u64);
+
+impl KeyHasher {
+    fn add(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.add(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, x: u8) {
+        self.add(u64::from(x));
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.add(u64::from(x));
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.add(x);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.add(x as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The table is keyed by [`key_hash`] already: its own hasher passes the
+/// hash through.
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are hashed; any other input still hashes.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Hash for ArgKey {
+    // Two words instead of nine fields: hashing is on every call. Equal
+    // keys pack equally, which is all `Hash` needs.
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let a = u64::from(self.dtype)
+            | u64::from(self.device.0) << 8
+            | u64::from(self.requires_grad) << 16
+            | u64::from(self.is_leaf) << 17
+            | u64::from(self.overlaps) << 18
+            | u64::from(self.device.1) << 32;
+        h.write_u64(a);
+        h.write_u64(u64::from(self.rank) ^ u64::from(self.same_as) << 21 ^ u64::from(self.storage_as) << 42);
+    }
 }
 
 impl ArgKey {
@@ -144,9 +232,11 @@ impl ArgKey {
     };
 
     /// Argument `i`'s key, without `overlaps` (see [`mark_overlaps`]).
-    fn of(args: &[Arg], i: usize, with_aliases: bool) -> ArgKey {
+    /// `Err`: with `check_unusual`, why the argument is in an autograd
+    /// state the compiled paths do not model.
+    fn of(args: &[Arg], i: usize, with_aliases: bool, check_unusual: bool) -> std::result::Result<ArgKey, &'static str> {
         let Some(t) = args[i].tensor() else {
-            return ArgKey { same_as: i as u32, storage_as: i as u32, ..ArgKey::SCALAR };
+            return Ok(ArgKey { same_as: i as u32, storage_as: i as u32, ..ArgKey::SCALAR });
         };
         let find = |f: &dyn Fn(&Tensor) -> bool| {
             if with_aliases {
@@ -155,20 +245,40 @@ impl ArgKey {
                 i as u32
             }
         };
-        ArgKey {
+        let (requires_grad, is_leaf, rank) = autograd_facts(t, check_unusual)?;
+        Ok(ArgKey {
             dtype: t.dtype() as u8,
             device: match t.device() {
                 crate::Device::Cpu => (0, 0),
                 crate::Device::Cuda(o) => (1, o as u32),
             },
-            requires_grad: t.requires_grad(),
-            is_leaf: t.is_leaf(),
-            rank: t.rank() as u32,
+            requires_grad,
+            is_leaf,
+            rank,
             same_as: find(&|u| u.same_tensor(t)),
             storage_as: find(&|u| u.shares_storage_with(t)),
             overlaps: false,
+        })
+    }
+}
+
+/// `requires_grad`, `is_leaf` and rank of `t`, with one look at its state
+/// when it is not a view (a view's history may need regenerating from its
+/// base, which the full accessors do).
+/// `Err`: with `check_unusual`, why a view is in an autograd state the
+/// compiled paths do not model (checked before its history is touched).
+fn autograd_facts(t: &Tensor, check_unusual: bool) -> std::result::Result<(bool, bool, u32), &'static str> {
+    {
+        let s = t.state();
+        if s.ag.view.is_none() {
+            let has_fn = s.ag.grad_fn.is_some();
+            return Ok((s.ag.requires_grad || has_fn, !has_fn, s.layout.rank() as u32));
         }
     }
+    if let Some(why) = check_unusual.then(|| super::reference::unusual_state(t)).flatten() {
+        return Err(why);
+    }
+    Ok((t.requires_grad(), t.is_leaf(), t.rank() as u32))
 }
 
 impl GuardKey {
@@ -249,6 +359,11 @@ pub(crate) struct Specialization {
     /// Per argument, whether it required grad when this specialisation was
     /// made (from the key).
     requires_grad: Vec<bool>,
+    /// Per input group, the first argument in it and whether it is the
+    /// group's only tensor.
+    group_args: Vec<(usize, bool)>,
+    /// The in-place writes an inference call may leave to the epilogue.
+    pub(crate) deferred: Deferred,
     training: OnceLock<std::result::Result<Arc<TrainingPlan>, String>>,
 }
 
@@ -258,7 +373,12 @@ impl Specialization {
         let graph = functionalize(g, &groups);
         graph.verify().map_err(|e| AotError::Internal { op: "functionalize", msg: e.to_string() })?;
         let requires_grad = key.args.iter().map(|k| k.requires_grad).collect();
-        Ok(Specialization { graph, requires_grad, training: OnceLock::new() })
+        let groups = &graph.groups;
+        let group_args = (0..groups.single.len())
+            .filter_map(|g| Some((groups.group_of.iter().position(|x| *x == Some(g))?, groups.single[g])))
+            .collect();
+        let deferred = Deferred::plan(&graph);
+        Ok(Specialization { graph, requires_grad, group_args, deferred, training: OnceLock::new() })
     }
 
     /// PyTorch's `DebugAssertWrapper`: a call must have the `requires_grad`
@@ -297,14 +417,15 @@ impl Specialization {
     /// The bases of the input groups for these arguments: the tensor itself
     /// for a one-tensor group, else a 1-D tensor over the whole storage.
     pub(crate) fn bases(&self, args: &[Arg]) -> Vec<Tensor> {
-        let groups = &self.graph.groups;
-        (0..groups.single.len())
-            .filter_map(|g| {
-                let p = groups.group_of.iter().position(|x| *x == Some(g))?;
-                let t = args.get(p)?.tensor()?;
-                Some(if groups.single[g] { t.clone() } else { t.storage_as_1d() })
-            })
-            .collect()
+        let bases = self.base_source(args);
+        (0..self.group_args.len()).filter_map(|g| bases.get(g)).collect()
+    }
+
+    /// [`bases`](Self::bases), each made when the plan asks for it (an
+    /// inference call reads each at most twice; collecting them cost a
+    /// `Vec` and a handle per argument on every call).
+    pub(crate) fn base_source<'s, 'a>(&'s self, args: &'s [Arg<'a>]) -> Bases<'s, 'a> {
+        Bases::new(&self.group_args, args)
     }
 }
 
@@ -324,7 +445,7 @@ struct Entry {
 #[derive(Default)]
 struct Table {
     /// By key hash; a bucket holds more than one entry only on a collision.
-    by_hash: HashMap<u64, Vec<Entry>>,
+    by_hash: HashMap<u64, Vec<Entry>, BuildHasherDefault<PassThrough>>,
     len: usize,
 }
 
@@ -388,16 +509,20 @@ impl SpecCache {
 
     /// The specialisation for a call with these arguments, built on a miss.
     pub(crate) fn get(&self, g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Arc<Specialization>> {
-        let probe = ProbeKey::of(args, meta);
+        self.get_probed(g, meta, &ProbeKey::of(args, meta))
+    }
+
+    /// [`get`](Self::get) with the call's key already computed.
+    pub(crate) fn get_probed(&self, g: &Graph, meta: &StaticMeta, probe: &ProbeKey) -> Result<Arc<Specialization>> {
         let hash = probe.hash();
-        if let Some(spec) = self.lookup(hash, &probe) {
+        if let Some(spec) = self.lookup(hash, probe) {
             return Ok(spec);
         }
         let key = probe.to_owned();
         let spec = Arc::new(Specialization::build(g, meta, &key)?);
         let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
         let now = self.clock.fetch_add(1, Relaxed);
-        if let Some(e) = table.find(hash, &probe) {
+        if let Some(e) = table.find(hash, probe) {
             // Built by another thread meanwhile: keep one specialisation.
             e.last_used.store(now, Relaxed);
             return Ok(e.spec.clone());
@@ -424,9 +549,9 @@ impl SpecCache {
 impl super::CompiledFn {
     /// Whether a call with these arguments finds its specialisation cached:
     /// the guard key and lookup of [`__call`](super::CompiledFn::__call),
-    /// nothing else. For tests of the allocation-free hit path.
-    #[doc(hidden)]
-    pub fn __cache_probe(&self, args: &[Arg]) -> bool {
+    /// nothing else. For tests of the allocation-free hit path
+    /// (`__private::cache_probe`).
+    pub(crate) fn cache_probe(&self, args: &[Arg]) -> bool {
         self.cache.contains(&self.meta, args)
     }
 }

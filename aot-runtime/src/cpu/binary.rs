@@ -253,6 +253,45 @@ pub fn binary(op: BinaryOp, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &La
     })
 }
 
+/// `a[la] = a[la] op b[lb]` in place (one shape, one dtype). Dense f32/f64
+/// add/sub/mul/div run as one slice loop; the rest computes `a op b` and
+/// copies it over `a`'s elements.
+pub fn binary_assign(op: BinaryOp, a: &mut CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout) -> Result<()> {
+    let name = op.name();
+    check_same_shape(name, la, lb)?;
+    check_layout(name, la, a.len())?;
+    check_layout(name, lb, b.len())?;
+    let dense = |l: &Layout| l.is_contiguous().then(|| l.offset..l.offset + l.numel());
+    if let (Some(ra), Some(rb)) = (dense(la), dense(lb)) {
+        fn go<T: Copy + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(
+            op: BinaryOp,
+            x: &mut [T],
+            y: &[T],
+        ) -> bool {
+            let f: fn(T, T) -> T = match op {
+                BinaryOp::Add => |x, y| x + y,
+                BinaryOp::Sub => |x, y| x - y,
+                BinaryOp::Mul => |x, y| x * y,
+                BinaryOp::Div => |x, y| x / y,
+                _ => return false,
+            };
+            x.iter_mut().zip(y).for_each(|(x, &y)| *x = f(*x, y));
+            true
+        }
+        let done = match (&mut *a, b) {
+            (CpuStorage::F32(x), CpuStorage::F32(y)) => go(op, &mut x[ra], &y[rb]),
+            (CpuStorage::F64(x), CpuStorage::F64(y)) => go(op, &mut x[ra], &y[rb]),
+            _ => false,
+        };
+        if done {
+            return Ok(());
+        }
+    }
+    let tl = Layout::contiguous(&la.shape);
+    let r = binary(op, a, la, b, lb, &tl)?;
+    crate::cpu::copy_strided(&r, &tl, a, la)
+}
+
 /// `a op s` (or `s op a` if `scalar_first`), laid out as `out`, with a
 /// scalar `s` that fits the dtype of `a`. Arithmetic on f16/bf16/f32 uses `s` in f32 (PyTorch's
 /// opmath), comparisons compare with `s` cast to the dtype of `a`.

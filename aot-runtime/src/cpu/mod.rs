@@ -44,7 +44,7 @@ mod elementwise_tests;
 #[cfg(test)]
 mod testutil;
 
-pub use binary::{binary, binary_scalar, where_cond, BinaryOp};
+pub use binary::{binary, binary_assign, binary_scalar, where_cond, BinaryOp};
 pub use copy::{cast, copy_strided, fill, scatter_add};
 pub use matmul::matmul;
 pub use random::{dropout_mask, rand_uniform, randn, Rng};

@@ -374,6 +374,17 @@ pub(crate) fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Default + Send>(
     f: impl Fn(A, B) -> U + Sync,
 ) -> Result<Vec<U>> {
     let mut out = try_filled(op, la.numel(), U::default())?;
+    // Small dense operands: one loop, without building a plan (a tiny op's
+    // fixed cost); larger ones take the plan's parallel runs.
+    let n = out.len();
+    if n < PAR_MIN && la.is_contiguous() && lb.is_contiguous() {
+        if let (Some(x), Some(y)) = (a.get(la.offset..la.offset + n), b.get(lb.offset..lb.offset + n)) {
+            for ((o, &x), &y) in out.iter_mut().zip(x).zip(y) {
+                *o = f(x, y);
+            }
+            return Ok(out);
+        }
+    }
     let plan = Plan::new(&la.shape, [la, lb]);
     if let Some(t) = Transposed::new(&plan) {
         t.run(&mut out, &|[i, j]| f(a[i], b[j]));

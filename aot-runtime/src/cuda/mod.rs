@@ -71,6 +71,9 @@ macro_rules! unavailable_backend {
             fn binary(&self, op: BinaryOp, _: &Layout, _: &Self, _: &Layout, _: &Layout) -> Result<Self> {
                 Err(CudaStorage::unavailable(op.name()))
             }
+            fn binary_assign(&mut self, op: BinaryOp, _: &Layout, _: &Self, _: &Layout) -> Result<()> {
+                Err(CudaStorage::unavailable(op.name()))
+            }
             fn binary_scalar(&self, op: BinaryOp, _: &Layout, _: f64, _: bool, _: &Layout) -> Result<Self> {
                 Err(CudaStorage::unavailable(op.name()))
             }

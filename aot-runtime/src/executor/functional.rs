@@ -1,6 +1,7 @@
 //! Runs a [`FunctionalGraph`] with the eager kernels.
 //!
-//! This is the CPU backend's plan for now: one eager op per node. Nothing
+//! This is the CPU backend's plan for now: one eager op per node, or a
+//! direct kernel (`fast.rs`) where one computes the same. Nothing
 //! here writes a caller's tensor: input groups are read through their bases
 //! and copied (`Cow`) before their first write, so an error at any node
 //! leaves every input as it was. The epilogue
@@ -11,7 +12,7 @@
 //! `aot_ir::transform::functionalize`).
 
 use super::interp::{blame, exec, Ctx};
-use crate::arg::Arg;
+use crate::arg::{Arg, Bases};
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
@@ -21,29 +22,39 @@ use aot_ir::{Arg as IrArg, Graph, Node, OpKind, ScalarValue, SpanId, ValueId};
 /// The values of a finished run, indexed by functional value.
 pub(crate) type Env = Vec<Option<Tensor>>;
 
-/// Executes `fg`. `Ok(None)`: a `reshape`/`contiguous` did not alias as the
+/// Executes `fg`, but for the nodes `skip` marks (writes deferred to the
+/// epilogue, `deferred.rs`). `Ok(None)`: a `reshape`/`contiguous` did not alias as the
 /// pass assumed; nothing was written, and the caller must take the
 /// reference path.
 pub(crate) fn execute(
     fg: &FunctionalGraph,
     g: &Graph,
     args: &[Arg],
-    bases: &[Tensor],
+    bases: &Bases,
     scalars: &[Option<ScalarValue>],
+    skip: &[bool],
 ) -> Result<Option<Env>> {
     let mut env: Env = vec![None; fg.num_values];
     let internal = |what: String| AotError::Internal { op: "compiled call", msg: format!("`{}`: {what}", g.name) };
-    for n in &fg.nodes {
+    for (i, n) in fg.nodes.iter().enumerate() {
+        if skip.get(i).copied().unwrap_or(false) {
+            continue;
+        }
         let (out, t) = match n {
-            FNode::Base { group, out } => (*out, bases.get(*group).cloned().ok_or_else(|| internal(format!("no base for group {group}")))?),
+            FNode::Base { group, out } => (*out, bases.get(*group).ok_or_else(|| internal(format!("no base for group {group}")))?),
             FNode::Cow { src, out } => {
                 let t = get(&env, *src)?;
-                let copy = t.storage_as_1d().copy()?;
-                (*out, copy.alias_with_layout(t.layout()))
+                match super::fast::cow(t) {
+                    Some(copy) => (*out, copy),
+                    None => (*out, t.storage_as_1d().copy()?.alias_with_layout(t.layout())),
+                }
             }
             FNode::Regen { root, chain, out } => (*out, replay(get(&env, *root)?, chain, args, scalars)?),
             FNode::Op { node, src_node, check_alias } => {
-                let r = exec(&Ctx { node, env: &env, scalars }).map_err(|e| blamed(e, g, *src_node))?;
+                let r = match super::fast::binary(node, &env) {
+                    Some(r) => r,
+                    None => exec(&Ctx { node, env: &env, scalars }).map_err(|e| blamed(e, g, *src_node))?,
+                };
                 if let Some(assumed) = check_alias {
                     let recv = get(&env, node.receiver().unwrap_or(ValueId(u32::MAX)))?;
                     if r.shares_storage_with(recv) != *assumed {
@@ -53,7 +64,9 @@ pub(crate) fn execute(
                 (node.out.unwrap_or(ValueId(u32::MAX)), r)
             }
             FNode::Mutate { node, src_node, root, out } => {
-                exec(&Ctx { node, env: &env, scalars }).map_err(|e| blamed(e, g, *src_node))?;
+                if super::fast::binary(node, &env).is_none() {
+                    exec(&Ctx { node, env: &env, scalars }).map_err(|e| blamed(e, g, *src_node))?;
+                }
                 (*out, get(&env, *root)?.clone())
             }
         };

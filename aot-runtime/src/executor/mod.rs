@@ -6,10 +6,15 @@
 //!   writes a caller's tensor.
 //! - [`joint`]: joint graphs and their forward/backward partitions (the
 //!   training path), grad mode off.
+//! - [`fast`]: direct kernels for small dense elementwise nodes and the
+//!   plan's copies; [`deferred`]: in-place writes of an input that wait for
+//!   the epilogue and run on the caller's storage.
 //!
 //! The executors know nothing of the wrappers or of `CompiledFn`: the
 //! wrappers (`crate::wrappers`) and `crate::compiled` call them.
 
+pub(crate) mod deferred;
+pub(crate) mod fast;
 pub(crate) mod functional;
 pub(crate) mod interp;
 pub(crate) mod joint;

@@ -2,7 +2,9 @@
 //! apply the input mutations and hand out the outputs.
 //!
 //! - Data mutations: the final version of each written input group is
-//!   copied back over the caller's storage (`copy_`). A group's version
+//!   copied back over the caller's storage (`copy_`), or, for a write
+//!   deferred to here (`compiled/deferred.rs`), the write itself runs on
+//!   the caller's tensor. A group's version
 //!   has the caller's geometry on a copy of the whole storage, so copying
 //!   storage to storage is exact, whatever views were written.
 //! - Metadata mutations: `as_strided_` of the caller's tensor to the final
@@ -22,8 +24,10 @@
 //! storage of the same length.
 
 use crate::arg::Arg;
+use crate::arg::Bases;
 use crate::autograd::NoGradGuard;
 use crate::error::{AotError, Result};
+use crate::executor::deferred::Deferred;
 use crate::executor::functional::{get, Env};
 use crate::tensor::Tensor;
 use crate::wrappers::autograd_fn::{arg, hidden, inplace_refused};
@@ -36,7 +40,14 @@ use aot_ir::{Graph, StaticMeta};
 /// `meta` says which outputs require grad in eager (inputs that require
 /// grad reach an inference call when nothing records history, such as an
 /// optimizer step under `no_grad!`).
-pub(crate) fn apply(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg], bases: &[Tensor], env: &Env) -> Result<Vec<Tensor>> {
+pub(crate) fn apply(
+    fg: &FunctionalGraph,
+    meta: &StaticMeta,
+    args: &[Arg],
+    bases: &Bases,
+    env: &Env,
+    deferred: Option<&Deferred>,
+) -> Result<Vec<Tensor>> {
     // With grad mode off (the caller's), only views pass `requires_grad` on.
     let grad_mode_off = !crate::autograd::is_grad_enabled();
     let _no_grad = NoGradGuard::new();
@@ -57,8 +68,17 @@ pub(crate) fn apply(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg], bases
         arg_tensor(args, p)?.as_strided_(&t.shape(), &t.stride(), t.storage_offset())?;
     }
     for &(group, v) in &fg.mutated_groups {
-        let dst = base(bases, group)?.storage_as_1d();
-        dst.copy_(&get(env, v)?.storage_as_1d())?;
+        if let Some(d) = deferred.filter(|d| d.writes.iter().any(|w| w.group == group)) {
+            // `Deferred::ready` checked the operands before the plan ran.
+            if !d.apply(group, bases) {
+                return Err(AotError::Internal { op: "epilogue", msg: format!("the deferred write of input group {group} did not run") });
+            }
+            continue;
+        }
+        let (dst, src) = (base(bases, group)?, get(env, v)?);
+        if !crate::executor::fast::copy_storage(&dst, src) {
+            dst.storage_as_1d().copy_(&src.storage_as_1d())?;
+        }
     }
     let mut regenerated: Vec<(aot_ir::ValueId, Tensor)> = Vec::new();
     let mut results: Vec<Tensor> = Vec::with_capacity(fg.outputs.len());
@@ -123,7 +143,7 @@ pub(crate) fn anchor<'a>(fg: &FunctionalGraph, args: &[Arg<'a>], g: usize) -> Re
         .ok_or_else(|| AotError::Internal { op: "epilogue", msg: format!("input group {g} has no tensor") })
 }
 
-fn base(bases: &[Tensor], g: usize) -> Result<&Tensor> {
+fn base(bases: &Bases, g: usize) -> Result<Tensor> {
     bases.get(g).ok_or_else(|| AotError::Internal { op: "epilogue", msg: format!("no base for input group {g}") })
 }
 

@@ -37,7 +37,7 @@ fn call(f: &CompiledFn, ra: usize, rb: usize) -> f64 {
 
 fn probe(f: &CompiledFn, ra: usize, rb: usize) -> bool {
     let (a, b) = (of_rank(ra, 1.0), of_rank(rb, 1.0));
-    f.__cache_probe(&[Arg::from(&a), Arg::from(&b)])
+    f.cache_probe(&[Arg::from(&a), Arg::from(&b)])
 }
 
 #[test]

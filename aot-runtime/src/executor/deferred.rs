@@ -1,0 +1,151 @@
+//! In-place writes deferred to the epilogue, for the commonest shape of a
+//! written input: `x.add_(y)` on a one-tensor input group that nothing
+//! else reads, with `y` an input the call does not write.
+//!
+//! The plan copies such an input (`Cow`), writes the copy and copies it
+//! back in the epilogue, so that a failing node leaves the input as it was.
+//! When the write is one a direct kernel does (`fast.rs`), which cannot
+//! fail once its operands qualify, and both operands are inputs no other
+//! node of the call writes (data or metadata), the write itself can wait for the epilogue and go
+//! straight to the caller's storage: the operands are the same then, the
+//! result is the same values with the same single version bump, and
+//! nothing is written unless every node succeeded. The check that the
+//! operands qualify is made before the plan runs; a call whose operands do
+//! not qualify runs the plan as it is.
+
+use crate::arg::Bases;
+use aot_ir::transform::{FNode, FOutput, FunctionalGraph};
+use aot_ir::{Arg as IrArg, Node, OpKind, ValueId};
+
+/// One deferred write: input group `group` takes `node` (an in-place op
+/// whose receiver is the group's base and whose operand is input group
+/// `operand`'s base).
+#[derive(Debug)]
+pub(crate) struct Write {
+    pub(crate) group: usize,
+    operand: usize,
+    node: Node,
+}
+
+/// The writes of a specialisation that may be deferred, and the plan's
+/// nodes they replace (the `Cow`s and the `Mutate`s).
+#[derive(Debug, Default)]
+pub(crate) struct Deferred {
+    pub(crate) writes: Vec<Write>,
+    /// Per plan node: replaced by a deferred write.
+    pub(crate) skip: Vec<bool>,
+}
+
+/// The values each plan node reads.
+fn uses(n: &FNode) -> Vec<ValueId> {
+    match n {
+        FNode::Base { .. } => vec![],
+        FNode::Cow { src, .. } => vec![*src],
+        FNode::Regen { root, .. } => vec![*root],
+        FNode::Op { node, .. } => node.tensor_args().collect(),
+        FNode::Mutate { node, root, .. } => node.tensor_args().chain([*root]).collect(),
+    }
+}
+
+fn output_values(o: &FOutput) -> Option<ValueId> {
+    match o {
+        FOutput::Input(_) => None,
+        FOutput::AliasOfInput { value, .. } | FOutput::Value(value) | FOutput::ViewOfIntermediate { value, .. } => Some(*value),
+    }
+}
+
+impl Deferred {
+    /// The writes of `fg` that may be deferred (see the module doc).
+    pub(crate) fn plan(fg: &FunctionalGraph) -> Deferred {
+        let mut d = Deferred { writes: Vec::new(), skip: vec![false; fg.nodes.len()] };
+        let base_group = |v: ValueId| {
+            fg.nodes.iter().find_map(|n| match n {
+                FNode::Base { group, out } if *out == v => Some(*group),
+                _ => None,
+            })
+        };
+        let written = |g: usize| fg.mutated_groups.iter().any(|&(w, _)| w == g);
+        for &(group, last) in &fg.mutated_groups {
+            let Some((cow, mutate, write)) = Self::deferrable(fg, group, last, &base_group, &written) else { continue };
+            d.skip[cow] = true;
+            d.skip[mutate] = true;
+            d.writes.push(write);
+        }
+        if d.writes.is_empty() {
+            d.skip.clear();
+            return d;
+        }
+        // Bases only the replaced nodes read need not be made either.
+        let mut read: Vec<ValueId> = fg.outputs.iter().filter_map(output_values).collect();
+        read.extend(fg.metadata_mutations.iter().map(|&(_, v)| v));
+        read.extend(fg.mutated_groups.iter().map(|&(_, v)| v));
+        read.extend(fg.nodes.iter().zip(&d.skip).filter(|(_, &skip)| !skip).flat_map(|(n, _)| uses(n)));
+        for (n, skip) in fg.nodes.iter().zip(&mut d.skip) {
+            if let FNode::Base { out, .. } = n {
+                *skip |= !read.contains(out);
+            }
+        }
+        d
+    }
+
+    /// `(cow, mutate, write)` when group `group`, whose final version is
+    /// `last`, is written by one deferrable node.
+    fn deferrable(
+        fg: &FunctionalGraph,
+        group: usize,
+        last: ValueId,
+        base_group: &dyn Fn(ValueId) -> Option<usize>,
+        written: &dyn Fn(usize) -> bool,
+    ) -> Option<(usize, usize, Write)> {
+        if !fg.groups.single.get(group).copied().unwrap_or(false) {
+            return None;
+        }
+        let base = fg.nodes.iter().find_map(|n| match n {
+            FNode::Base { group: g, out } if *g == group => Some(*out),
+            _ => None,
+        })?;
+        let cow = fg.nodes.iter().position(|n| matches!(n, FNode::Cow { src, .. } if *src == base))?;
+        let FNode::Cow { out: copy, .. } = fg.nodes[cow] else { return None };
+        let mutate = fg.nodes.iter().position(|n| matches!(n, FNode::Mutate { root, .. } if *root == copy))?;
+        let FNode::Mutate { node, out, .. } = &fg.nodes[mutate] else { return None };
+        let is_binary_inplace = matches!(node.op, OpKind::AddInplace | OpKind::SubInplace | OpKind::MulInplace | OpKind::DivInplace);
+        if *out != last || !is_binary_inplace || node.args.len() != 2 || node.args[0] != IrArg::Tensor(copy) {
+            return None;
+        }
+        let IrArg::Tensor(operand) = node.args[1] else { return None };
+        let operand_group = base_group(operand)?;
+        if operand_group == group || written(operand_group) {
+            return None;
+        }
+        // Nothing else reads the group's versions, or returns them.
+        let own = [base, copy, last];
+        let read_elsewhere = fg.nodes.iter().enumerate().any(|(i, n)| i != cow && i != mutate && uses(n).iter().any(|v| own.contains(v)));
+        let returned = fg.outputs.iter().filter_map(output_values).any(|v| own.contains(&v));
+        // The epilogue changes metadata before it writes data: the write
+        // must see both tensors as the op did.
+        let in_groups = |p: usize| matches!(fg.groups.group_of.get(p), Some(Some(g)) if *g == group || *g == operand_group);
+        let reshaped = fg.metadata_mutations.iter().any(|&(p, v)| own.contains(&v) || in_groups(p));
+        if read_elsewhere || returned || reshaped {
+            return None;
+        }
+        Some((cow, mutate, Write { group, operand: operand_group, node: node.clone() }))
+    }
+
+    /// Whether this call's operands qualify for every deferred write (then
+    /// the plan skips the nodes in `skip` and the epilogue runs
+    /// [`apply`](Self::apply)).
+    pub(crate) fn ready(&self, bases: &Bases) -> bool {
+        !self.writes.is_empty()
+            && self.writes.iter().all(|w| {
+                bases.with(w.group, |t| bases.with(w.operand, |o| super::fast::inplace_ready(w.node.op, t, o))) == Some(Some(true))
+            })
+    }
+
+    /// Runs the deferred write of `group` on the caller's tensor; `false`
+    /// when `group` has none.
+    pub(crate) fn apply(&self, group: usize, bases: &Bases) -> bool {
+        let Some(w) = self.writes.iter().find(|w| w.group == group) else { return false };
+        let ran = bases.with(w.group, |t| bases.with(w.operand, |o| super::fast::binary_on(w.node.op, t, o).is_some()));
+        ran == Some(Some(true))
+    }
+}

@@ -1,0 +1,251 @@
+//! Direct kernels for the commonest steps of a call that records no
+//! history, so that a small call does not pay an eager op's fixed cost
+//! (broadcasting, type promotion, layout choice, autograd checks, and the
+//! allocations that go with them) for work that needs none of it:
+//!
+//! - `add`/`sub`/`mul`/`div` and their in-place forms on two f32 or f64
+//!   tensors of one shape, both dense row-major;
+//! - the plan's copies: a `Cow` of an input's storage, and the epilogue's
+//!   write-back of a final version over the caller's storage.
+//!
+//! Each computes exactly what the eager op computes: the same arithmetic
+//! in the same dtype, a contiguous result, one version bump per write.
+//! A step that does not qualify returns `None` and runs the eager op, which
+//! also reports every error; nothing here fails on user input.
+
+use crate::autograd::is_grad_enabled;
+use crate::backend::BinaryOp;
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::layout::Layout;
+use crate::tensor::Tensor;
+use aot_ir::{Arg as IrArg, Node, OpKind};
+
+/// The arithmetic of `op`, and whether it writes its receiver.
+fn arith(op: OpKind) -> Option<(BinaryOp, bool)> {
+    Some(match op {
+        OpKind::Add => (BinaryOp::Add, false),
+        OpKind::Sub => (BinaryOp::Sub, false),
+        OpKind::Mul => (BinaryOp::Mul, false),
+        OpKind::Div => (BinaryOp::Div, false),
+        OpKind::AddInplace => (BinaryOp::Add, true),
+        OpKind::SubInplace => (BinaryOp::Sub, true),
+        OpKind::MulInplace => (BinaryOp::Mul, true),
+        OpKind::DivInplace => (BinaryOp::Div, true),
+        _ => return None,
+    })
+}
+
+/// The tensor operands of a two-tensor node.
+fn operands<'a>(node: &Node, env: &'a [Option<Tensor>]) -> Option<(&'a Tensor, &'a Tensor)> {
+    let t = |i: usize| match node.args.get(i)? {
+        IrArg::Tensor(v) => env.get(v.index())?.as_ref(),
+        _ => None,
+    };
+    (node.args.len() == 2).then_some(())?;
+    Some((t(0)?, t(1)?))
+}
+
+/// Whether `l` is dense row-major inside a buffer of `len`.
+fn dense(l: &Layout, len: usize) -> bool {
+    let n = l.numel();
+    n > 0 && l.is_contiguous() && l.offset.checked_add(n).is_some_and(|end| end <= len)
+}
+
+/// Runs `node` directly when it is an out-of-place or in-place
+/// add/sub/mul/div of two f32 or f64 tensors of one shape, both dense,
+/// and grad mode is off. In-place: the target must not share its
+/// storage with the operand. `None`: not such a node; run it eagerly.
+pub(crate) fn binary(node: &Node, env: &[Option<Tensor>]) -> Option<Tensor> {
+    let (a, b) = operands(node, env)?;
+    binary_on(node.op, a, b)
+}
+
+/// Whether [`binary_on`] runs `op` on `target` and `operand` (an in-place
+/// op): the same checks, without the write.
+pub(crate) fn inplace_ready(op: OpKind, target: &Tensor, operand: &Tensor) -> bool {
+    matches!(arith(op), Some((_, true)))
+        && !target.shares_storage_with(operand)
+        && with_layouts(target, operand, |lt, lo| qualifies(target, lt, operand, lo))
+}
+
+/// Two f32 or f64 CPU tensors of one dtype and shape, both dense, with grad
+/// mode off.
+fn qualifies(a: &Tensor, la: &Layout, b: &Tensor, lb: &Layout) -> bool {
+    if is_grad_enabled() || a.dtype() != b.dtype() || !matches!(a.dtype(), DType::F32 | DType::F64) {
+        return false;
+    }
+    a.device() == Device::Cpu
+        && b.device() == Device::Cpu
+        && la.shape == lb.shape
+        && dense(la, a.storage_len())
+        && dense(lb, b.storage_len())
+}
+
+/// `f` of the layouts of `a` and `b`, borrowed (a call's fixed cost must
+/// not clone them); `b` may be `a` itself.
+fn with_layouts<R>(a: &Tensor, b: &Tensor, f: impl FnOnce(&Layout, &Layout) -> R) -> R {
+    let (sa, sb) = (a.state(), (!a.same_tensor(b)).then(|| b.state()));
+    f(&sa.layout, sb.as_ref().map_or(&sa.layout, |s| &s.layout))
+}
+
+/// [`binary`] of an op and its two operands.
+pub(crate) fn binary_on(op: OpKind, a: &Tensor, b: &Tensor) -> Option<Tensor> {
+    let (bop, inplace) = arith(op)?;
+    if inplace && a.shares_storage_with(b) {
+        return None;
+    }
+    with_layouts(a, b, |la, lb| {
+        if !qualifies(a, la, b, lb) {
+            return None;
+        }
+        if inplace {
+            a.storage().binary_assign(bop, la, b.storage(), lb).ok()?;
+            a.storage().bump_version();
+            return Some(a.clone());
+        }
+        let out = Layout::contiguous(&la.shape);
+        let data = a.storage().binary(bop, la, b.storage(), lb, &out).ok()?;
+        Some(Tensor::from_storage(data, out))
+    })
+}
+
+/// A `Cow`: a copy of `t`'s whole storage, viewed with `t`'s layout and
+/// without history, as `t.storage_as_1d().copy()` aliased with
+/// `t.layout()` is. `None`: no memory for the copy (the eager op reports it).
+pub(crate) fn cow(t: &Tensor) -> Option<Tensor> {
+    let flat = Layout::contiguous(&[t.storage_len()]);
+    let data = t.storage().cast("copy", &flat, t.dtype(), &flat).ok()?;
+    Some(Tensor::from_storage(data, t.layout()))
+}
+
+/// The epilogue's write-back: `src`'s whole storage over `dst`'s, which
+/// have one dtype and length, with one version bump, as
+/// `dst.storage_as_1d().copy_(&src.storage_as_1d())` under `no_grad` does.
+/// `false`: not two distinct storages of one dtype, device and length;
+/// nothing was written.
+pub(crate) fn copy_storage(dst: &Tensor, src: &Tensor) -> bool {
+    let (ds, ss) = (dst.storage(), src.storage());
+    if dst.shares_storage_with(src) || ds.len() != ss.len() || ds.dtype() != ss.dtype() || ds.device() != ss.device() {
+        return false;
+    }
+    let flat = Layout::contiguous(&[ds.len()]);
+    if ss.copy_into("copy_", &flat, ds, &flat).is_err() {
+        return false;
+    }
+    ds.bump_version();
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autograd::NoGradGuard;
+    use crate::executor::interp::{exec, Ctx};
+    use aot_ir::{SpanId, ValueId};
+
+    fn node(op: OpKind) -> Node {
+        Node {
+            op,
+            args: vec![IrArg::Tensor(ValueId(0)), IrArg::Tensor(ValueId(1))],
+            out: Some(ValueId(2)),
+            no_grad: false,
+            span: SpanId(0),
+        }
+    }
+
+    fn f32s(n: usize, seed: f32) -> Tensor {
+        let v: Vec<f32> = (0..n).map(|i| seed + i as f32 * 0.37 - 1.5).collect();
+        Tensor::from_vec(v, &[n], &crate::Device::Cpu).unwrap()
+    }
+
+    /// Everything a caller can observe of a result.
+    fn observed(t: &Tensor) -> (Vec<usize>, Vec<usize>, usize, DType, Vec<f64>, bool, u64) {
+        (t.shape(), t.stride(), t.storage_offset(), t.dtype(), t.to_vec::<f64>().unwrap(), t.requires_grad(), t.version())
+    }
+
+    /// The direct kernel and the eager op agree on the result, on the
+    /// receiver afterwards and on its version counter.
+    fn agrees(op: OpKind, a: &Tensor, b: &Tensor) {
+        let _no_grad = NoGradGuard::new();
+        let n = node(op);
+        let dup = |t: &Tensor| t.storage_as_1d().copy().unwrap().alias_with_layout(t.layout());
+        let (a2, b2) = (dup(a), dup(b));
+        let direct = binary(&n, &[Some(a.clone()), Some(b.clone())]).expect("qualifies");
+        let eager = exec(&Ctx { node: &n, env: &[Some(a2.clone()), Some(b2.clone())], scalars: &[] }).unwrap();
+        assert_eq!(observed(&direct), observed(&eager), "{op:?}");
+        assert_eq!(observed(a), observed(&a2), "{op:?}: receiver");
+    }
+
+    #[test]
+    fn direct_kernels_compute_what_eager_computes() {
+        let big = f32s(40, 0.5);
+        let shapes: [(&[usize], &[usize], usize); 4] =
+            [(&[4], &[1], 0), (&[2, 1, 3], &[3, 7, 1], 5), (&[2, 3], &[3, 1], 9), (&[1], &[1], 39)];
+        for op in [
+            OpKind::Add,
+            OpKind::Sub,
+            OpKind::Mul,
+            OpKind::Div,
+            OpKind::AddInplace,
+            OpKind::SubInplace,
+            OpKind::MulInplace,
+            OpKind::DivInplace,
+        ] {
+            for (shape, stride, offset) in shapes {
+                let a = f32s(40, 2.0).as_strided(shape, stride, offset).unwrap();
+                let b = big.as_strided(shape, stride, 1).unwrap();
+                agrees(op, &a, &b);
+                agrees(op, &a.to_dtype(DType::F64).unwrap(), &b.to_dtype(DType::F64).unwrap());
+            }
+        }
+        // Out of place: a tensor with itself, and two views of one storage.
+        let a = f32s(8, 1.0);
+        agrees(OpKind::Mul, &a, &a);
+        agrees(OpKind::Sub, &a.narrow(0, 0, 4).unwrap(), &a.narrow(0, 4, 4).unwrap());
+    }
+
+    #[test]
+    fn other_nodes_run_eagerly() {
+        let a = f32s(6, 0.0).view(&[2, 3]).unwrap();
+        let env = |b: Tensor| [Some(a.clone()), Some(b)];
+        let _no_grad = NoGradGuard::new();
+        let cases = [
+            ("broadcast", OpKind::Add, f32s(3, 1.0)),
+            ("transposed", OpKind::Add, f32s(6, 1.0).view(&[3, 2]).unwrap().t().unwrap()),
+            ("mixed dtypes", OpKind::Mul, f32s(6, 1.0).view(&[2, 3]).unwrap().to_dtype(DType::F64).unwrap()),
+            ("integers", OpKind::Add, a.to_dtype(DType::I64).unwrap()),
+            ("in place over its own storage", OpKind::AddInplace, a.clone()),
+            ("not an arithmetic op", OpKind::Maximum, a.clone()),
+        ];
+        for (what, op, b) in cases {
+            let env = env(b);
+            assert!(binary(&node(op), &env).is_none(), "{what}");
+        }
+        drop(_no_grad);
+        // With grad mode on the eager op records history.
+        assert!(binary(&node(OpKind::Add), &env(a.clone())).is_none(), "grad mode on");
+    }
+
+    #[test]
+    fn plan_copies_match_the_eager_copies() {
+        let _no_grad = NoGradGuard::new();
+        let t = f32s(10, 3.0).narrow(0, 2, 5).unwrap();
+        let c = cow(&t).unwrap();
+        let eager = t.storage_as_1d().copy().unwrap().alias_with_layout(t.layout());
+        assert_eq!(observed(&c), observed(&eager));
+        assert!(!c.shares_storage_with(&t));
+        assert_eq!(c.storage_len(), t.storage_len());
+        // The write-back copies whole storages and bumps the version once.
+        let dst = f32s(10, 0.0);
+        let before = dst.version();
+        c.mul_(2.0).unwrap();
+        assert!(copy_storage(&dst, &c));
+        assert_eq!(dst.version(), before + 1);
+        assert_eq!(dst.to_vec::<f32>().unwrap(), c.storage_as_1d().to_vec::<f32>().unwrap());
+        assert!(!copy_storage(&dst, &dst.narrow(0, 1, 2).unwrap()), "one storage");
+        assert!(!copy_storage(&dst, &f32s(9, 0.0)), "lengths differ");
+        assert!(!copy_storage(&dst, &dst.to_dtype(DType::F64).unwrap()), "dtypes differ");
+        assert_eq!(dst.version(), before + 1, "a refused write-back writes nothing");
+    }
+}
