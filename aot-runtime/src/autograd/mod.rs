@@ -8,7 +8,10 @@
 //! `grad_fn` is regenerated from the base when its version is stale.
 
 pub(crate) mod backprop;
+mod eager_rules;
 mod engine;
+pub(crate) mod grad_eval;
+pub(crate) mod prims;
 
 pub(crate) use backprop::{BackwardOp, CustomBackward};
 

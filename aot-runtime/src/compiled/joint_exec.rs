@@ -2,8 +2,10 @@
 //! kernels, grad mode off: the graph is its own autograd.
 //!
 //! Source ops go through the interpreter's `exec`, view chains through
-//! `exec::replay`; the backward-only primitives of `aot_ir`'s grad rules
-//! are implemented here. A `Mutate` runs out of place (on a copy of its
+//! `exec::replay`. Of the backward-only primitives of `aot_ir`'s grad
+//! rules, those that move gradients between views and roots (and dropout's
+//! mask) are implemented here; the others are shared with eager backward
+//! (`autograd::prims`). A `Mutate` runs out of place (on a copy of its
 //! root): unlike the functional executor, a backward may still read the
 //! version a mutation replaced.
 //!
@@ -15,11 +17,11 @@
 
 use super::exec::replay;
 use super::interp::{exec, Ctx};
-use crate::autograd::backprop::sum_to;
+use crate::autograd::prims::{eval_prim, scalar};
 use crate::autograd::NoGradGuard;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
-use crate::layout::{broadcast_shapes, Layout};
+use crate::layout::Layout;
 use crate::tensor::Tensor;
 use aot_ir::transform::grad_rules::{needs_geometry, Prim};
 use aot_ir::transform::joint::{as_source_node, JNode, JOp, JointGraph};
@@ -320,42 +322,6 @@ fn i64s(s: &[usize]) -> Vec<i64> {
     s.iter().map(|&d| d as i64).collect()
 }
 
-fn scalar(a: Option<&IrArg>, scalars: &[Option<ScalarValue>]) -> Result<ScalarValue> {
-    match a {
-        Some(IrArg::Scalar(s)) => s.eval(scalars).map_err(|e| internal(e.to_string())),
-        _ => Err(internal("expected a scalar argument".into())),
-    }
-}
-
-fn ints(a: Option<&IrArg>, scalars: &[Option<ScalarValue>]) -> Result<Vec<i64>> {
-    match a {
-        Some(IrArg::Ints(items)) => items
-            .iter()
-            .map(|s| match s.eval(scalars).map_err(|e| internal(e.to_string()))? {
-                ScalarValue::I64(v) => Ok(v),
-                other => Err(internal(format!("expected an integer, got {other}"))),
-            })
-            .collect(),
-        _ => Err(internal("expected an integer list".into())),
-    }
-}
-
-/// The reduced dims of a reduction over `dims` (empty: all) of a rank-`rank`
-/// tensor, normalized and sorted. A 0-d tensor accepts dim 0 and -1 (as
-/// eager's `normalize_dims`) and has no dim to reduce or put back.
-fn reduced_dims(dims: &[i64], rank: usize) -> Result<Vec<usize>> {
-    if dims.is_empty() || rank == 0 {
-        for &d in dims {
-            crate::layout::wrap_dim("keep_dims", d, rank)?;
-        }
-        return Ok((0..rank).collect());
-    }
-    let mut out = dims.iter().map(|&d| crate::layout::wrap_dim("keep_dims", d, rank)).collect::<Result<Vec<_>>>()?;
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
-}
-
 fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> Result<Tensor> {
     let tensor = |i: usize| -> Result<&Tensor> {
         match node.args.get(i) {
@@ -364,36 +330,6 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], 
         }
     };
     match p {
-        Prim::SumToLike => {
-            let like = tensor(1)?;
-            sum_to(tensor(0)?, &like.shape(), like.dtype())
-        }
-        Prim::CastLike => tensor(0)?.to_dtype(tensor(1)?.dtype()),
-        Prim::ReshapeLike => tensor(0)?.reshape(&i64s(&tensor(1)?.shape())),
-        Prim::ExpandLike => tensor(0)?.expand(&i64s(&tensor(1)?.shape()))?.contiguous(),
-        Prim::KeepDims => {
-            let (g, like) = (tensor(0)?, tensor(1)?);
-            let keepdim = matches!(scalar(node.args.get(3), scalars)?, ScalarValue::Bool(true));
-            if keepdim {
-                return Ok(g.clone());
-            }
-            let mut g = g.clone();
-            for d in reduced_dims(&ints(node.args.get(2), scalars)?, like.rank())? {
-                g = g.unsqueeze(d as i64)?;
-            }
-            Ok(g)
-        }
-        Prim::InvCount(scale) => {
-            let like = tensor(0)?;
-            let shape = like.shape();
-            let n = crate::ops::reduced_count("inv_count", &shape, &reduced_dims(&ints(node.args.get(1), scalars)?, shape.len())?)?;
-            let c = match scalar(node.args.get(2), scalars)? {
-                ScalarValue::I64(c) => c as f64,
-                ScalarValue::F64(c) => c,
-                ScalarValue::Bool(_) => return Err(internal("inv_count: bool correction".into())),
-            };
-            Tensor::full(&[], scale / (n as f64 - c).max(0.0), like.dtype(), &like.device())
-        }
         Prim::ViewGrad(chain) => {
             let (root, g) = (tensor(0)?, tensor(1)?);
             let m = mirror_view(root, chain, scalars, geometry)?;
@@ -427,7 +363,6 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], 
             }
             gather_root(&buf, &m.root, &g.shape(), g.dtype())
         }
-        Prim::MatmulGrad { rhs } => matmul_grad(tensor(0)?, tensor(1)?, tensor(2)?, *rhs),
         Prim::DropoutMask => {
             let p = match scalar(node.args.get(1), scalars)? {
                 ScalarValue::F64(p) => p,
@@ -441,9 +376,9 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], 
             }
             x.dropout_mask(p)
         }
-        Prim::MetaOf => {
-            let x = tensor(0)?;
-            Tensor::zeros(&[], x.dtype(), &x.device())?.expand(&i64s(&x.shape()))
+        _ => {
+            let tensors = node.args.iter().map(|a| a.as_tensor().map(|v| get(env, v).cloned()).transpose()).collect::<Result<Vec<_>>>()?;
+            eval_prim(p, &node.args, &tensors, scalars)
         }
     }
 }
@@ -530,24 +465,4 @@ fn gather_root(buf: &[f64], positions: &[usize], shape: &[usize], dtype: DType) 
         vals.push(if std::mem::replace(&mut taken[o], true) { 0.0 } else { v });
     }
     Tensor::from_vec(vals, shape, &crate::device::Device::Cpu)?.to_dtype(dtype)
-}
-
-/// The gradient of one operand of `a.matmul(b)`, as the eager rule.
-fn matmul_grad(g: &Tensor, a: &Tensor, b: &Tensor, rhs: bool) -> Result<Tensor> {
-    let (ra, rb) = (a.rank(), b.rank());
-    if ra == 0 || rb == 0 {
-        return Err(AotError::unsupported("matmul", "both arguments to matmul need to be at least 1D"));
-    }
-    let a2 = if ra == 1 { a.unsqueeze(0)? } else { a.clone() };
-    let b2 = if rb == 1 { b.unsqueeze(-1)? } else { b.clone() };
-    let mut out2 = broadcast_shapes("matmul", &a2.shape()[..a2.rank() - 2], &b2.shape()[..b2.rank() - 2])?;
-    out2.extend([a2.shape()[a2.rank() - 2], b2.shape()[b2.rank() - 1]]);
-    let g2 = g.reshape(&i64s(&out2))?;
-    if rhs {
-        let r = a2.transpose(-1, -2)?.matmul(&g2)?;
-        sum_to(&r, &b2.shape(), b.dtype())?.reshape(&i64s(&b.shape()))
-    } else {
-        let r = g2.matmul(&b2.transpose(-1, -2)?)?;
-        sum_to(&r, &a2.shape(), a.dtype())?.reshape(&i64s(&a.shape()))
-    }
 }

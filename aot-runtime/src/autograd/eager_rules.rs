@@ -1,0 +1,115 @@
+//! The gradients eager backward computes without the shared table of
+//! `aot_ir::transform::grad_rules`, because the table has no rule for the
+//! recorded op or the record is not an op of the DSL:
+//!
+//! - `scalar / x` and `scalar ** x` (`rdiv`, `rpow`: no DSL op);
+//! - `clamp` with one bound (the DSL's `clamp_` has both; a missing bound
+//!   keeps the gradient at an infinite input, which `±inf` bounds would not);
+//! - dropout (its mask is saved, not a value the table can name);
+//! - views (the table's `view_grad` replays chains with the compiled
+//!   executor's replay; eager scatters into a mirror of the input's layout);
+//! - the records of in-place ops: `copy_`, `fill_`/`zero_`, and
+//!   `CopySlices` (an in-place op on a view, seen from the base).
+//!
+//! Every other recorded op goes through [`super::grad_eval`].
+
+use super::backprop::{second_backward, BackwardOp};
+use crate::dispatch_cpu;
+use crate::dtype::{DType, WithDType};
+use crate::error::{AotError, Result};
+use crate::layout::Layout;
+use crate::ops::ViewOp;
+use crate::storage::CpuStorage;
+use crate::tensor::Tensor;
+
+impl BackwardOp {
+    /// Input gradients for output gradient `g` of an op the shared table
+    /// does not cover; `needs[i]` says whether input `i` wants one.
+    pub(super) fn eager_backward(&self, g: &Tensor, needs: &[bool]) -> Result<Vec<Option<Tensor>>> {
+        let name = self.name();
+        let need = |i: usize| needs.get(i).copied().unwrap_or(false);
+        let one = |t: Result<Tensor>| -> Result<Vec<Option<Tensor>>> { Ok(vec![if need(0) { Some(t?) } else { None }]) };
+        match self {
+            BackwardOp::Custom(c) => c.backward(&[Some(g.clone())], needs),
+            BackwardOp::RDivScalar { s, a } => {
+                let a = a.get(name)?;
+                one(g.mul(-*s).and_then(|t| t.div(&a.square()?)))
+            }
+            BackwardOp::RPowScalar { base, out } => {
+                let out = out.get(name)?;
+                one(g.mul(&out).and_then(|t| t.mul(base.ln())))
+            }
+            BackwardOp::Clamp { a, min, max } => {
+                let a = a.get(name)?;
+                let mut keep = a.ge(f64::NEG_INFINITY)?;
+                // torch 2.15: no gradient at the bounds themselves
+                if let Some(lo) = min {
+                    keep = keep.logical_and(&a.gt(*lo)?)?;
+                }
+                if let Some(hi) = max {
+                    keep = keep.logical_and(&a.lt(*hi)?)?;
+                }
+                one(g.mul(&keep.to_dtype(g.dtype())?))
+            }
+            BackwardOp::Dropout { mask } => one(g.mul(&mask.get(name)?)),
+            BackwardOp::View { op, in_layout, storage_len, dtype } => one(view_backward(op, in_layout, *storage_len, *dtype, g)),
+            BackwardOp::CopyFrom { src_shape, src_dtype } => {
+                // PyTorch gives the overwritten value a zero gradient, not none.
+                Ok(vec![
+                    if need(0) { Some(g.zeros_like()?) } else { None },
+                    if need(1) { Some(super::prims::sum_to(g, src_shape, *src_dtype)?) } else { None },
+                ])
+            }
+            BackwardOp::Fill => one(g.zeros_like()),
+            BackwardOp::CopySlices { base_layout, view_layout, storage_len, dtype, fn_node } => {
+                let mirror = Tensor::zeros(&[*storage_len], *dtype, &g.device())?;
+                let base_view = mirror.alias_with_layout(base_layout.clone());
+                crate::ops::write_into_raw("CopySlices", &base_view, g)?;
+                let slice = mirror.alias_with_layout(view_layout.clone());
+                let gs = slice.copy()?;
+                let guard = fn_node.op.lock().unwrap_or_else(|e| e.into_inner());
+                let inner = guard.as_ref().ok_or_else(|| second_backward(fn_node.name))?;
+                let mut fn_needs = vec![true];
+                fn_needs.extend(fn_node.edges.iter().skip(1).map(|e| e.is_some()));
+                let mut res = inner.backward(&gs, &fn_needs)?;
+                let g_self = if res.is_empty() { None } else { res.remove(0) };
+                match g_self {
+                    Some(t) => crate::ops::write_into_raw("CopySlices", &slice, &t)?,
+                    None => crate::ops::write_into_raw("CopySlices", &slice, &gs.zeros_like()?)?,
+                }
+                let mut out = vec![Some(base_view.contiguous()?)];
+                out.extend(res);
+                Ok(out)
+            }
+            _ => Err(AotError::internal(name, "the shared gradient table has this op's rule")),
+        }
+    }
+}
+
+/// Adds `src` (read through `ls`) into `dst` at the positions of `ld`.
+fn scatter_add(dst: &mut CpuStorage, ld: &Layout, src: &CpuStorage, ls: &Layout) -> Result<()> {
+    let vals = crate::storage::try_collect("view_backward", ls.offsets().map(|o| src.get_f64(o)))?;
+    dispatch_cpu!(dst, d => {
+        for (o, v) in ld.offsets().zip(vals) {
+            d[o] = WithDType::from_f64(d[o].to_f64() + v);
+        }
+    });
+    Ok(())
+}
+
+/// Gradient of a view: scatter-add `g` into zeros laid out like the input.
+fn view_backward(op: &ViewOp, in_layout: &Layout, storage_len: usize, dtype: DType, g: &Tensor) -> Result<Tensor> {
+    // as_strided addresses the storage itself, so its input is mirrored with
+    // its real geometry; every other view works on a contiguous input.
+    let (buf_len, l0) = match op {
+        ViewOp::AsStrided { .. } => (storage_len, in_layout.clone()),
+        _ => (in_layout.numel(), Layout::contiguous(&in_layout.shape)),
+    };
+    let out_l = op.apply(&l0, buf_len)?;
+    let mut buf = CpuStorage::zeros("view_backward", dtype, buf_len)?;
+    let gc = g.to_dtype(dtype)?;
+    gc.with_cpu("view_backward", |c, l| scatter_add(&mut buf, &out_l, c, l))?;
+    let mirror = Tensor::from_cpu(buf, &[buf_len]);
+    // `copy` (not `contiguous`): the result must start at offset 0.
+    mirror.alias_with_layout(l0).copy()
+}
