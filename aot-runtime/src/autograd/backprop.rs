@@ -364,6 +364,14 @@ impl BackwardOp {
                 let b = b.as_ref().map_or_else(|| meta(b_shape, *b_dtype), saved);
                 (K::Matmul, tt(), vec![a, b], Slot::Absent, vec![0, 1])
             }
+            // Dropout is `x * mask`, as in the joint graph.
+            B::Dropout { mask } => (K::Mul, tt(), vec![meta(&g.shape(), g.dtype()), saved(mask)], Slot::Absent, vec![0]),
+            B::View { op, in_layout, dtype, .. } => {
+                let (op, rest) = view_rule(op)?;
+                let mut args = vec![t(ValueId(0))];
+                args.extend(rest);
+                (op, args, vec![meta(&in_layout.shape, *dtype)], Slot::Absent, vec![0])
+            }
             _ => return None,
         };
         Some(RuleCall { op, args, inputs, out, edges })
@@ -376,6 +384,22 @@ type Parts<'a> = (OpKind, Vec<IrArg>, Vec<Slot<'a>>, Slot<'a>, Vec<usize>);
 /// A unary op's parts, from its input and its output.
 fn unary<'a>(op: OpKind, x: Slot<'a>, out: Slot<'a>) -> Parts<'a> {
     (op, vec![t(ValueId(0))], vec![x], out, vec![0])
+}
+
+/// A view's op and arguments after the receiver, `None` for the views
+/// that select elements (their rule replays a view chain, which eager
+/// does not: see [`super::eager_rules`]).
+fn view_rule(op: &ViewOp) -> Option<(OpKind, Vec<IrArg>)> {
+    let int = |d: usize| i(d as i64);
+    Some(match op {
+        ViewOp::View(shape) => (OpKind::View, vec![dim_list(shape)]),
+        ViewOp::Transpose(d0, d1) => (OpKind::Transpose, vec![int(*d0), int(*d1)]),
+        ViewOp::Permute(perm) => (OpKind::Permute, vec![dim_list(perm)]),
+        ViewOp::Unsqueeze(d) => (OpKind::Unsqueeze, vec![int(*d)]),
+        ViewOp::Squeeze(d) => (OpKind::Squeeze, vec![int(*d)]),
+        ViewOp::Expand(shape) => (OpKind::Expand, vec![dim_list(shape)]),
+        ViewOp::Select(..) | ViewOp::Slice { .. } | ViewOp::Diagonal | ViewOp::AsStrided { .. } => return None,
+    })
 }
 
 fn max_min(max: bool) -> OpKind {

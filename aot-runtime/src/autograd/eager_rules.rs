@@ -5,9 +5,11 @@
 //! - `scalar / x` and `scalar ** x` (`rdiv`, `rpow`: no DSL op);
 //! - `clamp` with one bound (the DSL's `clamp_` has both; a missing bound
 //!   keeps the gradient at an infinite input, which `±inf` bounds would not);
-//! - dropout (its mask is saved, not a value the table can name);
-//! - views (the table's `view_grad` replays chains with the compiled
-//!   executor's replay; eager scatters into a mirror of the input's layout);
+//! - the views that select elements (`select`, `slice`/`narrow`,
+//!   `diagonal`, `as_strided`): the table's `view_grad` replays the view
+//!   chain with the compiled executor's replay (`compiled::exec::replay`),
+//!   which eager cannot import; eager scatters into a mirror of the input's
+//!   layout instead;
 //! - the records of in-place ops: `copy_`, `fill_`/`zero_`, and
 //!   `CopySlices` (an in-place op on a view, seen from the base).
 //!
@@ -51,7 +53,6 @@ impl BackwardOp {
                 }
                 one(g.mul(&keep.to_dtype(g.dtype())?))
             }
-            BackwardOp::Dropout { mask } => one(g.mul(&mask.get(name)?)),
             BackwardOp::View { op, in_layout, storage_len, dtype } => one(view_backward(op, in_layout, *storage_len, *dtype, g)),
             BackwardOp::CopyFrom { src_shape, src_dtype } => {
                 // PyTorch gives the overwritten value a zero gradient, not none.

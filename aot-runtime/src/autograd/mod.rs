@@ -2,6 +2,13 @@
 //! holding a `BackwardOp` (the data of the gradient rule) and the edges to
 //! its inputs' histories; `engine.rs` does one topological walk.
 //!
+//! The derivatives themselves are not written here: `backprop.rs` maps each
+//! record to its rule in `aot_ir::transform::grad_rules` (the table the
+//! joint graph is built from), `grad_eval.rs` evaluates that rule on
+//! tensors, and `prims.rs` holds the rules' shape primitives, shared with
+//! the compiled executor. `eager_rules.rs` lists and differentiates the few
+//! records the table does not cover.
+//!
 //! In-place ops rewrite history the way PyTorch does: the mutated tensor
 //! gets a new `grad_fn` whose first edge is its old history; an in-place op
 //! on a view gives the view's base a `CopySlices` node, and the view's own
