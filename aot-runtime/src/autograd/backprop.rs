@@ -386,9 +386,8 @@ fn unary<'a>(op: OpKind, x: Slot<'a>, out: Slot<'a>) -> Parts<'a> {
     (op, vec![t(ValueId(0))], vec![x], out, vec![0])
 }
 
-/// A view's op and arguments after the receiver, `None` for the views
-/// that select elements (their rule replays a view chain, which eager
-/// does not: see [`super::eager_rules`]).
+/// A view's op and arguments after the receiver, `None` for `as_strided`
+/// (see [`super::eager_rules`]).
 fn view_rule(op: &ViewOp) -> Option<(OpKind, Vec<IrArg>)> {
     let int = |d: usize| i(d as i64);
     Some(match op {
@@ -398,7 +397,10 @@ fn view_rule(op: &ViewOp) -> Option<(OpKind, Vec<IrArg>)> {
         ViewOp::Unsqueeze(d) => (OpKind::Unsqueeze, vec![int(*d)]),
         ViewOp::Squeeze(d) => (OpKind::Squeeze, vec![int(*d)]),
         ViewOp::Expand(shape) => (OpKind::Expand, vec![dim_list(shape)]),
-        ViewOp::Select(..) | ViewOp::Slice { .. } | ViewOp::Diagonal | ViewOp::AsStrided { .. } => return None,
+        ViewOp::Select(d, index) => (OpKind::Select, vec![int(*d), int(*index)]),
+        ViewOp::Slice { dim, start, end, step } => (OpKind::Slice, vec![int(*dim), int(*start), int(*end), int(*step)]),
+        ViewOp::Diagonal => (OpKind::Diagonal, vec![]),
+        ViewOp::AsStrided { .. } => return None,
     })
 }
 

@@ -5,11 +5,10 @@
 //! - `scalar / x` and `scalar ** x` (`rdiv`, `rpow`: no DSL op);
 //! - `clamp` with one bound (the DSL's `clamp_` has both; a missing bound
 //!   keeps the gradient at an infinite input, which `±inf` bounds would not);
-//! - the views that select elements (`select`, `slice`/`narrow`,
-//!   `diagonal`, `as_strided`): the table's `view_grad` replays the view
-//!   chain with the compiled executor's replay (`compiled::exec::replay`),
-//!   which eager cannot import; eager scatters into a mirror of the input's
-//!   layout instead;
+//! - `as_strided`: eager sends the gradient to the input's own elements
+//!   through a mirror of its storage, where the table's `view_grad` gives
+//!   each storage element's gradient to the first element over it (the two
+//!   differ on inputs whose elements overlap);
 //! - the records of in-place ops: `copy_`, `fill_`/`zero_`, and
 //!   `CopySlices` (an in-place op on a view, seen from the base).
 //!

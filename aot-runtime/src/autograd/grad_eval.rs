@@ -13,6 +13,7 @@
 //! read only the shape and dtype.
 
 use super::prims::{eval_prim, meta_of, shape_only_args};
+use super::view_prims::eval_view_prim;
 use super::SavedTensor;
 use crate::device::Device;
 use crate::dtype::DType;
@@ -146,10 +147,6 @@ impl<'a> Eval<'a> {
             IrArg::Tensor(v) => self.data(*v),
             _ => Err(AotError::internal(op.name(), format!("argument {i} is not a tensor"))),
         };
-        let int = |i: usize| match self.scalar(arg(i)?)? {
-            ScalarValue::I64(v) => Ok(v),
-            other => Err(AotError::internal(op.name(), format!("expected an integer, got {other}"))),
-        };
         let x = tensor(0)?;
         // The right operand of a binary op, a tensor or a scalar.
         let rhs = match args.get(1) {
@@ -187,12 +184,45 @@ impl<'a> Eval<'a> {
             K::MeanDim => x.mean_dim(&self.ints(arg(1)?)?, self.scalar(arg(2)?)? == ScalarValue::Bool(true)),
             K::Mm => x.mm(&tensor(1)?),
             K::Bmm => x.bmm(&tensor(1)?),
-            K::T => x.t(),
-            K::Transpose => x.transpose(int(1)?, int(2)?),
-            K::Squeeze => x.squeeze(int(1)?),
-            K::Permute => x.permute(&self.ints(arg(1)?)?),
+            K::T | K::Transpose | K::Squeeze | K::Permute => view_step(&x, op, &args[1..]),
             _ => Err(AotError::internal(self.node, format!("`{}` is not an op of the gradient rules", op.name()))),
         }
+    }
+}
+
+/// A view chain replayed on `t` (eager chains have no call-time geometry).
+fn replay(t: &Tensor, chain: &[ChainStep]) -> Result<Tensor> {
+    chain.iter().try_fold(t.clone(), |t, step| match step {
+        ChainStep::View { op, args } => view_step(&t, *op, args),
+        ChainStep::ArgGeometry(_) => Err(AotError::internal("backward", "an eager view chain placed by argument geometry")),
+    })
+}
+
+/// The view `op` of `x`, with its arguments after the receiver.
+fn view_step(x: &Tensor, op: OpKind, rest: &[IrArg]) -> Result<Tensor> {
+    use OpKind as K;
+    let int = |i: usize| match rest.get(i) {
+        Some(IrArg::Scalar(s)) => match s.eval(&[]) {
+            Ok(ScalarValue::I64(v)) => Ok(v),
+            _ => Err(AotError::internal(op.name(), format!("argument {} is not an integer", i + 1))),
+        },
+        _ => Err(AotError::internal(op.name(), format!("argument {} is missing", i + 1))),
+    };
+    let ints = |i: usize| super::prims::ints(rest.get(i), &[]);
+    match op {
+        K::View => x.view(&ints(0)?),
+        K::Reshape => x.reshape(&ints(0)?),
+        K::T => x.t(),
+        K::Transpose => x.transpose(int(0)?, int(1)?),
+        K::Permute => x.permute(&ints(0)?),
+        K::Unsqueeze => x.unsqueeze(int(0)?),
+        K::Squeeze => x.squeeze(int(0)?),
+        K::Expand => x.expand(&ints(0)?),
+        K::Select => x.select(int(0)?, int(1)?),
+        K::Slice => x.slice(int(0)?, int(1)?, int(2)?, int(3)?),
+        K::Narrow => x.narrow(int(0)?, int(1)?, int(2)?),
+        K::Diagonal => x.diagonal(),
+        _ => Err(AotError::internal(op.name(), "not a view of an eager gradient chain")),
     }
 }
 
@@ -232,7 +262,10 @@ impl GradBuilder for Eval<'_> {
                 _ => Ok(None),
             })
             .collect::<Result<Vec<_>>>()?;
-        let t = eval_prim(&p, &args, &tensors, &[])?;
+        let t = match p {
+            Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::ViewScatter(_) => eval_view_prim(&p, &tensors, &replay)?,
+            _ => eval_prim(&p, &args, &tensors, &[])?,
+        };
         Ok(self.push(Value::Ready(t)))
     }
 
@@ -289,6 +322,20 @@ mod tests {
         // d sum(a @ m) / da = ones(2, 2) @ m^T: each row is m's row sums
         assert_eq!(w.grad().unwrap().to_vec::<f64>()?, vec![1.0, 3.0, 3.0, 1.0, 3.0, 3.0]);
         assert_eq!(w.grad().unwrap().shape(), vec![2, 3]);
+        Ok(())
+    }
+
+    /// The selecting views' rule scatters the gradient into the input's
+    /// shape by replaying the view on element indices.
+    #[test]
+    fn selecting_views_scatter_their_gradient() -> Result<()> {
+        let x = leaf(&[0.0; 9], &[3, 3]);
+        let d = x.diagonal()?.sum()?;
+        let r = x.select(0, 1)?.sum()?.mul(2.0)?;
+        let c = x.slice(1, 0, 3, 2)?.sum()?.mul(3.0)?;
+        d.add(&r)?.add(&c)?.backward()?;
+        assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![4.0, 0.0, 3.0, 5.0, 3.0, 5.0, 3.0, 0.0, 4.0]);
+        assert_eq!(x.diagonal()?.grad_fn_name(), Some("DiagonalBackward0"));
         Ok(())
     }
 

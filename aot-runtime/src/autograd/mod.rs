@@ -5,8 +5,8 @@
 //! The derivatives themselves are not written here: `backprop.rs` maps each
 //! record to its rule in `aot_ir::transform::grad_rules` (the table the
 //! joint graph is built from), `grad_eval.rs` evaluates that rule on
-//! tensors, and `prims.rs` holds the rules' shape primitives, shared with
-//! the compiled executor. `eager_rules.rs` lists and differentiates the few
+//! tensors, and `prims.rs` and `view_prims.rs` hold the rules' backward-only
+//! primitives, shared with the compiled executor. `eager_rules.rs` lists and differentiates the few
 //! records the table does not cover.
 //!
 //! In-place ops rewrite history the way PyTorch does: the mutated tensor
@@ -19,6 +19,7 @@ mod eager_rules;
 mod engine;
 pub(crate) mod grad_eval;
 pub(crate) mod prims;
+pub(crate) mod view_prims;
 
 pub(crate) use backprop::{BackwardOp, CustomBackward};
 
