@@ -372,9 +372,16 @@ impl BackwardOp {
                 args.extend(rest);
                 (op, args, vec![meta(&in_layout.shape, *dtype)], Slot::Absent, vec![0])
             }
+            // `copy_` and `fill_`/`zero_` as seen from the written tensor:
+            // the overwritten value gets a zero gradient (PyTorch's, not none).
+            B::CopyFrom { src_shape, src_dtype } => {
+                (K::CopyInplace, tt(), vec![Slot::Absent, meta(src_shape, *src_dtype)], Slot::Absent, vec![0, 1])
+            }
+            B::Fill => unary(K::Zero, Slot::Absent, Slot::Absent),
             _ => return None,
         };
-        Some(RuleCall { op, args, inputs, out, edges })
+        let overwrites = matches!(op, K::CopyInplace | K::Zero);
+        Some(RuleCall { op, args, inputs, out, edges, overwrites })
     }
 }
 

@@ -9,8 +9,10 @@
 //!   through a mirror of its storage, where the table's `view_grad` gives
 //!   each storage element's gradient to the first element over it (the two
 //!   differ on inputs whose elements overlap);
-//! - the records of in-place ops: `copy_`, `fill_`/`zero_`, and
-//!   `CopySlices` (an in-place op on a view, seen from the base).
+//! - `CopySlices`, the record of an in-place op on a view as seen from the
+//!   view's base, which runs the op's own record on the view's region;
+//! - `Custom`: a compiled function's node, whose backward is its compiled
+//!   backward graph (built from the same table).
 //!
 //! Every other recorded op goes through [`super::grad_eval`].
 
@@ -53,14 +55,6 @@ impl BackwardOp {
                 one(g.mul(&keep.to_dtype(g.dtype())?))
             }
             BackwardOp::View { op, in_layout, storage_len, dtype } => one(view_backward(op, in_layout, *storage_len, *dtype, g)),
-            BackwardOp::CopyFrom { src_shape, src_dtype } => {
-                // PyTorch gives the overwritten value a zero gradient, not none.
-                Ok(vec![
-                    if need(0) { Some(g.zeros_like()?) } else { None },
-                    if need(1) { Some(super::prims::sum_to(g, src_shape, *src_dtype)?) } else { None },
-                ])
-            }
-            BackwardOp::Fill => one(g.zeros_like()),
             BackwardOp::CopySlices { base_layout, view_layout, storage_len, dtype, fn_node } => {
                 let mirror = Tensor::zeros(&[*storage_len], *dtype, &g.device())?;
                 let base_view = mirror.alias_with_layout(base_layout.clone());

@@ -20,7 +20,7 @@ use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::ops::Operand;
 use crate::tensor::Tensor;
-use aot_ir::transform::grad_rules::{op_vjp, GradBuilder, OutRef, Prim, RuleError};
+use aot_ir::transform::grad_rules::{mutate_vjp, op_vjp, GradBuilder, MutateSite, OutRef, Prim, RuleError};
 use aot_ir::transform::ChainStep;
 use aot_ir::{Arg as IrArg, OpKind, ScalarValue, ValueId};
 
@@ -73,6 +73,9 @@ pub(crate) struct RuleCall<'a> {
     pub(crate) out: Slot<'a>,
     /// Per edge of the node, the argument position whose gradient it gets.
     pub(crate) edges: Vec<usize>,
+    /// `op` overwrites its receiver in place (`copy_`, `fill_`, `zero_`):
+    /// its rule is the table's mutation rule, on the whole receiver.
+    pub(crate) overwrites: bool,
 }
 
 impl RuleCall<'_> {
@@ -89,7 +92,13 @@ impl RuleCall<'_> {
                 *slot = need(edge);
             }
         }
-        let grads = op_vjp(&mut e, self.op, &self.args, &OutRef::Value(out), gv, &arg_needs).map_err(|err| err.0)?;
+        let grads = if self.overwrites {
+            let site = MutateSite { op: self.op, root: ValueId(0), out, chain: &[], args: &self.args };
+            mutate_vjp(&mut e, &site, gv, &arg_needs)
+        } else {
+            op_vjp(&mut e, self.op, &self.args, &OutRef::Value(out), gv, &arg_needs)
+        };
+        let grads = grads.map_err(|err| err.0)?;
         let grad = |edge: usize, pos: usize| match grads.get(pos).copied().flatten() {
             Some(v) if need(edge) => e.data(v).map(Some),
             _ => Ok(None),
