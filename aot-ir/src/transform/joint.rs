@@ -28,76 +28,13 @@
 //! arguments' common base (PyTorch's synthetic base in training).
 
 use super::functionalize::{ChainStep, FNode, FOutput, FunctionalGraph};
-use super::grad_rules::{self, Emit, MutateSite, OutRef, Prim};
+use super::grad_rules::{self, MutateSite, OutRef, Prim};
+use super::joint_node::{cse_key, Emit};
+pub use super::joint_node::{JNode, JOp};
 use crate::graph::{Graph, Node, Param, ReturnKind};
 use crate::op::{OpClass, OpKind};
 use crate::types::{Arg, SpanId, ValueId};
 use std::fmt::{self, Write};
-
-/// What a joint node computes. Arguments are in [`JNode::args`].
-#[derive(Clone, Debug, PartialEq)]
-pub enum JOp {
-    /// The base of input group `.0` (a primal input).
-    Primal(usize),
-    /// Tangent `.0` (the gradient of a forward output).
-    Tangent(usize),
-    /// `[src]`: a copy of `src`'s storage with its geometry.
-    Cow,
-    /// `[root]`: the chain replayed on `root` (a view).
-    Regen(Vec<ChainStep>),
-    /// A DSL op that computes or views, arguments as in the source.
-    /// `src_node`: the source node it came from (forward nodes only).
-    Op { op: OpKind, src_node: Option<usize>, check_alias: Option<bool> },
-    /// `[root, view, args..]`: a new root version: a copy of `root` whose
-    /// region `chain` (which `view` is) the in-place `op` rewrote.
-    Mutate { op: OpKind, chain: Vec<ChainStep>, src_node: usize },
-    /// A backward-only primitive.
-    Prim(Prim),
-}
-
-/// One node: defines `out`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct JNode {
-    pub op: JOp,
-    pub args: Vec<Arg>,
-    pub out: ValueId,
-    /// Depends on a tangent: can only run in the backward.
-    pub is_backward: bool,
-}
-
-impl JNode {
-    pub fn uses(&self) -> impl Iterator<Item = ValueId> + '_ {
-        self.args.iter().filter_map(Arg::as_tensor)
-    }
-
-    /// Whether argument `i` is read for its shape and dtype only.
-    pub fn is_meta_arg(&self, i: usize) -> bool {
-        match &self.op {
-            JOp::Prim(p) => p.meta_args().contains(&i),
-            JOp::Op { op: OpKind::ZerosLike | OpKind::OnesLike | OpKind::FullLike, .. } => i == 0,
-            _ => false,
-        }
-    }
-
-    /// The tensors whose data the node reads.
-    pub fn data_uses(&self) -> impl Iterator<Item = ValueId> + '_ {
-        self.args.iter().enumerate().filter(|(i, _)| !self.is_meta_arg(*i)).filter_map(|(_, a)| a.as_tensor())
-    }
-
-    /// Elementwise or view-like: cheap to recompute rather than save.
-    pub fn is_cheap(&self) -> bool {
-        match &self.op {
-            JOp::Primal(_) | JOp::Tangent(_) => false,
-            JOp::Cow | JOp::Mutate { .. } => false,
-            JOp::Regen(_) => true,
-            JOp::Prim(p) => p.is_cheap(),
-            JOp::Op { op, .. } => {
-                !op.is_random()
-                    && !matches!(op, OpKind::Matmul | OpKind::Mm | OpKind::Bmm | OpKind::Softmax | OpKind::LogSoftmax | OpKind::VarDim)
-            }
-        }
-    }
-}
 
 /// What a forward output is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,6 +88,45 @@ pub struct JointError {
 /// whose tensor parameters require grad as `requires_grad` says (one entry
 /// per source parameter; scalars `false`).
 pub fn create_joint(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]) -> Result<JointGraph, JointError> {
+    let fw = forward(fg, requires_grad)?;
+    let (fw_outputs, tangents) = forward_outputs(fg, &fw.rg);
+    let mut num_values = fw.rg.len();
+    let Forward { mut nodes, rg, diff, .. } = fw;
+    let grads = backward(fg, &mut nodes, &mut num_values, &rg, &diff, &fw_outputs, &tangents)?;
+    let input_grads = input_grads(fg, source, requires_grad, &grads);
+
+    // Which nodes depend on a tangent.
+    let mut bw = vec![false; num_values];
+    for node in nodes.iter_mut() {
+        node.is_backward = matches!(node.op, JOp::Tangent(_)) || node.uses().any(|v| bw[v.index()]);
+        bw[node.out.index()] = node.is_backward;
+    }
+    let jg = JointGraph {
+        name: fg.name.clone(),
+        params: source.params.clone(),
+        num_primals: fg.groups.single.len(),
+        num_values,
+        nodes,
+        fw_outputs,
+        tangents,
+        input_grads,
+        user_outputs: fg.outputs.clone(),
+    };
+    jg.verify()?;
+    Ok(jg)
+}
+
+/// The forward part: its nodes, and per value the node defining it,
+/// whether it requires grad, and whether it is differentiable.
+struct Forward {
+    nodes: Vec<JNode>,
+    def: Vec<Option<usize>>,
+    rg: Vec<bool>,
+    diff: Vec<bool>,
+}
+
+/// The functional nodes, with requires-grad propagated.
+fn forward(fg: &FunctionalGraph, requires_grad: &[bool]) -> Result<Forward, JointError> {
     let err = |msg: String| JointError { name: fg.name.clone(), msg };
     // Each dropout's mask is a forward value of its own, numbered after
     // the functional graph's values.
@@ -168,13 +144,9 @@ pub fn create_joint(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]
             }
         }
     }
-
-    // Forward: the functional nodes, with requires-grad propagated.
-    let mut nodes: Vec<JNode> = Vec::with_capacity(fg.nodes.len() * 3);
-    let mut def: Vec<Option<usize>> = vec![None; n];
-    let mut rg = vec![false; n];
-    let mut diff = vec![false; n];
+    let mut f = Forward { nodes: Vec::with_capacity(fg.nodes.len() * 3), def: vec![None; n], rg: vec![false; n], diff: vec![false; n] };
     for fnode in &fg.nodes {
+        let rg = &f.rg;
         let (op, args, out, r, d) = match fnode {
             FNode::Base { group, out } => (JOp::Primal(*group), vec![], *out, group_rg.get(*group).copied().unwrap_or(false), false),
             FNode::Cow { src, out } => (JOp::Cow, vec![Arg::Tensor(*src)], *out, rg[src.index()], true),
@@ -188,9 +160,9 @@ pub fn create_joint(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]
                 next_mask += 1;
                 let x = node.args.first().cloned().ok_or_else(|| err(format!("dropout {src_node} has no input")))?;
                 let p = node.args.get(1).cloned().ok_or_else(|| err(format!("dropout {src_node} has no probability")))?;
-                def[mask.index()] = Some(nodes.len());
-                nodes.push(JNode { op: JOp::Prim(Prim::DropoutMask), args: vec![x.clone(), p], out: mask, is_backward: false });
                 let r = x.as_tensor().is_some_and(|v| rg[v.index()]);
+                f.def[mask.index()] = Some(f.nodes.len());
+                f.nodes.push(JNode { op: JOp::Prim(Prim::DropoutMask), args: vec![x.clone(), p], out: mask, is_backward: false });
                 (JOp::Op { op: OpKind::Mul, src_node: Some(*src_node), check_alias: None }, vec![x, Arg::Tensor(mask)], out, r, true)
             }
             FNode::Op { node, src_node, check_alias } => {
@@ -201,7 +173,7 @@ pub fn create_joint(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]
             }
             FNode::Mutate { node, src_node, root, out } => {
                 let target = node.receiver().ok_or_else(|| err(format!("mutation {src_node} has no target")))?;
-                let chain = chain_to(fg, &def, target, *root)
+                let chain = chain_to(fg, &f.def, target, *root)
                     .ok_or_else(|| err(format!("mutation {src_node}: its target {target} is not a view of {root}")))?;
                 let d = !node.no_grad;
                 let r = rg[root.index()] || (d && differentiable_tensor_args(node.op, &node.args).skip(1).any(|(_, v)| rg[v.index()]));
@@ -210,20 +182,23 @@ pub fn create_joint(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]
                 (JOp::Mutate { op: node.op, chain, src_node: *src_node }, args, *out, r, d)
             }
         };
-        if out.index() >= n || def[out.index()].is_some() {
+        if out.index() >= n || f.def[out.index()].is_some() {
             return Err(err(format!("value {out} is out of range or defined twice")));
         }
-        if let Some(bad) = args.iter().filter_map(Arg::as_tensor).find(|v| def.get(v.index()).is_none_or(Option::is_none)) {
+        if let Some(bad) = args.iter().filter_map(Arg::as_tensor).find(|v| f.def.get(v.index()).is_none_or(Option::is_none)) {
             return Err(err(format!("value {bad} is used before it is defined")));
         }
-        def[out.index()] = Some(nodes.len());
-        rg[out.index()] = r;
-        diff[out.index()] = d;
-        nodes.push(JNode { op, args, out, is_backward: false });
+        f.def[out.index()] = Some(f.nodes.len());
+        f.rg[out.index()] = r;
+        f.diff[out.index()] = d;
+        f.nodes.push(JNode { op, args, out, is_backward: false });
     }
-    let num_fw_nodes = nodes.len();
+    Ok(f)
+}
 
-    // Forward outputs, in PyTorch's order, with the tangent mask.
+/// Forward outputs, in PyTorch's order, with the tangent mask: (outputs,
+/// per tangent the output it belongs to).
+fn forward_outputs(fg: &FunctionalGraph, rg: &[bool]) -> (Vec<JOutput>, Vec<usize>) {
     let mut fw_outputs = Vec::new();
     let mut tangents = Vec::new();
     let mut add_out = |kind: OutputKind, value: ValueId, wants: bool, fw_outputs: &mut Vec<JOutput>| {
@@ -257,14 +232,26 @@ pub fn create_joint(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]
     for b in bases {
         add_out(OutputKind::IntermediateBase, b, true, &mut fw_outputs);
     }
+    (fw_outputs, tangents)
+}
 
-    // Backward: seed the outputs' gradients with the tangents, then walk
-    // the forward in reverse.
-    let mut num_values = n;
-    let mut grads: Vec<Option<ValueId>> = vec![None; n];
+/// The backward: seeds the outputs' gradients with the tangents, then
+/// walks the forward nodes in reverse, appending each rule's nodes.
+/// Returns each forward value's gradient.
+fn backward(
+    fg: &FunctionalGraph,
+    nodes: &mut Vec<JNode>,
+    num_values: &mut usize,
+    rg: &[bool],
+    diff: &[bool],
+    fw_outputs: &[JOutput],
+    tangents: &[usize],
+) -> Result<Vec<Option<ValueId>>, JointError> {
+    let num_fw_nodes = nodes.len();
+    let mut grads: Vec<Option<ValueId>> = vec![None; *num_values];
     // Forward values are candidates for reuse by the rules.
-    let seen = nodes.iter().filter_map(|nd| grad_rules::cse_key(&nd.op, &nd.args).map(|k| (k, nd.out))).collect();
-    let mut e = Emit { nodes: &mut nodes, num_values: &mut num_values, seen };
+    let seen = nodes.iter().filter_map(|nd| cse_key(&nd.op, &nd.args).map(|k| (k, nd.out))).collect();
+    let mut e = Emit { nodes, num_values, seen };
     for (ti, &oi) in tangents.iter().enumerate() {
         let tv = e.push(JOp::Tangent(ti), vec![]);
         accumulate(&mut e, &mut grads, fw_outputs[oi].value, tv);
@@ -272,74 +259,81 @@ pub fn create_joint(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]
     for k in (0..num_fw_nodes).rev() {
         let node = e.nodes[k].clone();
         let Some(g) = grads[node.out.index()] else { continue };
-        if !rg[node.out.index()] {
-            continue;
+        if rg[node.out.index()] {
+            node_vjp(&mut e, &node, g, rg, diff, &mut grads).map_err(|msg| JointError { name: fg.name.clone(), msg })?;
         }
-        let wants = |a: &Arg| a.as_tensor().is_some_and(|v| rg[v.index()]);
-        match &node.op {
-            JOp::Primal(_) | JOp::Tangent(_) | JOp::Prim(_) => {}
-            JOp::Cow => {
-                if let Some(src) = node.args[0].as_tensor() {
-                    accumulate(&mut e, &mut grads, src, g);
+    }
+    Ok(grads)
+}
+
+/// Applies the rule of forward node `node`, whose gradient is `g`, and
+/// accumulates its arguments' gradients.
+fn node_vjp(e: &mut Emit, node: &JNode, g: ValueId, rg: &[bool], diff: &[bool], grads: &mut [Option<ValueId>]) -> Result<(), String> {
+    let wants = |a: &Arg| a.as_tensor().is_some_and(|v| rg[v.index()]);
+    match &node.op {
+        JOp::Primal(_) | JOp::Tangent(_) | JOp::Prim(_) => {}
+        JOp::Cow => {
+            if let Some(src) = node.args[0].as_tensor() {
+                accumulate(e, grads, src, g);
+            }
+        }
+        JOp::Regen(chain) => {
+            if let Some(root) = node.args[0].as_tensor().filter(|r| rg[r.index()]) {
+                let gr = grad_rules::regen_vjp(e, root, chain, g)?;
+                accumulate(e, grads, root, gr);
+            }
+        }
+        JOp::Op { op, src_node, .. } => {
+            if !diff[node.out.index()] {
+                return Ok(());
+            }
+            let dargs = op.differentiable_args();
+            let needs: Vec<bool> = node.args.iter().enumerate().map(|(i, a)| dargs.contains(&i) && wants(a)).collect();
+            let gs = grad_rules::op_vjp(e, *op, &node.args, &OutRef::Value(node.out), g, &needs)
+                .map_err(|m| format!("{m} (source node {})", src_node.unwrap_or(usize::MAX)))?;
+            for (a, gi) in node.args.iter().zip(gs) {
+                if let (Some(v), Some(gi)) = (a.as_tensor(), gi) {
+                    accumulate(e, grads, v, gi);
                 }
             }
-            JOp::Regen(chain) => {
-                if let Some(root) = node.args[0].as_tensor().filter(|r| rg[r.index()]) {
-                    let gr = grad_rules::regen_vjp(&mut e, root, chain, g);
-                    accumulate(&mut e, &mut grads, root, gr);
+        }
+        JOp::Mutate { op, chain, src_node } => {
+            let root = node.args[0].as_tensor().unwrap_or(ValueId(u32::MAX));
+            if !diff[node.out.index()] {
+                // under no_grad the history is untouched: straight through
+                if rg[root.index()] {
+                    accumulate(e, grads, root, g);
                 }
+                return Ok(());
             }
-            JOp::Op { op, src_node, .. } => {
-                if !diff[node.out.index()] {
-                    continue;
-                }
-                let dargs = op.differentiable_args();
-                let needs: Vec<bool> = node.args.iter().enumerate().map(|(i, a)| dargs.contains(&i) && wants(a)).collect();
-                let gs = grad_rules::op_vjp(&mut e, *op, &node.args, &OutRef::Value(node.out), g, &needs)
-                    .map_err(|m| err(format!("{m} (source node {})", src_node.unwrap_or(usize::MAX))))?;
-                for (a, gi) in node.args.iter().zip(gs) {
-                    if let (Some(v), Some(gi)) = (a.as_tensor(), gi) {
-                        accumulate(&mut e, &mut grads, v, gi);
-                    }
-                }
-            }
-            JOp::Mutate { op, chain, src_node } => {
-                let root = node.args[0].as_tensor().unwrap_or(ValueId(u32::MAX));
-                if !diff[node.out.index()] {
-                    // under no_grad the history is untouched: straight through
-                    if rg[root.index()] {
-                        accumulate(&mut e, &mut grads, root, g);
-                    }
-                    continue;
-                }
-                let args = &node.args[1..];
-                let dargs = op.differentiable_args();
-                let mut needs = vec![rg[root.index()]];
-                needs.extend(args.iter().enumerate().skip(1).map(|(i, a)| dargs.contains(&i) && wants(a)));
-                let site = MutateSite { op: *op, root, out: node.out, chain, args };
-                let gs = grad_rules::mutate_vjp(&mut e, &site, g, &needs).map_err(|m| err(format!("{m} (source node {src_node})")))?;
-                for (i, gi) in gs.into_iter().enumerate() {
-                    let target = if i == 0 { Some(root) } else { args[i].as_tensor() };
-                    if let (Some(v), Some(gi)) = (target, gi) {
-                        accumulate(&mut e, &mut grads, v, gi);
-                    }
+            let args = &node.args[1..];
+            let dargs = op.differentiable_args();
+            let mut needs = vec![rg[root.index()]];
+            needs.extend(args.iter().enumerate().skip(1).map(|(i, a)| dargs.contains(&i) && wants(a)));
+            let site = MutateSite { op: *op, root, out: node.out, chain, args };
+            let gs = grad_rules::mutate_vjp(e, &site, g, &needs).map_err(|m| format!("{m} (source node {src_node})"))?;
+            for (i, gi) in gs.into_iter().enumerate() {
+                let target = if i == 0 { Some(root) } else { args[i].as_tensor() };
+                if let (Some(v), Some(gi)) = (target, gi) {
+                    accumulate(e, grads, v, gi);
                 }
             }
         }
     }
+    Ok(())
+}
 
-    let base_of_group: Vec<Option<ValueId>> = {
-        let mut b = vec![None; fg.groups.single.len()];
-        for fnode in &fg.nodes {
-            if let FNode::Base { group, out } = fnode {
-                if let Some(slot) = b.get_mut(*group) {
-                    *slot = Some(*out);
-                }
+/// Per source parameter, the gradient of its input group's base.
+fn input_grads(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool], grads: &[Option<ValueId>]) -> Vec<Option<ValueId>> {
+    let mut base_of_group: Vec<Option<ValueId>> = vec![None; fg.groups.single.len()];
+    for fnode in &fg.nodes {
+        if let FNode::Base { group, out } = fnode {
+            if let Some(slot) = base_of_group.get_mut(*group) {
+                *slot = Some(*out);
             }
         }
-        b
-    };
-    let input_grads = (0..source.params.len())
+    }
+    (0..source.params.len())
         .map(|pi| {
             if !requires_grad.get(pi).copied().unwrap_or(false) {
                 return None;
@@ -347,27 +341,7 @@ pub fn create_joint(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]
             let g = fg.groups.group_of.get(pi).copied().flatten()?;
             grads[base_of_group.get(g).copied().flatten()?.index()]
         })
-        .collect();
-
-    // Which nodes depend on a tangent.
-    let mut bw = vec![false; num_values];
-    for node in nodes.iter_mut() {
-        node.is_backward = matches!(node.op, JOp::Tangent(_)) || node.uses().any(|v| bw[v.index()]);
-        bw[node.out.index()] = node.is_backward;
-    }
-    let jg = JointGraph {
-        name: fg.name.clone(),
-        params: source.params.clone(),
-        num_primals: fg.groups.single.len(),
-        num_values,
-        nodes,
-        fw_outputs,
-        tangents,
-        input_grads,
-        user_outputs: fg.outputs.clone(),
-    };
-    jg.verify()?;
-    Ok(jg)
+        .collect()
 }
 
 fn param_name(g: &Graph, pi: usize) -> &str {
@@ -383,7 +357,7 @@ fn differentiable_tensor_args(op: OpKind, args: &[Arg]) -> impl Iterator<Item = 
 fn accumulate(e: &mut Emit, grads: &mut [Option<ValueId>], v: ValueId, g: ValueId) {
     let Some(slot) = grads.get_mut(v.index()) else { return };
     *slot = Some(match *slot {
-        Some(old) => e.op(OpKind::Add, vec![Arg::Tensor(old), Arg::Tensor(g)]),
+        Some(old) => e.push(JOp::Op { op: OpKind::Add, src_node: None, check_alias: None }, vec![Arg::Tensor(old), Arg::Tensor(g)]),
         None => g,
     });
 }

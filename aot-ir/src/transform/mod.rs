@@ -5,8 +5,11 @@
 //!   scatters and view replay; mutated inputs become outputs.
 //! - [`joint`]: the joint forward+backward graph over the functional graph
 //!   (PyTorch's `create_joint`), with its tangent mask.
-//! - [`grad_rules`]: the one table of symbolic gradient rules the joint
-//!   graph is built from, and the backward-only primitives they use.
+//! - [`grad_rules`]: the one table of gradient rules, generic over a
+//!   builder: the joint graph is built from them, and eager backward
+//!   evaluates them on tensors. Also the backward-only primitives they use.
+//! - [`joint_node`]: the joint IR's node type, and the builder that emits
+//!   a rule's values as nodes.
 //! - [`partition`]: the joint graph split into a forward and a backward
 //!   graph (min-cut over saved bytes, recomputing cheap values).
 
@@ -15,4 +18,5 @@ pub mod functionalize;
 pub use functionalize::{functionalize, ChainStep, FNode, FOutput, FunctionalGraph, InputGroups};
 pub mod grad_rules;
 pub mod joint;
+pub mod joint_node;
 pub mod partition;

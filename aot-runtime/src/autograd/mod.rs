@@ -2,13 +2,24 @@
 //! holding a `BackwardOp` (the data of the gradient rule) and the edges to
 //! its inputs' histories; `engine.rs` does one topological walk.
 //!
+//! The derivatives themselves are not written here: `backprop.rs` maps each
+//! record to its rule in `aot_ir::transform::grad_rules` (the table the
+//! joint graph is built from), `grad_eval.rs` evaluates that rule on
+//! tensors, and `prims.rs` and `view_prims.rs` hold the rules' backward-only
+//! primitives, shared with the compiled executor. `eager_rules.rs` lists and differentiates the few
+//! records the table does not cover.
+//!
 //! In-place ops rewrite history the way PyTorch does: the mutated tensor
 //! gets a new `grad_fn` whose first edge is its old history; an in-place op
 //! on a view gives the view's base a `CopySlices` node, and the view's own
 //! `grad_fn` is regenerated from the base when its version is stale.
 
 pub(crate) mod backprop;
+mod eager_rules;
 mod engine;
+pub(crate) mod grad_eval;
+pub(crate) mod prims;
+pub(crate) mod view_prims;
 
 pub(crate) use backprop::{BackwardOp, CustomBackward};
 

@@ -2,8 +2,10 @@
 //! kernels, grad mode off: the graph is its own autograd.
 //!
 //! Source ops go through the interpreter's `exec`, view chains through
-//! `exec::replay`; the backward-only primitives of `aot_ir`'s grad rules
-//! are implemented here. A `Mutate` runs out of place (on a copy of its
+//! `exec::replay`. Of the backward-only primitives of `aot_ir`'s grad
+//! rules, those that move gradients between views and roots (and dropout's
+//! mask) are implemented here; the others are shared with eager backward
+//! (`autograd::prims`). A `Mutate` runs out of place (on a copy of its
 //! root): unlike the functional executor, a backward may still read the
 //! version a mutation replaced.
 //!
@@ -15,13 +17,13 @@
 
 use super::functional::replay;
 use super::interp::{exec, Ctx};
-use crate::autograd::backprop::sum_to;
+use crate::autograd::prims::{eval_prim, scalar};
+use crate::autograd::view_prims::eval_view_prim;
 use crate::autograd::NoGradGuard;
-use crate::dtype::DType;
 use crate::error::{AotError, Result};
-use crate::layout::{broadcast_shapes, Layout};
+use crate::layout::Layout;
 use crate::tensor::Tensor;
-use aot_ir::transform::grad_rules::{needs_geometry, Prim};
+use aot_ir::transform::grad_rules::Prim;
 use aot_ir::transform::joint::{as_source_node, JNode, JOp, JointGraph};
 use aot_ir::transform::partition::{Partition, SubGraph};
 use aot_ir::transform::ChainStep;
@@ -316,118 +318,14 @@ fn copy_storage(t: &Tensor) -> Result<Tensor> {
     Ok(t.storage_as_1d().copy()?.alias_with_layout(t.layout()))
 }
 
-fn i64s(s: &[usize]) -> Vec<i64> {
-    s.iter().map(|&d| d as i64).collect()
-}
-
-fn scalar(a: Option<&IrArg>, scalars: &[Option<ScalarValue>]) -> Result<ScalarValue> {
-    match a {
-        Some(IrArg::Scalar(s)) => s.eval(scalars).map_err(|e| internal(e.to_string())),
-        _ => Err(internal("expected a scalar argument".into())),
-    }
-}
-
-fn ints(a: Option<&IrArg>, scalars: &[Option<ScalarValue>]) -> Result<Vec<i64>> {
-    match a {
-        Some(IrArg::Ints(items)) => items
-            .iter()
-            .map(|s| match s.eval(scalars).map_err(|e| internal(e.to_string()))? {
-                ScalarValue::I64(v) => Ok(v),
-                other => Err(internal(format!("expected an integer, got {other}"))),
-            })
-            .collect(),
-        _ => Err(internal("expected an integer list".into())),
-    }
-}
-
-/// The reduced dims of a reduction over `dims` (empty: all) of a rank-`rank`
-/// tensor, normalized and sorted. A 0-d tensor accepts dim 0 and -1 (as
-/// eager's `normalize_dims`) and has no dim to reduce or put back.
-fn reduced_dims(dims: &[i64], rank: usize) -> Result<Vec<usize>> {
-    if dims.is_empty() || rank == 0 {
-        for &d in dims {
-            crate::layout::wrap_dim("keep_dims", d, rank)?;
-        }
-        return Ok((0..rank).collect());
-    }
-    let mut out = dims.iter().map(|&d| crate::layout::wrap_dim("keep_dims", d, rank)).collect::<Result<Vec<_>>>()?;
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
-}
-
+/// A backward-only primitive: dropout's mask here, the others by the
+/// evaluators shared with eager backward.
 fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> Result<Tensor> {
-    let tensor = |i: usize| -> Result<&Tensor> {
-        match node.args.get(i) {
-            Some(IrArg::Tensor(v)) => get(env, *v),
-            _ => Err(internal(format!("argument {i} of {} is not a tensor", p.name()))),
-        }
-    };
+    let tensors = node.args.iter().map(|a| a.as_tensor().map(|v| get(env, v).cloned()).transpose()).collect::<Result<Vec<_>>>()?;
     match p {
-        Prim::SumToLike => {
-            let like = tensor(1)?;
-            sum_to(tensor(0)?, &like.shape(), like.dtype())
+        Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::ViewScatter(_) => {
+            eval_view_prim(p, &tensors, &|t, chain| replay(t, chain, geometry, scalars))
         }
-        Prim::CastLike => tensor(0)?.to_dtype(tensor(1)?.dtype()),
-        Prim::ReshapeLike => tensor(0)?.reshape(&i64s(&tensor(1)?.shape())),
-        Prim::ExpandLike => tensor(0)?.expand(&i64s(&tensor(1)?.shape()))?.contiguous(),
-        Prim::KeepDims => {
-            let (g, like) = (tensor(0)?, tensor(1)?);
-            let keepdim = matches!(scalar(node.args.get(3), scalars)?, ScalarValue::Bool(true));
-            if keepdim {
-                return Ok(g.clone());
-            }
-            let mut g = g.clone();
-            for d in reduced_dims(&ints(node.args.get(2), scalars)?, like.rank())? {
-                g = g.unsqueeze(d as i64)?;
-            }
-            Ok(g)
-        }
-        Prim::InvCount(scale) => {
-            let like = tensor(0)?;
-            let shape = like.shape();
-            let n = crate::ops::reduced_count("inv_count", &shape, &reduced_dims(&ints(node.args.get(1), scalars)?, shape.len())?)?;
-            let c = match scalar(node.args.get(2), scalars)? {
-                ScalarValue::I64(c) => c as f64,
-                ScalarValue::F64(c) => c,
-                ScalarValue::Bool(_) => return Err(internal("inv_count: bool correction".into())),
-            };
-            Tensor::full(&[], scale / (n as f64 - c).max(0.0), like.dtype(), &like.device())
-        }
-        Prim::ViewGrad(chain) => {
-            let (root, g) = (tensor(0)?, tensor(1)?);
-            let m = mirror_view(root, chain, scalars, geometry)?;
-            let mut buf = vec![0f64; m.len];
-            scatter_add(&mut buf, &m.view, g)?;
-            gather_root(&buf, &m.root, &root.shape(), root.dtype())
-        }
-        Prim::ViewOf(chain) => {
-            let (root, g) = (tensor(0)?, tensor(1)?);
-            let m = mirror_view(root, chain, scalars, geometry)?;
-            if !m.by_storage {
-                // `g` has `root`'s logical elements but its own strides, on
-                // which a `view` made on `root` can fail (a value transposed
-                // in place after the view, a transposed input transposed
-                // back). A `view` that succeeded selects what `reshape`
-                // selects, so the chain is replayed with `reshape`s.
-                return replay(g, &logical_chain(chain), geometry, scalars)?.contiguous();
-            }
-            let mut buf = vec![0f64; m.len];
-            scatter_add(&mut buf, &m.root, g)?;
-            gather(&buf, &m.view, &m.view_shape, g.dtype())
-        }
-        Prim::ViewScatter(chain) => {
-            let (root, g, src) = (tensor(0)?, tensor(1)?, tensor(2)?);
-            let m = mirror_view(root, chain, scalars, geometry)?;
-            let mut buf = vec![0f64; m.len];
-            scatter_add(&mut buf, &m.root, g)?;
-            let src = src.expand(&i64s(&m.view_shape))?.to_dtype(DType::F64)?.to_vec::<f64>()?;
-            for (&o, v) in m.view.iter().zip(src) {
-                *buf.get_mut(o).ok_or_else(|| internal(format!("offset {o} outside the mirror")))? = v;
-            }
-            gather_root(&buf, &m.root, &g.shape(), g.dtype())
-        }
-        Prim::MatmulGrad { rhs } => matmul_grad(tensor(0)?, tensor(1)?, tensor(2)?, *rhs),
         Prim::DropoutMask => {
             let p = match scalar(node.args.get(1), scalars)? {
                 ScalarValue::F64(p) => p,
@@ -435,119 +333,12 @@ fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], 
                 ScalarValue::Bool(_) => return Err(internal("dropout_mask: bool probability".into())),
             };
             // The source op's checks, before anything is drawn.
-            let x = tensor(0)?;
+            let x = tensors.first().cloned().flatten().ok_or_else(|| internal("dropout_mask: no tensor argument".into()))?;
             if !(0.0..=1.0).contains(&p) || !x.dtype().is_float() {
                 return x.dropout(p);
             }
             x.dropout_mask(p)
         }
-        Prim::MetaOf => {
-            let x = tensor(0)?;
-            Tensor::zeros(&[], x.dtype(), &x.device())?.expand(&i64s(&x.shape()))
-        }
-    }
-}
-
-/// `chain` with each `view` replaced by `reshape`: the same elements,
-/// whatever the strides of the tensor it is replayed on.
-fn logical_chain(chain: &[ChainStep]) -> Vec<ChainStep> {
-    chain
-        .iter()
-        .map(|step| match step {
-            ChainStep::View { op: aot_ir::OpKind::View, args } => ChainStep::View { op: aot_ir::OpKind::Reshape, args: args.clone() },
-            other => other.clone(),
-        })
-        .collect()
-}
-
-/// A buffer standing for `root`, with the positions of root's elements and
-/// of `chain`'s view in it (both in row-major element order).
-struct Mirror {
-    /// The buffer is root's storage (not its elements in order).
-    by_storage: bool,
-    len: usize,
-    root: Vec<usize>,
-    view: Vec<usize>,
-    view_shape: Vec<usize>,
-}
-
-/// Where `root` and `chain`'s view lie in a buffer.
-///
-/// The buffer mirrors root's storage when the chain addresses the storage
-/// itself (`as_strided`); gradients are then summed per storage element.
-/// Otherwise root is a metadata stand-in (`Prim::MetaOf`), whose elements
-/// do not overlap (training calls that write an argument whose elements
-/// overlap run eagerly, see `call_refusal`), and the buffer holds root's
-/// elements in row-major order. The view's positions are found by
-/// replaying the chain on those indices: a `view` that succeeded on root's
-/// real strides may not be a view of a contiguous layout, so it is
-/// replayed as `reshape`.
-fn mirror_view(root: &Tensor, chain: &[ChainStep], scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> Result<Mirror> {
-    if needs_geometry(chain) {
-        let (layout, len) = (root.layout(), root.storage_len());
-        let dummy = Tensor::zeros(&[len], DType::Bool, &root.device())?.alias_with_layout(layout.clone());
-        let view = replay(&dummy, chain, geometry, scalars)?.layout();
-        let root = layout.offsets().collect();
-        return Ok(Mirror { by_storage: true, len, root, view: view.offsets().collect(), view_shape: view.shape().to_vec() });
-    }
-    let n = root.numel();
-    let indices = Tensor::from_vec((0..n as i64).collect::<Vec<i64>>(), &root.shape(), &root.device())?;
-    let view = replay(&indices, &logical_chain(chain), geometry, scalars)?;
-    let positions = view.contiguous()?.to_vec::<i64>()?;
-    Ok(Mirror {
-        by_storage: false,
-        len: n,
-        root: (0..n).collect(),
-        view: positions.into_iter().map(|i| i as usize).collect(),
-        view_shape: view.shape().to_vec(),
-    })
-}
-
-/// Adds `t`'s values at `positions` of `buf`.
-fn scatter_add(buf: &mut [f64], positions: &[usize], t: &Tensor) -> Result<()> {
-    for (&o, v) in positions.iter().zip(t.to_dtype(DType::F64)?.to_vec::<f64>()?) {
-        *buf.get_mut(o).ok_or_else(|| internal(format!("offset {o} outside the mirror")))? += v;
-    }
-    Ok(())
-}
-
-/// The values at `positions` of `buf`, as a contiguous tensor of `shape`.
-fn gather(buf: &[f64], positions: &[usize], shape: &[usize], dtype: DType) -> Result<Tensor> {
-    let vals = positions.iter().map(|&o| buf.get(o).copied().ok_or_else(|| internal(format!("offset {o} outside the mirror"))));
-    let vals = vals.collect::<Result<Vec<f64>>>()?;
-    Tensor::from_vec(vals, shape, &crate::device::Device::Cpu)?.to_dtype(dtype)
-}
-
-/// A gradient for root from a per-storage-element gradient `buf`: each
-/// storage element's gradient goes to the first of root's elements at it,
-/// and the others get zero, so that summing over the elements that share a
-/// storage element (as the backward of `expand` does) counts it once.
-fn gather_root(buf: &[f64], positions: &[usize], shape: &[usize], dtype: DType) -> Result<Tensor> {
-    let mut taken = vec![false; buf.len()];
-    let mut vals = Vec::with_capacity(positions.len());
-    for &o in positions {
-        let v = *buf.get(o).ok_or_else(|| internal(format!("offset {o} outside the mirror")))?;
-        vals.push(if std::mem::replace(&mut taken[o], true) { 0.0 } else { v });
-    }
-    Tensor::from_vec(vals, shape, &crate::device::Device::Cpu)?.to_dtype(dtype)
-}
-
-/// The gradient of one operand of `a.matmul(b)`, as the eager rule.
-fn matmul_grad(g: &Tensor, a: &Tensor, b: &Tensor, rhs: bool) -> Result<Tensor> {
-    let (ra, rb) = (a.rank(), b.rank());
-    if ra == 0 || rb == 0 {
-        return Err(AotError::unsupported("matmul", "both arguments to matmul need to be at least 1D"));
-    }
-    let a2 = if ra == 1 { a.unsqueeze(0)? } else { a.clone() };
-    let b2 = if rb == 1 { b.unsqueeze(-1)? } else { b.clone() };
-    let mut out2 = broadcast_shapes("matmul", &a2.shape()[..a2.rank() - 2], &b2.shape()[..b2.rank() - 2])?;
-    out2.extend([a2.shape()[a2.rank() - 2], b2.shape()[b2.rank() - 1]]);
-    let g2 = g.reshape(&i64s(&out2))?;
-    if rhs {
-        let r = a2.transpose(-1, -2)?.matmul(&g2)?;
-        sum_to(&r, &b2.shape(), b.dtype())?.reshape(&i64s(&b.shape()))
-    } else {
-        let r = g2.matmul(&b2.transpose(-1, -2)?)?;
-        sum_to(&r, &a2.shape(), a.dtype())?.reshape(&i64s(&a.shape()))
+        _ => eval_prim(p, &node.args, &tensors, scalars),
     }
 }

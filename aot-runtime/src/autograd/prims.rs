@@ -1,0 +1,174 @@
+//! The backward-only primitives of `aot_ir`'s gradient rules that only
+//! reshape, cast or reduce a gradient ([`Prim`]), evaluated on tensors.
+//! Shared by the eager engine (through [`super::grad_eval`]) and the
+//! compiled executor (`compiled::joint_exec`), which evaluates the view
+//! primitives and dropout's mask itself.
+
+use crate::dtype::DType;
+use crate::error::{AotError, Result};
+use crate::layout::broadcast_shapes;
+use crate::tensor::Tensor;
+use aot_ir::transform::grad_rules::Prim;
+use aot_ir::{Arg as IrArg, ScalarValue};
+
+fn internal(msg: String) -> AotError {
+    AotError::Internal { op: "gradient primitive", msg }
+}
+
+fn i64s(s: &[usize]) -> Vec<i64> {
+    s.iter().map(|&d| d as i64).collect()
+}
+
+/// Argument positions of `p` of which only the shape and dtype are read
+/// when it runs. A superset of `Prim::meta_args` (which the partitioner
+/// uses to decide what to save, and keeps conservative): `matmul_grad`
+/// reads only the metadata of the operand whose gradient it computes.
+pub(crate) fn shape_only_args(p: &Prim) -> &'static [usize] {
+    match p {
+        Prim::MatmulGrad { rhs: false } => &[1],
+        Prim::MatmulGrad { rhs: true } => &[2],
+        _ => p.meta_args(),
+    }
+}
+
+/// A scalar argument, its parameters read from `scalars`.
+pub(crate) fn scalar(a: Option<&IrArg>, scalars: &[Option<ScalarValue>]) -> Result<ScalarValue> {
+    match a {
+        Some(IrArg::Scalar(s)) => s.eval(scalars).map_err(|e| internal(e.to_string())),
+        _ => Err(internal("expected a scalar argument".into())),
+    }
+}
+
+/// An integer list argument, its parameters read from `scalars`.
+pub(crate) fn ints(a: Option<&IrArg>, scalars: &[Option<ScalarValue>]) -> Result<Vec<i64>> {
+    match a {
+        Some(IrArg::Ints(items)) => items
+            .iter()
+            .map(|s| match s.eval(scalars).map_err(|e| internal(e.to_string()))? {
+                ScalarValue::I64(v) => Ok(v),
+                other => Err(internal(format!("expected an integer, got {other}"))),
+            })
+            .collect(),
+        _ => Err(internal("expected an integer list".into())),
+    }
+}
+
+/// Evaluates `p` on `args`; `tensors[i]` is the tensor of argument `i`
+/// (`None` for other arguments). The view primitives and dropout's mask
+/// are not evaluated here.
+pub(crate) fn eval_prim(p: &Prim, args: &[IrArg], tensors: &[Option<Tensor>], scalars: &[Option<ScalarValue>]) -> Result<Tensor> {
+    let tensor = |i: usize| -> Result<&Tensor> {
+        tensors.get(i).and_then(Option::as_ref).ok_or_else(|| internal(format!("argument {i} of {} is not a tensor", p.name())))
+    };
+    match p {
+        Prim::SumToLike => {
+            let like = tensor(1)?;
+            sum_to(tensor(0)?, &like.shape(), like.dtype())
+        }
+        Prim::CastLike => tensor(0)?.to_dtype(tensor(1)?.dtype()),
+        Prim::ReshapeLike => tensor(0)?.reshape(&i64s(&tensor(1)?.shape())),
+        Prim::ExpandLike => tensor(0)?.expand(&i64s(&tensor(1)?.shape()))?.contiguous(),
+        Prim::KeepDims => {
+            let (g, like) = (tensor(0)?, tensor(1)?);
+            let keepdim = matches!(scalar(args.get(3), scalars)?, ScalarValue::Bool(true));
+            if keepdim {
+                return Ok(g.clone());
+            }
+            let mut g = g.clone();
+            for d in reduced_dims(&ints(args.get(2), scalars)?, like.rank())? {
+                g = g.unsqueeze(d as i64)?;
+            }
+            Ok(g)
+        }
+        Prim::InvCount(scale) => {
+            let like = tensor(0)?;
+            let shape = like.shape();
+            let n = crate::ops::reduced_count("inv_count", &shape, &reduced_dims(&ints(args.get(1), scalars)?, shape.len())?)?;
+            let c = match scalar(args.get(2), scalars)? {
+                ScalarValue::I64(c) => c as f64,
+                ScalarValue::F64(c) => c,
+                ScalarValue::Bool(_) => return Err(internal("inv_count: bool correction".into())),
+            };
+            Tensor::full(&[], scale / (n as f64 - c).max(0.0), like.dtype(), &like.device())
+        }
+        Prim::MatmulGrad { rhs } => matmul_grad(tensor(0)?, tensor(1)?, tensor(2)?, *rhs),
+        Prim::MetaOf => meta_of(&tensor(0)?.shape(), tensor(0)?.dtype(), &tensor(0)?.device()),
+        Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::ViewScatter(_) | Prim::DropoutMask => {
+            Err(internal(format!("{} is evaluated by the joint executor", p.name())))
+        }
+    }
+}
+
+/// A one-element stand-in with this shape and dtype (stride 0), for a
+/// value of which only the metadata is read.
+pub(crate) fn meta_of(shape: &[usize], dtype: DType, device: &crate::device::Device) -> Result<Tensor> {
+    Tensor::zeros(&[], dtype, device)?.expand(&i64s(shape))
+}
+
+/// Sums `g` down to `shape` (undoing broadcasting) and casts to `dtype`.
+pub(crate) fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    let gs = g.shape();
+    let mut g = g.clone();
+    if gs.as_slice() != shape {
+        // PyTorch's engine check (`validate_outputs`): the gradient must be
+        // a broadcast of the input's shape. A metadata mutation under
+        // no_grad can leave a tensor whose shape its history disagrees with.
+        let expandable = shape.len() <= gs.len() && shape.iter().rev().zip(gs.iter().rev()).all(|(&n, &m)| n == m || n == 1);
+        if !expandable {
+            return Err(AotError::unsupported(
+                "backward",
+                format!("invalid gradient: got shape {gs:?} but expected shape compatible with {shape:?}"),
+            ));
+        }
+        let lead = gs.len().saturating_sub(shape.len());
+        let mut dims: Vec<i64> = (0..lead as i64).collect();
+        for (i, &n) in shape.iter().enumerate() {
+            if n == 1 && gs[i + lead] != 1 {
+                dims.push((i + lead) as i64);
+            }
+        }
+        if !dims.is_empty() {
+            g = g.sum_dim(&dims, true)?;
+        }
+        g = g.reshape(&i64s(shape))?;
+    }
+    g.to_dtype(dtype)
+}
+
+/// The reduced dims of a reduction over `dims` (empty: all) of a rank-`rank`
+/// tensor, normalized and sorted. A 0-d tensor accepts dim 0 and -1 (as
+/// eager's `normalize_dims`) and has no dim to reduce or put back.
+fn reduced_dims(dims: &[i64], rank: usize) -> Result<Vec<usize>> {
+    if dims.is_empty() || rank == 0 {
+        for &d in dims {
+            crate::layout::wrap_dim("keep_dims", d, rank)?;
+        }
+        return Ok((0..rank).collect());
+    }
+    let mut out = dims.iter().map(|&d| crate::layout::wrap_dim("keep_dims", d, rank)).collect::<Result<Vec<_>>>()?;
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// The gradient of one operand of `a.matmul(b)`, with matmul's 1-D and
+/// batch-broadcasting rules. Reads only the shape and dtype of the operand
+/// whose gradient it computes.
+fn matmul_grad(g: &Tensor, a: &Tensor, b: &Tensor, rhs: bool) -> Result<Tensor> {
+    let (ra, rb) = (a.rank(), b.rank());
+    if ra == 0 || rb == 0 {
+        return Err(AotError::unsupported("matmul", "both arguments to matmul need to be at least 1D"));
+    }
+    let a2 = if ra == 1 { a.unsqueeze(0)? } else { a.clone() };
+    let b2 = if rb == 1 { b.unsqueeze(-1)? } else { b.clone() };
+    let mut out2 = broadcast_shapes("matmul", &a2.shape()[..a2.rank() - 2], &b2.shape()[..b2.rank() - 2])?;
+    out2.extend([a2.shape()[a2.rank() - 2], b2.shape()[b2.rank() - 1]]);
+    let g2 = g.reshape(&i64s(&out2))?;
+    if rhs {
+        let r = a2.transpose(-1, -2)?.matmul(&g2)?;
+        sum_to(&r, &b2.shape(), b.dtype())?.reshape(&i64s(&b.shape()))
+    } else {
+        let r = g2.matmul(&b2.transpose(-1, -2)?)?;
+        sum_to(&r, &a2.shape(), a.dtype())?.reshape(&i64s(&a.shape()))
+    }
+}
