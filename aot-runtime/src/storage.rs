@@ -241,6 +241,9 @@ pub struct Storage {
     id: usize,
     device: Device,
     dtype: DType,
+    /// Elements; fixed, as writes only go through the backends' in-place
+    /// primitives (read without taking the lock: every view op asks).
+    len: usize,
     data: RwLock<StorageData>,
     version: AtomicU64,
 }
@@ -251,6 +254,7 @@ impl Storage {
             id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
             device: data.device(),
             dtype: data.dtype(),
+            len: data.len(),
             data: RwLock::new(data),
             version: AtomicU64::new(0),
         }
@@ -272,10 +276,10 @@ impl Storage {
         self.version.fetch_add(1, Ordering::AcqRel);
     }
     pub fn len(&self) -> usize {
-        self.read().len()
+        self.len
     }
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
     fn read(&self) -> RwLockReadGuard<'_, StorageData> {
         // A poisoned lock only follows a panic elsewhere; the data is still valid.
