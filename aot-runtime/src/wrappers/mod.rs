@@ -6,13 +6,14 @@
 //!   their decisions. (A call makes the same aliasing decisions through
 //!   the specialisation's input groups, `compiled/specialize.rs`; making
 //!   both use one plan is still to do.)
-//! - `epilogue`: `RuntimeWrapper`'s epilogue for inference calls: input
-//!   mutations applied after every op succeeded, aliased outputs
-//!   regenerated.
+//! - `epilogue`: `RuntimeWrapper`'s epilogue: input mutations applied
+//!   after every op succeeded, aliased outputs regenerated; for inference
+//!   calls (`apply`, which also runs the deferred in-place writes) and for
+//!   calls that record gradients (`TrainingEpilogue`, grad mode on).
 //! - `autograd_fn`: `AOTDispatchAutograd`'s compiled function for calls
-//!   that record gradients (the partitioned forward, one autograd node,
-//!   the training epilogue), and `training_plan`, the plan it runs and the
-//!   checks that send a call to the eager reference instead.
+//!   that record gradients (the checks before any work, the partitioned
+//!   forward, one autograd node), and `training_plan`, the plan it runs and
+//!   the checks that send a call to the eager reference instead.
 
 pub(crate) mod autograd_fn;
 pub mod dedupe;
