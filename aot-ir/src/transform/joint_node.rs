@@ -4,6 +4,7 @@
 //! read these; the rules themselves ([`super::grad_rules`]) know nothing of
 //! nodes.
 
+use super::cse::{op_key, prim_node_key, regen_key, CseKey};
 use super::functionalize::ChainStep;
 use super::grad_rules::{GradBuilder, Prim, RuleError};
 use crate::graph::args::t;
@@ -82,17 +83,17 @@ impl JNode {
 pub(crate) struct Emit<'a> {
     pub nodes: &'a mut Vec<JNode>,
     pub num_values: &'a mut usize,
-    pub seen: HashMap<String, ValueId>,
+    pub seen: HashMap<CseKey, ValueId>,
 }
 
 /// The value-numbering key of a node, `None` for nodes that must not be
-/// merged (inputs, random ops, mutations, copies of inputs).
-pub(crate) fn cse_key(op: &JOp, args: &[Arg]) -> Option<String> {
+/// merged (inputs, random ops, mutations, copies of inputs, alias-checked
+/// ops).
+pub(crate) fn cse_key(op: &JOp, args: &[Arg]) -> Option<CseKey> {
     match op {
-        JOp::Op { op, check_alias: None, .. } if !op.is_random() => Some(format!("{op:?}{args:?}")),
-        JOp::Prim(Prim::DropoutMask) => None,
-        JOp::Prim(p) => Some(format!("{p:?}{args:?}")),
-        JOp::Regen(c) => Some(format!("regen{c:?}{args:?}")),
+        JOp::Op { op, check_alias: None, .. } if !op.is_random() => Some(op_key(*op, args)),
+        JOp::Prim(p) => prim_node_key(p, args),
+        JOp::Regen(c) => Some(regen_key(c, args)),
         _ => None,
     }
 }

@@ -9,13 +9,15 @@
 //!   builder: the joint graph is built from them, and eager backward
 //!   evaluates them on tensors. Also the backward-only primitives they use.
 //! - [`joint_node`]: the joint IR's node type, and the builder that emits
-//!   a rule's values as nodes.
+//!   a rule's values as nodes; `cse` the structural key under which it
+//!   emits identical pure nodes once.
 //! - [`partition`]: the joint graph split into a forward and a backward
 //!   graph (min-cut over saved bytes, recomputing cheap values).
 
 pub mod functionalize;
 
 pub use functionalize::{functionalize, ChainStep, FNode, FOutput, FunctionalGraph, InputGroups};
+mod cse;
 pub mod grad_rules;
 pub mod joint;
 pub mod joint_node;
