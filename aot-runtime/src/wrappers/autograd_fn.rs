@@ -212,10 +212,10 @@ fn record_node(
     let differentiable: Vec<bool> = plan.joint.fw_outputs.iter().map(|o| o.tangent.is_some()).collect();
     let group_of = |p: usize| fg.groups.group_of.get(p).copied().flatten();
     let first_of = |p: usize| group_of(p).and_then(|gi| fg.groups.group_of.iter().position(|x| *x == Some(gi)));
-    let base_of = |p: usize| group_of(p).and_then(|gi| synthetic.get(gi)).and_then(Option::as_ref).filter(|_| first_of(p) == Some(p));
-    let inputs: Vec<Option<&Tensor>> =
-        args.iter().enumerate().map(|(p, a)| base_of(p).or(a.tensor()).filter(|_| first_of(p) == Some(p))).collect();
-    let synthetic_base: Vec<Option<Layout>> = (0..args.len()).map(|p| base_of(p).map(Tensor::layout)).collect();
+    let is_first = |p: usize| first_of(p) == Some(p);
+    let base_of = |p: usize| group_of(p).and_then(|gi| synthetic.get(gi)).and_then(Option::as_ref);
+    let inputs: Vec<Option<&Tensor>> = args.iter().enumerate().map(|(p, a)| base_of(p).or(a.tensor()).filter(|_| is_first(p))).collect();
+    let synthetic_base: Vec<Option<Layout>> = (0..args.len()).map(|p| base_of(p).filter(|_| is_first(p)).map(Tensor::layout)).collect();
     let backward = CompiledBackward {
         plan: plan.clone(),
         saved: saved.iter().map(SavedTensor::save).collect(),
