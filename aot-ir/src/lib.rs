@@ -21,6 +21,7 @@
 
 pub mod analysis;
 pub mod graph;
+pub mod kernel;
 pub mod op;
 pub mod print;
 pub mod schema;

@@ -16,7 +16,9 @@
 //! paths, and large inputs (more than 32k elements) are split across rayon
 //! threads.
 //!
-//! - `unary`: [`unary`] and [`clamp`].
+//! - `unary`: [`unary`] and [`clamp`]; contiguous f32 `exp`, `log`, `tanh`,
+//!   `sigmoid`, `silu`, `gelu`, `sin` and `cos` run `vmath`, the kernel
+//!   stage's vectorised math (errors stated in `aot_ir::kernel::math`).
 //! - `binary`: [`binary`], [`binary_scalar`] and [`where_cond`].
 //! - `copy`: [`cast`], [`copy_strided`], [`scatter_add`] and [`fill`].
 //! - `reduce`: [`reduce`] (sum, mean, amax) and [`var`].
@@ -38,6 +40,7 @@ mod softmax;
 mod special;
 mod strided;
 mod unary;
+pub(crate) mod vmath;
 
 #[cfg(test)]
 mod elementwise_tests;

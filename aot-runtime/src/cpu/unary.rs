@@ -5,10 +5,11 @@
 use super::elem::{float_or, not_implemented, Float, FloatElem};
 use super::output::OutOrder;
 use super::strided::{check_layout, map1};
+use super::vmath::{self, MathFn};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
-use crate::storage::CpuStorage;
+use crate::storage::{try_filled, CpuStorage};
 use num_traits::Float as _;
 
 /// A unary elementwise op.
@@ -54,6 +55,24 @@ impl UnaryOp {
     }
 }
 
+impl UnaryOp {
+    /// The vectorised f32 function of the kernel stage that computes this
+    /// op, if there is one.
+    fn math_fn(self) -> Option<MathFn> {
+        Some(match self {
+            UnaryOp::Exp => MathFn::Exp,
+            UnaryOp::Log => MathFn::Log,
+            UnaryOp::Tanh => MathFn::Tanh,
+            UnaryOp::Sigmoid => MathFn::Sigmoid,
+            UnaryOp::Silu => MathFn::Silu,
+            UnaryOp::Gelu => MathFn::Gelu,
+            UnaryOp::Sin => MathFn::Sin,
+            UnaryOp::Cos => MathFn::Cos,
+            _ => return None,
+        })
+    }
+}
+
 /// Applies a unary op to the elements of `layout` in `src`; the output is a
 /// new buffer laid out as `out` (dense, of `layout.shape`) with the dtype of
 /// `src`. Floating dtypes only, except `Neg`/`Abs`/`Square`/`Relu`, which
@@ -62,6 +81,15 @@ pub fn unary(op: UnaryOp, src: &CpuStorage, layout: &Layout, out: &Layout) -> Re
     let name = op.name();
     check_layout(name, layout, src.len())?;
     let layout = &*OutOrder::new(name, out, &layout.shape)?.input(layout);
+    if let (CpuStorage::F32(v), Some(f)) = (src, op.math_fn()) {
+        if layout.is_contiguous() {
+            // The kernel stage's vectorised math, on the dense elements.
+            let n = layout.numel();
+            let mut dst = try_filled(name, n, 0.0f32)?;
+            vmath::apply(f, &v[layout.offset..layout.offset + n], &mut dst);
+            return Ok(CpuStorage::F32(dst));
+        }
+    }
     float_or!(src, v => unary_float(op, v, layout), other => match other {
         CpuStorage::I64(v) => unary_i64(op, v, layout),
         _ => Err(not_implemented(name, other.dtype())),
