@@ -145,7 +145,10 @@ impl<'a> Eval<'a> {
 /// version checks).
 impl Values for Eval<'_> {
     fn tensor(&self, v: ValueId) -> Result<Cow<'_, Tensor>> {
-        self.data(v).map(Cow::Owned)
+        match self.value(v)? {
+            Value::Ready(t) => Ok(Cow::Borrowed(t)),
+            _ => self.data(v).map(Cow::Owned),
+        }
     }
 }
 
