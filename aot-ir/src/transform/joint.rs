@@ -31,9 +31,9 @@ use super::functionalize::{ChainStep, FNode, FOutput, FunctionalGraph};
 use super::grad_rules::{self, MutateSite, OutRef, Prim};
 use super::joint_node::{cse_key, Emit};
 pub use super::joint_node::{JNode, JOp};
-use crate::graph::{Graph, Node, Param, ReturnKind};
+use crate::graph::{Graph, Param, ReturnKind};
 use crate::op::{OpClass, OpKind};
-use crate::types::{Arg, SpanId, ValueId};
+use crate::types::{Arg, ValueId};
 use std::fmt::{self, Write};
 
 /// What a forward output is.
@@ -539,10 +539,4 @@ fn prim_name(node: &JNode) -> &'static str {
         JOp::Prim(p) => p.name(),
         _ => "",
     }
-}
-
-/// A node as a source [`Node`] (for ops), for executors that reuse the
-/// eager interpreter.
-pub fn as_source_node(node: &JNode, op: OpKind) -> Node {
-    Node { op, args: node.args.clone(), out: Some(node.out), no_grad: false, span: SpanId(0) }
 }

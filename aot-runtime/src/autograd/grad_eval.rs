@@ -3,7 +3,8 @@
 //! `aot_ir::transform::grad_rules` asks for on tensors, at once, grad mode
 //! off (the engine runs backward under `NoGradGuard`). The joint graph is
 //! built from the very same rules, so eager and compiled gradients are the
-//! same formulas, op for op.
+//! same formulas, op for op, and both run each op through the one
+//! dispatcher (`crate::executor::dispatch`).
 //!
 //! A rule reads the recorded op's inputs and output through [`Slot`]s:
 //! values saved at record time are read through their version check only
@@ -18,11 +19,13 @@ use super::SavedTensor;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
-use crate::ops::Operand;
+use crate::executor::dispatch::{self, ArgGeometrySource, Values};
+use crate::layout::Layout;
 use crate::tensor::Tensor;
 use aot_ir::transform::grad_rules::{mutate_vjp, op_vjp, GradBuilder, MutateSite, OutRef, Prim, RuleError};
 use aot_ir::transform::ChainStep;
-use aot_ir::{Arg as IrArg, OpKind, ScalarValue, ValueId};
+use aot_ir::{Arg as IrArg, OpKind, ValueId};
+use std::borrow::Cow;
 
 /// A value of the recorded op, as the rule may read it.
 pub(crate) enum Slot<'a> {
@@ -136,127 +139,38 @@ impl<'a> Eval<'a> {
             Value::Slot(Slot::Absent) => Err(AotError::internal(self.node, format!("the rule reads value {v}, which was not kept"))),
         }
     }
+}
 
-    fn scalar(&self, a: &IrArg) -> Result<ScalarValue> {
-        match a {
-            IrArg::Scalar(s) => s.eval(&[]).map_err(|e| AotError::internal(self.node, e.to_string())),
-            _ => Err(AotError::internal(self.node, "expected a scalar argument")),
-        }
-    }
-
-    fn ints(&self, a: &IrArg) -> Result<Vec<i64>> {
-        super::prims::ints(Some(a), &[])
-    }
-
-    /// `op` on `args`, with eager ops.
-    fn apply(&self, op: OpKind, args: &[IrArg]) -> Result<Tensor> {
-        use OpKind as K;
-        let arg = |i: usize| args.get(i).ok_or_else(|| AotError::internal(op.name(), format!("missing argument {i}")));
-        let tensor = |i: usize| match arg(i)? {
-            IrArg::Tensor(v) => self.data(*v),
-            _ => Err(AotError::internal(op.name(), format!("argument {i} is not a tensor"))),
-        };
-        let x = tensor(0)?;
-        // The right operand of a binary op, a tensor or a scalar.
-        let rhs = match args.get(1) {
-            Some(IrArg::Tensor(v)) => Some(Rhs::Tensor(self.data(*v)?)),
-            Some(a @ IrArg::Scalar(_)) => Some(Rhs::Scalar(self.scalar(a)?)),
-            _ => None,
-        };
-        let operand = || rhs.as_ref().map(Rhs::operand).ok_or_else(|| AotError::internal(op.name(), "missing its operand"));
-        match op {
-            K::Add => x.add(operand()?),
-            K::Sub => x.sub(operand()?),
-            K::Mul => x.mul(operand()?),
-            K::Div => x.div(operand()?),
-            K::Pow => x.pow(operand()?),
-            K::Eq => x.eq(operand()?),
-            K::Ne => x.ne(operand()?),
-            K::Lt => x.lt(operand()?),
-            K::Le => x.le(operand()?),
-            K::Gt => x.gt(operand()?),
-            K::Ge => x.ge(operand()?),
-            K::Where => match arg(2)? {
-                IrArg::Tensor(_) => x.where_(&tensor(1)?, &tensor(2)?),
-                a => x.where_(&tensor(1)?, Rhs::Scalar(self.scalar(a)?).operand()),
-            },
-            K::Neg => x.neg(),
-            K::Exp => x.exp(),
-            K::Log => x.log(),
-            K::Sin => x.sin(),
-            K::Cos => x.cos(),
-            K::Sigmoid => x.sigmoid(),
-            K::Gelu => x.gelu(),
-            K::Square => x.square(),
-            K::ZerosLike => x.zeros_like(),
-            K::SumDim => x.sum_dim(&self.ints(arg(1)?)?, self.scalar(arg(2)?)? == ScalarValue::Bool(true)),
-            K::MeanDim => x.mean_dim(&self.ints(arg(1)?)?, self.scalar(arg(2)?)? == ScalarValue::Bool(true)),
-            K::Mm => x.mm(&tensor(1)?),
-            K::Bmm => x.bmm(&tensor(1)?),
-            K::T | K::Transpose | K::Squeeze | K::Permute => view_step(&x, op, &args[1..]),
-            _ => Err(AotError::internal(self.node, format!("`{}` is not an op of the gradient rules", op.name()))),
+/// A rule's tensors, read through [`Eval::data`] (the saved values'
+/// version checks).
+impl Values for Eval<'_> {
+    fn tensor(&self, v: ValueId) -> Result<Cow<'_, Tensor>> {
+        match self.value(v)? {
+            Value::Ready(t) => Ok(Cow::Borrowed(t)),
+            _ => self.data(v).map(Cow::Owned),
         }
     }
 }
 
-/// A view chain replayed on `t` (eager chains have no call-time geometry).
+/// Eager view chains have no call-time geometry.
+struct NoArgGeometry;
+
+impl ArgGeometrySource for NoArgGeometry {
+    fn arg_layout(&self, _: usize) -> Result<Layout> {
+        Err(AotError::internal("backward", "an eager view chain placed by argument geometry"))
+    }
+}
+
+/// A view chain replayed on `t` (eager rules' scalars are constants).
 fn replay(t: &Tensor, chain: &[ChainStep]) -> Result<Tensor> {
-    chain.iter().try_fold(t.clone(), |t, step| match step {
-        ChainStep::View { op, args } => view_step(&t, *op, args),
-        ChainStep::ArgGeometry(_) => Err(AotError::internal("backward", "an eager view chain placed by argument geometry")),
-    })
-}
-
-/// The view `op` of `x`, with its arguments after the receiver.
-fn view_step(x: &Tensor, op: OpKind, rest: &[IrArg]) -> Result<Tensor> {
-    use OpKind as K;
-    let int = |i: usize| match rest.get(i) {
-        Some(IrArg::Scalar(s)) => match s.eval(&[]) {
-            Ok(ScalarValue::I64(v)) => Ok(v),
-            _ => Err(AotError::internal(op.name(), format!("argument {} is not an integer", i + 1))),
-        },
-        _ => Err(AotError::internal(op.name(), format!("argument {} is missing", i + 1))),
-    };
-    let ints = |i: usize| super::prims::ints(rest.get(i), &[]);
-    match op {
-        K::View => x.view(&ints(0)?),
-        K::Reshape => x.reshape(&ints(0)?),
-        K::T => x.t(),
-        K::Transpose => x.transpose(int(0)?, int(1)?),
-        K::Permute => x.permute(&ints(0)?),
-        K::Unsqueeze => x.unsqueeze(int(0)?),
-        K::Squeeze => x.squeeze(int(0)?),
-        K::Expand => x.expand(&ints(0)?),
-        K::Select => x.select(int(0)?, int(1)?),
-        K::Slice => x.slice(int(0)?, int(1)?, int(2)?, int(3)?),
-        K::Narrow => x.narrow(int(0)?, int(1)?, int(2)?),
-        K::Diagonal => x.diagonal(),
-        _ => Err(AotError::internal(op.name(), "not a view of an eager gradient chain")),
-    }
-}
-
-/// A resolved right operand.
-enum Rhs {
-    Tensor(Tensor),
-    Scalar(ScalarValue),
-}
-
-impl Rhs {
-    fn operand(&self) -> Operand<'_> {
-        match self {
-            Rhs::Tensor(t) => Operand::Tensor(t),
-            Rhs::Scalar(ScalarValue::F64(v)) => Operand::from(*v),
-            Rhs::Scalar(ScalarValue::I64(v)) => Operand::from(*v),
-            Rhs::Scalar(ScalarValue::Bool(v)) => Operand::from(*v),
-        }
-    }
+    dispatch::replay(t, chain, &NoArgGeometry, &[])
 }
 
 impl GradBuilder for Eval<'_> {
     type Error = EvalError;
 
     fn op(&mut self, op: OpKind, args: Vec<IrArg>) -> std::result::Result<ValueId, EvalError> {
-        let t = self.apply(op, &args)?;
+        let t = dispatch::exec_node(op, &args, self, &[])?;
         Ok(self.push(Value::Ready(t)))
     }
 

@@ -1,7 +1,7 @@
 //! The backward-only primitives of `aot_ir`'s gradient rules that only
 //! reshape, cast or reduce a gradient ([`Prim`]), evaluated on tensors.
 //! Shared by the eager engine (through [`super::grad_eval`]) and the
-//! compiled executor (`compiled::joint_exec`), which evaluates the view
+//! compiled executor (`executor::joint`), which evaluates the view
 //! primitives and dropout's mask itself.
 
 use crate::dtype::DType;

@@ -1,8 +1,9 @@
 //! The view primitives of `aot_ir`'s gradient rules (`view_grad`,
 //! `view_of`, `view_scatter`), which move a gradient between a view region
 //! and its root, evaluated on tensors. Shared by the eager engine and the
-//! compiled executor; each replays view chains its own way (the compiled
-//! one reads call-time geometry and scalars), so the replay is a parameter.
+//! compiled executor. Both replay view chains with the dispatcher
+//! (`executor::dispatch::replay`), but with their own geometry and scalars
+//! (the compiled one reads the call's), so the replay is a parameter.
 
 use crate::dtype::DType;
 use crate::error::{AotError, Result};

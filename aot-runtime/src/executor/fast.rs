@@ -141,7 +141,7 @@ pub(crate) fn copy_storage(dst: &Tensor, src: &Tensor) -> bool {
 mod tests {
     use super::*;
     use crate::autograd::NoGradGuard;
-    use crate::executor::interp::{exec, Ctx};
+    use crate::executor::dispatch::exec_node;
     use aot_ir::{SpanId, ValueId};
 
     fn node(op: OpKind) -> Node {
@@ -172,7 +172,7 @@ mod tests {
         let dup = |t: &Tensor| t.storage_as_1d().copy().unwrap().alias_with_layout(t.layout());
         let (a2, b2) = (dup(a), dup(b));
         let direct = binary(&n, &[Some(a.clone()), Some(b.clone())]).expect("qualifies");
-        let eager = exec(&Ctx { node: &n, env: &[Some(a2.clone()), Some(b2.clone())], scalars: &[] }).unwrap();
+        let eager = exec_node(n.op, &n.args, &[Some(a2.clone()), Some(b2.clone())][..], &[]).unwrap();
         assert_eq!(observed(&direct), observed(&eager), "{op:?}");
         assert_eq!(observed(a), observed(&a2), "{op:?}: receiver");
     }

@@ -1,7 +1,8 @@
 //! Runs a [`FunctionalGraph`] with the eager kernels.
 //!
-//! This is the CPU backend's plan for now: one eager op per node, or a
-//! direct kernel (`fast.rs`) where one computes the same. Nothing
+//! This is the CPU backend's plan for now: one eager op per node (through
+//! the dispatcher, `dispatch.rs`), or a direct kernel (`fast.rs`) where one
+//! computes the same. Nothing
 //! here writes a caller's tensor: input groups are read through their bases
 //! and copied (`Cow`) before their first write, so an error at any node
 //! leaves every input as it was. The epilogue
@@ -11,13 +12,13 @@
 //! guarantees no later node reads that version (see
 //! `aot_ir::transform::functionalize`).
 
-use super::interp::{blame, exec, Ctx};
+use super::dispatch::{exec_node, replay};
+use super::interp::blame;
 use crate::arg::{Arg, Bases};
 use crate::error::{AotError, Result};
-use crate::layout::Layout;
 use crate::tensor::Tensor;
-use aot_ir::transform::{ChainStep, FNode, FunctionalGraph};
-use aot_ir::{Arg as IrArg, Graph, Node, OpKind, ScalarValue, SpanId, ValueId};
+use aot_ir::transform::{FNode, FunctionalGraph};
+use aot_ir::{Graph, ScalarValue, ValueId};
 
 /// The values of a finished run, indexed by functional value.
 pub(crate) type Env = Vec<Option<Tensor>>;
@@ -53,7 +54,7 @@ pub(crate) fn execute(
             FNode::Op { node, src_node, check_alias } => {
                 let r = match super::fast::binary(node, &env) {
                     Some(r) => r,
-                    None => exec(&Ctx { node, env: &env, scalars }).map_err(|e| blamed(e, g, *src_node))?,
+                    None => exec_node(node.op, &node.args, env.as_slice(), scalars).map_err(|e| blamed(e, g, *src_node))?,
                 };
                 if let Some(assumed) = check_alias {
                     let recv = get(&env, node.receiver().unwrap_or(ValueId(u32::MAX)))?;
@@ -65,7 +66,7 @@ pub(crate) fn execute(
             }
             FNode::Mutate { node, src_node, root, out } => {
                 if super::fast::binary(node, &env).is_none() {
-                    exec(&Ctx { node, env: &env, scalars }).map_err(|e| blamed(e, g, *src_node))?;
+                    exec_node(node.op, &node.args, env.as_slice(), scalars).map_err(|e| blamed(e, g, *src_node))?;
                 }
                 (*out, get(&env, *root)?.clone())
             }
@@ -84,58 +85,4 @@ pub(crate) fn get(env: &Env, v: ValueId) -> Result<&Tensor> {
     env.get(v.index())
         .and_then(Option::as_ref)
         .ok_or_else(|| AotError::Internal { op: "compiled call", msg: format!("value {v} used before it was computed") })
-}
-
-/// Where `ChainStep::ArgGeometry` finds an argument's geometry: the call's
-/// arguments themselves, or (for a backward that runs later, after the
-/// epilogue may have changed their metadata) their layouts at call time.
-pub(crate) trait ArgGeometrySource {
-    fn arg_layout(&self, p: usize) -> Result<Layout>;
-}
-
-impl ArgGeometrySource for [Arg<'_>] {
-    fn arg_layout(&self, p: usize) -> Result<Layout> {
-        self.get(p)
-            .and_then(Arg::tensor)
-            .map(Tensor::layout)
-            .ok_or_else(|| AotError::Internal { op: "compiled call", msg: format!("argument {p} is not a tensor") })
-    }
-}
-
-impl ArgGeometrySource for [Option<Layout>] {
-    fn arg_layout(&self, p: usize) -> Result<Layout> {
-        self.get(p)
-            .cloned()
-            .flatten()
-            .ok_or_else(|| AotError::Internal { op: "compiled call", msg: format!("no geometry for argument {p}") })
-    }
-}
-
-/// Replays a view chain on `root`.
-pub(crate) fn replay(
-    root: &Tensor,
-    chain: &[ChainStep],
-    geometry: &(impl ArgGeometrySource + ?Sized),
-    scalars: &[Option<ScalarValue>],
-) -> Result<Tensor> {
-    let mut t = root.clone();
-    for step in chain {
-        t = match step {
-            ChainStep::ArgGeometry(p) => {
-                let l = geometry.arg_layout(*p)?;
-                t.as_strided(&l.shape, &l.stride, l.offset)?
-            }
-            ChainStep::View { op, args: rest } => view_step(&t, *op, rest, scalars)?,
-        };
-    }
-    Ok(t)
-}
-
-fn view_step(t: &Tensor, op: OpKind, rest: &[IrArg], scalars: &[Option<ScalarValue>]) -> Result<Tensor> {
-    let mut node_args = Vec::with_capacity(rest.len() + 1);
-    node_args.push(IrArg::Tensor(ValueId(0)));
-    node_args.extend_from_slice(rest);
-    let node = Node { op, args: node_args, out: Some(ValueId(1)), no_grad: false, span: SpanId(0) };
-    let env = [Some(t.clone())];
-    exec(&Ctx { node: &node, env: &env, scalars })
 }

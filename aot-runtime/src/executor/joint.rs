@@ -1,8 +1,8 @@
 //! Runs joint graphs and their forward/backward partitions with the eager
 //! kernels, grad mode off: the graph is its own autograd.
 //!
-//! Source ops go through the interpreter's `exec`, view chains through
-//! `exec::replay`. Of the backward-only primitives of `aot_ir`'s grad
+//! Source ops go through the dispatcher's `exec` (no node is built to run
+//! one), view chains through `dispatch::replay`. Of the backward-only primitives of `aot_ir`'s grad
 //! rules, those that move gradients between views and roots (and dropout's
 //! mask) are implemented here; the others are shared with eager backward
 //! (`autograd::prims`). A `Mutate` runs out of place (on a copy of its
@@ -15,8 +15,7 @@
 //! in place (which values are saved is the partitioner's choice, see
 //! `aot_ir::transform::partition`).
 
-use super::functional::replay;
-use super::interp::{exec, Ctx};
+use super::dispatch::{exec, exec_node, replay, Values};
 use crate::autograd::prims::{eval_prim, scalar};
 use crate::autograd::view_prims::eval_view_prim;
 use crate::autograd::NoGradGuard;
@@ -24,10 +23,11 @@ use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
 use aot_ir::transform::grad_rules::Prim;
-use aot_ir::transform::joint::{as_source_node, JNode, JOp, JointGraph};
+use aot_ir::transform::joint::{JNode, JOp, JointGraph};
 use aot_ir::transform::partition::{Partition, SubGraph};
 use aot_ir::transform::ChainStep;
-use aot_ir::{Arg as IrArg, Node, ScalarValue, SpanId, ValueId};
+use aot_ir::{Arg as IrArg, ScalarValue, ValueId};
+use std::borrow::Cow;
 
 type Env = Vec<Option<Tensor>>;
 
@@ -78,7 +78,7 @@ fn internal(msg: String) -> AotError {
     AotError::Internal { op: "joint graph", msg }
 }
 
-fn get(env: &Env, v: ValueId) -> Result<&Tensor> {
+fn get(env: &[Option<Tensor>], v: ValueId) -> Result<&Tensor> {
     env.get(v.index()).and_then(Option::as_ref).ok_or_else(|| internal(format!("value {v} used before it was computed")))
 }
 
@@ -245,8 +245,7 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: 
         JOp::Cow => Ok(copy_storage(tensor(0)?)?),
         JOp::Regen(chain) => replay_checked(tensor(0)?, chain, scalars, geometry),
         JOp::Op { op, check_alias, .. } => {
-            let src = as_source_node(node, *op);
-            let r = exec(&Ctx { node: &src, env, scalars })?;
+            let r = exec_node(*op, &node.args, env.as_slice(), scalars)?;
             if let Some(assumed) = check_alias {
                 if r.shares_storage_with(tensor(0)?) != *assumed {
                     return Err(Stop::Fallback(RESHAPE_SURPRISE));
@@ -269,24 +268,27 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: 
             // copy. An operand over the root's storage is read from the copy
             // with its own geometry, so eager's overlap checks see what eager
             // sees (and the values are the same).
-            let mut local: Env = vec![Some(view)];
-            let mut args = vec![IrArg::Tensor(ValueId(0))];
-            for a in node.args.iter().skip(2) {
-                args.push(match a {
-                    IrArg::Tensor(v) => {
-                        let t = get(env, *v)?;
-                        let t = if t.shares_storage_with(orig) { root.alias_with_layout(t.layout()) } else { t.clone() };
-                        local.push(Some(t));
-                        IrArg::Tensor(ValueId(local.len() as u32 - 1))
-                    }
-                    other => other.clone(),
-                });
-            }
-            let n = Node { op: *op, args, out: None, no_grad: false, span: SpanId(0) };
-            exec(&Ctx { node: &n, env: &local, scalars })?;
+            let operands = OnCopy { env, orig, root: &root };
+            exec(*op, &view, node.args.get(2..).unwrap_or(&[]), &operands, scalars)?;
             Ok(root)
         }
         JOp::Prim(p) => Ok(run_prim(p, node, env, scalars, geometry)?),
+    }
+}
+
+/// The environment as a `Mutate`'s operands see it: a tensor over the
+/// original root's storage is read from the root's copy, with its own
+/// geometry.
+struct OnCopy<'a> {
+    env: &'a [Option<Tensor>],
+    orig: &'a Tensor,
+    root: &'a Tensor,
+}
+
+impl Values for OnCopy<'_> {
+    fn tensor(&self, v: ValueId) -> Result<Cow<'_, Tensor>> {
+        let t = get(self.env, v)?;
+        Ok(if t.shares_storage_with(self.orig) { Cow::Owned(self.root.alias_with_layout(t.layout())) } else { Cow::Borrowed(t) })
     }
 }
 

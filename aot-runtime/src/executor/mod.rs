@@ -1,5 +1,8 @@
 //! The executors: they run a graph of each stage with the eager kernels.
 //!
+//! - [`dispatch`]: the one place an `OpKind` meets its eager op; every
+//!   executor below (and eager backward's gradient rules) runs its ops
+//!   through it, and replays view chains with it.
 //! - [`interp`]: the source graph, op by op on the real arguments (the
 //!   eager reference compiled calls are tested against).
 //! - [`functional`]: a functional graph (the inference path); nothing here
@@ -14,6 +17,7 @@
 //! wrappers (`crate::wrappers`) and `crate::compiled` call them.
 
 pub(crate) mod deferred;
+pub(crate) mod dispatch;
 pub(crate) mod fast;
 pub(crate) mod functional;
 pub(crate) mod interp;
