@@ -93,27 +93,40 @@ impl Layout {
     pub fn new(shape: impl Into<Dims>, stride: impl Into<Dims>, offset: usize) -> Layout {
         Layout { shape: shape.into(), stride: stride.into(), offset }
     }
+    #[inline]
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
+    #[inline]
     pub fn stride(&self) -> &[usize] {
         &self.stride
     }
+    #[inline]
     pub fn offset(&self) -> usize {
         self.offset
     }
+    #[inline]
     pub fn rank(&self) -> usize {
         self.shape.len()
     }
     /// The number of elements; saturates at `usize::MAX` for a shape no
     /// checked constructor lets through (a zero size still gives 0).
+    #[inline]
     pub fn numel(&self) -> usize {
         self.shape.iter().fold(1usize, |a, &n| a.saturating_mul(n))
     }
 
     /// PyTorch's `is_contiguous`: strides of size-1 dims don't matter.
+    #[inline]
     pub fn is_contiguous(&self) -> bool {
-        let (shape, stride) = (self.shape.as_slice(), self.stride.as_slice());
+        match (self.shape.as_slice(), self.stride.as_slice()) {
+            // The commonest case, asked several times by every small op.
+            ([n], [s]) => *n <= 1 || *s == 1,
+            (shape, stride) => Self::contiguous_dims(shape, stride),
+        }
+    }
+
+    fn contiguous_dims(shape: &[usize], stride: &[usize]) -> bool {
         let mut expected = 1usize;
         for (&n, &s) in shape.iter().zip(stride).rev() {
             if n == 0 {

@@ -24,6 +24,10 @@ impl OutOrder {
         if out.shape() != shape {
             return Err(AotError::internal(op, format!("output layout of shape {:?} for inputs of shape {shape:?}", out.shape())));
         }
+        // Contiguous at offset 0: dense, walked row-major.
+        if out.offset() == 0 && out.is_contiguous() {
+            return Ok(OutOrder { perm: None });
+        }
         if !is_dense_output(out) {
             return Err(AotError::internal(
                 op,

@@ -31,10 +31,16 @@ pub(crate) fn par_map<A: Send>(n: usize, f: &(dyn Fn(usize) -> A + Sync)) -> Vec
 /// Checks that every element of `l` lies inside a buffer of `len` elements,
 /// so the kernels can index without panicking (and without overflow).
 pub(crate) fn check_layout(op: &'static str, l: &Layout, len: usize) -> Result<()> {
-    if l.shape.len() != l.stride.len() {
-        return Err(AotError::internal(op, format!("layout with {} sizes but {} strides", l.shape.len(), l.stride.len())));
-    }
     let (shape, stride) = (l.shape.as_slice(), l.stride.as_slice());
+    if shape.len() != stride.len() {
+        return Err(AotError::internal(op, format!("layout with {} sizes but {} strides", shape.len(), stride.len())));
+    }
+    // A dense 1-D layout, the commonest: its end is `offset + n`.
+    if let ([n], [1]) = (shape, stride) {
+        if l.offset.checked_add(*n).is_some_and(|end| end <= len) {
+            return Ok(());
+        }
+    }
     if shape.contains(&0) {
         return Ok(());
     }
