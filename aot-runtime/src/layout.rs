@@ -15,12 +15,14 @@
 //! wrapping, so even a hand-made `Layout::new` never makes them panic.
 
 mod checked;
+mod dims;
 mod index;
 mod iter;
 mod overlap;
 
 use checked::mul_add;
 pub use checked::{checked_numel, MAX_NUMEL};
+pub use dims::{Dims, IntoIter as DimsIntoIter, INLINE_DIMS};
 pub use index::StridedIndex;
 pub use iter::{elementwise_layout, is_dense_output, preserve_layout};
 pub use overlap::Overlap;
@@ -30,8 +32,8 @@ use crate::error::{AotError, Result};
 /// Shape, strides in elements and storage offset of a tensor.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
-    pub(crate) shape: Vec<usize>,
-    pub(crate) stride: Vec<usize>,
+    pub(crate) shape: Dims,
+    pub(crate) stride: Dims,
     pub(crate) offset: usize,
 }
 
@@ -47,8 +49,8 @@ pub fn wrap_dim(op: &'static str, dim: i64, rank: usize) -> Result<usize> {
 
 /// Contiguous (row-major) strides of a shape. Exact for every shape that
 /// passes [`checked_numel`]; larger products saturate rather than wrap.
-pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
-    let mut stride = vec![0; shape.len()];
+pub fn contiguous_strides(shape: &[usize]) -> Dims {
+    let mut stride = Dims::zeros(shape.len());
     let mut acc = 1usize;
     for i in (0..shape.len()).rev() {
         stride[i] = acc;
@@ -58,9 +60,9 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
 }
 
 /// `torch.broadcast_shapes`.
-pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Dims> {
     let n = a.len().max(b.len());
-    let mut out = vec![0; n];
+    let mut out = Dims::zeros(n);
     for i in 0..n {
         let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
         let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
@@ -84,41 +86,58 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
 impl Layout {
     /// A contiguous layout of `shape` at offset 0.
     pub fn contiguous(shape: &[usize]) -> Layout {
-        Layout { shape: shape.to_vec(), stride: contiguous_strides(shape), offset: 0 }
+        Layout { shape: Dims::from_slice(shape), stride: contiguous_strides(shape), offset: 0 }
     }
-    pub fn new(shape: Vec<usize>, stride: Vec<usize>, offset: usize) -> Layout {
-        Layout { shape, stride, offset }
+    /// A layout of these sizes, strides and offset (a `Vec`, a slice or
+    /// [`Dims`] each).
+    pub fn new(shape: impl Into<Dims>, stride: impl Into<Dims>, offset: usize) -> Layout {
+        Layout { shape: shape.into(), stride: stride.into(), offset }
     }
+    #[inline]
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
+    #[inline]
     pub fn stride(&self) -> &[usize] {
         &self.stride
     }
+    #[inline]
     pub fn offset(&self) -> usize {
         self.offset
     }
+    #[inline]
     pub fn rank(&self) -> usize {
         self.shape.len()
     }
     /// The number of elements; saturates at `usize::MAX` for a shape no
     /// checked constructor lets through (a zero size still gives 0).
+    #[inline]
     pub fn numel(&self) -> usize {
         self.shape.iter().fold(1usize, |a, &n| a.saturating_mul(n))
     }
 
     /// PyTorch's `is_contiguous`: strides of size-1 dims don't matter.
+    #[inline]
     pub fn is_contiguous(&self) -> bool {
-        if self.numel() == 0 {
-            return true;
+        match (self.shape.as_slice(), self.stride.as_slice()) {
+            // The commonest case, asked several times by every small op.
+            ([n], [s]) => *n <= 1 || *s == 1,
+            (shape, stride) => Self::contiguous_dims(shape, stride),
         }
-        let mut expected = 1;
-        for i in (0..self.rank()).rev() {
-            if self.shape[i] != 1 {
-                if self.stride[i] != expected {
-                    return false;
+    }
+
+    fn contiguous_dims(shape: &[usize], stride: &[usize]) -> bool {
+        let mut expected = 1usize;
+        for (&n, &s) in shape.iter().zip(stride).rev() {
+            if n == 0 {
+                return true;
+            }
+            if n != 1 {
+                if s != expected {
+                    // Still contiguous if an outer dim is empty.
+                    return shape.contains(&0);
                 }
-                expected = expected.saturating_mul(self.shape[i]);
+                expected = expected.saturating_mul(n);
             }
         }
         true
@@ -131,7 +150,7 @@ impl Layout {
             return Some(self.offset);
         }
         let mut last = self.offset;
-        for (&n, &s) in self.shape.iter().zip(&self.stride) {
+        for (&n, &s) in self.shape.as_slice().iter().zip(self.stride.as_slice()) {
             last = last.checked_add((n - 1).checked_mul(s)?)?;
         }
         last.checked_add(1)
@@ -151,7 +170,7 @@ impl Layout {
     // ---- view geometry --------------------------------------------------
 
     /// Resolve a shape that may hold one -1 against `numel`.
-    pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Vec<usize>> {
+    pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Dims> {
         let mut infer = None;
         let mut known = 1usize;
         for (i, &d) in shape.iter().enumerate() {
@@ -168,7 +187,7 @@ impl Layout {
                     .ok_or_else(|| AotError::overflow(op, format!("the sizes of shape {shape:?} multiply past usize")))?;
             }
         }
-        let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
+        let mut out: Dims = shape.iter().map(|&d| d.max(0) as usize).collect();
         match infer {
             Some(i) => {
                 if known == 0 || !numel.is_multiple_of(known) {
@@ -189,12 +208,12 @@ impl Layout {
 
     /// Strides for viewing this layout as `new_shape` without a copy, or None
     /// if impossible (PyTorch's `computeStride`).
-    pub fn view_strides(&self, new_shape: &[usize]) -> Option<Vec<usize>> {
+    pub fn view_strides(&self, new_shape: &[usize]) -> Option<Dims> {
         let old_shape = &self.shape;
         let old_stride = &self.stride;
         let numel = self.numel();
         if old_shape.is_empty() {
-            return Some(vec![1; new_shape.len()]);
+            return Some(new_shape.iter().map(|_| 1).collect());
         }
         if numel == 0 {
             if old_shape == new_shape {
@@ -202,7 +221,7 @@ impl Layout {
             }
             return Some(contiguous_strides(new_shape));
         }
-        let mut new_stride = vec![0usize; new_shape.len()];
+        let mut new_stride = Dims::zeros(new_shape.len());
         let mut view_d = new_shape.len() as i64 - 1;
         let mut chunk_base_stride = *old_stride.last().unwrap_or(&1);
         let mut tensor_numel = 1usize;
@@ -278,7 +297,7 @@ impl Layout {
             ));
         }
         let mut seen = vec![false; r];
-        let mut l = Layout { shape: vec![], stride: vec![], offset: self.offset };
+        let mut l = Layout { shape: Dims::new(), stride: Dims::new(), offset: self.offset };
         for &d in dims {
             let d = wrap_dim(op, d, r)?;
             if seen[d] {
@@ -317,7 +336,7 @@ impl Layout {
 
     /// `squeeze()` with no dim: removes every size-1 dim.
     pub fn squeeze_all(&self) -> Layout {
-        let mut l = Layout { shape: vec![], stride: vec![], offset: self.offset };
+        let mut l = Layout { shape: Dims::new(), stride: Dims::new(), offset: self.offset };
         for (&n, &s) in self.shape.iter().zip(&self.stride) {
             if n != 1 {
                 l.shape.push(n);
@@ -339,7 +358,7 @@ impl Layout {
             ));
         }
         let lead = shape.len() - r;
-        let mut l = Layout { shape: vec![0; shape.len()], stride: vec![0; shape.len()], offset: self.offset };
+        let mut l = Layout { shape: Dims::zeros(shape.len()), stride: Dims::zeros(shape.len()), offset: self.offset };
         for (i, &want) in shape.iter().enumerate() {
             if i < lead {
                 if want < 0 {
@@ -451,8 +470,8 @@ impl Layout {
             (len, if len > 0 { mul_add(op, offset.unsigned_abs() as usize, self.stride[d1], 0)? } else { 0 })
         };
         let mut l = Layout {
-            shape: vec![],
-            stride: vec![],
+            shape: Dims::new(),
+            stride: Dims::new(),
             offset: self
                 .offset
                 .checked_add(off)
@@ -478,7 +497,7 @@ impl Layout {
             return Err(AotError::shape(op, format!("mismatch in length of strides and shape ({} vs {})", stride.len(), size.len())));
         }
         checked_numel(op, size)?;
-        let l = Layout { shape: size.to_vec(), stride: stride.to_vec(), offset };
+        let l = Layout { shape: Dims::from_slice(size), stride: Dims::from_slice(stride), offset };
         // An empty tensor needs no storage, wherever its offset points (as in PyTorch).
         if l.numel() == 0 {
             return Ok(l);

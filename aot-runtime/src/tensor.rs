@@ -162,10 +162,10 @@ impl Tensor {
         self.0.id
     }
     pub fn shape(&self) -> Vec<usize> {
-        self.state().layout.shape.clone()
+        self.state().layout.shape.to_vec()
     }
     pub fn stride(&self) -> Vec<usize> {
-        self.state().layout.stride.clone()
+        self.state().layout.stride.to_vec()
     }
     pub fn storage_offset(&self) -> usize {
         self.state().layout.offset

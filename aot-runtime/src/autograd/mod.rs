@@ -267,7 +267,7 @@ impl Tensor {
                 let base_layout = view.base.layout();
                 let vl = self.layout();
                 let op = BackwardOp::View {
-                    op: crate::ops::ViewOp::AsStrided { size: vl.shape, stride: vl.stride, offset: vl.offset },
+                    op: crate::ops::ViewOp::AsStrided { size: vl.shape.into_vec(), stride: vl.stride.into_vec(), offset: vl.offset },
                     in_layout: base_layout,
                     storage_len: self.storage_len(),
                     dtype: self.dtype(),
@@ -281,6 +281,15 @@ impl Tensor {
         s.ag.output_nr = 0;
         s.ag.grad_fn_version = now;
         new_fn
+    }
+
+    /// True if this tensor is not a view and neither requires grad nor has
+    /// a `grad_fn`: then it has no [`grad_edge`](Self::grad_edge), and
+    /// asking for one would change nothing. One read of the state, so that
+    /// an op on tensors without history pays little for autograd.
+    pub(crate) fn has_no_history(&self) -> bool {
+        let s = self.state();
+        s.ag.view.is_none() && !s.ag.requires_grad && s.ag.grad_fn.is_none()
     }
 
     /// Where this tensor's gradient goes, if anywhere.
@@ -314,7 +323,7 @@ impl Tensor {
 /// Records `op` as the history of `out` if grad mode is on and any input
 /// requires grad. `inputs` are the differentiable inputs, in the op's order.
 pub(crate) fn record(out: &Tensor, inputs: &[Option<&Tensor>], op: impl FnOnce() -> Result<BackwardOp>) -> Result<()> {
-    if !is_grad_enabled() {
+    if !is_grad_enabled() || inputs.iter().all(|t| t.is_none_or(Tensor::has_no_history)) {
         return Ok(());
     }
     let edges: Vec<Option<Edge>> = inputs.iter().map(|t| t.and_then(|t| t.grad_edge())).collect();

@@ -55,7 +55,7 @@ pub(crate) fn traced_tangents(run: &CopyRun, meta: &ViewAndMutationMeta) -> Opti
     for (info, c) in meta.input_info.iter().zip(copies) {
         if info.mutation_type == MutationType::MutatedOutGraph && info.mutates_data && info.requires_grad {
             let l = preserve_layout(&c.as_ref()?.layout());
-            tangents.push(TangentMeta { shape: l.shape, stride: l.stride });
+            tangents.push(TangentMeta { shape: l.shape.into_vec(), stride: l.stride.into_vec() });
         }
     }
     for (info, o) in meta.output_info.iter().zip(outs) {

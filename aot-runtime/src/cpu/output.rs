@@ -9,13 +9,13 @@
 //! path.
 
 use crate::error::{AotError, Result};
-use crate::layout::{is_dense_output, Layout};
+use crate::layout::{is_dense_output, Dims, Layout};
 use std::borrow::Cow;
 
 /// The dim order in which a kernel walks its inputs to fill an output.
 pub(crate) struct OutOrder {
     /// Output dims from outermost to innermost in memory; None: row-major.
-    perm: Option<Vec<usize>>,
+    perm: Option<Dims>,
 }
 
 impl OutOrder {
@@ -23,6 +23,10 @@ impl OutOrder {
     pub(crate) fn new(op: &'static str, out: &Layout, shape: &[usize]) -> Result<OutOrder> {
         if out.shape() != shape {
             return Err(AotError::internal(op, format!("output layout of shape {:?} for inputs of shape {shape:?}", out.shape())));
+        }
+        // Contiguous at offset 0: dense, walked row-major.
+        if out.offset() == 0 && out.is_contiguous() {
+            return Ok(OutOrder { perm: None });
         }
         if !is_dense_output(out) {
             return Err(AotError::internal(
@@ -35,7 +39,7 @@ impl OutOrder {
         }
         // Dense: the non-trivial dims have distinct strides, and where
         // size-1 dims land does not change the order of the elements.
-        let mut perm: Vec<usize> = (0..out.rank()).collect();
+        let mut perm: Dims = (0..out.rank()).collect();
         perm.sort_by(|&a, &b| out.stride()[b].cmp(&out.stride()[a]));
         Ok(OutOrder { perm: Some(perm) })
     }
@@ -45,8 +49,8 @@ impl OutOrder {
         match &self.perm {
             None => Cow::Borrowed(l),
             Some(p) => {
-                let shape = p.iter().map(|&d| l.shape()[d]).collect();
-                let stride = p.iter().map(|&d| l.stride()[d]).collect();
+                let shape: Dims = p.iter().map(|&d| l.shape()[d]).collect();
+                let stride: Dims = p.iter().map(|&d| l.stride()[d]).collect();
                 Cow::Owned(Layout::new(shape, stride, l.offset()))
             }
         }

@@ -8,7 +8,7 @@
 use super::elem::{float_or, max_nan, torch_type_name, FloatElem};
 use super::strided::{check_layout, par_chunks, par_map, Plan, PAR_MIN};
 use crate::error::{AotError, Result};
-use crate::layout::{contiguous_strides, Layout};
+use crate::layout::{contiguous_strides, Dims, Layout};
 use crate::storage::{try_collect, try_filled, CpuStorage};
 
 /// A reduction op.
@@ -74,7 +74,7 @@ impl Reduction {
             }
         }
         let nk = kept.len();
-        let (shape, stride) = kept.into_iter().chain(red).unzip();
+        let (shape, stride): (Vec<usize>, Vec<usize>) = kept.into_iter().chain(red).unzip();
         Ok(Reduction { op, lin: Layout::new(shape, stride, l.offset), nk, out_n, red_n, empty_dim })
     }
 }
@@ -109,13 +109,13 @@ fn accumulate<A>(lin: &Layout, nk: usize, acc: &mut [A], base: usize, row: &impl
         return;
     }
     let mut ostride = contiguous_strides(&lin.shape[..nk]);
-    ostride.resize(rank, 0);
+    ostride.extend(std::iter::repeat_n(0, rank - nk));
     // Walk the input in memory order: largest stride outermost.
-    let mut perm: Vec<usize> = (0..rank).collect();
+    let mut perm: Dims = (0..rank).collect();
     perm.sort_by(|&i, &j| lin.stride[j].cmp(&lin.stride[i]));
-    let shape: Vec<usize> = perm.iter().map(|&d| lin.shape[d]).collect();
-    let lx = Layout::new(shape.clone(), perm.iter().map(|&d| lin.stride[d]).collect(), lin.offset);
-    let lo = Layout::new(shape.clone(), perm.iter().map(|&d| ostride[d]).collect(), 0);
+    let shape: Dims = perm.iter().map(|&d| lin.shape[d]).collect();
+    let lx = Layout::new(shape.clone(), perm.iter().map(|&d| lin.stride[d]).collect::<Dims>(), lin.offset);
+    let lo = Layout::new(shape.clone(), perm.iter().map(|&d| ostride[d]).collect::<Dims>(), 0);
     let plan = Plan::new(&shape, [&lo, &lx]);
     let [os, xs] = plan.inner_stride();
     plan.for_each_run(0, numel, |_, [o0, x0], len| row(acc, base, o0, os, x0, xs, len));

@@ -5,7 +5,7 @@
 //! transposed), in parallel for large inputs.
 
 use crate::error::{AotError, Result};
-use crate::layout::{contiguous_strides, Layout};
+use crate::layout::{contiguous_strides, Dims, Layout};
 use crate::storage::try_filled;
 use rayon::prelude::*;
 
@@ -31,14 +31,21 @@ pub(crate) fn par_map<A: Send>(n: usize, f: &(dyn Fn(usize) -> A + Sync)) -> Vec
 /// Checks that every element of `l` lies inside a buffer of `len` elements,
 /// so the kernels can index without panicking (and without overflow).
 pub(crate) fn check_layout(op: &'static str, l: &Layout, len: usize) -> Result<()> {
-    if l.shape.len() != l.stride.len() {
-        return Err(AotError::internal(op, format!("layout with {} sizes but {} strides", l.shape.len(), l.stride.len())));
+    let (shape, stride) = (l.shape.as_slice(), l.stride.as_slice());
+    if shape.len() != stride.len() {
+        return Err(AotError::internal(op, format!("layout with {} sizes but {} strides", shape.len(), stride.len())));
     }
-    if l.shape.contains(&0) {
+    // A dense 1-D layout, the commonest: its end is `offset + n`.
+    if let ([n], [1]) = (shape, stride) {
+        if l.offset.checked_add(*n).is_some_and(|end| end <= len) {
+            return Ok(());
+        }
+    }
+    if shape.contains(&0) {
         return Ok(());
     }
     let mut last = Some(l.offset);
-    for (&n, &s) in l.shape.iter().zip(&l.stride) {
+    for (&n, &s) in shape.iter().zip(stride) {
         last = last.and_then(|a| (n - 1).checked_mul(s).and_then(|d| a.checked_add(d)));
     }
     match last {
@@ -62,8 +69,8 @@ pub(crate) fn check_same_shape(op: &'static str, a: &Layout, b: &Layout) -> Resu
 /// merged wherever all `N` layouts allow it. The last merged dim is the
 /// "inner" one that runs walk.
 pub(crate) struct Plan<const N: usize> {
-    outer: Vec<usize>,
-    outer_strides: [Vec<usize>; N],
+    outer: Dims,
+    outer_strides: [Dims; N],
     inner: usize,
     inner_stride: [usize; N],
     offset: [usize; N],
@@ -74,33 +81,48 @@ impl<const N: usize> Plan<N> {
     pub(crate) fn new(shape: &[usize], ls: [&Layout; N]) -> Self {
         let offset = std::array::from_fn(|k| ls[k].offset);
         if shape.contains(&0) {
-            return Plan { outer: vec![], outer_strides: std::array::from_fn(|_| vec![]), inner: 0, inner_stride: [0; N], offset };
+            return Plan {
+                outer: Dims::new(),
+                outer_strides: std::array::from_fn(|_| Dims::new()),
+                inner: 0,
+                inner_stride: [0; N],
+                offset,
+            };
         }
         // Merged dims, innermost first.
-        let mut sizes: Vec<usize> = Vec::with_capacity(shape.len());
-        let mut strides: Vec<[usize; N]> = Vec::with_capacity(shape.len());
+        // (Per layout, held inline: a small op's plan allocates nothing.)
+        let mut sizes = Dims::new();
+        let mut strides: [Dims; N] = std::array::from_fn(|_| Dims::new());
         for d in (0..shape.len()).rev() {
             let n = shape[d];
             if n == 1 {
                 continue;
             }
             let s: [usize; N] = std::array::from_fn(|k| ls[k].stride[d]);
-            if let (Some(last_n), Some(last_s)) = (sizes.last_mut(), strides.last()) {
-                if (0..N).all(|k| last_s[k].checked_mul(*last_n) == Some(s[k])) {
+            if let Some(last_n) = sizes.last_mut() {
+                if (0..N).all(|k| strides[k].last().and_then(|ls| ls.checked_mul(*last_n)) == Some(s[k])) {
                     *last_n *= n;
                     continue;
                 }
             }
             sizes.push(n);
-            strides.push(s);
+            for (k, st) in strides.iter_mut().enumerate() {
+                st.push(s[k]);
+            }
         }
         if sizes.is_empty() {
-            return Plan { outer: vec![], outer_strides: std::array::from_fn(|_| vec![]), inner: 1, inner_stride: [1; N], offset };
+            return Plan {
+                outer: Dims::new(),
+                outer_strides: std::array::from_fn(|_| Dims::new()),
+                inner: 1,
+                inner_stride: [1; N],
+                offset,
+            };
         }
         let inner = sizes[0];
-        let inner_stride = strides[0];
-        let outer: Vec<usize> = sizes[1..].iter().rev().copied().collect();
-        let outer_strides = std::array::from_fn(|k| strides[1..].iter().rev().map(|s| s[k]).collect());
+        let inner_stride = std::array::from_fn(|k| strides[k][0]);
+        let outer: Dims = sizes[1..].iter().rev().copied().collect();
+        let outer_strides = std::array::from_fn(|k| strides[k][1..].iter().rev().copied().collect());
         Plan { outer, outer_strides, inner, inner_stride, offset }
     }
 
@@ -214,9 +236,9 @@ const TILE: usize = 32;
 struct Transposed<const N: usize> {
     /// Plan dims (outermost first), their strides per input, and the
     /// output's (contiguous) strides.
-    sizes: Vec<usize>,
-    istride: [Vec<usize>; N],
-    ostride: Vec<usize>,
+    sizes: Dims,
+    istride: [Dims; N],
+    ostride: Dims,
     offset: [usize; N],
     /// The dim tiled together with the innermost one.
     d: usize,

@@ -17,11 +17,11 @@
 //! so they need no rule here. Every layout returned starts at offset 0 and
 //! covers exactly `numel` elements.
 
-use super::Layout;
+use super::{Dims, Layout};
 
 /// `-1`: `d0` is the faster-moving dim, `1`: `d1` is, `0`: the operands
 /// cannot tell (a stride 0 on either side, or a tie they do not break).
-fn compare_dims(shape: &[usize], strides: &[Vec<usize>], d0: usize, d1: usize) -> i8 {
+fn compare_dims(shape: &[usize], strides: &[Dims], d0: usize, d1: usize) -> i8 {
     for s in strides {
         let (s0, s1) = (s[d0], s[d1]);
         // A broadcast dim says nothing about the order: ask the next operand.
@@ -46,9 +46,9 @@ fn compare_dims(shape: &[usize], strides: &[Vec<usize>], d0: usize, d1: usize) -
 /// leaves a pair alone when no operand can order it. Because an undecided
 /// comparison does not stop the scan, an element can move past neighbours
 /// it was not compared with, exactly as in ATen.
-pub(crate) fn iteration_order(shape: &[usize], strides: &[Vec<usize>]) -> Vec<usize> {
+pub(crate) fn iteration_order(shape: &[usize], strides: &[Dims]) -> Dims {
     let n = shape.len();
-    let mut perm: Vec<usize> = (0..n).rev().collect();
+    let mut perm: Dims = (0..n).rev().collect();
     for i in 1..n {
         let mut d1 = i;
         for d0 in (0..i).rev() {
@@ -68,8 +68,8 @@ pub(crate) fn iteration_order(shape: &[usize], strides: &[Vec<usize>]) -> Vec<us
 /// The strides of `operand` broadcast to `shape`, as the sort sees them:
 /// 0 for new leading dims and for size-1 dims that are broadcast; a size-1
 /// dim that stays size 1 keeps its stride and takes part in the sort.
-fn broadcast_strides(operand: &Layout, shape: &[usize]) -> Vec<usize> {
-    let mut s = vec![0; shape.len()];
+fn broadcast_strides(operand: &Layout, shape: &[usize]) -> Dims {
+    let mut s = Dims::zeros(shape.len());
     // Dims line up from the right; missing leading dims stay 0.
     for j in 1..=operand.rank().min(shape.len()) {
         let (d, e) = (shape.len() - j, operand.rank() - j);
@@ -79,9 +79,9 @@ fn broadcast_strides(operand: &Layout, shape: &[usize]) -> Vec<usize> {
 }
 
 /// Channels-last strides of a 4-D shape (N, C, H, W): C fastest, then W, H, N.
-fn channels_last_strides(shape: &[usize]) -> Vec<usize> {
+fn channels_last_strides(shape: &[usize]) -> Dims {
     let (c, h, w) = (shape[1], shape[2], shape[3]);
-    vec![c * w * h, 1, c * w, c]
+    Dims::from([c * w * h, 1, c * w, c])
 }
 
 /// PyTorch's `is_contiguous(memory_format=torch.channels_last)`: 4-D, and
@@ -112,11 +112,11 @@ fn fast_setup(shape: &[usize], inputs: &[&Layout]) -> Option<Layout> {
         return Some(Layout::contiguous(shape));
     }
     if inputs.iter().all(|l| is_channels_last(l)) {
-        return Some(Layout::new(shape.to_vec(), channels_last_strides(shape), 0));
+        return Some(Layout::new(shape, channels_last_strides(shape), 0));
     }
     let first = inputs.first()?;
     if inputs.iter().all(|l| l.is_non_overlapping_and_dense() && l.stride == first.stride) {
-        return Some(Layout::new(shape.to_vec(), first.stride.clone(), 0));
+        return Some(Layout::new(shape, first.stride.clone(), 0));
     }
     None
 }
@@ -128,7 +128,7 @@ pub fn elementwise_layout(shape: &[usize], inputs: &[&Layout]) -> Layout {
     if let Some(l) = fast_setup(shape, inputs) {
         return l;
     }
-    let strides: Vec<Vec<usize>> = inputs.iter().map(|l| broadcast_strides(l, shape)).collect();
+    let strides: Vec<Dims> = inputs.iter().map(|l| broadcast_strides(l, shape)).collect();
     let perm = iteration_order(shape, &strides);
     let n = shape.len();
     if perm.iter().enumerate().all(|(j, &d)| d == n - 1 - j) {
@@ -136,13 +136,13 @@ pub fn elementwise_layout(shape: &[usize], inputs: &[&Layout]) -> Layout {
     }
     // Dense in the order found. Unlike contiguous strides, a size-0 dim
     // zeroes the strides of the dims outside it (the tensor is empty).
-    let mut stride = vec![0; n];
+    let mut stride = Dims::zeros(n);
     let mut next = 1;
     for &d in &perm {
         stride[d] = next;
         next *= shape[d];
     }
-    Layout::new(shape.to_vec(), stride, 0)
+    Layout::new(shape, stride, 0)
 }
 
 /// The layout of `empty_like(l)` with `memory_format=torch.preserve_format`
@@ -157,7 +157,7 @@ pub fn preserve_layout(l: &Layout) -> Layout {
         return Layout::contiguous(&l.shape);
     }
     let perm = iteration_order(&l.shape, std::slice::from_ref(&l.stride));
-    let mut stride = vec![0; n];
+    let mut stride = Dims::zeros(n);
     let mut next = 1;
     for &d in &perm {
         stride[d] = next;

@@ -46,7 +46,7 @@ impl Layout {
         if n == 1 {
             return self.shape[0] < 2 || self.stride[0] == 1;
         }
-        let mut perm: Vec<usize> = (0..n).collect();
+        let mut perm: super::Dims = (0..n).collect();
         perm.sort_by(|&a, &b| {
             let (sa, sb) = (self.shape[a] < 2, self.shape[b] < 2);
             match (sa, sb) {

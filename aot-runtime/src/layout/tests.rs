@@ -25,7 +25,7 @@ fn overlap_status() {
 }
 #[test]
 fn non_overlapping_layouts_are_recognised_from_strides() {
-    let l = |shape: &[usize], stride: &[usize]| Layout { shape: shape.to_vec(), stride: stride.to_vec(), offset: 0 };
+    let l = |shape: &[usize], stride: &[usize]| Layout::new(shape, stride, 0);
     assert!(l(&[2, 3], &[3, 1]).is_non_overlapping());
     assert!(l(&[3, 2], &[1, 3]).is_non_overlapping(), "transposed");
     assert!(l(&[4, 2], &[5, 1]).is_non_overlapping(), "columns of a wider matrix");

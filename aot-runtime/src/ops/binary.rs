@@ -1,14 +1,15 @@
 //! Binary ops with PyTorch's broadcasting and type promotion; results take
 //! PyTorch's layout (`elementwise_layout` of the promoted operands).
 
-use super::{check_same_device, result_type, Operand};
+use super::{check_same_device, result_type, result_type_ranked, Operand};
 use crate::autograd::{record, BackwardOp, SavedTensor};
 use crate::backend::BinaryOp;
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};
-use crate::layout::{broadcast_shapes, elementwise_layout, preserve_layout, Layout};
+use crate::layout::{broadcast_shapes, elementwise_layout, preserve_layout, Dims, Layout};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// The dtype the kernel computes in, and the dtype of the result.
@@ -23,33 +24,41 @@ fn compute_dtype(op: BinaryOp, promoted: DType) -> DType {
 /// `layout` broadcast to `shape` (stride 0 on new or size-1 dims).
 pub(crate) fn broadcast_layout(layout: &Layout, shape: &[usize]) -> Layout {
     let lead = shape.len() - layout.rank();
-    let mut stride = vec![0; shape.len()];
+    let mut stride = Dims::zeros(shape.len());
     for i in 0..layout.rank() {
         if layout.shape[i] == shape[i + lead] {
             stride[i + lead] = layout.stride[i];
         }
     }
-    Layout::new(shape.to_vec(), stride, layout.offset)
+    Layout::new(shape, stride, layout.offset)
 }
 
 /// Reads `t` as `dtype`: its own storage and layout if it already has that
 /// dtype, else a cast copy laid out like PyTorch's `.to(dtype)`
 /// (TensorIterator promotes CPU inputs that way before it lays out the result).
-fn read_as(t: &Tensor, op: &'static str, dtype: DType) -> Result<(Arc<Storage>, Layout)> {
-    let l = t.layout();
+/// `l` is `t`'s layout (the caller has read it already).
+fn read_as<'a>(t: &'a Tensor, l: Layout, op: &'static str, dtype: DType) -> Result<(Cow<'a, Arc<Storage>>, Layout)> {
     if t.dtype() == dtype {
-        return Ok((t.storage().clone(), l));
+        return Ok((Cow::Borrowed(t.storage()), l));
     }
     let pl = preserve_layout(&l);
-    Ok((Arc::new(t.storage().cast(op, &l, dtype, &pl)?), pl))
+    Ok((Cow::Owned(Arc::new(t.storage().cast(op, &l, dtype, &pl)?)), pl))
 }
 
 /// `a op b` computed in `dtype`, laid out as `out` or else as PyTorch lays
-/// out the result of the two (promoted) operands.
-fn kernel_tt(op: BinaryOp, a: &Tensor, b: &Tensor, dtype: DType, shape: &[usize], out: Option<Layout>) -> Result<Tensor> {
+/// out the result of the two (promoted) operands; `la` and `lb` are the
+/// operands' layouts.
+fn kernel_tt(
+    op: BinaryOp,
+    (a, la): (&Tensor, Layout),
+    (b, lb): (&Tensor, Layout),
+    dtype: DType,
+    shape: &[usize],
+    out: Option<Layout>,
+) -> Result<Tensor> {
     let name = op.name();
-    let (sa, la) = read_as(a, name, dtype)?;
-    let (sb, lb) = read_as(b, name, dtype)?;
+    let (sa, la) = read_as(a, la, name, dtype)?;
+    let (sb, lb) = read_as(b, lb, name, dtype)?;
     let ol = out.unwrap_or_else(|| elementwise_layout(shape, &[&la, &lb]));
     let (la, lb) = (broadcast_layout(&la, shape), broadcast_layout(&lb, shape));
     Ok(Tensor::from_storage(sa.binary(op, &la, &sb, &lb, &ol)?, ol))
@@ -104,7 +113,7 @@ impl ScalarLayout {
 /// `a op s` (or `s op a`) computed in `dtype`, laid out as `out` or else
 /// as PyTorch lays out that op.
 fn kernel_ts(op: BinaryOp, a: &Tensor, s: f64, dtype: DType, scalar_first: bool, out: Option<Layout>) -> Result<Tensor> {
-    let (sa, la) = read_as(a, op.name(), dtype)?;
+    let (sa, la) = read_as(a, a.layout(), op.name(), dtype)?;
     let ol = out.unwrap_or_else(|| ScalarLayout::of(op, scalar_first).layout(&la));
     Ok(Tensor::from_storage(sa.binary_scalar(op, &la, s, scalar_first, &ol)?, ol))
 }
@@ -126,10 +135,11 @@ fn binary_with(op: BinaryOp, a: &Tensor, rhs: Operand<'_>, scalar_first: bool, o
     match rhs {
         Operand::Tensor(b) => {
             check_same_device(name, a, b)?;
-            let promoted = result_type(a, b);
+            let (la, lb) = (a.layout(), b.layout());
+            let promoted = result_type_ranked(a.dtype(), la.rank(), b.dtype(), lb.rank());
             let dtype = compute_dtype(op, promoted);
-            let shape = broadcast_shapes(name, &a.shape(), &b.shape())?;
-            let out = kernel_tt(op, a, b, dtype, &shape, out)?;
+            let shape = broadcast_shapes(name, &la.shape, &lb.shape)?;
+            let out = kernel_tt(op, (a, la), (b, lb), dtype, &shape, out)?;
             if !op.is_comparison() {
                 record(&out, &[Some(a), Some(b)], || {
                     let (sa, sb) = (SavedTensor::save(a), SavedTensor::save(b));
@@ -196,7 +206,9 @@ fn integer_pow(a: &Tensor, rhs: &Operand<'_>, scalar_first: bool) -> Result<Opti
     Ok(Some(match rhs {
         Operand::Tensor(b) => {
             check_same_device("pow", a, b)?;
-            kernel_tt(BinaryOp::Pow, a, b, DType::I64, &broadcast_shapes("pow", &a.shape(), &b.shape())?, None)?
+            let (la, lb) = (a.layout(), b.layout());
+            let shape = broadcast_shapes("pow", &la.shape, &lb.shape)?;
+            kernel_tt(BinaryOp::Pow, (a, la), (b, lb), DType::I64, &shape, None)?
         }
         Operand::Scalar(Scalar::I64(e)) if *e < 0 && !scalar_first => {
             return Err(AotError::unsupported("pow", "Integers to negative integer powers are not allowed."));

@@ -170,11 +170,45 @@ fn check_castable(op: &'static str, target: &Tensor, rhs: &Operand<'_>, bop: Bin
 
 fn binary_inplace(op: &'static str, bop: BinaryOp, target: &Tensor, rhs: Operand<'_>) -> Result<Tensor> {
     check_castable(op, target, &rhs, bop)?;
-    let others: Vec<&Tensor> = match &rhs {
-        Operand::Tensor(t) => vec![*t],
-        Operand::Scalar(_) => vec![],
-    };
-    inplace(op, target, &others, |cur| super::binary::binary(bop, cur, rhs, false))
+    let compute = |cur: &Tensor| super::binary::binary(bop, cur, rhs, false);
+    match rhs {
+        Operand::Tensor(t) => {
+            check_overlap(op, target, &[t])?;
+            if assign_direct(op, bop, target, t) {
+                return Ok(target.clone());
+            }
+            inplace_unchecked_overlap(op, target, &[t], compute)
+        }
+        Operand::Scalar(_) => inplace(op, target, &[], compute),
+    }
+}
+
+/// `target op= rhs` written straight into the target's storage, without
+/// the out-of-place value and its copy: when nothing is recorded, both are
+/// floating tensors of one dtype and device on distinct storages, and
+/// `rhs` broadcasts to the target's shape. The kernel computes what the
+/// out-of-place op computes (the same arithmetic in the same dtype), and
+/// checks everything before it writes, so a `false` (not such a case, or a
+/// refused kernel) has written nothing and the general path runs (and
+/// reports any error).
+fn assign_direct(op: &'static str, bop: BinaryOp, target: &Tensor, rhs: &Tensor) -> bool {
+    let dtype = target.dtype();
+    if !dtype.is_float() || rhs.dtype() != dtype || target.device() != rhs.device() || target.shares_storage_with(rhs) {
+        return false;
+    }
+    if is_grad_enabled() && (target.requires_grad() || rhs.requires_grad()) {
+        return false;
+    }
+    let (lt, lr) = (target.layout(), rhs.layout());
+    if !crate::layout::broadcast_shapes(op, &lr.shape, &lt.shape).is_ok_and(|s| s == lt.shape) {
+        return false;
+    }
+    let lr = super::binary::broadcast_layout(&lr, &lt.shape);
+    if target.storage().binary_assign(bop, &lt, rhs.storage(), &lr).is_err() {
+        return false;
+    }
+    target.storage().bump_version();
+    true
 }
 
 impl Tensor {

@@ -60,8 +60,12 @@ impl From<Scalar> for Operand<'_> {
 /// PyTorch's `result_type` for two tensors: dimensioned tensors take
 /// priority over zero-dim ones unless the zero-dim one is of a higher category.
 pub(crate) fn result_type(a: &Tensor, b: &Tensor) -> DType {
-    let (da, db) = (a.dtype(), b.dtype());
-    match (a.rank() == 0, b.rank() == 0) {
+    result_type_ranked(a.dtype(), a.rank(), b.dtype(), b.rank())
+}
+
+/// [`result_type`] of tensors of these dtypes and ranks.
+pub(crate) fn result_type_ranked(da: DType, ra: usize, db: DType, rb: usize) -> DType {
+    match (ra == 0, rb == 0) {
         (false, true) if db.category() <= da.category() => da,
         (true, false) if da.category() <= db.category() => db,
         _ => DType::promote(da, db),

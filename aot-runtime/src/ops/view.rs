@@ -89,7 +89,7 @@ impl Tensor {
     /// `view(shape)`; one dim may be -1. Fails if the layout cannot be viewed.
     pub fn view(&self, shape: &[i64]) -> Result<Tensor> {
         let l = self.layout().view("view", shape)?;
-        let s = l.shape.clone();
+        let s = l.shape.to_vec();
         make_view(self, l, ViewOp::View(s))
     }
     /// `reshape(shape)`: a view when possible, else a copy.
@@ -141,7 +141,7 @@ impl Tensor {
     }
     pub fn expand(&self, shape: &[i64]) -> Result<Tensor> {
         let l = self.layout().expand("expand", shape)?;
-        let s = l.shape.clone();
+        let s = l.shape.to_vec();
         make_view(self, l, ViewOp::Expand(s))
     }
     pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {

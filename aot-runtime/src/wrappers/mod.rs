@@ -30,5 +30,11 @@ pub(crate) fn arg_geometry(args: &[Arg], i: usize) -> Option<ArgGeometry> {
     let t = args[i].tensor()?;
     let identity = args[..i].iter().position(|b| b.tensor().is_some_and(|u| u.same_tensor(t))).unwrap_or(i);
     let l = t.layout();
-    Some(ArgGeometry { identity, shape: l.shape, stride: l.stride, storage_offset: l.offset, requires_grad: t.requires_grad() })
+    Some(ArgGeometry {
+        identity,
+        shape: l.shape.into_vec(),
+        stride: l.stride.into_vec(),
+        storage_offset: l.offset,
+        requires_grad: t.requires_grad(),
+    })
 }
