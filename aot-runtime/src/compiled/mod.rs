@@ -6,13 +6,17 @@
 //! `crate::executor`; call arguments are [`Arg`] (`crate::arg`).
 //!
 //! The macro embeds the graph and the static metadata template as JSON;
-//! `NAME::compiled()` deserialises them once, on first use. A call
-//! ([`CompiledFn::__call`]) runs the functional graph (inference) or the
-//! partitioned joint graph (training) of its cached specialisation; the
-//! few calls those paths do not model (arguments in unusual autograd
-//! states, program shapes the joint graph does not cover yet) run the
-//! transactional eager reference (`reference.rs`). [`CompiledFn::run_eager`]
-//! is the reference the compiled paths are tested against.
+//! `NAME::compiled()` deserialises them once, on first use. Each guard key
+//! gets one specialisation (`specialize.rs`) holding one plan, which the
+//! runtime wrappers' pre-compile steps build (`crate::wrappers::CallPlan`).
+//! A call ([`CompiledFn::__call`]) runs that plan's run-time steps: the
+//! functional graph (inference) or the partitioned joint graph (training),
+//! then the epilogue; [`CompiledFn::explain`] reports the same plan's
+//! dedupe and synthetic-base decisions. The few calls those paths do not
+//! model (arguments in unusual autograd states, program shapes the joint
+//! graph does not cover yet) run the transactional eager reference
+//! (`reference.rs`). [`CompiledFn::run_eager`] is the reference the
+//! compiled paths are tested against.
 //!
 //! An inference call's fixed cost is kept small: the guard key is computed
 //! on the stack in one pass over the arguments (`specialize.rs`), small
@@ -33,6 +37,8 @@ mod tests;
 mod tests_compiled;
 #[cfg(test)]
 mod tests_deferred;
+#[cfg(test)]
+mod tests_plan;
 
 pub use crate::arg::Arg;
 pub use report::CallReport;
@@ -117,7 +123,9 @@ impl CompiledFn {
         let pattern = full.pattern();
         let facts = (0..args.len())
             .map(|i| match pattern.0[i] {
-                a if a.is_tensor => ArgFacts { is_tensor: true, requires_grad: full.requires_grad(i), is_leaf: full.is_leaf(i), identity: a.same_as },
+                a if a.is_tensor => {
+                    ArgFacts { is_tensor: true, requires_grad: full.requires_grad(i), is_leaf: full.is_leaf(i), identity: a.same_as }
+                }
                 _ => ArgFacts { is_tensor: false, requires_grad: false, is_leaf: false, identity: i },
             })
             .collect();
@@ -189,7 +197,9 @@ impl CompiledFn {
 
     /// The entry point of the functions `#[aot_fn]` generates.
     ///
-    /// Every call: guard key, cached specialisation, then
+    /// Every call: guard key, cached specialisation, then its plan's
+    /// run-time steps (`crate::wrappers`): the `requires_grad` check (debug
+    /// builds), the input groups' bases, then
     /// - inference calls (no tensor argument requires grad, or grad mode is
     ///   off): the functional graph on the CPU kernels, then the epilogue;
     /// - calls that record gradients: the partitioned forward and one

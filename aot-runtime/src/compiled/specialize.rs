@@ -3,8 +3,14 @@
 //! A compiled function is specialised per [`GuardKey`]: per tensor
 //! argument its dtype, device, `requires_grad`, `is_leaf` and rank, plus
 //! the alias pattern among the arguments (which are the very same tensor,
-//! which share a storage, and which of those really overlap). Shapes are
-//! not in the key: the plan reads them at run time.
+//! which share a storage, and which overlap another, distinct one). Shapes
+//! are not in the key: the plan reads them at run time.
+//!
+//! A [`Specialization`] holds the plan the runtime wrappers' pre-compile
+//! steps build for its key (`crate::wrappers::CallPlan`); the key's alias
+//! pattern (`crate::wrappers::AliasPattern`) is what those steps decide
+//! on, so the arguments' aliasing is computed here, once per call, and
+//! nowhere else.
 //!
 //! The key is recomputed on every call and compared, never assumed: a call
 //! whose alias pattern differs from the previous one gets its own

@@ -1,7 +1,9 @@
-//! `AOTDispatchAutograd`'s compiled function: a call that records gradients
-//! runs the partitioned forward with grad mode off and attaches **one**
-//! node to the eager autograd graph, whose backward runs the partitioned
-//! backward graph.
+//! `AOTDispatchAutograd`: the last wrapper of the chain. Its plan, the
+//! training plan (`training_plan`), is built on a specialisation's first
+//! call that records gradients ([`AOTDispatchAutograd::training`]). Its
+//! compiled function: a call that records gradients runs the partitioned
+//! forward with grad mode off and attaches **one** node to the eager
+//! autograd graph, whose backward runs the partitioned backward graph.
 //!
 //! - The node's inputs are the call's tensor arguments, so gradients flow
 //!   into their own history (leaves accumulate `.grad`; non-leaves pass it
@@ -28,8 +30,8 @@ use crate::layout::Layout;
 use crate::tensor::Tensor;
 use crate::wrappers::epilogue::TrainingEpilogue;
 use crate::wrappers::synthetic_base::AOTSyntheticBaseWrapper;
-use crate::wrappers::CallPlan;
 use crate::wrappers::training_plan::TrainingPlan;
+use crate::wrappers::CallPlan;
 use aot_ir::transform::joint::OutputKind;
 use aot_ir::transform::FunctionalGraph;
 use aot_ir::{Graph, ScalarValue, StaticMeta};
@@ -106,11 +108,13 @@ impl AOTDispatchAutograd {
 
     /// The training plan of the functional graph `fg` of `source`, for
     /// arguments that require grad as `requires_grad` says.
-    pub(crate) fn training(&self, fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool]) -> std::result::Result<&Arc<TrainingPlan>, &str> {
-        self.training
-            .get_or_init(|| TrainingPlan::build(fg, source, requires_grad).map(Arc::new))
-            .as_ref()
-            .map_err(String::as_str)
+    pub(crate) fn training(
+        &self,
+        fg: &FunctionalGraph,
+        source: &Graph,
+        requires_grad: &[bool],
+    ) -> std::result::Result<&Arc<TrainingPlan>, &str> {
+        self.training.get_or_init(|| TrainingPlan::build(fg, source, requires_grad).map(Arc::new)).as_ref().map_err(String::as_str)
     }
 }
 
