@@ -54,7 +54,8 @@ pub(crate) struct ArgKey {
     same_as: u32,
     /// The first argument sharing this tensor's storage.
     storage_as: u32,
-    /// Overlaps in memory another, distinct argument of its storage.
+    /// Overlaps in memory another, distinct tensor of its storage (a
+    /// repeat of a tensor has its first occurrence's bit).
     overlaps: bool,
 }
 
