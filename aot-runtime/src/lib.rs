@@ -48,7 +48,7 @@ pub mod layout;
 pub mod ops;
 pub mod storage;
 pub mod tensor;
-pub mod wrappers;
+pub(crate) mod wrappers;
 
 pub use aot_macros::aot_fn;
 pub use autograd::{is_grad_enabled, no_grad, NoGradGuard};

@@ -6,13 +6,17 @@
 //! `crate::executor`; call arguments are [`Arg`] (`crate::arg`).
 //!
 //! The macro embeds the graph and the static metadata template as JSON;
-//! `NAME::compiled()` deserialises them once, on first use. A call
-//! ([`CompiledFn::__call`]) runs the functional graph (inference) or the
-//! partitioned joint graph (training) of its cached specialisation; the
-//! few calls those paths do not model (arguments in unusual autograd
-//! states, program shapes the joint graph does not cover yet) run the
-//! transactional eager reference (`reference.rs`). [`CompiledFn::run_eager`]
-//! is the reference the compiled paths are tested against.
+//! `NAME::compiled()` deserialises them once, on first use. Each guard key
+//! gets one specialisation (`specialize.rs`) holding one plan, which the
+//! runtime wrappers' pre-compile steps build (`crate::wrappers::CallPlan`).
+//! A call ([`CompiledFn::__call`]) runs that plan's run-time steps: the
+//! functional graph (inference) or the partitioned joint graph (training),
+//! then the epilogue; [`CompiledFn::explain`] reports the same plan's
+//! dedupe and synthetic-base decisions. The few calls those paths do not
+//! model (arguments in unusual autograd states, program shapes the joint
+//! graph does not cover yet) run the transactional eager reference
+//! (`reference.rs`). [`CompiledFn::run_eager`] is the reference the
+//! compiled paths are tested against.
 //!
 //! An inference call's fixed cost is kept small: the guard key is computed
 //! on the stack in one pass over the arguments (`specialize.rs`), small
@@ -33,6 +37,8 @@ mod tests;
 mod tests_compiled;
 #[cfg(test)]
 mod tests_deferred;
+#[cfg(test)]
+mod tests_plan;
 
 pub use crate::arg::Arg;
 pub use report::CallReport;
@@ -40,7 +46,10 @@ pub use report::CallReport;
 use crate::autograd::is_grad_enabled;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
-use aot_ir::{ArgFacts, CallFacts, Graph, StaticMeta};
+use crate::wrappers::dedupe::AOTDedupeWrapper;
+use crate::wrappers::synthetic_base::AOTSyntheticBaseWrapper;
+use crate::wrappers::Mutations;
+use aot_ir::{ArgFacts, CallFacts, Graph, StaticMeta, ViewAndMutationMeta};
 use specialize::SpecCache;
 use std::sync::Arc;
 
@@ -86,71 +95,99 @@ impl CompiledFn {
     ///
     /// `fw_metadata` is the static template completed with the arguments'
     /// `requires_grad` and `is_leaf`, the current grad mode, and which
-    /// arguments are the very same tensor. Where the template's answer
-    /// depends on the arguments' shapes, layouts or dtypes, and for the
-    /// `traced_tangents` when some input requires grad, one run on copies of
-    /// the arguments (`observe.rs`) supplies what PyTorch learns by running
-    /// the function. Then the dedupe and synthetic-base wrappers'
-    /// decisions, in PyTorch's order.
+    /// arguments are the very same tensor (all read from the call's guard
+    /// key). Where the template's answer depends on the arguments' shapes,
+    /// layouts or dtypes, and for the `traced_tangents` when some input
+    /// requires grad, one run on copies of the arguments (`observe.rs`)
+    /// supplies what PyTorch learns by running the function.
+    ///
+    /// The dedupe and synthetic-base decisions are those of the plan a
+    /// call with these arguments runs: its specialisation is looked up
+    /// (or built) through the call's cache. The plan's decisions were made
+    /// on the static template's mutation facts; where a run on copies
+    /// showed other facts (a `t_()` that changed nothing, a `reshape` that
+    /// aliased otherwise), the same pre-compile steps are run again on
+    /// what the run showed, as PyTorch would decide. (The call itself
+    /// stays right either way: a `reshape` that aliases otherwise sends it
+    /// to a fallback, and a duplicate is one object of the graph under
+    /// either dedupe strategy.)
     pub fn explain(&self, args: &[Arg]) -> Result<CallReport> {
         crate::arg::scalar_values(&self.graph, args)?;
-        let mut facts = Vec::with_capacity(args.len());
-        for (i, a) in args.iter().enumerate() {
-            facts.push(match a.tensor() {
-                Some(t) => {
-                    // Arguments that are the same tensor share an identity:
-                    // the index of the first of them.
-                    let identity = args[..i].iter().position(|b| b.tensor().is_some_and(|u| u.same_tensor(t))).unwrap_or(i);
-                    ArgFacts { is_tensor: true, requires_grad: t.requires_grad(), is_leaf: t.is_leaf(), identity }
-                }
-                None => ArgFacts { is_tensor: false, requires_grad: false, is_leaf: false, identity: i },
-            });
-        }
-        let mut facts = CallFacts { args: facts, grad_enabled: is_grad_enabled(), keep_input_mutations: true, observed: None };
-        let mut fw_metadata = self.meta.complete(&facts);
-        let any_grad = fw_metadata.input_info.iter().any(|i| i.requires_grad);
-        if any_grad || self.meta.needs_observation {
-            // Running on copies draws random numbers: give them back.
-            let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
-            let run = observe::CopyRun::new(&self.graph, args);
-            if let Some(state) = rng {
-                crate::ops::rng_restore(state);
-            }
-            // A run that fails leaves the template's answer (the call fails too).
-            if let Some(run) = run {
-                if self.meta.needs_observation {
-                    // Where a `reshape`/`contiguous` decides whether an
-                    // input is written, the template is redone knowing
-                    // what they did.
-                    let redone = run.outcomes.iter().any(Option::is_some).then(|| StaticMeta::compute_with(&self.graph, &run.outcomes));
-                    let meta = redone.as_ref().unwrap_or(&self.meta);
-                    facts.observed = Some(run.observation(meta));
-                    fw_metadata = meta.complete(&facts);
-                }
-                if any_grad {
-                    fw_metadata.traced_tangents = tangents::traced_tangents(&run, &fw_metadata).unwrap_or_default();
-                }
-            }
-        }
-        // The wrappers in PyTorch's order: dedupe, then synthetic bases on
-        // the deduplicated arguments and metadata.
-        let dedupe = crate::wrappers::dedupe::dedupe_plan(args, &fw_metadata);
-        let (deduped_args, deduped_meta) = match &dedupe {
-            Some(d) => (crate::wrappers::dedupe::remove_dupe_args(args, &d.keep_arg_mask), &d.meta),
-            None => (args.to_vec(), &fw_metadata),
+        // The alias part is left out of the cache's key when the function
+        // mutates no input; the report still says which are the same tensor.
+        let full = specialize::ProbeKey::with_aliases(args);
+        let spec = match self.meta.mutates_inputs {
+            true => self.cache.get_probed(&self.graph, &self.meta, &full)?,
+            false => self.cache.get(&self.graph, &self.meta, args)?,
         };
-        let sb = crate::wrappers::synthetic_base::synthetic_base_plan(&deduped_args, deduped_meta);
-        let (synthetic_base_info, synthetic_base) = match sb {
-            Some((merged, info)) => (Some(merged.info), Some(info)),
+        let pattern = full.pattern();
+        let facts = (0..args.len())
+            .map(|i| match pattern.0[i] {
+                a if a.is_tensor => {
+                    ArgFacts { is_tensor: true, requires_grad: full.requires_grad(i), is_leaf: full.is_leaf(i), identity: a.same_as }
+                }
+                _ => ArgFacts { is_tensor: false, requires_grad: false, is_leaf: false, identity: i },
+            })
+            .collect();
+        let facts = CallFacts { args: facts, grad_enabled: is_grad_enabled(), keep_input_mutations: true, observed: None };
+        let mut fw_metadata = self.observed_metadata(args, facts);
+        // The wrappers' decisions in PyTorch's order: dedupe, then synthetic
+        // bases on the deduplicated arguments and metadata.
+        let plan = &spec.plan;
+        let observed = Mutations::of_metadata(&fw_metadata);
+        let redone;
+        let (dedupe, synthetic_base) = if observed == plan.mutations {
+            (&plan.dedupe, &plan.synthetic_base)
+        } else {
+            let dedupe = AOTDedupeWrapper::pre_compile(&pattern, &observed);
+            let synthetic_base = AOTSyntheticBaseWrapper::pre_compile(&pattern, &observed, &dedupe);
+            redone = (dedupe, synthetic_base);
+            (&redone.0, &redone.1)
+        };
+        let dedupe_info = dedupe.report(&fw_metadata);
+        let deduped_meta = dedupe_info.as_ref().map_or(&fw_metadata, |d| &d.meta);
+        let (synthetic_base_info, synthetic_base) = match synthetic_base.report(&dedupe.remove_dupe_args(args), deduped_meta) {
+            Some((info, sb)) => (Some(info), Some(sb)),
             None => (None, None),
         };
-        if dedupe.is_none() && synthetic_base.is_none() {
+        if dedupe_info.is_none() && synthetic_base.is_none() {
             // PyTorch compiles with this very metadata object and then drops
             // its traced tangents (they hold fake tensors); its report shows
             // them only on the metadata the wrappers rewrote.
             fw_metadata.traced_tangents.clear();
         }
-        Ok(CallReport { fw_metadata, dedupe, synthetic_base_info, synthetic_base })
+        Ok(CallReport { fw_metadata, dedupe: dedupe_info, synthetic_base_info, synthetic_base })
+    }
+
+    /// The template completed with the call's facts, and where needed with
+    /// what a run on copies of the arguments showed (see
+    /// [`explain`](Self::explain)).
+    fn observed_metadata(&self, args: &[Arg], mut facts: CallFacts) -> ViewAndMutationMeta {
+        let mut fw_metadata = self.meta.complete(&facts);
+        let any_grad = fw_metadata.input_info.iter().any(|i| i.requires_grad);
+        if !any_grad && !self.meta.needs_observation {
+            return fw_metadata;
+        }
+        // Running on copies draws random numbers: give them back.
+        let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
+        let run = observe::CopyRun::new(&self.graph, args);
+        if let Some(state) = rng {
+            crate::ops::rng_restore(state);
+        }
+        // A run that fails leaves the template's answer (the call fails too).
+        let Some(run) = run else { return fw_metadata };
+        if self.meta.needs_observation {
+            // Where a `reshape`/`contiguous` decides whether an input is
+            // written, the template is redone knowing what they did.
+            let redone = run.outcomes.iter().any(Option::is_some).then(|| StaticMeta::compute_with(&self.graph, &run.outcomes));
+            let meta = redone.as_ref().unwrap_or(&self.meta);
+            facts.observed = Some(run.observation(meta));
+            fw_metadata = meta.complete(&facts);
+        }
+        if any_grad {
+            fw_metadata.traced_tangents = tangents::traced_tangents(&run, &fw_metadata).unwrap_or_default();
+        }
+        fw_metadata
     }
 
     /// Runs the graph op by op on eager tensors: the reference semantics.
@@ -160,7 +197,9 @@ impl CompiledFn {
 
     /// The entry point of the functions `#[aot_fn]` generates.
     ///
-    /// Every call: guard key, cached specialisation, then
+    /// Every call: guard key, cached specialisation, then its plan's
+    /// run-time steps (`crate::wrappers`): the `requires_grad` check (debug
+    /// builds), the input groups' bases, then
     /// - inference calls (no tensor argument requires grad, or grad mode is
     ///   off): the functional graph on the CPU kernels, then the epilogue;
     /// - calls that record gradients: the partitioned forward and one
@@ -180,16 +219,16 @@ impl CompiledFn {
         }
         let records_grad = is_grad_enabled() && self.meta.records_history(|p| probe.requires_grad(p));
         let spec = self.cache.get_probed(&self.graph, &self.meta, &probe)?;
+        let plan = &spec.plan;
         if cfg!(debug_assertions) {
-            spec.debug_assert_requires_grad(&self.graph.name, args)?;
+            plan.debug_assert.check(&self.graph.name, args)?;
         }
         if records_grad {
-            let bases = spec.bases(args);
             // Functions the joint graph does not cover yet (see
             // `TrainingPlan::build`) run the eager reference.
-            let Ok(plan) = spec.training(&self.graph) else { return self.run_reference(args) };
+            let Ok(training) = plan.training(&self.graph) else { return self.run_reference(args) };
             let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
-            return match crate::wrappers::autograd_fn::run(plan, &spec.graph, &self.graph, &self.meta, args, &bases, &scalars)? {
+            return match crate::wrappers::autograd_fn::run(plan, training, &self.graph, &self.meta, args, &scalars)? {
                 Some(outs) => Ok(outs),
                 None => {
                     // Abandoned before any effect: give back what it drew.
@@ -201,15 +240,15 @@ impl CompiledFn {
             };
         }
         let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
-        let bases = spec.base_source(args);
+        let bases = plan.synthetic_base.bases(args);
         let (env, deferred) = {
             let _no_grad = crate::autograd::NoGradGuard::new();
-            let deferred = spec.deferred.ready(&bases).then_some(&spec.deferred);
+            let deferred = plan.runtime.deferred(&bases);
             let skip = deferred.map_or(&[][..], |d| &d.skip);
-            (crate::executor::functional::execute(&spec.graph, &self.graph, args, &bases, &scalars, skip)?, deferred)
+            (crate::executor::functional::execute(&plan.graph, &self.graph, args, &bases, &scalars, skip)?, deferred)
         };
         match env {
-            Some(env) => crate::wrappers::epilogue::apply(&spec.graph, &self.meta, args, &bases, &env, deferred),
+            Some(env) => plan.runtime.apply(&plan.graph, &self.meta, args, &bases, &env, deferred),
             None => {
                 // A `reshape`/`contiguous` aliased otherwise than assumed:
                 // give back the random numbers drawn and run the reference.
@@ -230,7 +269,7 @@ impl CompiledFn {
     pub fn functional_listing(&self, args: &[Arg]) -> Result<String> {
         crate::arg::scalar_values(&self.graph, args)?;
         let spec = self.cache.get(&self.graph, &self.meta, args)?;
-        Ok(spec.graph.listing(&self.graph))
+        Ok(spec.plan.graph.listing(&self.graph))
     }
 
     /// The eager reference for a call that records gradients (the shadow
@@ -271,8 +310,8 @@ impl CompiledFn {
             return Ok("inference".into());
         }
         let spec = self.cache.get(&self.graph, &self.meta, args)?;
-        Ok(match spec.training(&self.graph) {
-            Ok(_) => match crate::wrappers::autograd_fn::call_refusal(&spec.graph, &self.meta, args) {
+        Ok(match spec.plan.training(&self.graph) {
+            Ok(_) => match crate::wrappers::autograd_fn::call_refusal(&spec.plan.synthetic_base, &self.meta, args) {
                 None => "compiled training".into(),
                 Some(why) => format!("eager reference: {why}"),
             },

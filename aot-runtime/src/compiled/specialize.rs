@@ -3,8 +3,14 @@
 //! A compiled function is specialised per [`GuardKey`]: per tensor
 //! argument its dtype, device, `requires_grad`, `is_leaf` and rank, plus
 //! the alias pattern among the arguments (which are the very same tensor,
-//! which share a storage, and which of those really overlap). Shapes are
-//! not in the key: the plan reads them at run time.
+//! which share a storage, and which overlap another, distinct one). Shapes
+//! are not in the key: the plan reads them at run time.
+//!
+//! A [`Specialization`] holds the plan the runtime wrappers' pre-compile
+//! steps build for its key (`crate::wrappers::CallPlan`); the key's alias
+//! pattern (`crate::wrappers::AliasPattern`) is what those steps decide
+//! on, so the arguments' aliasing is computed here, once per call, and
+//! nowhere else.
 //!
 //! The key is recomputed on every call and compared, never assumed: a call
 //! whose alias pattern differs from the previous one gets its own
@@ -23,19 +29,17 @@
 //! base was written since its history was recorded (autograd makes its new
 //! `grad_fn` when `is_leaf` is asked).
 
-use crate::arg::{Arg, Bases};
+use crate::arg::Arg;
 use crate::autograd::is_grad_enabled;
-use crate::error::{AotError, Result};
-use crate::executor::deferred::Deferred;
+use crate::error::Result;
 use crate::tensor::Tensor;
-use crate::wrappers::training_plan::TrainingPlan;
+use crate::wrappers::{arg_geometry, AliasPattern, ArgAlias, CallPlan};
 use aot_ir::analysis::input_output::{compute_overlapping_inputs, ArgGeometry};
-use aot_ir::transform::{functionalize, FunctionalGraph, InputGroups};
 use aot_ir::{Graph, StaticMeta};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 
 /// What one argument contributes to the key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,7 +54,8 @@ pub(crate) struct ArgKey {
     same_as: u32,
     /// The first argument sharing this tensor's storage.
     storage_as: u32,
-    /// Overlaps in memory another, distinct argument of its storage.
+    /// Overlaps in memory another, distinct tensor of its storage (a
+    /// repeat of a tensor has its first occurrence's bit).
     overlaps: bool,
 }
 
@@ -93,6 +98,17 @@ impl ProbeKey {
     /// its key is computed (which may regenerate its history), and the
     /// first unusual one stops the computation.
     pub(crate) fn of_checked(args: &[Arg], meta: &StaticMeta, check_unusual: bool) -> ProbeKey {
+        ProbeKey::compute(args, meta.mutates_inputs, check_unusual)
+    }
+
+    /// The key with its alias part computed even where the function
+    /// mutates no input (and the cache's key leaves it out): `explain`
+    /// reports which arguments are the same tensor.
+    pub(crate) fn with_aliases(args: &[Arg]) -> ProbeKey {
+        ProbeKey::compute(args, true, false)
+    }
+
+    fn compute(args: &[Arg], with_aliases: bool, check_unusual: bool) -> ProbeKey {
         let mut keys = if args.len() <= INLINE_ARGS {
             ArgKeys::Inline([ArgKey::SCALAR; INLINE_ARGS], args.len())
         } else {
@@ -102,7 +118,6 @@ impl ProbeKey {
             ArgKeys::Inline(a, n) => &mut a[..*n],
             ArgKeys::Heap(v) => &mut v[..],
         };
-        let with_aliases = meta.mutates_inputs;
         for (i, slot) in slots.iter_mut().enumerate() {
             match ArgKey::of(args, i, with_aliases, check_unusual) {
                 Ok(k) => *slot = k,
@@ -130,6 +145,16 @@ impl ProbeKey {
     /// `Tensor::requires_grad` answered when the key was computed).
     pub(crate) fn requires_grad(&self, p: usize) -> bool {
         self.args().get(p).is_some_and(|k| k.requires_grad)
+    }
+
+    /// Whether argument `p` is a tensor that is a leaf (as above).
+    pub(crate) fn is_leaf(&self, p: usize) -> bool {
+        self.args().get(p).is_some_and(|k| k.is_leaf)
+    }
+
+    /// The alias pattern of the key.
+    pub(crate) fn pattern(&self) -> AliasPattern {
+        pattern_of(self.args())
     }
 
     fn matches(&self, key: &GuardKey) -> bool {
@@ -282,45 +307,38 @@ fn autograd_facts(t: &Tensor, check_unusual: bool) -> std::result::Result<(bool,
 }
 
 impl GuardKey {
-    /// The input groups this key implies: one group per distinct tensor,
-    /// except that the distinct tensors over a storage the function writes
-    /// form one group (their reads must see each other's writes).
-    fn groups(&self, meta: &StaticMeta) -> InputGroups {
-        let mut group_of: Vec<Option<usize>> = vec![None; self.args.len()];
-        let mut single: Vec<bool> = Vec::new();
-        for (i, k) in self.args.iter().enumerate() {
-            if k.dtype == u8::MAX {
-                continue;
-            }
-            let storage_written = self.args.iter().enumerate().any(|(j, kj)| {
-                kj.dtype != u8::MAX && kj.storage_as == k.storage_as && meta.inputs.get(j).is_some_and(|m| m.mutates_data())
-            });
-            let distinct_in_storage = self
-                .args
-                .iter()
-                .enumerate()
-                .filter(|(j, kj)| kj.dtype != u8::MAX && kj.storage_as == k.storage_as && kj.same_as as usize == *j)
-                .count();
-            let shared = storage_written && distinct_in_storage > 1;
-            let leader = if shared { k.storage_as } else { k.same_as } as usize;
-            group_of[i] = if leader < i {
-                group_of[leader]
-            } else {
-                single.push(!shared);
-                Some(single.len() - 1)
-            };
-        }
-        let object_of = self.args.iter().map(|k| (k.dtype != u8::MAX).then_some(k.same_as as usize)).collect();
-        InputGroups { group_of, single, object_of }
+    /// The alias pattern this key holds, for the wrappers' pre-compile
+    /// steps.
+    pub(crate) fn pattern(&self) -> AliasPattern {
+        pattern_of(&self.args)
     }
 }
 
+fn pattern_of(keys: &[ArgKey]) -> AliasPattern {
+    AliasPattern(
+        keys.iter()
+            .map(|k| ArgAlias {
+                is_tensor: k.dtype != u8::MAX,
+                same_as: k.same_as as usize,
+                storage_as: k.storage_as as usize,
+                overlaps: k.overlaps,
+            })
+            .collect(),
+    )
+}
+
+/// Sets `overlaps` of the tensors that overlap in memory another,
+/// distinct tensor among the arguments (a repeat of a tensor takes its
+/// first occurrence's bit: the same tensor passed twice is not an overlap
+/// here; the alias pattern's `same_as` says it).
 fn mark_overlaps(args: &[Arg], keys: &mut [ArgKey]) {
-    // Tensors whose storage holds another, distinct argument.
+    // First occurrences of tensors whose storage holds another, distinct argument.
     let shared: Vec<usize> = (0..keys.len())
         .filter(|&i| {
             let ki = keys[i];
-            ki.dtype != u8::MAX && keys.iter().any(|k| k.dtype != u8::MAX && k.storage_as == ki.storage_as && k.same_as != ki.same_as)
+            ki.dtype != u8::MAX
+                && ki.same_as as usize == i
+                && keys.iter().any(|k| k.dtype != u8::MAX && k.storage_as == ki.storage_as && k.same_as != ki.same_as)
         })
         .collect();
     if shared.is_empty() {
@@ -330,17 +348,12 @@ fn mark_overlaps(args: &[Arg], keys: &mut [ArgKey]) {
         .iter()
         .enumerate()
         .map(|(i, a)| match a.tensor() {
-            Some(t) => ArgGeometry {
-                identity: keys[i].same_as as usize,
-                shape: t.shape(),
-                stride: t.stride(),
-                storage_offset: t.storage_offset(),
-                requires_grad: t.requires_grad(),
-            },
+            Some(t) => arg_geometry(t, i),
             None => ArgGeometry { identity: i, shape: vec![], stride: vec![], storage_offset: 0, requires_grad: false },
         })
         .collect();
     let mut leaders: Vec<u32> = shared.iter().map(|&i| keys[i].storage_as).collect();
+    leaders.sort_unstable();
     leaders.dedup();
     for l in leaders {
         let group: Vec<usize> = shared.iter().copied().filter(|&i| keys[i].storage_as == l).collect();
@@ -348,84 +361,28 @@ fn mark_overlaps(args: &[Arg], keys: &mut [ArgKey]) {
             keys[i].overlaps = true;
         }
     }
+    for i in 0..keys.len() {
+        let first = keys[i].same_as as usize;
+        if keys[i].dtype != u8::MAX && first != i {
+            keys[i].overlaps = keys[first].overlaps;
+        }
+    }
 }
 
-/// One specialisation: the functional graph for one key, and, for calls
-/// that record gradients, its joint graph and partition (built on first
-/// use; `Err` holds why there is no compiled training path).
+/// One specialisation: the plan the wrapper chain built for one key
+/// (`wrappers::CallPlan`: the wrappers' decisions, the functional graph,
+/// and, for calls that record gradients, the training plan built on first
+/// use).
 #[derive(Debug)]
 pub(crate) struct Specialization {
-    pub(crate) graph: FunctionalGraph,
-    /// Per argument, whether it required grad when this specialisation was
-    /// made (from the key).
-    requires_grad: Vec<bool>,
-    /// Per input group, the first argument in it and whether it is the
-    /// group's only tensor.
-    group_args: Vec<(usize, bool)>,
-    /// The in-place writes an inference call may leave to the epilogue.
-    pub(crate) deferred: Deferred,
-    training: OnceLock<std::result::Result<Arc<TrainingPlan>, String>>,
+    pub(crate) plan: CallPlan,
 }
 
 impl Specialization {
+    /// Runs the wrapper chain's pre-compile steps for this key.
     fn build(g: &Graph, meta: &StaticMeta, key: &GuardKey) -> Result<Specialization> {
-        let groups = key.groups(meta);
-        let graph = functionalize(g, &groups);
-        graph.verify().map_err(|e| AotError::Internal { op: "functionalize", msg: e.to_string() })?;
         let requires_grad = key.args.iter().map(|k| k.requires_grad).collect();
-        let groups = &graph.groups;
-        let group_args = (0..groups.single.len())
-            .filter_map(|g| Some((groups.group_of.iter().position(|x| *x == Some(g))?, groups.single[g])))
-            .collect();
-        let deferred = Deferred::plan(&graph);
-        Ok(Specialization { graph, requires_grad, group_args, deferred, training: OnceLock::new() })
-    }
-
-    /// PyTorch's `DebugAssertWrapper`: a call must have the `requires_grad`
-    /// pattern this specialisation was made for. The guard key contains
-    /// the pattern, so a mismatch means a cache bug; debug builds check
-    /// every call and refuse to run a plan made for other arguments.
-    pub(crate) fn debug_assert_requires_grad(&self, func: &str, args: &[Arg]) -> Result<()> {
-        for (i, (a, &compiled)) in args.iter().zip(&self.requires_grad).enumerate() {
-            let now = a.tensor().is_some_and(Tensor::requires_grad);
-            if now != compiled {
-                let (is, assumed) = if now { ("requires", "doesn't") } else { ("doesn't require", "does") };
-                return Err(AotError::Internal {
-                    op: "DebugAssertWrapper",
-                    msg: format!("`{func}`: argument {i} {is} grad, but the specialisation was compiled assuming it {assumed}"),
-                });
-            }
-        }
-        if args.len() != self.requires_grad.len() {
-            return Err(AotError::Internal {
-                op: "DebugAssertWrapper",
-                msg: format!("`{func}`: {} arguments, but the specialisation was compiled for {}", args.len(), self.requires_grad.len()),
-            });
-        }
-        Ok(())
-    }
-
-    /// The training plan; the key fixes which arguments require grad, so
-    /// it is the same for every call that reaches this specialisation.
-    pub(crate) fn training(&self, g: &Graph) -> std::result::Result<&Arc<TrainingPlan>, &str> {
-        self.training
-            .get_or_init(|| TrainingPlan::build(&self.graph, g, &self.requires_grad).map(Arc::new))
-            .as_ref()
-            .map_err(String::as_str)
-    }
-
-    /// The bases of the input groups for these arguments: the tensor itself
-    /// for a one-tensor group, else a 1-D tensor over the whole storage.
-    pub(crate) fn bases(&self, args: &[Arg]) -> Vec<Tensor> {
-        let bases = self.base_source(args);
-        (0..self.group_args.len()).filter_map(|g| bases.get(g)).collect()
-    }
-
-    /// [`bases`](Self::bases), each made when the plan asks for it (an
-    /// inference call reads each at most twice; collecting them cost a
-    /// `Vec` and a handle per argument on every call).
-    pub(crate) fn base_source<'s, 'a>(&'s self, args: &'s [Arg<'a>]) -> Bases<'s, 'a> {
-        Bases::new(&self.group_args, args)
+        Ok(Specialization { plan: CallPlan::build(g, meta, &key.pattern(), requires_grad)? })
     }
 }
 

@@ -192,7 +192,7 @@ fn debug_assert_wrapper_refuses_a_plan_made_for_another_pattern() {
     let (x, y) = (seq(4, &[2, 2]), seq(4, &[2, 2]));
     let xg = seq(4, &[2, 2]).requires_grad_(true).expect("leaf");
     let spec = f.cache.get(f.graph(), f.static_meta(), &[Arg::from(&x), Arg::from(&y)]).expect("specialisation");
-    spec.debug_assert_requires_grad("mul_sum", &[Arg::from(&x), Arg::from(&y)]).expect("same pattern");
-    let err = spec.debug_assert_requires_grad("mul_sum", &[Arg::from(&xg), Arg::from(&y)]).expect_err("other pattern").to_string();
+    spec.plan.debug_assert.check("mul_sum", &[Arg::from(&x), Arg::from(&y)]).expect("same pattern");
+    let err = spec.plan.debug_assert.check("mul_sum", &[Arg::from(&xg), Arg::from(&y)]).expect_err("other pattern").to_string();
     assert!(err.contains("mul_sum") && err.contains("argument 0 requires grad"), "{err}");
 }

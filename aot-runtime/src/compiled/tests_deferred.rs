@@ -43,7 +43,7 @@ fn agrees(f: &CompiledFn, make: &dyn Fn() -> Vec<Tensor>) -> usize {
     let (co, eo) = (f.__call(&ca).expect("compiled call"), f.run_eager(&ea).expect("eager call"));
     assert_eq!(co.iter().map(state).collect::<Vec<_>>(), eo.iter().map(state).collect::<Vec<_>>());
     assert_eq!(c.iter().map(state).collect::<Vec<_>>(), e.iter().map(state).collect::<Vec<_>>());
-    f.cache.get(f.graph(), f.static_meta(), &ca).expect("specialisation").deferred.writes.len()
+    f.cache.get(f.graph(), f.static_meta(), &ca).expect("specialisation").plan.runtime.deferred.writes.len()
 }
 
 #[test]
@@ -93,7 +93,7 @@ fn a_failing_node_leaves_deferred_targets_untouched() {
     // Eager has written `a` and `b` by then; the compiled call nothing.
     assert_eq!(ts.iter().map(state).collect::<Vec<_>>(), before);
     let spec = f.cache.get(f.graph(), f.static_meta(), &args).expect("specialisation");
-    assert_eq!(spec.deferred.writes.len(), 2);
+    assert_eq!(spec.plan.runtime.deferred.writes.len(), 2);
 }
 
 #[test]
@@ -114,7 +114,7 @@ fn writes_whose_target_or_operand_is_read_elsewhere_are_not_deferred() {
     let args = [Arg::from(&x), Arg::from(&others[0]), Arg::from(&x), Arg::from(&others[1]), Arg::from(&others[2]), Arg::from(&others[3])];
     f.__call(&args).expect("call");
     let spec = f.cache.get(f.graph(), f.static_meta(), &args).expect("specialisation");
-    assert_eq!(spec.deferred.writes.len(), 1, "only `b.mul_(d)` defers");
+    assert_eq!(spec.plan.runtime.deferred.writes.len(), 1, "only `b.mul_(d)` defers");
     y.add_(&y.copy().expect("copy")).expect("add_");
     assert_eq!(state(&x), state(&y), "x.add_(x) as eager");
 }

@@ -1,7 +1,9 @@
-//! `AOTDispatchAutograd`'s compiled function: a call that records gradients
-//! runs the partitioned forward with grad mode off and attaches **one**
-//! node to the eager autograd graph, whose backward runs the partitioned
-//! backward graph.
+//! `AOTDispatchAutograd`: the last wrapper of the chain. Its plan, the
+//! training plan (`training_plan`), is built on a specialisation's first
+//! call that records gradients ([`AOTDispatchAutograd::training`]). Its
+//! compiled function: a call that records gradients runs the partitioned
+//! forward with grad mode off and attaches **one** node to the eager
+//! autograd graph, whose backward runs the partitioned backward graph.
 //!
 //! - The node's inputs are the call's tensor arguments, so gradients flow
 //!   into their own history (leaves accumulate `.grad`; non-leaves pass it
@@ -27,11 +29,13 @@ use crate::executor::joint::{run_backward, run_forward, Outcome};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
 use crate::wrappers::epilogue::TrainingEpilogue;
+use crate::wrappers::synthetic_base::AOTSyntheticBaseWrapper;
 use crate::wrappers::training_plan::TrainingPlan;
+use crate::wrappers::CallPlan;
 use aot_ir::transform::joint::OutputKind;
 use aot_ir::transform::FunctionalGraph;
 use aot_ir::{Graph, ScalarValue, StaticMeta};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 struct CompiledBackward {
     plan: Arc<TrainingPlan>,
@@ -87,23 +91,52 @@ impl CustomBackward for CompiledBackward {
     }
 }
 
-/// Runs a call that records gradients. `Ok(None)`: the call needs the
-/// eager reference (an input mutation eager refuses, reported by it).
+/// `AOTDispatchAutograd`: the training half of a plan, built on first use
+/// (the key fixes which arguments require grad, so it is the same for
+/// every call that reaches the plan). `Err` holds why the function has no
+/// compiled training path; its training calls then run the eager reference.
+#[derive(Debug)]
+pub(crate) struct AOTDispatchAutograd {
+    training: OnceLock<std::result::Result<Arc<TrainingPlan>, String>>,
+}
+
+impl AOTDispatchAutograd {
+    /// Pre-compile: nothing yet; inference calls never build the joint.
+    pub(crate) fn pre_compile() -> AOTDispatchAutograd {
+        AOTDispatchAutograd { training: OnceLock::new() }
+    }
+
+    /// The training plan of the functional graph `fg` of `source`, for
+    /// arguments that require grad as `requires_grad` says.
+    pub(crate) fn training(
+        &self,
+        fg: &FunctionalGraph,
+        source: &Graph,
+        requires_grad: &[bool],
+    ) -> std::result::Result<&Arc<TrainingPlan>, &str> {
+        self.training.get_or_init(|| TrainingPlan::build(fg, source, requires_grad).map(Arc::new)).as_ref().map_err(String::as_str)
+    }
+}
+
+/// Runs a call that records gradients with the plan's training half.
+/// `Ok(None)`: the call needs the eager reference (an input mutation eager
+/// refuses, reported by it).
 pub(crate) fn run(
+    cp: &CallPlan,
     plan: &Arc<TrainingPlan>,
-    fg: &FunctionalGraph,
     g: &Graph,
     meta: &StaticMeta,
     args: &[Arg],
-    bases: &[Tensor],
     scalars: &[Option<ScalarValue>],
 ) -> Result<Option<Vec<Tensor>>> {
+    let fg = &cp.graph;
     // The arguments' `requires_grad` as the call found them (the
     // epilogue's writes can make an argument require grad).
     let rg_at_call: Vec<bool> = args.iter().map(|a| a.tensor().is_some_and(Tensor::requires_grad)).collect();
-    let Some(synthetic) = admit(plan, fg, meta, args)? else { return Ok(None) };
+    let Some(synthetic) = admit(plan, cp, meta, args)? else { return Ok(None) };
     let geometry: Vec<Option<Layout>> = args.iter().map(|a| a.tensor().map(Tensor::layout)).collect();
-    let (outs, saved) = match run_forward(&plan.partition, bases, scalars, &geometry) {
+    let bases = cp.synthetic_base.collect_bases(args);
+    let (outs, saved) = match run_forward(&plan.partition, &bases, scalars, &geometry) {
         Ok(Outcome::Done(r)) => r,
         // A `reshape`/`contiguous` aliased otherwise than the plan assumed,
         // or an `as_strided` outside its receiver: nothing was written; the
@@ -123,13 +156,13 @@ pub(crate) fn run(
 
 /// The checks before any work: `Some(synthetic bases)` when the compiled
 /// training path can run the call, `None` when the eager reference must.
-fn admit(plan: &TrainingPlan, fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg]) -> Result<Option<Vec<Option<Tensor>>>> {
-    let jg = &plan.joint;
+fn admit(plan: &TrainingPlan, cp: &CallPlan, meta: &StaticMeta, args: &[Arg]) -> Result<Option<Vec<Option<Tensor>>>> {
+    let (jg, fg) = (&plan.joint, &cp.graph);
     // Aliased arguments in one group: their common base (else eager).
-    if call_refusal(fg, meta, args).is_some() {
+    if call_refusal(&cp.synthetic_base, meta, args).is_some() {
         return Ok(None);
     }
-    let Some(synthetic) = synthetic_bases(fg, args) else { return Ok(None) };
+    let Some(synthetic) = cp.synthetic_base.autograd_bases(args) else { return Ok(None) };
     // In-place writes that eager refuses (a leaf that requires grad,
     // mutated with grad on): let the reference report them, before any
     // work. The epilogue's own `copy_` into each target passes autograd's
@@ -227,55 +260,20 @@ fn record_node(
     record_multi(outs, &differentiable, &inputs, Box::new(backward)).map(|_| ())
 }
 
-/// Per input group, for a group of aliased arguments (`single == false`),
-/// their common base: each argument is it or a view of it made with grad
-/// mode on (PyTorch's `_are_differentiable_views`; its synthetic base in
-/// training is this `._base`). The joint's gradient is the storage's, read
-/// back at the base's elements, so the base must not overlap itself.
-/// `None` when some group has no such base: the call runs eagerly.
-fn synthetic_bases(fg: &FunctionalGraph, args: &[Arg]) -> Option<Vec<Option<Tensor>>> {
-    let groups = &fg.groups;
-    let mut out: Vec<Option<Tensor>> = vec![None; groups.single.len()];
-    for (gi, slot) in out.iter_mut().enumerate() {
-        if groups.single.get(gi).copied().unwrap_or(true) {
-            continue;
-        }
-        let mut base: Option<Tensor> = None;
-        for (p, _) in groups.group_of.iter().enumerate().filter(|(_, g)| **g == Some(gi)) {
-            let t = args.get(p)?.tensor()?;
-            let b = match &t.state().ag.view {
-                Some(v) if v.created_in_no_grad => return None,
-                Some(v) => v.base.clone(),
-                None => t.clone(),
-            };
-            match &base {
-                Some(prev) if !prev.same_tensor(&b) => return None,
-                Some(_) => {}
-                None => base = Some(b),
-            }
-        }
-        let b = base?;
-        if !b.layout().is_non_overlapping_and_dense() {
-            return None;
-        }
-        *slot = Some(b);
-    }
-    Some(out)
-}
-
 /// Why a call with these arguments cannot use the compiled training path
 /// although its function has one: aliased arguments without a common base,
 /// or an argument whose elements overlap (an expanded tensor) that requires
 /// grad or is written (the joint's gradient rules address elements, and
 /// eager sums the gradients of the elements that share storage).
-pub(crate) fn call_refusal(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg]) -> Option<&'static str> {
+pub(crate) fn call_refusal(sb: &AOTSyntheticBaseWrapper, meta: &StaticMeta, args: &[Arg]) -> Option<&'static str> {
+    let groups = &sb.groups;
     // A view made under `no_grad` of an argument that another argument
     // aliases, in a function that writes its arguments: whether the view
     // requires grad hangs on whether a write through the other name came
     // first, which the static facts do not follow.
     let shared = |p: usize| {
-        let g = fg.groups.group_of.get(p).copied().flatten();
-        g.is_some() && fg.groups.group_of.iter().enumerate().any(|(q, h)| q != p && *h == g)
+        let g = groups.group_of.get(p).copied().flatten();
+        g.is_some() && groups.group_of.iter().enumerate().any(|(q, h)| q != p && *h == g)
     };
     if meta.mutates_inputs && meta.outputs.iter().any(|o| o.no_grad_view && o.grad_deps.iter().any(|&p| shared(p))) {
         return Some("a view made under no_grad of an argument that another argument aliases, in a function that writes its arguments");
@@ -291,7 +289,7 @@ pub(crate) fn call_refusal(fg: &FunctionalGraph, meta: &StaticMeta, args: &[Arg]
     if args.iter().enumerate().any(overlapping) {
         return Some("an argument whose elements overlap (an expanded tensor) that requires grad or is written");
     }
-    synthetic_bases(fg, args)
+    sb.autograd_bases(args)
         .is_none()
         .then_some("aliased arguments that are not all views (made with grad mode on) of one base that does not overlap itself")
 }

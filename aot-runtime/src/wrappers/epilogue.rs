@@ -3,7 +3,7 @@
 //!
 //! - Data mutations: the final version of each written input group is
 //!   copied back over the caller's storage (`copy_`), or, for a write
-//!   deferred to here (`compiled/deferred.rs`), the write itself runs on
+//!   deferred to here (`executor/deferred.rs`), the write itself runs on
 //!   the caller's tensor. A group's version
 //!   has the caller's geometry on a copy of the whole storage, so copying
 //!   storage to storage is exact, whatever views were written.

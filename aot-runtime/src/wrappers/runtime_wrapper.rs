@@ -1,0 +1,50 @@
+//! `RuntimeWrapper`: the one epilogue of a call, after every kernel
+//! succeeded (the code is in `epilogue`: [`apply`](super::epilogue::apply)
+//! for inference calls, `TrainingEpilogue` for calls that record
+//! gradients, run by `autograd_fn`).
+//!
+//! Its pre-compile step plans which in-place writes of an inference call
+//! may wait for the epilogue instead of being made on a copy
+//! (`executor/deferred.rs`): an input that nothing else reads is written
+//! in place once, by the epilogue.
+
+use super::epilogue;
+use crate::arg::{Arg, Bases};
+use crate::error::Result;
+use crate::executor::deferred::Deferred;
+use crate::executor::functional::Env;
+use crate::tensor::Tensor;
+use aot_ir::transform::FunctionalGraph;
+use aot_ir::StaticMeta;
+
+#[derive(Debug)]
+pub(crate) struct RuntimeWrapper {
+    /// The in-place writes an inference call may leave to the epilogue.
+    pub(crate) deferred: Deferred,
+}
+
+impl RuntimeWrapper {
+    /// Pre-compile: plans the deferred writes of the functional graph.
+    pub(crate) fn pre_compile(fg: &FunctionalGraph) -> RuntimeWrapper {
+        RuntimeWrapper { deferred: Deferred::plan(fg) }
+    }
+
+    /// Run time: the deferred writes to leave out of the graph's run, when
+    /// this call's operands allow deferring them (`None`: run them all).
+    pub(crate) fn deferred(&self, bases: &Bases) -> Option<&Deferred> {
+        self.deferred.ready(bases).then_some(&self.deferred)
+    }
+
+    /// Run time: the epilogue of an inference call (see `epilogue::apply`).
+    pub(crate) fn apply(
+        &self,
+        fg: &FunctionalGraph,
+        meta: &StaticMeta,
+        args: &[Arg],
+        bases: &Bases,
+        env: &Env,
+        deferred: Option<&Deferred>,
+    ) -> Result<Vec<Tensor>> {
+        epilogue::apply(fg, meta, args, bases, env, deferred)
+    }
+}
