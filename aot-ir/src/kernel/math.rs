@@ -4,7 +4,9 @@
 //! in. The CPU backend instantiates it with `f32` and calls it inside loops
 //! over blocks of elements, which LLVM vectorises: the code is branch-free
 //! (both sides of every choice are computed, then selected) and uses only
-//! operations that have vector instructions. The C renderer instantiates it
+//! operations that have vector instructions; every function is
+//! `#[inline(always)]`, since a call left in the loop stops vectorisation.
+//! The C renderer instantiates it
 //! with [`crate::kernel::c_math::CVal`], which records the same operations
 //! as C statements, so a CUDA kernel computes exactly what the CPU does (the
 //! tests compile the rendered C and compare bit for bit).
@@ -66,11 +68,13 @@ pub trait Lanes: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = S
 /// `sin`/`cos` reduce exactly up to this `|x|`.
 pub const SIN_COS_LIMIT: f32 = 8192.0;
 
+#[inline(always)]
 fn c<L: Lanes>(v: f32) -> L {
     L::lit(v)
 }
 
 /// `a*x^0 + b*x^1 + ...` by Horner's rule.
+#[inline(always)]
 fn poly<L: Lanes>(x: L, coeffs: &[f32]) -> L {
     let mut acc = c::<L>(coeffs[coeffs.len() - 1]);
     for &k in coeffs[..coeffs.len() - 1].iter().rev() {
@@ -80,6 +84,7 @@ fn poly<L: Lanes>(x: L, coeffs: &[f32]) -> L {
 }
 
 /// `x` clamped to `[lo, hi]`; NaN stays NaN.
+#[inline(always)]
 fn clamp<L: Lanes>(x: L, lo: f32, hi: f32) -> L {
     let x = L::select(x.lt(c(lo)), c(lo), x);
     L::select(c::<L>(hi).lt(x), c(hi), x)
@@ -87,6 +92,7 @@ fn clamp<L: Lanes>(x: L, lo: f32, hi: f32) -> L {
 
 /// Nearest integer, ties to even, for `|x| < 2^22`: adding and removing
 /// `1.5 * 2^23` leaves no fraction bits (no rounding instruction needed).
+#[inline(always)]
 fn rint<L: Lanes>(x: L) -> L {
     const MAGIC: f32 = 12_582_912.0;
     (x + c(MAGIC)) - c(MAGIC)
@@ -94,6 +100,7 @@ fn rint<L: Lanes>(x: L) -> L {
 
 /// `x * 2^n` for an integral `n` in `[-252, 254]`: two exact scalings, so a
 /// subnormal result is rounded once.
+#[inline(always)]
 fn scale<L: Lanes>(x: L, n: L) -> L {
     let half = rint(n * c(0.5) - c(0.25));
     x * half.exp2i() * (n - half).exp2i()
@@ -105,23 +112,27 @@ const LN2_HI: f32 = 0.693_115_234_375;
 const LN2_LO: f32 = 3.194_618_329_871_446e-5;
 
 /// `e^r` on `|r| <= ln2/2`, Taylor to degree 7.
+#[inline(always)]
 fn exp_poly<L: Lanes>(r: L) -> L {
     poly(r, &[1.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0])
 }
 
 /// `e^r - 1` on `|r| <= ln2/2`, Taylor to degree 9.
+#[inline(always)]
 fn expm1_poly<L: Lanes>(r: L) -> L {
     let p = poly(r, &[1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0, 1.0 / 40320.0, 1.0 / 362_880.0]);
     r * p
 }
 
 /// `x = n ln2 + r`, `n` integral, `|r| <= ln2/2` (for `|x| < 2^12 ln2`).
+#[inline(always)]
 fn reduce_ln2<L: Lanes>(x: L) -> (L, L) {
     let n = rint(x * c(LOG2E));
     (n, (x - n * c(LN2_HI)) - n * c(LN2_LO))
 }
 
 /// `e^x = p 2^n` as `(p, n)`, `p` in `[0.7, 1.42]`; NaN gives a NaN `p`.
+#[inline(always)]
 fn exp_parts<L: Lanes>(x: L) -> (L, L) {
     // Beyond these the result is inf or 0 anyway, and n stays in range.
     let xc = clamp(x, -104.0, 89.0);
@@ -130,12 +141,14 @@ fn exp_parts<L: Lanes>(x: L) -> (L, L) {
 }
 
 /// `e^x`.
+#[inline(always)]
 pub fn exp<L: Lanes>(x: L) -> L {
     let (p, n) = exp_parts(x);
     scale(p, n)
 }
 
 /// `e^x - 1`, accurate near 0.
+#[inline(always)]
 pub fn expm1<L: Lanes>(x: L) -> L {
     let xc = clamp(x, -30.0, 89.0);
     let (n, r) = reduce_ln2(xc);
@@ -153,6 +166,7 @@ pub fn expm1<L: Lanes>(x: L) -> L {
 }
 
 /// `ln x`; `ln 0 = -inf`, a negative `x` gives NaN.
+#[inline(always)]
 pub fn log<L: Lanes>(x: L) -> L {
     // Subnormals are scaled into the normal range first.
     let sub = x.lt(c(f32::MIN_POSITIVE));
@@ -179,6 +193,7 @@ pub fn log<L: Lanes>(x: L) -> L {
 }
 
 /// `tanh x = expm1(2|x|) / (expm1(2|x|) + 2)`, with the sign of `x`.
+#[inline(always)]
 pub fn tanh<L: Lanes>(x: L) -> L {
     // tanh(9.1) rounds to 1; clamping also keeps expm1 finite.
     let a = clamp(x.abs(), 0.0, 9.1);
@@ -189,6 +204,7 @@ pub fn tanh<L: Lanes>(x: L) -> L {
 
 /// `1 / (1 + e^-x)`, written so that neither side overflows or cancels:
 /// with `s = e^-|x|`, `1/(1+s)` for `x >= 0` and `s/(1+s)` below.
+#[inline(always)]
 pub fn sigmoid<L: Lanes>(x: L) -> L {
     let s = exp(-x.abs());
     L::select(x.lt(c(0.0)), s, c(1.0)) / (c::<L>(1.0) + s)
@@ -196,6 +212,7 @@ pub fn sigmoid<L: Lanes>(x: L) -> L {
 
 /// `x * sigmoid(x)`; for `x < 0` as `x e^x / (1 + e^x)` with `x e^x`
 /// scaled once, so a subnormal `e^x` costs no accuracy.
+#[inline(always)]
 pub fn silu<L: Lanes>(x: L) -> L {
     let (p, n) = exp_parts(-x.abs());
     let s = scale(p, n);
@@ -211,6 +228,7 @@ pub fn silu<L: Lanes>(x: L) -> L {
 /// `ah^2` is exact) and `s` 1 or 1/2: `erfc z` changes by `2 z^2` times the
 /// relative change of `z`, so rounding `z` or `z^2` would cost up to 200
 /// ulp in the tail.
+#[inline(always)]
 fn erfc_core<L: Lanes>(a: L, halved: bool) -> L {
     // erfc(10.5) is below half the smallest subnormal.
     let a = clamp(a, 0.0, if halved { 14.85 } else { 10.5 });
@@ -238,6 +256,7 @@ fn erfc_core<L: Lanes>(a: L, halved: bool) -> L {
 }
 
 /// `erfc z` for `z >= 0`.
+#[inline(always)]
 pub fn erfc_pos<L: Lanes>(z: L) -> L {
     erfc_core(z, false)
 }
@@ -246,6 +265,7 @@ pub fn erfc_pos<L: Lanes>(z: L) -> L {
 /// the negative tail keeps its relative accuracy.
 /// Near 0 (`|x| < 1`) as `x/2 (1 + erf(x/√2))` with the Taylor series of
 /// `erf`, where `2 - erfc` would lose the last bits.
+#[inline(always)]
 pub fn gelu<L: Lanes>(x: L) -> L {
     let e = erfc_core(x.abs(), true);
     let tail = L::select(x.lt(c(0.0)), e, c::<L>(2.0) - e);
@@ -263,17 +283,20 @@ pub fn gelu<L: Lanes>(x: L) -> L {
 const PIO2: [f32; 4] = [1.570_312_5, 4.837_512_969_970_703e-4, 7.549_533_620_476_723e-8, 2.563_344_068_257_09e-12];
 
 /// `x = k π/2 + r`, `|r| <= π/4`, for `|x| <=` [`SIN_COS_LIMIT`].
+#[inline(always)]
 fn reduce_pio2<L: Lanes>(x: L) -> (L, L) {
     let k = rint(x * c(std::f32::consts::FRAC_2_PI));
     let r = ((x - k * c(PIO2[0])) - k * c(PIO2[1])) - k * c(PIO2[2]);
     (k, r - k * c(PIO2[3]))
 }
 
+#[inline(always)]
 fn sin_poly<L: Lanes>(r: L) -> L {
     let z = r * r;
     r + r * z * poly(z, &[-1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362_880.0])
 }
 
+#[inline(always)]
 fn cos_poly<L: Lanes>(r: L) -> L {
     let z = r * r;
     c::<L>(1.0) - c::<L>(0.5) * z + z * z * poly(z, &[1.0 / 24.0, -1.0 / 720.0, 1.0 / 40320.0, -1.0 / 3_628_800.0])
@@ -281,6 +304,7 @@ fn cos_poly<L: Lanes>(r: L) -> L {
 
 /// The quadrant `q = k mod 4` as `(q odd, q >= 2)`. For an integral `k`,
 /// `rint(k/4 - 3/8)` is `floor(k/4)` (never a tie), and likewise for halves.
+#[inline(always)]
 fn quadrant<L: Lanes>(k: L) -> (L::Mask, L::Mask) {
     let q = k - c::<L>(4.0) * rint(k * c(0.25) - c(0.375));
     let odd = q - c::<L>(2.0) * rint(q * c(0.5) - c(0.25));
@@ -289,6 +313,7 @@ fn quadrant<L: Lanes>(k: L) -> (L::Mask, L::Mask) {
 
 /// `sin x` for `|x| <=` [`SIN_COS_LIMIT`] (near its zeros the error is
 /// absolute, below 2e-13).
+#[inline(always)]
 pub fn sin<L: Lanes>(x: L) -> L {
     let (k, r) = reduce_pio2(x);
     let (odd, neg) = quadrant(k);
@@ -298,6 +323,7 @@ pub fn sin<L: Lanes>(x: L) -> L {
 }
 
 /// `cos x` for `|x| <=` [`SIN_COS_LIMIT`] (see [`sin`]).
+#[inline(always)]
 pub fn cos<L: Lanes>(x: L) -> L {
     // cos x = sin(x + π/2): quadrant k + 1.
     let (k, r) = reduce_pio2(x);
