@@ -33,12 +33,14 @@ pub(crate) fn run_recording(g: &Graph, args: &[Arg], outcomes: &mut Vec<Option<b
         }
     }
     for node in &g.nodes {
+        let op =
+            node.kind().ok_or_else(|| AotError::Internal { op: "interpreter", msg: format!("`{}` in a source graph", node.op.name()) })?;
         let result = {
             let _no_grad = node.no_grad.then(NoGradGuard::new);
-            exec(&Ctx { node, env: &env, scalars: &scalars })
+            exec(&Ctx { op, args: &node.args, env: &env, scalars: &scalars })
         };
         let t = result.map_err(|e| e.in_function(&g.name, blame(g, node)))?;
-        let maybe = matches!(node.op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame);
+        let maybe = matches!(op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame);
         let recv = node.receiver().and_then(|r| env.get(r.index()).cloned().flatten());
         outcomes.push(recv.filter(|_| maybe).map(|r| t.shares_storage_with(&r)));
         if let Some(out) = node.out {
@@ -63,14 +65,16 @@ pub(crate) fn blame<'g>(g: &'g Graph, node: &Node) -> Option<&'g str> {
 }
 
 pub(crate) struct Ctx<'a> {
-    pub(crate) node: &'a Node,
+    /// The op, and its arguments (receiver first) as in the source.
+    pub(crate) op: OpKind,
+    pub(crate) args: &'a [IrArg],
     pub(crate) env: &'a [Option<Tensor>],
     pub(crate) scalars: &'a [Option<ScalarValue>],
 }
 
 impl<'a> Ctx<'a> {
     fn op(&self) -> &'static str {
-        self.node.op.name()
+        self.op.name()
     }
 
     fn bad(&self, msg: impl Into<String>) -> AotError {
@@ -78,7 +82,7 @@ impl<'a> Ctx<'a> {
     }
 
     fn arg(&self, i: usize) -> Result<&'a IrArg> {
-        self.node.args.get(i).ok_or_else(|| AotError::Internal { op: self.op(), msg: format!("missing argument {i}") })
+        self.args.get(i).ok_or_else(|| AotError::Internal { op: self.op(), msg: format!("missing argument {i}") })
     }
 
     fn tensor(&self, i: usize) -> Result<&'a Tensor> {
@@ -176,7 +180,7 @@ impl<'a> Ctx<'a> {
 pub(crate) fn exec(c: &Ctx) -> Result<Tensor> {
     use OpKind as K;
     let x = c.tensor(0)?;
-    match c.node.op {
+    match c.op {
         K::Add => x.add(c.operand(1)?),
         K::Sub => x.sub(c.operand(1)?),
         K::Mul => x.mul(c.operand(1)?),
