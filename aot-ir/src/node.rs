@@ -307,6 +307,16 @@ impl Prim {
         }
     }
 
+    /// How many of the arguments, from the first, are tensors (the rest
+    /// are dims and scalars).
+    pub fn num_tensors(&self) -> usize {
+        match self {
+            Prim::KeepDims => 2,
+            Prim::InvCount(_) | Prim::DropoutMask => 1,
+            _ => self.arity(),
+        }
+    }
+
     /// The view chain a view primitive moves a gradient through.
     pub fn chain(&self) -> Option<&[ChainStep]> {
         match self {

@@ -351,4 +351,64 @@ mod tests {
         }
         ");
     }
+
+    #[test]
+    fn every_stage_prints_through_the_one_printer() {
+        use crate::transform::{functionalize, InputGroups};
+        let mut b = GraphBuilder::new("f");
+        let a = b.tensor("a", true);
+        let r = b.call(OpKind::Reshape, a, vec![ints(&[-1])]);
+        let prev = b.set_no_grad(true);
+        b.call(OpKind::AddInplace, r, vec![f(1.0)]);
+        b.set_no_grad(prev);
+        let g = b.finish(vec![r], ReturnKind::Single);
+        let groups = InputGroups { group_of: vec![Some(0)], single: vec![true], object_of: vec![] };
+        let fg = functionalize(&g, &groups);
+        insta::assert_snapshot!(fg.listing(), @r"
+        functional f {
+            %0 = primal(group 0)
+            %1 = reshape(%0, [-1])  // checked: aliases
+            %2 = copy_storage(%0)
+            %3 = regen(%2, [reshape([-1])])
+            no_grad {
+                %4 = scatter(%2, [reshape([-1])], add_(%3, 1.0))
+            }
+            %5 = regen(%4, [reshape([-1])])
+            copy_back(group 0, %4)
+            return (alias(group 0, %5))
+        }
+        ");
+        // The joint graph and its partitions: the same nodes, the same lines.
+        let jg = crate::transform::joint::create_joint(&fg, &g, &[true]).unwrap();
+        let part = crate::transform::partition::partition(&jg).unwrap();
+        insta::assert_snapshot!(format!("{}\n{}", jg.listing(), part.listing(&jg)), @r"
+        joint f {
+            %0 = primal(group 0)
+            %1 = reshape(%0, [-1])  // checked: aliases
+            %2 = copy_storage(%0)
+            %3 = regen(%2, [reshape([-1])])
+            no_grad {
+                %4 = scatter(%2, [reshape([-1])], add_(%3, 1.0))
+            }
+            %5 = regen(%4, [reshape([-1])])
+            %6* = tangent(0)
+            forward (mutated(group 0): %4 ~ tangent 0, out 0: %5)
+            grads (a: %6)
+        }
+        forward f(%0) {
+            %1 = reshape(%0, [-1])  // checked: aliases
+            %2 = copy_storage(%0)
+            %3 = regen(%2, [reshape([-1])])
+            no_grad {
+                %4 = scatter(%2, [reshape([-1])], add_(%3, 1.0))
+            }
+            %5 = regen(%4, [reshape([-1])])
+            return (%4, %5)
+        }
+        backward f(%6) {
+            return (%6)
+        }
+        saved ()
+        ");
+    }
 }

@@ -161,7 +161,7 @@ fn check_args(node: &Node, params: &[ParamType]) -> Result<(), String> {
             tensor_at(0)?;
             dsl_args(*op, &node.args[1..], params)
         }
-        Op::Prim(p) => arity(p.arity()),
+        Op::Prim(p) => arity(p.arity()).and_then(|_| (0..p.num_tensors()).try_for_each(tensor_at)),
     }
 }
 
