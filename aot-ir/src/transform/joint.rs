@@ -420,3 +420,40 @@ fn chain_to(nodes: &[Node], def: &[Option<usize>], v: ValueId, root: ValueId) ->
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::args::*;
+    use crate::graph::{GraphBuilder, ReturnKind};
+    use crate::transform::{functionalize, InputGroups};
+
+    /// A dropout's mask is a joint node of its own, so joint and functional
+    /// node indices differ after it; a later write through a view still
+    /// finds its chain among the joint's own nodes (reading the functional
+    /// graph's nodes at joint indices refused this function).
+    #[test]
+    fn a_write_through_a_view_after_a_dropout_keeps_its_chain() {
+        let mut b = GraphBuilder::new("f");
+        let a = b.tensor("a", true);
+        let x = b.tensor("x", false);
+        let d = b.call(OpKind::Dropout, x, vec![f(0.5)]);
+        let row = b.call(OpKind::Select, a, vec![i(0), i(0)]);
+        b.call(OpKind::AddInplace, row, vec![t(d)]);
+        let g = b.finish(vec![d], ReturnKind::Single);
+        let groups = InputGroups { group_of: vec![Some(0), Some(1)], single: vec![true, true], object_of: vec![] };
+        let fg = functionalize(&g, &groups);
+        let jg = create_joint(&fg, &g, &[true, true]).unwrap();
+        let select = vec![ChainStep::View { op: OpKind::Select, args: vec![i(0), i(0)] }];
+        let chains: Vec<&Vec<ChainStep>> = jg
+            .nodes
+            .iter()
+            .filter_map(|n| match &n.op {
+                Op::Mutate { chain, .. } => Some(chain),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(chains, vec![&select]);
+        assert!(jg.nodes.iter().any(|n| matches!(n.op, Op::Prim(Prim::DropoutMask))));
+    }
+}
