@@ -4,9 +4,12 @@
 //! ops stay in place, with the receiver as their target. That is the form the
 //! static analyses reason about (PyTorch's AOTAutograd collects its metadata
 //! from the same, unfunctionalized program) and the eager reference executes.
-//! Functionalization is a later pass that produces a new graph.
+//! Its nodes are the one [`Node`] type of every stage, here all DSL ops
+//! (`verify::Stage::Source`); functionalization is a later pass that
+//! produces a new graph of the same nodes.
 
-use crate::op::{OpClass, OpKind};
+pub use crate::node::Node;
+use crate::op::OpKind;
 use crate::types::{Arg, IrDType, ParamType, ScalarExpr, SpanId, ValueId};
 use serde::{Deserialize, Serialize};
 
@@ -77,72 +80,6 @@ pub enum ValueDef {
     Node(usize),
 }
 
-/// One op application.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Node {
-    pub op: OpKind,
-    /// Receiver first, then the op's arguments.
-    pub args: Vec<Arg>,
-    /// The defined value; `None` for in-place ops, whose result is their
-    /// target ([`Node::target`]) with its identity unchanged.
-    pub out: Option<ValueId>,
-    /// Inside a `no_grad! { .. }` region.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub no_grad: bool,
-    pub span: SpanId,
-}
-
-impl Node {
-    /// The receiver (the first argument), when it is a tensor.
-    pub fn receiver(&self) -> Option<ValueId> {
-        self.args.first().and_then(Arg::as_tensor)
-    }
-
-    /// The tensor an in-place op writes; `None` for other ops.
-    pub fn target(&self) -> Option<ValueId> {
-        if self.op.is_inplace() {
-            self.receiver()
-        } else {
-            None
-        }
-    }
-
-    /// The value this node's expression evaluates to: its output, or for an
-    /// in-place op its target.
-    pub fn result(&self) -> Option<ValueId> {
-        self.out.or_else(|| self.target())
-    }
-
-    /// Every tensor the node reads, receiver included.
-    pub fn tensor_args(&self) -> impl Iterator<Item = ValueId> + '_ {
-        self.args.iter().filter_map(Arg::as_tensor)
-    }
-
-    /// Every scalar expression the node reads (scalars and list elements).
-    pub fn scalar_args(&self) -> impl Iterator<Item = &ScalarExpr> + '_ {
-        self.args.iter().flat_map(|a| match a {
-            Arg::Scalar(s) => std::slice::from_ref(s).iter(),
-            Arg::Ints(v) => v.iter(),
-            _ => [].iter(),
-        })
-    }
-
-    /// Whether gradients can flow through this node at all.
-    pub fn is_differentiable(&self) -> bool {
-        if self.no_grad || !self.op.is_differentiable() {
-            return false;
-        }
-        match (self.op, self.args.get(1)) {
-            (OpKind::ToDtype, Some(Arg::DType(d))) => d.is_float(),
-            _ => true,
-        }
-    }
-
-    pub fn class(&self) -> OpClass {
-        self.op.class()
-    }
-}
-
 impl Graph {
     /// The parameter a value stands for, if it is a parameter's value.
     pub fn param_of(&self, v: ValueId) -> Option<usize> {
@@ -176,7 +113,7 @@ impl Graph {
 
     /// Whether any node mutates anything (data or metadata).
     pub fn has_inplace_ops(&self) -> bool {
-        self.nodes.iter().any(|n| n.op.is_inplace())
+        self.nodes.iter().any(|n| n.kind().is_some_and(OpKind::is_inplace))
     }
 }
 
@@ -236,7 +173,7 @@ impl GraphBuilder {
     pub fn op(&mut self, op: OpKind, args: Vec<Arg>, span: SpanId) -> Option<ValueId> {
         let index = self.graph.nodes.len();
         let out = (!op.is_inplace()).then(|| self.new_value(ValueDef::Node(index), None));
-        self.graph.nodes.push(Node { op, args, out, no_grad: self.no_grad, span });
+        self.graph.nodes.push(Node { op: op.into(), args, out, no_grad: self.no_grad, span });
         self.graph.nodes[index].result()
     }
 

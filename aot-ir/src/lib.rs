@@ -6,6 +6,12 @@
 //! macro can depend on it cheaply and the runtime can deserialise what the
 //! macro embedded.
 //!
+//! One IR runs through every stage: the source [`Graph`], the functional
+//! graph, the joint graph and its forward/backward partitions all hold the
+//! one [`Node`] type ([`node`]), with stage-specific primitives ([`Op`]).
+//! One printer ([`print`]) lists every stage, one verifier ([`verify`],
+//! per [`Stage`]) checks every stage after the pass that made it.
+//!
 //! ```
 //! use aot_ir::{graph::args::*, GraphBuilder, OpKind, ReturnKind};
 //! let mut b = GraphBuilder::new("f");
@@ -22,6 +28,7 @@
 pub mod analysis;
 pub mod graph;
 pub mod kernel;
+pub mod node;
 pub mod op;
 pub mod print;
 pub mod schema;
@@ -30,11 +37,12 @@ pub mod types;
 pub mod verify;
 
 pub use analysis::{ArgFacts, CallFacts, Diagnostic, OutputAlias, StaticMeta};
-pub use graph::{Graph, GraphBuilder, Node, Param, ReturnKind, ValueDef, ValueInfo};
+pub use graph::{Graph, GraphBuilder, Param, ReturnKind, ValueDef, ValueInfo};
+pub use node::{ChainStep, Node, Op, Prim};
 pub use op::{OpClass, OpKind, OpSig, ParamKind, OP_TABLE};
 pub use schema::{
     DedupeInfo, InputAliasInfo, MutationType, OutputAliasInfo, OutputType, SyntheticBaseEntry, SyntheticBaseInfo, TangentMeta,
     ViewAndMutationMeta,
 };
 pub use types::{Arg, IrDType, ParamType, ScalarBinOp, ScalarError, ScalarExpr, ScalarTy, ScalarValue, SpanId, ValueId};
-pub use verify::{checked, verify, VerifyError};
+pub use verify::{checked, verify, Stage, VerifyError};

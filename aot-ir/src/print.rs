@@ -1,9 +1,14 @@
-//! The listing: a stable, jaxpr-like text form of a graph.
+//! The listing: a stable, jaxpr-like text form of every stage.
 //!
 //! It is the snapshot format of the tests and what `graph()`'s `Display`
-//! shows, so it must be deterministic and readable: one node per line,
-//! `no_grad` regions as indented blocks, scalar parameters by name, and the
-//! `let` name of a value as a trailing comment.
+//! shows, so it must be deterministic and readable. One printer
+//! ([`write_nodes`]) prints the node list of every stage: one node per line,
+//! `no_grad` regions as indented blocks, scalar parameters by name, the
+//! `let` name of a value (source only) or a checked aliasing assumption as
+//! a trailing comment, and `*` after a value that needs a tangent (joint
+//! and backward). Each container adds its own head and tail: the source
+//! signature and `return`, the functional graph's copy-backs, the joint's
+//! forward outputs and gradients, the partitions' inputs and outputs.
 //!
 //! ```text
 //! fn f(%0 a: &mut Tensor, %1 b: &Tensor, lr: f64) -> (Tensor, Tensor) {
@@ -15,68 +20,83 @@
 //! }
 //! ```
 
-use crate::graph::{Graph, Node, ReturnKind};
-use crate::types::{Arg, ScalarExpr};
+use crate::graph::{Graph, Param, ReturnKind, ValueInfo};
+use crate::node::{ChainStep, Node, Op};
+use crate::transform::joint::{JointGraph, OutputKind};
+use crate::transform::partition::Partition;
+use crate::transform::{FOutput, FunctionalGraph};
+use crate::types::{Arg, ScalarExpr, ScalarTy, ValueId};
 use std::fmt::{self, Write};
 
-impl fmt::Display for Graph {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "fn {}(", self.name)?;
-        for (i, p) in self.params.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            match p.value {
-                Some(v) => write!(f, "{v} {}: {}", p.name, p.ty.rust_name())?,
-                None => write!(f, "{}: {}", p.name, p.ty.rust_name())?,
-            }
-        }
-        f.write_str(")")?;
-        match self.ret {
-            ReturnKind::Unit => {}
-            ReturnKind::Single => f.write_str(" -> Tensor")?,
-            ReturnKind::Tuple(n) => write!(f, " -> ({})", vec!["Tensor"; n].join(", "))?,
-        }
-        f.write_str(" {\n")?;
-        let mut in_no_grad = false;
-        for node in &self.nodes {
-            if node.no_grad != in_no_grad {
-                if in_no_grad {
-                    f.write_str("    }\n")?;
-                } else {
-                    f.write_str("    no_grad {\n")?;
-                }
-                in_no_grad = node.no_grad;
-            }
-            let indent = if in_no_grad { "        " } else { "    " };
-            writeln!(f, "{indent}{}", self.node_line(node))?;
-        }
-        if in_no_grad {
-            f.write_str("    }\n")?;
-        }
-        let outs: Vec<String> = self.outputs.iter().map(|v| v.to_string()).collect();
-        match self.ret {
-            ReturnKind::Unit => f.write_str("    return ()\n")?,
-            ReturnKind::Single if outs.len() == 1 => writeln!(f, "    return {}", outs[0])?,
-            _ => writeln!(f, "    return ({})", outs.join(", "))?,
-        }
-        f.write_str("}")
-    }
+/// What a listing names things by.
+#[derive(Clone, Copy)]
+pub struct Names<'a> {
+    /// The source's parameters: scalars and `arg_geometry` by name.
+    pub params: &'a [Param],
+    /// The `let` names of values (the source's; other stages number their
+    /// own values).
+    pub values: &'a [ValueInfo],
+    /// Per value: depends on a tangent (marked `*`).
+    pub backward: &'a [bool],
 }
 
-impl Graph {
+impl<'a> Names<'a> {
+    /// Scalars named after `params`, no value names, no marks.
+    pub fn params(params: &'a [Param]) -> Names<'a> {
+        Names { params, values: &[], backward: &[] }
+    }
+
+    fn param_name(&self, p: usize) -> &str {
+        self.params.get(p).map_or("?", |x| x.name.as_str())
+    }
+
     /// One node as it appears in the listing, without indentation.
     pub fn node_line(&self, node: &Node) -> String {
         let mut line = String::new();
         if let Some(out) = node.out {
-            let _ = write!(line, "{out} = ");
+            let mark = if self.backward.get(out.index()).copied().unwrap_or(false) { "*" } else { "" };
+            let _ = write!(line, "{out}{mark} = ");
         }
         let args: Vec<String> = node.args.iter().map(|a| self.arg_text(a)).collect();
-        let _ = write!(line, "{}({})", node.op.name(), args.join(", "));
-        if let Some(name) = node.out.and_then(|v| self.values.get(v.index())).and_then(|i| i.name.as_ref()) {
-            let _ = write!(line, "  // {name}");
+        let _ = match &node.op {
+            Op::Dsl { op, .. } => write!(line, "{}({})", op.name(), args.join(", ")),
+            Op::Primal(g) => write!(line, "primal(group {g})"),
+            Op::Tangent(t) => write!(line, "tangent({t})"),
+            Op::Cow => write!(line, "{}({})", node.op.name(), args.join(", ")),
+            Op::Regen(c) => write!(line, "regen({}, {})", args.join(", "), self.chain_text(c)),
+            Op::Mutate { op, chain } => {
+                let (root, rest) = args.split_first().map_or(("?", &[][..]), |(r, rest)| (r.as_str(), rest));
+                write!(line, "scatter({root}, {}, {}({}))", self.chain_text(chain), op.name(), rest.join(", "))
+            }
+            Op::Prim(p) => match p.chain() {
+                Some(c) => write!(line, "{}({}, {})", p.name(), args.join(", "), self.chain_text(c)),
+                None => write!(line, "{p}({})", args.join(", ")),
+            },
+        };
+        match (&node.op, node.out.and_then(|v| self.values.get(v.index())).and_then(|i| i.name.as_ref())) {
+            (Op::Dsl { check_alias: Some(true), .. }, _) => line.push_str("  // checked: aliases"),
+            (Op::Dsl { check_alias: Some(false), .. }, _) => line.push_str("  // checked: copies"),
+            (_, Some(name)) => {
+                let _ = write!(line, "  // {name}");
+            }
+            _ => {}
         }
         line
+    }
+
+    /// A view chain: `[select(0, 1), arg_geometry(x)]`.
+    pub fn chain_text(&self, chain: &[ChainStep]) -> String {
+        let steps: Vec<String> = chain
+            .iter()
+            .map(|st| match st {
+                ChainStep::ArgGeometry(p) => format!("arg_geometry({})", self.param_name(*p)),
+                ChainStep::View { op, args } => {
+                    let a: Vec<String> = args.iter().map(|a| self.arg_text(a)).collect();
+                    format!("{}({})", op.name(), a.join(", "))
+                }
+            })
+            .collect();
+        format!("[{}]", steps.join(", "))
     }
 
     /// An argument as it appears in the listing.
@@ -105,13 +125,175 @@ impl Graph {
             }
             ScalarExpr::Cast(t, e) => {
                 let ty = match t {
-                    crate::types::ScalarTy::Float => "f64",
-                    crate::types::ScalarTy::Int => "i64",
-                    crate::types::ScalarTy::Bool => "bool",
+                    ScalarTy::Float => "f64",
+                    ScalarTy::Int => "i64",
+                    ScalarTy::Bool => "bool",
                 };
                 format!("({} as {ty})", self.scalar_text(e))
             }
         }
+    }
+}
+
+/// The one node-list printer of every stage: one node per line at an
+/// indent of four, `no_grad` regions as indented blocks.
+pub fn write_nodes(f: &mut impl Write, names: &Names, nodes: &[Node]) -> fmt::Result {
+    let mut in_no_grad = false;
+    for node in nodes {
+        if node.no_grad != in_no_grad {
+            f.write_str(if in_no_grad { "    }\n" } else { "    no_grad {\n" })?;
+            in_no_grad = node.no_grad;
+        }
+        let indent = if in_no_grad { "        " } else { "    " };
+        writeln!(f, "{indent}{}", names.node_line(node))?;
+    }
+    if in_no_grad {
+        f.write_str("    }\n")?;
+    }
+    Ok(())
+}
+
+fn list(v: &[ValueId]) -> String {
+    v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+impl fmt::Display for Graph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "fn {}(", self.name)?;
+        for (i, p) in self.params.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            match p.value {
+                Some(v) => write!(f, "{v} {}: {}", p.name, p.ty.rust_name())?,
+                None => write!(f, "{}: {}", p.name, p.ty.rust_name())?,
+            }
+        }
+        f.write_str(")")?;
+        match self.ret {
+            ReturnKind::Unit => {}
+            ReturnKind::Single => f.write_str(" -> Tensor")?,
+            ReturnKind::Tuple(n) => write!(f, " -> ({})", vec!["Tensor"; n].join(", "))?,
+        }
+        f.write_str(" {\n")?;
+        write_nodes(f, &self.names(), &self.nodes)?;
+        match self.ret {
+            ReturnKind::Unit => f.write_str("    return ()\n")?,
+            ReturnKind::Single if self.outputs.len() == 1 => writeln!(f, "    return {}", self.outputs[0])?,
+            _ => writeln!(f, "    return ({})", list(&self.outputs))?,
+        }
+        f.write_str("}")
+    }
+}
+
+impl Graph {
+    /// What the source listing names things by.
+    pub fn names(&self) -> Names<'_> {
+        Names { params: &self.params, values: &self.values, backward: &[] }
+    }
+
+    /// One node as it appears in the listing, without indentation.
+    pub fn node_line(&self, node: &Node) -> String {
+        self.names().node_line(node)
+    }
+
+    /// An argument as it appears in the listing.
+    pub fn arg_text(&self, arg: &Arg) -> String {
+        self.names().arg_text(arg)
+    }
+}
+
+impl FunctionalGraph {
+    /// The stable listing.
+    pub fn listing(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "functional {} {{", self.name);
+        let _ = write_nodes(&mut s, &Names::params(&self.params), &self.nodes);
+        for (g, v) in &self.mutated_groups {
+            let _ = writeln!(s, "    copy_back(group {g}, {v})");
+        }
+        for (p, v) in &self.metadata_mutations {
+            let _ = writeln!(s, "    as_strided_({}, {v})", Names::params(&self.params).param_name(*p));
+        }
+        let outs: Vec<String> = self.outputs.iter().map(|o| o.to_string()).collect();
+        let _ = writeln!(s, "    return ({})", outs.join(", "));
+        s.push('}');
+        s
+    }
+}
+
+impl fmt::Display for FOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FOutput::Input(p) => write!(f, "input {p}"),
+            FOutput::AliasOfInput { group, value } => write!(f, "alias(group {group}, {value})"),
+            FOutput::Value(v) => write!(f, "{v}"),
+            FOutput::ViewOfIntermediate { base, value } => write!(f, "view({base}, {value})"),
+        }
+    }
+}
+
+impl JointGraph {
+    /// What the joint's listings name things by.
+    pub fn names(&self) -> Names<'_> {
+        Names { params: &self.params, values: &[], backward: &self.is_backward }
+    }
+
+    /// The stable listing.
+    pub fn listing(&self) -> String {
+        let names = self.names();
+        let mut s = String::new();
+        let _ = writeln!(s, "joint {} {{", self.name);
+        let _ = write_nodes(&mut s, &names, &self.nodes);
+        let outs: Vec<String> = self
+            .fw_outputs
+            .iter()
+            .map(|o| {
+                let kind = match o.kind {
+                    OutputKind::MutatedInput(g) => format!("mutated(group {g})"),
+                    OutputKind::MetadataMutation(p) => format!("metadata({})", names.param_name(p)),
+                    OutputKind::User(i) => format!("out {i}"),
+                    OutputKind::IntermediateBase => "base".into(),
+                };
+                match o.tangent {
+                    Some(t) => format!("{kind}: {} ~ tangent {t}", o.value),
+                    None => format!("{kind}: {}", o.value),
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "    forward ({})", outs.join(", "));
+        let grads: Vec<String> = self
+            .input_grads
+            .iter()
+            .enumerate()
+            .filter(|(p, _)| self.params[*p].ty.is_tensor())
+            .map(|(p, g)| format!("{}: {}", names.param_name(p), g.map_or("None".to_string(), |v| v.to_string())))
+            .collect();
+        let _ = writeln!(s, "    grads ({})", grads.join(", "));
+        s.push('}');
+        s
+    }
+}
+
+impl fmt::Display for JointGraph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.listing())
+    }
+}
+
+impl Partition {
+    /// The stable listing of both graphs (`jg`, the joint graph they were
+    /// split from, names the scalars and marks the backward's values).
+    pub fn listing(&self, jg: &JointGraph) -> String {
+        let names = jg.names();
+        let mut s = String::new();
+        for (title, sg) in [("forward", &self.forward), ("backward", &self.backward)] {
+            let _ = writeln!(s, "{title} {}({}) {{", jg.name, list(&sg.inputs));
+            let _ = write_nodes(&mut s, &names, &sg.nodes);
+            let _ = writeln!(s, "    return ({})\n}}", list(&sg.outputs));
+        }
+        let _ = write!(s, "saved ({})", list(&self.saved));
+        s
     }
 }
 
@@ -167,6 +349,66 @@ mod tests {
             %3 = sum_dim(%0, [0, -1], false)
             return %3
         }
+        ");
+    }
+
+    #[test]
+    fn every_stage_prints_through_the_one_printer() {
+        use crate::transform::{functionalize, InputGroups};
+        let mut b = GraphBuilder::new("f");
+        let a = b.tensor("a", true);
+        let r = b.call(OpKind::Reshape, a, vec![ints(&[-1])]);
+        let prev = b.set_no_grad(true);
+        b.call(OpKind::AddInplace, r, vec![f(1.0)]);
+        b.set_no_grad(prev);
+        let g = b.finish(vec![r], ReturnKind::Single);
+        let groups = InputGroups { group_of: vec![Some(0)], single: vec![true], object_of: vec![] };
+        let fg = functionalize(&g, &groups);
+        insta::assert_snapshot!(fg.listing(), @r"
+        functional f {
+            %0 = primal(group 0)
+            %1 = reshape(%0, [-1])  // checked: aliases
+            %2 = copy_storage(%0)
+            %3 = regen(%2, [reshape([-1])])
+            no_grad {
+                %4 = scatter(%2, [reshape([-1])], add_(%3, 1.0))
+            }
+            %5 = regen(%4, [reshape([-1])])
+            copy_back(group 0, %4)
+            return (alias(group 0, %5))
+        }
+        ");
+        // The joint graph and its partitions: the same nodes, the same lines.
+        let jg = crate::transform::joint::create_joint(&fg, &g, &[true]).unwrap();
+        let part = crate::transform::partition::partition(&jg).unwrap();
+        insta::assert_snapshot!(format!("{}\n{}", jg.listing(), part.listing(&jg)), @r"
+        joint f {
+            %0 = primal(group 0)
+            %1 = reshape(%0, [-1])  // checked: aliases
+            %2 = copy_storage(%0)
+            %3 = regen(%2, [reshape([-1])])
+            no_grad {
+                %4 = scatter(%2, [reshape([-1])], add_(%3, 1.0))
+            }
+            %5 = regen(%4, [reshape([-1])])
+            %6* = tangent(0)
+            forward (mutated(group 0): %4 ~ tangent 0, out 0: %5)
+            grads (a: %6)
+        }
+        forward f(%0) {
+            %1 = reshape(%0, [-1])  // checked: aliases
+            %2 = copy_storage(%0)
+            %3 = regen(%2, [reshape([-1])])
+            no_grad {
+                %4 = scatter(%2, [reshape([-1])], add_(%3, 1.0))
+            }
+            %5 = regen(%4, [reshape([-1])])
+            return (%4, %5)
+        }
+        backward f(%6) {
+            return (%6)
+        }
+        saved ()
         ");
     }
 }

@@ -1,10 +1,33 @@
-//! The verifier: structural invariants every graph must keep. Passes run it
-//! after themselves in debug builds ([`checked`]), so a pass that breaks the
-//! graph fails at the pass, not three passes later in a kernel.
+//! The one verifier: the structural invariants of every stage, from one
+//! per-stage spec ([`Stage`]).
+//!
+//! Every stage holds the same [`Node`]s; a stage admits its own primitives
+//! ([`Stage::admits`]). All stages: every use comes after its definition,
+//! and every node matches its primitive's arity and argument kinds (a DSL
+//! op its signature in the op table, scalars of the right type). The
+//! source admits in-place ops, which define no value; every later stage is
+//! SSA: each node defines a fresh value, and no value is written after it
+//! is defined. Each container adds its own checks (parameters and return
+//! kind of the source; one primal per input group; tangents in order and
+//! no forward output depending on one; the partitions' inputs and
+//! outputs).
+//!
+//! It runs after every pass (the checks are linear, and the later stages
+//! are built once per guard key). The macro's lowering in debug builds
+//! ([`checked`]) and `CompiledFn::new` check the source graph; always, the
+//! runtime checks the functional graph it builds, `create_joint` the joint
+//! graph (and its common subexpressions), `partition` both partitions. A
+//! pass that breaks the graph fails at the pass, not three passes later in
+//! a kernel.
 
 use crate::graph::{Graph, ValueDef};
-use crate::op::ParamKind;
-use crate::types::{Arg, ScalarExpr, ScalarTy};
+use crate::node::{Node, Op};
+use crate::op::{AliasEffect, OpClass, OpKind, ParamKind};
+use crate::transform::joint::{backward_values, JointError, JointGraph};
+use crate::transform::partition::{Partition, SubGraph};
+use crate::transform::{FOutput, FunctionalGraph};
+use crate::types::{Arg, ParamType, ScalarExpr, ScalarTy, ValueId};
+use std::fmt;
 use thiserror::Error;
 
 /// A broken invariant, with where it broke.
@@ -18,15 +41,152 @@ pub enum VerifyError {
     Value { value: u32, msg: String },
     #[error("outputs: {0}")]
     Outputs(String),
+    /// A graph past the source: which stage, which graph, what broke.
+    #[error("{stage} graph `{graph}`: {msg}")]
+    Stage { stage: Stage, graph: String, msg: String },
 }
 
-/// Checks every invariant of the graph.
+/// A verifier's finding about the joint graph or its partitions.
+impl From<VerifyError> for JointError {
+    fn from(e: VerifyError) -> JointError {
+        match e {
+            VerifyError::Stage { stage, graph, msg } => JointError { name: graph, msg: format!("{stage} graph: {msg}") },
+            other => JointError { name: String::new(), msg: other.to_string() },
+        }
+    }
+}
+
+/// The stages of the IR. Each admits its own primitives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// The program as written: DSL ops only, in place or not.
+    Source,
+    /// After functionalization: primals, copies of inputs, regenerated
+    /// views, writes as new versions, DSL ops that compute or view.
+    Functional,
+    /// Forward and backward together: the functional primitives, tangents
+    /// and the backward-only primitives.
+    Joint,
+    /// The forward partition: the joint's forward nodes (its primals are
+    /// the graph's inputs) and the stand-ins of values saved for their
+    /// metadata.
+    Forward,
+    /// The backward partition (saved values and tangents are its inputs):
+    /// what the rules emit, and cheap forward nodes recomputed.
+    Backward,
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Stage::Source => "source",
+            Stage::Functional => "functional",
+            Stage::Joint => "joint",
+            Stage::Forward => "forward",
+            Stage::Backward => "backward",
+        })
+    }
+}
+
+impl Stage {
+    /// Whether a node of this stage may compute `op`.
+    pub fn admits(self, op: &Op) -> bool {
+        use Stage::*;
+        match op {
+            Op::Dsl { op, check_alias } => match self {
+                Source => check_alias.is_none(),
+                _ => {
+                    !op.is_inplace()
+                        && (check_alias.is_none() || matches!(op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame))
+                }
+            },
+            Op::Primal(_) => matches!(self, Functional | Joint),
+            Op::Tangent(_) => self == Joint,
+            Op::Cow | Op::Mutate { .. } => matches!(self, Functional | Joint | Forward),
+            Op::Regen(_) => self != Source,
+            Op::Prim(_) => matches!(self, Joint | Forward | Backward),
+        }
+    }
+
+    /// Checks `nodes` of this stage: admitted primitives, arities and
+    /// argument kinds, every use after its definition, and past the source
+    /// each node defining a fresh value below `defined.len()`. `defined`
+    /// holds the values defined before the first node (the inputs) and is
+    /// updated; `params` types the scalar parameters.
+    pub fn check_nodes(self, nodes: &[Node], defined: &mut [bool], params: &[ParamType]) -> Result<(), (usize, String)> {
+        for (i, node) in nodes.iter().enumerate() {
+            let fail = |msg: String| (i, msg);
+            if !self.admits(&node.op) {
+                return Err(fail(format!("not admitted in a {self} graph")));
+            }
+            check_args(node, params).map_err(fail)?;
+            if let Some(v) = node.tensor_args().find(|v| !defined.get(v.index()).copied().unwrap_or(false)) {
+                return Err(fail(format!("uses {v} before it is defined")));
+            }
+            if self == Stage::Source {
+                continue;
+            }
+            let out = node.out.ok_or_else(|| fail("defines no value".into()))?;
+            match defined.get_mut(out.index()) {
+                Some(d) if !*d => *d = true,
+                Some(_) => return Err(fail(format!("{out} is defined twice"))),
+                None => return Err(fail(format!("{out} is out of range"))),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The arity and argument kinds of one node's primitive.
+fn check_args(node: &Node, params: &[ParamType]) -> Result<(), String> {
+    let tensor_at = |i: usize| match node.args.get(i) {
+        Some(Arg::Tensor(_)) => Ok(()),
+        _ => Err(format!("argument {i} is not a tensor")),
+    };
+    let arity = |n: usize| {
+        if node.args.len() == n {
+            Ok(())
+        } else {
+            Err(format!("expected {n} arguments, found {}", node.args.len()))
+        }
+    };
+    match &node.op {
+        Op::Dsl { op, .. } => dsl_args(*op, &node.args, params),
+        Op::Primal(_) | Op::Tangent(_) => arity(0),
+        Op::Cow | Op::Regen(_) => arity(1).and_then(|_| tensor_at(0)),
+        Op::Mutate { op, .. } => {
+            if op.class() != OpClass::DataMutation {
+                return Err(format!("`{}` does not write data", op.name()));
+            }
+            tensor_at(0)?;
+            dsl_args(*op, &node.args[1..], params)
+        }
+        Op::Prim(p) => arity(p.arity()).and_then(|_| (0..p.num_tensors()).try_for_each(tensor_at)),
+    }
+}
+
+/// A DSL op's receiver and arguments against its signature.
+fn dsl_args(op: OpKind, args: &[Arg], params: &[ParamType]) -> Result<(), String> {
+    let sig = op.sig();
+    if args.len() != sig.params.len() + 1 {
+        return Err(format!("expected {} arguments, found {}", sig.params.len() + 1, args.len()));
+    }
+    if !matches!(args[0], Arg::Tensor(_)) {
+        return Err("the receiver is not a tensor".into());
+    }
+    for (k, (arg, kind)) in args[1..].iter().zip(sig.params).enumerate() {
+        check_arg(arg, *kind, params).map_err(|m| format!("argument {}: {m}", k + 1))?;
+    }
+    Ok(())
+}
+
+/// Checks every invariant of a source graph.
 ///
 /// - Each value is defined exactly once, by the parameter or node its
 ///   [`ValueDef`] names, and every use comes after its definition.
-/// - Every node matches its op's signature: argument count and kinds, an
-///   output exactly when the op is not in place, integer arguments where the
-///   op wants integers.
+/// - Every node is a DSL op matching its signature: argument count and
+///   kinds, an output exactly when the op is not in place, integer
+///   arguments where the op wants integers.
 /// - Scalar parameters are referenced only as scalars, tensors only as values.
 /// - The outputs are defined values and match the return kind.
 pub fn verify(g: &Graph) -> Result<(), VerifyError> {
@@ -51,24 +211,11 @@ pub fn verify(g: &Graph) -> Result<(), VerifyError> {
     }
 
     for (n, node) in g.nodes.iter().enumerate() {
-        let sig = node.op.sig();
-        let err = |msg: String| VerifyError::Node { node: n, op: sig.name, msg };
-        if node.args.len() != sig.params.len() + 1 {
-            return Err(err(format!("expected {} arguments, found {}", sig.params.len() + 1, node.args.len())));
-        }
-        match &node.args[0] {
-            Arg::Tensor(_) => {}
-            _ => return Err(err("the receiver is not a tensor".into())),
-        }
-        for (k, (arg, kind)) in node.args[1..].iter().zip(sig.params).enumerate() {
-            check_arg(arg, *kind, &param_types).map_err(|m| err(format!("argument {}: {m}", k + 1)))?;
-        }
-        for v in node.tensor_args() {
-            if !defined.get(v.index()).copied().unwrap_or(false) {
-                return Err(err(format!("uses {v} before it is defined")));
-            }
-        }
-        match (node.op.is_inplace(), node.out) {
+        let op = node.op.name();
+        let err = |msg: String| VerifyError::Node { node: n, op, msg };
+        let kind = node.kind().ok_or_else(|| err("not admitted in a source graph".into()))?;
+        Stage::Source.check_nodes(std::slice::from_ref(node), &mut defined, &param_types).map_err(|(_, m)| err(m))?;
+        match (kind.is_inplace(), node.out) {
             (true, None) => {}
             (false, Some(out)) => {
                 let info = g.values.get(out.index()).ok_or_else(|| err(format!("output {out} does not exist")))?;
@@ -119,7 +266,7 @@ fn mark(defined: &mut [bool], v: u32) -> Result<(), VerifyError> {
     }
 }
 
-fn check_arg(arg: &Arg, kind: ParamKind, params: &[crate::types::ParamType]) -> Result<(), String> {
+fn check_arg(arg: &Arg, kind: ParamKind, params: &[ParamType]) -> Result<(), String> {
     let scalar = |s: &ScalarExpr, want: &[ScalarTy]| match s.ty(params) {
         Some(t) if want.contains(&t) => Ok(()),
         Some(t) => Err(format!("expected {}, found a {} scalar", kind.describe(), t.name())),
@@ -137,48 +284,133 @@ fn check_arg(arg: &Arg, kind: ParamKind, params: &[crate::types::ParamType]) -> 
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::graph::args::*;
-    use crate::graph::{GraphBuilder, Node, ReturnKind};
-    use crate::op::OpKind;
-    use crate::types::{SpanId, ValueId};
+/// The checks of one stage's graph, failing with its name.
+struct Check<'a> {
+    stage: Stage,
+    graph: &'a str,
+}
 
-    fn sample() -> Graph {
-        let mut b = GraphBuilder::new("f");
-        let a = b.tensor("a", true);
-        b.call(OpKind::MulInplace, a, vec![f(2.0)]);
-        let o = b.call(OpKind::View, a, vec![ints(&[-1])]);
-        b.finish(vec![o], ReturnKind::Single)
+impl Check<'_> {
+    fn err(&self, msg: String) -> VerifyError {
+        VerifyError::Stage { stage: self.stage, graph: self.graph.to_string(), msg }
     }
 
-    #[test]
-    fn accepts_a_good_graph() {
-        assert_eq!(verify(&sample()), Ok(()));
-        assert!(checked(sample(), "test").is_ok());
+    /// [`Stage::check_nodes`] with `inputs` defined first; returns the
+    /// defined values.
+    fn nodes(&self, nodes: &[Node], num_values: usize, inputs: &[ValueId], params: &[ParamType]) -> Result<Vec<bool>, VerifyError> {
+        let mut defined = vec![false; num_values];
+        for v in inputs {
+            match defined.get_mut(v.index()) {
+                Some(d) if !*d => *d = true,
+                _ => return Err(self.err(format!("input {v} is out of range or given twice"))),
+            }
+        }
+        self.stage
+            .check_nodes(nodes, &mut defined, params)
+            .map_err(|(i, m)| self.err(format!("node {i} (`{}`): {m}", nodes[i].op.name())))?;
+        Ok(defined)
     }
 
-    #[test]
-    fn rejects_use_before_def_and_bad_kinds() {
-        let mut g = sample();
-        g.nodes[0].args[0] = Arg::Tensor(ValueId(2));
-        assert!(matches!(verify(&g), Err(VerifyError::Node { node: 0, .. })));
-
-        let mut g = sample();
-        g.nodes[1].args[1] = f(1.0);
-        assert!(verify(&g).unwrap_err().to_string().contains("integer list"));
-
-        let mut g = sample();
-        g.nodes[0].out = Some(ValueId(1));
-        assert!(verify(&g).is_err());
-
-        let mut g = sample();
-        g.outputs.push(ValueId(0));
-        assert!(matches!(verify(&g), Err(VerifyError::Outputs(_))));
-
-        let mut g = sample();
-        g.nodes.push(Node { op: OpKind::Select, args: vec![t(ValueId(0)), f(0.5), i(0)], out: None, no_grad: false, span: SpanId(0) });
-        assert!(verify(&g).is_err());
+    fn outputs<'v>(&self, defined: &[bool], mut values: impl Iterator<Item = &'v ValueId>) -> Result<(), VerifyError> {
+        match values.find(|v| !defined.get(v.index()).copied().unwrap_or(false)) {
+            Some(v) => Err(self.err(format!("output {v} is not defined"))),
+            None => Ok(()),
+        }
     }
 }
+
+impl FunctionalGraph {
+    /// The checker run after functionalization: [`Stage::Functional`]'s
+    /// nodes, one primal per input group, every output defined.
+    pub fn verify(&self) -> Result<(), VerifyError> {
+        let c = Check { stage: Stage::Functional, graph: &self.name };
+        let params: Vec<ParamType> = self.params.iter().map(|p| p.ty).collect();
+        let defined = c.nodes(&self.nodes, self.num_values, &[], &params)?;
+        let mut bases = vec![0usize; self.groups.single.len()];
+        for n in &self.nodes {
+            if let Op::Primal(g) = n.op {
+                *bases.get_mut(g).ok_or_else(|| c.err(format!("no group {g}")))? += 1;
+            }
+        }
+        if let Some(g) = bases.iter().position(|&b| b != 1) {
+            return Err(c.err(format!("group {g} has {} bases", bases[g])));
+        }
+        if self.src_node.len() != self.num_values {
+            return Err(c.err("the source-node table does not cover the values".into()));
+        }
+        if self.outputs.iter().any(|o| matches!(o, FOutput::Input(p) if !self.groups.group_of.get(*p).is_some_and(Option::is_some))) {
+            return Err(c.err("an output is an input outside every group".into()));
+        }
+        let values = self.outputs.iter().flat_map(|o| match o {
+            FOutput::Input(_) => [None, None],
+            FOutput::AliasOfInput { value, .. } | FOutput::Value(value) => [Some(value), None],
+            FOutput::ViewOfIntermediate { base, value } => [Some(base), Some(value)],
+        });
+        let written = self.mutated_groups.iter().chain(&self.metadata_mutations).map(|(_, v)| v);
+        c.outputs(&defined, values.flatten().chain(written))
+    }
+}
+
+impl JointGraph {
+    /// The checker run after `create_joint` (and its common-subexpression
+    /// elimination): [`Stage::Joint`]'s nodes, tangents numbered in order,
+    /// the backward flags right, every output and gradient defined, and no
+    /// forward output depending on a tangent.
+    pub fn verify(&self) -> Result<(), VerifyError> {
+        let c = Check { stage: Stage::Joint, graph: &self.name };
+        let params: Vec<ParamType> = self.params.iter().map(|p| p.ty).collect();
+        let defined = c.nodes(&self.nodes, self.num_values, &[], &params)?;
+        let mut next_tangent = 0;
+        for (i, node) in self.nodes.iter().enumerate() {
+            match node.op {
+                Op::Tangent(t) if t != next_tangent => return Err(c.err(format!("node {i}: tangent {t} out of order"))),
+                Op::Tangent(_) => next_tangent += 1,
+                Op::Primal(g) if g >= self.num_primals => return Err(c.err(format!("node {i}: no primal {g}"))),
+                _ => {}
+            }
+        }
+        if next_tangent != self.tangents.len() {
+            return Err(c.err(format!("{} tangent nodes for {} tangents", next_tangent, self.tangents.len())));
+        }
+        if self.is_backward != backward_values(&self.nodes, self.num_values) || self.src_node.len() != self.num_values {
+            return Err(c.err("wrong backward flags or source-node table".into()));
+        }
+        c.outputs(&defined, self.fw_outputs.iter().map(|o| &o.value).chain(self.input_grads.iter().flatten()))?;
+        if let Some(o) = self.fw_outputs.iter().find(|o| self.is_backward[o.value.index()]) {
+            return Err(c.err(format!("forward output {} depends on a tangent", o.value)));
+        }
+        for (ti, &oi) in self.tangents.iter().enumerate() {
+            if self.fw_outputs.get(oi).and_then(|o| o.tangent) != Some(ti) {
+                return Err(c.err(format!("tangent {ti} does not match forward output {oi}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Partition {
+    /// The checker run after partitioning `jg`: each graph's nodes from
+    /// its inputs ([`Stage::Forward`], [`Stage::Backward`]), every output
+    /// defined, the forward free of tangents, and a slot per gradient.
+    pub fn verify(&self, jg: &JointGraph) -> Result<(), VerifyError> {
+        let params: Vec<ParamType> = jg.params.iter().map(|p| p.ty).collect();
+        let check = |stage: Stage, sg: &SubGraph| {
+            let c = Check { stage, graph: &jg.name };
+            let defined = c.nodes(&sg.nodes, self.num_values, &sg.inputs, &params)?;
+            c.outputs(&defined, sg.outputs.iter())
+        };
+        check(Stage::Forward, &self.forward)?;
+        check(Stage::Backward, &self.backward)?;
+        let c = Check { stage: Stage::Forward, graph: &jg.name };
+        if self.forward.nodes.iter().any(|n| jg.is_backward.get(n.value().index()).copied().unwrap_or(false)) {
+            return Err(c.err("a forward node depends on a tangent".into()));
+        }
+        if self.forward.outputs.len() != self.num_fw_outputs + self.saved.len() || self.grad_slots.len() != jg.params.len() {
+            return Err(c.err("outputs, saved values and gradient slots do not line up".into()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

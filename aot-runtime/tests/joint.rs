@@ -63,7 +63,7 @@ fn build(g: &Graph, rg: &[bool]) -> Built {
     let groups = InputGroups { group_of, single: vec![true; next], object_of: vec![] };
     let fg = functionalize(g, &groups);
     fg.verify().unwrap();
-    let jg = create_joint(&fg, g, rg).unwrap_or_else(|e| panic!("{e}\n{}", fg.listing(g)));
+    let jg = create_joint(&fg, g, rg).unwrap_or_else(|e| panic!("{e}\n{}", fg.listing()));
     let part = partition(&jg).unwrap_or_else(|e| panic!("{e}\n{jg}"));
     let naive = save_all(&jg).unwrap();
     Built { jg, part, naive, groups }
@@ -567,12 +567,12 @@ fn saved_bytes_of_the_partition_are_at_most_the_naive_ones() {
             let prims: Vec<Tensor> =
                 inputs.iter().filter_map(|i| if let In::T(t, _) = i { Some(t.copy().unwrap()) } else { None }).collect();
             let scalars = vec![None; inputs.len()];
-            let all_fw: Vec<ValueId> = b.jg.nodes.iter().filter(|n| !n.is_backward).map(|n| n.out).collect();
+            let all_fw: Vec<ValueId> = b.jg.nodes.iter().map(|n| n.value()).filter(|v| !b.jg.is_backward[v.index()]).collect();
             let mut sg = b.part.forward.clone();
             sg.nodes =
                 b.jg.nodes
                     .iter()
-                    .filter(|n| !n.is_backward && !matches!(n.op, aot_ir::transform::joint::JOp::Primal(_)))
+                    .filter(|n| !b.jg.is_backward[n.value().index()] && !matches!(n.op, aot_ir::Op::Primal(_)))
                     .cloned()
                     .collect();
             sg.outputs = all_fw;

@@ -86,17 +86,19 @@ impl AliasInfo {
             }
         }
         for (k, node) in g.nodes.iter().enumerate() {
+            // The source holds DSL nodes only (its verifier checks).
+            let Some(op) = node.kind() else { continue };
             let recv = node.receiver();
             let outcome = outcomes.get(k).copied().flatten();
             if let Some(v) = node.out {
-                match (node.op.alias_effect(), recv) {
+                match (op.alias_effect(), recv) {
                     (AliasEffect::MaybeView | AliasEffect::MaybeSame, Some(_)) if outcome == Some(false) => {
                         a.new_storage(v, StorageOwner::Intermediate(v));
                     }
                     (effect @ (AliasEffect::MaybeView | AliasEffect::MaybeSame), Some(p)) if outcome == Some(true) => {
                         a.derive(v, p, effect);
                         a.uncertain[v.index()] = a.uncertain[p.index()];
-                        noncontig[v.index()] = noncontig[p.index()] || breaks_contiguity(node.op, &node.args);
+                        noncontig[v.index()] = noncontig[p.index()] || breaks_contiguity(op, &node.args);
                     }
                     (AliasEffect::MaybeView | AliasEffect::MaybeSame, Some(p)) if noncontig[p.index()] => {
                         // `reshape`/`contiguous` of a permuted or strided
@@ -107,11 +109,11 @@ impl AliasInfo {
                     (AliasEffect::Fresh | AliasEffect::InPlace, _) | (_, None) => a.new_storage(v, StorageOwner::Intermediate(v)),
                     (effect, Some(p)) => {
                         a.derive(v, p, effect);
-                        noncontig[v.index()] = noncontig[p.index()] || breaks_contiguity(node.op, &node.args);
+                        noncontig[v.index()] = noncontig[p.index()] || breaks_contiguity(op, &node.args);
                     }
                 }
             } else if let (Some(t), true) =
-                (node.target(), matches!(node.op, OpKind::TInplace | OpKind::TransposeInplace | OpKind::AsStridedInplace))
+                (node.target(), matches!(op, OpKind::TInplace | OpKind::TransposeInplace | OpKind::AsStridedInplace))
             {
                 // The tensor object's own layout is now permuted or strided.
                 let id = a.identity[t.index()];
@@ -216,17 +218,18 @@ impl LayoutTracker {
     /// Applies node `k` of the graph.
     pub fn apply(&mut self, g: &Graph, alias: &AliasInfo, k: usize) {
         let node = &g.nodes[k];
+        let Some(op) = node.kind() else { return };
         let recv = node.receiver();
         if let Some(out) = node.out {
             // A `reshape`/`contiguous` the alias analysis decided copies has no parent.
             let parent = alias.parent[out.index()].and_then(|_| recv.and_then(|r| self.path(r)));
-            let path = match (node.op.alias_effect(), parent) {
-                (AliasEffect::View | AliasEffect::MaybeView, Some(p)) => extend(p, node.op, &node.args[1..]),
+            let path = match (op.alias_effect(), parent) {
+                (AliasEffect::View | AliasEffect::MaybeView, Some(p)) => extend(p, op, &node.args[1..]),
                 (AliasEffect::Detach | AliasEffect::MaybeSame, Some(p)) => p.clone(),
                 _ => LayoutPath { storage: alias.storage_of(out), steps: Vec::new() },
             };
             self.paths[out.index()] = Some(path);
-        } else if let (Some(view_op), Some(t)) = (metadata_mutation_as_view(node.op), node.target()) {
+        } else if let (Some(view_op), Some(t)) = (metadata_mutation_as_view(op), node.target()) {
             // A metadata mutation changes the layout of the tensor object, and
             // so of every value that *is* that object (a `contiguous()` that
             // returned its receiver).

@@ -21,7 +21,7 @@ use super::meta_template::{ArgFacts, CallFacts, InputTemplate, OutputAlias, Outp
 use super::meta_template::{ObservedAlias, ObservedOutput};
 use super::observed::{is_to_dtype, mark_layout_uncertain};
 use crate::graph::{Graph, Node};
-use crate::op::{AliasEffect, OpClass};
+use crate::op::{AliasEffect, OpClass, OpKind};
 use crate::schema::{mutation_type, InputAliasInfo, OutputAliasInfo, OutputType, ViewAndMutationMeta};
 use crate::types::{Arg, ValueId};
 use std::collections::{BTreeSet, HashMap};
@@ -94,8 +94,8 @@ impl StaticMeta {
         // A `reshape`/`contiguous` and a write: whether the write reaches an
         // input can hang on the reshape's outcome.
         let maybe_written_through_reshape =
-            g.nodes.iter().any(|n| matches!(n.op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame))
-                && g.nodes.iter().any(|n| n.op.is_inplace());
+            g.nodes.iter().any(|n| matches!(n.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame))
+                && g.nodes.iter().any(|n| n.kind().is_some_and(OpKind::is_inplace));
         let uncertain = uncertain || maybe_written_through_reshape;
         let needs_observation = uncertain || inputs.iter().any(|i| i.mutates_metadata) || outputs.iter().any(|o| o.alias_uncertain);
         let mut meta = StaticMeta {
@@ -103,7 +103,7 @@ impl StaticMeta {
             needs_observation,
             inputs,
             outputs,
-            has_random_ops: g.nodes.iter().any(|n| n.op.is_random()),
+            has_random_ops: g.nodes.iter().any(|n| n.kind().is_some_and(OpKind::is_random)),
             uncertain,
             grad_mode_deps: grad_mode_deps.into_iter().collect(),
         };
@@ -347,11 +347,11 @@ impl<'a> Collector<'a> {
     fn visit(&mut self, node: &Node) {
         self.requires_grad_flags(node);
         let sources: BTreeSet<usize> = if node.is_differentiable() {
-            node.op
-                .differentiable_args()
+            node.kind()
+                .map_or(&[][..], OpKind::differentiable_args)
                 .iter()
                 .filter_map(|&i| node.args.get(i).and_then(Arg::as_tensor))
-                .filter(|v| !(node.op.is_inplace() && Some(*v) == node.receiver()))
+                .filter(|v| node.target() != Some(*v))
                 .flat_map(|v| self.deps.get(&self.group(v)).cloned().unwrap_or_default())
                 .collect()
         } else {
@@ -380,9 +380,9 @@ impl<'a> Collector<'a> {
         }
         let Some(out) = node.out else { return };
         let receiver = |deps: &[BTreeSet<usize>]| node.receiver().map(|r| deps[r.index()].clone()).unwrap_or_default();
-        let is_view = matches!(node.op.alias_effect(), AliasEffect::View | AliasEffect::MaybeView | AliasEffect::MaybeSame);
+        let is_view = matches!(node.alias_effect(), AliasEffect::View | AliasEffect::MaybeView | AliasEffect::MaybeSame);
         self.view_deps[out.index()] = if is_view { receiver(&self.view_deps) } else { BTreeSet::new() };
-        self.rg_deps[out.index()] = match node.op.alias_effect() {
+        self.rg_deps[out.index()] = match node.alias_effect() {
             AliasEffect::Detach => BTreeSet::new(),
             _ if is_view => receiver(&self.rg_deps),
             _ if node.no_grad => BTreeSet::new(),
@@ -412,7 +412,7 @@ impl<'a> Collector<'a> {
         let Some(out) = node.out else { return };
         // (A `reshape` that views counts; one that copies made a tensor
         // that requires grad only if this says so too.)
-        if matches!(node.op.alias_effect(), AliasEffect::View | AliasEffect::MaybeView) {
+        if matches!(node.alias_effect(), AliasEffect::View | AliasEffect::MaybeView) {
             if let Some(r) = node.receiver() {
                 let held = match self.frozen.get(&r) {
                     Some(f) => Some(f.clone()),

@@ -27,7 +27,7 @@ use std::collections::BTreeSet;
 /// Whether a storage was allocated by a `to_dtype`, which returns its
 /// receiver itself when the dtype is already the one asked for.
 pub(crate) fn is_to_dtype(g: &Graph, owner: StorageOwner) -> bool {
-    matches!(owner, StorageOwner::Intermediate(v) if g.def_node(v).is_some_and(|n| n.op == OpKind::ToDtype))
+    matches!(owner, StorageOwner::Intermediate(v) if g.def_node(v).is_some_and(|n| n.is(OpKind::ToDtype)))
 }
 
 /// Outputs of an intermediate storage whose types hang on whether two of

@@ -39,23 +39,25 @@ pub fn check(g: &Graph) -> Vec<Diagnostic> {
     let mut out = Vec::new();
 
     for (k, node) in g.nodes.iter().enumerate() {
+        // The source holds DSL nodes only (its verifier checks).
+        let Some(op) = node.kind() else { continue };
         match node.class() {
             OpClass::DataMutation | OpClass::MetadataMutation => {
                 if let Some(t) = node.target() {
-                    check_const_input(g, &alias, node.op, t, node.span, &mut out);
+                    check_const_input(g, &alias, op, t, node.span, &mut out);
                     if node.class() == OpClass::DataMutation {
                         if overlapping[t.index()] {
-                            out.push(self_overlap(g, node.op, t, node.span));
+                            out.push(self_overlap(g, op, t, node.span));
                         }
                         for src in node.tensor_args().skip(1) {
                             if let (Some(d), Some(s)) = (layouts.path(t), layouts.path(src)) {
                                 if partially_overlap(d, s) {
-                                    out.push(partial_overlap(g, node.op, t, src, node.span));
+                                    out.push(partial_overlap(g, op, t, src, node.span));
                                 }
                             }
                         }
                     } else if let Some(t) = node.target() {
-                        overlapping[t.index()] = match node.op {
+                        overlapping[t.index()] = match op {
                             OpKind::AsStridedInplace => zero_stride(&node.args),
                             _ => overlapping[t.index()],
                         };
@@ -64,7 +66,7 @@ pub fn check(g: &Graph) -> Vec<Diagnostic> {
             }
             OpClass::View | OpClass::Compute => {
                 if let (Some(o), Some(r)) = (node.out, node.receiver()) {
-                    overlapping[o.index()] = match node.op {
+                    overlapping[o.index()] = match op {
                         OpKind::Expand => broadcasts(&node.args),
                         OpKind::AsStrided => zero_stride(&node.args),
                         // Layout permutations and size-1 changes keep every

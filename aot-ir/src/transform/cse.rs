@@ -1,7 +1,7 @@
 //! The value-numbering key of common-subexpression elimination: a node's
 //! op and arguments as a structural value (floats by their bits), so that
 //! identical pure nodes of the joint graph are emitted once
-//! (`joint_node::cse_key` says which nodes may merge).
+//! (`emit::cse_key` says which nodes may merge).
 
 use super::grad_rules::Prim;
 use super::ChainStep;

@@ -11,13 +11,13 @@
 //!   storage, as the caller passed them) or a storage an op allocated;
 //! - every value is a root plus a [`ChainStep`] chain;
 //! - a data mutation of a value produces a new version of its root:
-//!   `root' = scatter(root, op(view(root, chain), ..), chain)` ([`FNode::Mutate`]);
+//!   `root' = scatter(root, op(view(root, chain), ..), chain)` ([`Op::Mutate`]);
 //! - a read of a value whose root has a newer version replays its chain on
-//!   that version ([`FNode::Regen`]);
+//!   that version ([`Op::Regen`]);
 //! - a metadata mutation (`t_`, `as_strided_`, ..) is the equivalent view op,
 //!   and every value that is the same tensor object takes the new chain;
 //! - the first mutation of an input group starts from a copy of the
-//!   caller's storage ([`FNode::Cow`]): inputs are never written inside the
+//!   caller's storage ([`Op::Cow`]): inputs are never written inside the
 //!   graph. Their final versions are graph outputs
 //!   (`fn_input_mutations_to_outputs`) that the runtime epilogue copies back.
 //!
@@ -28,64 +28,16 @@
 //!
 //! `reshape` and `contiguous` alias or copy depending on the layout at run
 //! time. The pass takes the alias analysis' assumption, and marks the nodes
-//! where the assumption matters ([`FNode::Op::check_alias`]); the runtime
+//! where the assumption matters (`check_alias` of [`Op::Dsl`]); the runtime
 //! verifies them and falls back to a reference path when one is wrong.
 
 use crate::analysis::alias::{metadata_mutation_as_view, AliasInfo};
-use crate::graph::{Graph, Node};
+use crate::graph::{Graph, Param};
+pub use crate::node::ChainStep;
+use crate::node::{Node, Op};
 use crate::op::{AliasEffect, OpClass, OpKind};
 use crate::types::{Arg, ValueId};
 use std::collections::HashSet;
-use std::fmt::{self, Write};
-
-/// One step from a root to a value.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ChainStep {
-    /// `as_strided` to the geometry the argument at this parameter position
-    /// has at call time: regenerates an aliased input from its group's base.
-    ArgGeometry(usize),
-    /// A view op with its arguments after the receiver.
-    View { op: OpKind, args: Vec<Arg> },
-}
-
-/// One node of a functional graph. Values are `ValueId`s of the functional
-/// graph, not of the source graph.
-#[derive(Clone, Debug, PartialEq)]
-pub enum FNode {
-    /// The base of input group `group`, as the runtime provides it.
-    Base { group: usize, out: ValueId },
-    /// A copy of `src`'s whole storage with `src`'s geometry: the first
-    /// version of an input group that the graph may write.
-    Cow { src: ValueId, out: ValueId },
-    /// `chain` replayed on root version `root`.
-    Regen { root: ValueId, chain: Vec<ChainStep>, out: ValueId },
-    /// A source node that computes or views: `node.out` is defined.
-    /// `check_alias`: for a `reshape`/`contiguous` whose aliasing matters,
-    /// whether the pass assumed the result aliases its receiver.
-    Op { node: Node, src_node: usize, check_alias: Option<bool> },
-    /// A source in-place node applied to `node.args[0]`, a view of root
-    /// version `root`; `out` is the root's next version.
-    Mutate { node: Node, src_node: usize, root: ValueId, out: ValueId },
-}
-
-impl FNode {
-    pub fn out(&self) -> ValueId {
-        match self {
-            FNode::Base { out, .. } | FNode::Cow { out, .. } | FNode::Regen { out, .. } | FNode::Mutate { out, .. } => *out,
-            FNode::Op { node, .. } => node.out.unwrap_or(ValueId(u32::MAX)),
-        }
-    }
-
-    fn uses(&self) -> Vec<ValueId> {
-        match self {
-            FNode::Base { .. } => vec![],
-            FNode::Cow { src, .. } => vec![*src],
-            FNode::Regen { root, .. } => vec![*root],
-            FNode::Op { node, .. } => node.tensor_args().collect(),
-            FNode::Mutate { node, root, .. } => node.tensor_args().chain([*root]).collect(),
-        }
-    }
-}
 
 /// How the call's result `i` is produced from the functional values.
 #[derive(Clone, Debug, PartialEq)]
@@ -116,13 +68,19 @@ pub struct InputGroups {
     pub object_of: Vec<Option<usize>>,
 }
 
-/// A functionalized graph: no value is ever written after it is defined.
+/// A functionalized graph: no value is ever written after it is defined
+/// (`verify::Stage::Functional`). Its values are its own, not the source's.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FunctionalGraph {
     pub name: String,
+    /// The source's parameters (names for the listing, scalar types).
+    pub params: Vec<Param>,
     pub groups: InputGroups,
     pub num_values: usize,
-    pub nodes: Vec<FNode>,
+    pub nodes: Vec<Node>,
+    /// Per value: the source node it came from (DSL ops and writes), whose
+    /// operands an error blames.
+    pub src_node: Vec<Option<usize>>,
     /// `fn_input_mutations_to_outputs`: per data-mutated group, its final version.
     pub mutated_groups: Vec<(usize, ValueId)>,
     /// Per metadata-mutated parameter, the value with its final geometry.
@@ -149,7 +107,8 @@ struct RootState {
 
 struct Pass {
     alias: AliasInfo,
-    nodes: Vec<FNode>,
+    nodes: Vec<Node>,
+    src_node: Vec<Option<usize>>,
     num_values: u32,
     roots: Vec<RootState>,
     root_of: Vec<usize>,
@@ -171,6 +130,7 @@ pub fn functionalize(g: &Graph, groups: &InputGroups) -> FunctionalGraph {
     let mut p = Pass {
         alias,
         nodes: Vec::new(),
+        src_node: Vec::new(),
         num_values: 0,
         roots: Vec::new(),
         root_of: vec![usize::MAX; n],
@@ -181,7 +141,7 @@ pub fn functionalize(g: &Graph, groups: &InputGroups) -> FunctionalGraph {
     let mut group_root = vec![usize::MAX; groups.single.len()];
     for (gi, slot) in group_root.iter_mut().enumerate() {
         let out = p.fresh();
-        p.nodes.push(FNode::Base { group: gi, out });
+        p.push(Node::new(Op::Primal(gi), vec![], Some(out)), None);
         *slot = p.roots.len();
         p.roots.push(RootState { value: out, version: 0, group: Some(gi), copied: false });
     }
@@ -216,8 +176,10 @@ pub fn functionalize(g: &Graph, groups: &InputGroups) -> FunctionalGraph {
         .collect();
     let mut metadata_mutated = vec![false; g.params.len()];
     for (k, node) in g.nodes.iter().enumerate() {
-        match node.class() {
-            OpClass::DataMutation => p.mutation(k, node),
+        // The source holds only DSL nodes (its verifier checks).
+        let Some(op) = node.kind() else { continue };
+        match op.class() {
+            OpClass::DataMutation => p.mutation(k, op, node),
             OpClass::MetadataMutation => {
                 if let Some(t) = node.target() {
                     let id = p.object[t.index()];
@@ -225,9 +187,9 @@ pub fn functionalize(g: &Graph, groups: &InputGroups) -> FunctionalGraph {
                         metadata_mutated[pi] = true;
                     }
                 }
-                p.metadata_mutation(k, node);
+                p.metadata_mutation(k, op, node);
             }
-            OpClass::Compute | OpClass::View => p.value(k, node, &sensitive, groups),
+            OpClass::Compute | OpClass::View => p.value(k, op, node, &sensitive, groups),
         }
     }
     let outputs = g.outputs.iter().map(|&o| p.output(g, o)).collect();
@@ -242,9 +204,11 @@ pub fn functionalize(g: &Graph, groups: &InputGroups) -> FunctionalGraph {
         .collect();
     FunctionalGraph {
         name: g.name.clone(),
+        params: g.params.clone(),
         groups: groups.clone(),
         num_values: p.num_values as usize,
         nodes: p.nodes,
+        src_node: p.src_node,
         mutated_groups,
         metadata_mutations,
         outputs,
@@ -282,10 +246,10 @@ impl Pass {
     /// A compute or view node: a new value, or a view of its receiver's
     /// root. A `reshape`/`contiguous` over a storage some write reaches is
     /// checked at run time against the plan's guess.
-    fn value(&mut self, k: usize, node: &Node, sensitive: &HashSet<StorageKey>, groups: &InputGroups) {
+    fn value(&mut self, k: usize, op: OpKind, node: &Node, sensitive: &HashSet<StorageKey>, groups: &InputGroups) {
         let Some(out) = node.out else { return };
         let parent = self.alias.parent[out.index()];
-        let maybe = matches!(node.op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame);
+        let maybe = matches!(op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame);
         let check = (maybe && sensitive.contains(&storage_key(&self.alias, groups, out))).then_some(parent.is_some());
         // The receiver of a `reshape` the analysis decided copies is still
         // sensitive when its own storage is.
@@ -294,8 +258,8 @@ impl Pass {
             (maybe && sensitive.contains(&storage_key(&self.alias, groups, recv))).then_some(parent.is_some())
         });
         match parent {
-            Some(recv) => self.view(k, node, out, recv, check),
-            None => self.compute(k, node, out, check),
+            Some(recv) => self.view(k, op, node, out, recv, check),
+            None => self.compute(k, op, node, out, check),
         }
     }
 
@@ -317,7 +281,16 @@ impl Pass {
 
     fn fresh(&mut self) -> ValueId {
         self.num_values += 1;
+        self.src_node.push(None);
         ValueId(self.num_values - 1)
+    }
+
+    /// Appends `node`, which came from source node `src`.
+    fn push(&mut self, node: Node, src: Option<usize>) {
+        if let Some(slot) = self.src_node.get_mut(node.value().index()) {
+            *slot = src;
+        }
+        self.nodes.push(node);
     }
 
     /// The functional value of source value `v` now: regenerated from its
@@ -334,7 +307,7 @@ impl Pass {
             root.value
         } else {
             let out = self.fresh();
-            self.nodes.push(FNode::Regen { root: root.value, chain: self.chain[v.index()].clone(), out });
+            self.push(Node::new(Op::Regen(self.chain[v.index()].clone()), vec![Arg::Tensor(root.value)], Some(out)), None);
             out
         };
         self.cur[v.index()] = Some((fv, root.version));
@@ -351,31 +324,31 @@ impl Pass {
             .collect()
     }
 
-    fn compute(&mut self, k: usize, node: &Node, out: ValueId, check: Option<bool>) {
+    fn compute(&mut self, k: usize, op: OpKind, node: &Node, out: ValueId, check: Option<bool>) {
         let args = self.map_args(node);
         let fv = self.fresh();
-        self.nodes.push(FNode::Op { node: Node { args, out: Some(fv), ..node.clone() }, src_node: k, check_alias: check });
+        self.push(Node { op: Op::Dsl { op, check_alias: check }, args, out: Some(fv), ..node.clone() }, Some(k));
         self.root_of[out.index()] = self.roots.len();
         self.roots.push(RootState { value: fv, version: 0, group: None, copied: false });
         self.cur[out.index()] = Some((fv, 0));
     }
 
-    fn view(&mut self, k: usize, node: &Node, out: ValueId, recv: ValueId, check: Option<bool>) {
+    fn view(&mut self, k: usize, op: OpKind, node: &Node, out: ValueId, recv: ValueId, check: Option<bool>) {
         let args = self.map_args(node);
         let fv = self.fresh();
-        self.nodes.push(FNode::Op { node: Node { args, out: Some(fv), ..node.clone() }, src_node: k, check_alias: check });
+        self.push(Node { op: Op::Dsl { op, check_alias: check }, args, out: Some(fv), ..node.clone() }, Some(k));
         let r = self.root_of[recv.index()];
         self.root_of[out.index()] = r;
-        self.chain[out.index()] = extend(&self.chain[recv.index()], node);
+        self.chain[out.index()] = extend(&self.chain[recv.index()], op, &node.args);
         self.cur[out.index()] = Some((fv, self.roots[r].version));
     }
 
-    fn mutation(&mut self, k: usize, node: &Node) {
+    fn mutation(&mut self, k: usize, op: OpKind, node: &Node) {
         let Some(t) = node.target() else { return };
         let r = self.root_of[t.index()];
         if self.roots[r].group.is_some() && !self.roots[r].copied {
             let out = self.fresh();
-            self.nodes.push(FNode::Cow { src: self.roots[r].value, out });
+            self.push(Node::new(Op::Cow, vec![Arg::Tensor(self.roots[r].value)], Some(out)), None);
             let st = &mut self.roots[r];
             st.value = out;
             st.version += 1;
@@ -383,24 +356,26 @@ impl Pass {
         }
         // Operands are read after the copy, so an operand aliasing the
         // target reads the version being written, as in eager.
-        let args = self.map_args(node);
+        let mut args = vec![Arg::Tensor(self.roots[r].value)];
+        args.extend(self.map_args(node));
         let out = self.fresh();
         // A write through a `detach()` alias is invisible to autograd, like
         // one under `no_grad`: the node carries that as its `no_grad` flag.
         let no_grad = node.no_grad || self.alias.through_detach[t.index()];
-        self.nodes.push(FNode::Mutate { node: Node { args, no_grad, ..node.clone() }, src_node: k, root: self.roots[r].value, out });
+        let op = Op::Mutate { op, chain: self.chain[t.index()].clone() };
+        self.push(Node { op, args, out: Some(out), no_grad, ..node.clone() }, Some(k));
         let st = &mut self.roots[r];
         st.value = out;
         st.version += 1;
     }
 
-    fn metadata_mutation(&mut self, k: usize, node: &Node) {
-        let (Some(t), Some(view_op)) = (node.target(), metadata_mutation_as_view(node.op)) else { return };
+    fn metadata_mutation(&mut self, k: usize, op: OpKind, node: &Node) {
+        let (Some(t), Some(view_op)) = (node.target(), metadata_mutation_as_view(op)) else { return };
         let args = self.map_args(node);
         let fv = self.fresh();
-        let view_node = Node { op: view_op, args, out: Some(fv), ..node.clone() };
-        let chain = extend(&self.chain[t.index()], &view_node);
-        self.nodes.push(FNode::Op { node: view_node, src_node: k, check_alias: None });
+        let view_node = Node { op: view_op.into(), args, out: Some(fv), ..node.clone() };
+        let chain = extend(&self.chain[t.index()], view_op, &view_node.args);
+        self.push(view_node, Some(k));
         let r = self.root_of[t.index()];
         let ver = self.roots[r].version;
         let id = self.object[t.index()];
@@ -417,124 +392,12 @@ impl Pass {
 /// the view absolutely in the storage, so it replaces what came before;
 /// `contiguous` (assumed to return its receiver) and `detach` keep the
 /// geometry.
-fn extend(base: &[ChainStep], node: &Node) -> Vec<ChainStep> {
-    let step = ChainStep::View { op: node.op, args: node.args[1..].to_vec() };
-    match node.op {
+fn extend(base: &[ChainStep], op: OpKind, args: &[Arg]) -> Vec<ChainStep> {
+    let step = ChainStep::View { op, args: args[1..].to_vec() };
+    match op {
         OpKind::AsStrided => vec![step],
         OpKind::Contiguous | OpKind::Detach => base.to_vec(),
         _ => base.iter().cloned().chain([step]).collect(),
-    }
-}
-
-/// Why a functional graph is malformed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("functional graph `{name}`, node {node}: {msg}")]
-pub struct FunctionalVerifyError {
-    pub name: String,
-    pub node: usize,
-    pub msg: String,
-}
-
-impl FunctionalGraph {
-    /// The checker run after the pass: every value is defined exactly once
-    /// before it is used, and every group has one base.
-    pub fn verify(&self) -> Result<(), FunctionalVerifyError> {
-        let err = |node: usize, msg: String| FunctionalVerifyError { name: self.name.clone(), node, msg };
-        let mut defined = vec![false; self.num_values];
-        let mut bases = vec![0usize; self.groups.single.len()];
-        for (i, n) in self.nodes.iter().enumerate() {
-            for u in n.uses() {
-                if !defined.get(u.index()).copied().unwrap_or(false) {
-                    return Err(err(i, format!("{u} is used before it is defined")));
-                }
-            }
-            if let FNode::Base { group, .. } = n {
-                *bases.get_mut(*group).ok_or_else(|| err(i, format!("no group {group}")))? += 1;
-            }
-            if let FNode::Mutate { node, .. } = n {
-                if !node.op.is_inplace() {
-                    return Err(err(i, format!("`{}` is not an in-place op", node.op.name())));
-                }
-            }
-            let out = n.out();
-            match defined.get_mut(out.index()) {
-                Some(d) if !*d => *d = true,
-                Some(_) => return Err(err(i, format!("{out} is defined twice"))),
-                None => return Err(err(i, format!("{out} is out of range"))),
-            }
-        }
-        if let Some(g) = bases.iter().position(|&b| b != 1) {
-            return Err(err(self.nodes.len(), format!("group {g} has {} bases", bases[g])));
-        }
-        let used = |v: &ValueId| defined.get(v.index()).copied().unwrap_or(false);
-        let outs_ok = self.outputs.iter().all(|o| match o {
-            FOutput::Input(p) => self.groups.group_of.get(*p).is_some_and(Option::is_some),
-            FOutput::AliasOfInput { value, .. } | FOutput::Value(value) => used(value),
-            FOutput::ViewOfIntermediate { base, value } => used(base) && used(value),
-        });
-        if !outs_ok || !self.mutated_groups.iter().chain(&self.metadata_mutations).all(|(_, v)| used(v)) {
-            return Err(err(self.nodes.len(), "an output is not defined".into()));
-        }
-        Ok(())
-    }
-
-    /// The stable listing, with scalars named after `source`'s parameters.
-    pub fn listing(&self, source: &Graph) -> String {
-        let mut s = String::new();
-        let _ = writeln!(s, "functional {} {{", self.name);
-        let chain_text = |c: &[ChainStep]| {
-            let steps: Vec<String> = c
-                .iter()
-                .map(|st| match st {
-                    ChainStep::ArgGeometry(p) => format!("arg_geometry({})", source.params.get(*p).map_or("?", |x| x.name.as_str())),
-                    ChainStep::View { op, args } => {
-                        let a: Vec<String> = args.iter().map(|a| source.arg_text(a)).collect();
-                        format!("{}({})", op.name(), a.join(", "))
-                    }
-                })
-                .collect();
-            format!("[{}]", steps.join(", "))
-        };
-        for n in &self.nodes {
-            let line = match n {
-                FNode::Base { group, out } => format!("{out} = base(group {group})"),
-                FNode::Cow { src, out } => format!("{out} = copy_storage({src})"),
-                FNode::Regen { root, chain, out } => format!("{out} = regen({root}, {})", chain_text(chain)),
-                FNode::Op { node, check_alias, .. } => {
-                    let check = match check_alias {
-                        Some(true) => "  // checked: aliases",
-                        Some(false) => "  // checked: copies",
-                        None => "",
-                    };
-                    format!("{}{check}", source.node_line(&Node { no_grad: false, ..node.clone() }))
-                }
-                FNode::Mutate { node, root, out, .. } => {
-                    format!("{out} = scatter({root}, {})", source.node_line(&Node { no_grad: false, ..node.clone() }))
-                }
-            };
-            let _ = writeln!(s, "    {line}");
-        }
-        for (g, v) in &self.mutated_groups {
-            let _ = writeln!(s, "    copy_back(group {g}, {v})");
-        }
-        for (p, v) in &self.metadata_mutations {
-            let _ = writeln!(s, "    as_strided_({}, {v})", source.params.get(*p).map_or("?", |x| x.name.as_str()));
-        }
-        let outs: Vec<String> = self.outputs.iter().map(|o| o.to_string()).collect();
-        let _ = writeln!(s, "    return ({})", outs.join(", "));
-        s.push('}');
-        s
-    }
-}
-
-impl fmt::Display for FOutput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FOutput::Input(p) => write!(f, "input {p}"),
-            FOutput::AliasOfInput { group, value } => write!(f, "alias(group {group}, {value})"),
-            FOutput::Value(v) => write!(f, "{v}"),
-            FOutput::ViewOfIntermediate { base, value } => write!(f, "view({base}, {value})"),
-        }
     }
 }
 

@@ -1,5 +1,8 @@
 //! Passes that rewrite a graph into another form (PyTorch's
-//! `traced_function_transforms.py`).
+//! `traced_function_transforms.py`). Every form holds the one node type
+//! ([`crate::node::Node`]) with the primitives its stage admits
+//! (`verify::Stage`); each pass's result is verified after it, and every
+//! form prints through the one listing (`print.rs`).
 //!
 //! - [`functionalize`](mod@functionalize): views and in-place ops become immutable values,
 //!   scatters and view replay; mutated inputs become outputs.
@@ -8,17 +11,17 @@
 //! - [`grad_rules`]: the one table of gradient rules, generic over a
 //!   builder: the joint graph is built from them, and eager backward
 //!   evaluates them on tensors. Also the backward-only primitives they use.
-//! - [`joint_node`]: the joint IR's node type, and the builder that emits
-//!   a rule's values as nodes; `cse` the structural key under which it
-//!   emits identical pure nodes once.
+//! - [`emit`]: the builder that emits a rule's values as joint nodes;
+//!   `cse` the structural key under which it emits identical pure nodes
+//!   once (common-subexpression elimination).
 //! - [`partition`]: the joint graph split into a forward and a backward
 //!   graph (min-cut over saved bytes, recomputing cheap values).
 
 pub mod functionalize;
 
-pub use functionalize::{functionalize, ChainStep, FNode, FOutput, FunctionalGraph, InputGroups};
+pub use functionalize::{functionalize, ChainStep, FOutput, FunctionalGraph, InputGroups};
 mod cse;
+pub mod emit;
 pub mod grad_rules;
 pub mod joint;
-pub mod joint_node;
 pub mod partition;

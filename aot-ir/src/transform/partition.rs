@@ -33,19 +33,19 @@
 //! change can move a call between the two, never to a wrong gradient.
 
 use super::grad_rules::Prim;
-use super::joint::{node_text, JNode, JOp, JointError, JointGraph};
+use super::joint::{JointError, JointGraph};
+use crate::node::{Node, Op};
 use crate::op::OpKind;
 use crate::types::Arg;
 use crate::types::ValueId;
 use std::collections::VecDeque;
-use std::fmt::Write;
 
 /// A graph of joint nodes with explicit inputs and outputs; value ids are
 /// the joint graph's.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SubGraph {
     pub inputs: Vec<ValueId>,
-    pub nodes: Vec<JNode>,
+    pub nodes: Vec<Node>,
     pub outputs: Vec<ValueId>,
 }
 
@@ -98,10 +98,10 @@ pub fn partition(jg: &JointGraph) -> Result<Partition, JointError> {
     // source, 2n+1 the sink.
     let (src, sink) = (2 * n, 2 * n + 1);
     let mut net = FlowNet::new(2 * n + 2);
-    for node in jg.nodes.iter().filter(|nd| cand[nd.out.index()]) {
-        let v = node.out.index();
+    for node in jg.nodes.iter().filter(|nd| cand[nd.value().index()]) {
+        let v = node.value().index();
         net.add(2 * v, 2 * v + 1, size[v]);
-        let forced = matches!(node.op, JOp::Primal(_)) || !node.is_cheap();
+        let forced = matches!(node.op, Op::Primal(_)) || !node.is_cheap();
         if forced {
             net.add(src, 2 * v, INF);
         }
@@ -118,30 +118,12 @@ pub fn partition(jg: &JointGraph) -> Result<Partition, JointError> {
     build(jg, saved)
 }
 
-impl Partition {
-    /// The stable listing of both graphs (`jg` names the scalars).
-    pub fn listing(&self, jg: &JointGraph) -> String {
-        let names = jg.names();
-        let list = |v: &[ValueId]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
-        let mut s = String::new();
-        for (title, sg) in [("forward", &self.forward), ("backward", &self.backward)] {
-            let _ = writeln!(s, "{title} {}({}) {{", jg.name, list(&sg.inputs));
-            for node in &sg.nodes {
-                let _ = writeln!(s, "    {}", node_text(&names, node));
-            }
-            let _ = writeln!(s, "    return ({})\n}}", list(&sg.outputs));
-        }
-        let _ = write!(s, "saved ({})", list(&self.saved));
-        s
-    }
-}
-
 const INF: f64 = 1e18;
 
 fn definitions(jg: &JointGraph) -> Vec<Option<usize>> {
     let mut def = vec![None; jg.num_values];
     for (k, node) in jg.nodes.iter().enumerate() {
-        if let Some(d) = def.get_mut(node.out.index()) {
+        if let Some(d) = def.get_mut(node.value().index()) {
             *d = Some(k);
         }
     }
@@ -158,8 +140,8 @@ fn backward_needs(jg: &JointGraph) -> Vec<bool> {
             continue;
         }
         if let Some(k) = def[v.index()] {
-            if jg.nodes[k].is_backward {
-                stack.extend(jg.nodes[k].uses());
+            if jg.is_backward[v.index()] {
+                stack.extend(jg.nodes[k].tensor_args());
             }
         }
     }
@@ -169,9 +151,9 @@ fn backward_needs(jg: &JointGraph) -> Vec<bool> {
 /// Tangent-independent values that needed backward nodes read, in id order.
 fn boundary(jg: &JointGraph, need: &[bool]) -> Vec<ValueId> {
     let def = definitions(jg);
-    let is_bw = |v: ValueId| def[v.index()].is_some_and(|k| jg.nodes[k].is_backward);
+    let is_bw = |v: ValueId| def[v.index()].is_some() && jg.is_backward[v.index()];
     let mut b = vec![false; jg.num_values];
-    for node in jg.nodes.iter().filter(|nd| nd.is_backward && need[nd.out.index()]) {
+    for node in jg.nodes.iter().filter(|nd| jg.is_backward[nd.value().index()] && need[nd.value().index()]) {
         for u in node.data_uses().filter(|&u| !is_bw(u)) {
             b[u.index()] = true;
         }
@@ -192,10 +174,10 @@ fn mark_forward(jg: &JointGraph, def: &[Option<usize>], fw: &mut [bool], mut sta
             continue;
         }
         let k = def[v.index()].ok_or_else(|| err(format!("{v} has no definition")))?;
-        if jg.nodes[k].is_backward {
+        if jg.is_backward[v.index()] {
             return Err(err(format!("the forward needs {v}, which depends on a tangent")));
         }
-        stack.extend(jg.nodes[k].uses());
+        stack.extend(jg.nodes[k].tensor_args());
     }
     Ok(())
 }
@@ -214,15 +196,15 @@ fn mark_backward(jg: &JointGraph, def: &[Option<usize>], is_saved: &[bool]) -> R
         let k = def[v.index()].ok_or_else(|| err(format!("{v} has no definition")))?;
         let node = &jg.nodes[k];
         match node.op {
-            JOp::Tangent(_) => {}
-            JOp::Primal(_) => return Err(err(format!("the backward needs primal {v}, which is not saved"))),
-            _ if !node.is_backward && !node.is_cheap() => {
+            Op::Tangent(_) => {}
+            Op::Primal(_) => return Err(err(format!("the backward needs primal {v}, which is not saved"))),
+            _ if !jg.is_backward[v.index()] && !node.is_cheap() => {
                 return Err(err(format!("the backward would recompute {v}, which is not cheap")));
             }
             _ => {
                 for (i, a) in node.args.iter().enumerate() {
                     let Some(u) = a.as_tensor() else { continue };
-                    let u_bw = def[u.index()].is_some_and(|k| jg.nodes[k].is_backward);
+                    let u_bw = def[u.index()].is_some() && jg.is_backward[u.index()];
                     if node.is_meta_arg(i) && !u_bw {
                         meta_wanted.push(u);
                     } else {
@@ -243,15 +225,13 @@ fn build(jg: &JointGraph, saved: Vec<ValueId>) -> Result<Partition, JointError> 
     // and every op of the source, used or not: eager runs each one, so its
     // errors and its random draws must happen here too.
     let mut fw = vec![false; n];
-    let from_source =
-        jg.nodes.iter().filter(|nd| !nd.is_backward && matches!(nd.op, JOp::Op { src_node: Some(_), .. } | JOp::Mutate { .. }));
-    let stack: Vec<ValueId> =
-        jg.fw_outputs.iter().map(|o| o.value).chain(saved.iter().copied()).chain(from_source.map(|nd| nd.out)).collect();
+    let from_source = (0..n).filter(|&v| !jg.is_backward[v] && jg.src_node[v].is_some()).map(|v| ValueId(v as u32));
+    let stack: Vec<ValueId> = jg.fw_outputs.iter().map(|o| o.value).chain(saved.iter().copied()).chain(from_source).collect();
     let mut primals = vec![None; jg.num_primals];
     for node in &jg.nodes {
-        if let JOp::Primal(g) = node.op {
+        if let Op::Primal(g) = node.op {
             if let Some(p) = primals.get_mut(g) {
-                *p = Some(node.out);
+                *p = node.out;
             }
         }
     }
@@ -274,15 +254,15 @@ fn build(jg: &JointGraph, saved: Vec<ValueId>) -> Result<Partition, JointError> 
     // The forward computes what the stand-ins describe.
     mark_forward(jg, &def, &mut fw, meta.iter().map(|(u, _)| *u).collect())?;
     let saved: Vec<ValueId> = saved.into_iter().chain(meta.iter().map(|(_, m)| *m)).collect();
-    let tangent_vals: Vec<ValueId> = jg.nodes.iter().filter(|nd| matches!(nd.op, JOp::Tangent(_))).map(|nd| nd.out).collect();
+    let tangent_vals: Vec<ValueId> = jg.nodes.iter().filter(|nd| matches!(nd.op, Op::Tangent(_))).map(Node::value).collect();
     let forward = SubGraph {
         inputs: primals.iter().map(|p| p.unwrap_or(ValueId(u32::MAX))).collect(),
         nodes: jg
             .nodes
             .iter()
-            .filter(|nd| fw[nd.out.index()] && !matches!(nd.op, JOp::Primal(_)))
+            .filter(|nd| fw[nd.value().index()] && !matches!(nd.op, Op::Primal(_)))
             .cloned()
-            .chain(meta.iter().map(|&(u, m)| JNode { op: JOp::Prim(Prim::MetaOf), args: vec![Arg::Tensor(u)], out: m, is_backward: false }))
+            .chain(meta.iter().map(|&(u, m)| Node::new(Op::Prim(Prim::MetaOf), vec![Arg::Tensor(u)], Some(m))))
             .collect(),
         outputs: jg.fw_outputs.iter().map(|o| o.value).chain(saved.iter().copied()).collect(),
     };
@@ -299,7 +279,7 @@ fn build(jg: &JointGraph, saved: Vec<ValueId>) -> Result<Partition, JointError> 
         nodes: jg
             .nodes
             .iter()
-            .filter(|nd| bw[nd.out.index()] && !matches!(nd.op, JOp::Tangent(_)))
+            .filter(|nd| bw[nd.value().index()] && !matches!(nd.op, Op::Tangent(_)))
             .map(|nd| {
                 let mut nd = nd.clone();
                 for i in 0..nd.args.len() {
@@ -313,7 +293,9 @@ fn build(jg: &JointGraph, saved: Vec<ValueId>) -> Result<Partition, JointError> 
             .collect(),
         outputs,
     };
-    Ok(Partition { forward, backward, num_fw_outputs: jg.fw_outputs.len(), saved, grad_slots, num_values: n + meta.len() })
+    let p = Partition { forward, backward, num_fw_outputs: jg.fw_outputs.len(), saved, grad_slots, num_values: n + meta.len() };
+    p.verify(jg)?;
+    Ok(p)
 }
 
 /// Estimated sizes (see the module doc), in node order.
@@ -323,15 +305,15 @@ fn estimate_sizes(jg: &JointGraph) -> Vec<f64> {
     let mut elems = vec![1.0f64; n];
     let mut bytes = vec![1.0f64; n];
     for node in &jg.nodes {
-        let v = node.out.index();
-        let ins: Vec<f64> = node.uses().map(|u| elems[u.index()]).collect();
+        let v = node.value().index();
+        let ins: Vec<f64> = node.tensor_args().map(|u| elems[u.index()]).collect();
         let largest = ins.iter().copied().fold(0.0, f64::max);
         let first = ins.first().copied().unwrap_or(1.0);
         let (e, b) = match &node.op {
-            JOp::Primal(_) | JOp::Tangent(_) => (1.0, 1.0),
-            JOp::Cow | JOp::Mutate { .. } => (first, 1.0),
-            JOp::Regen(_) => (first * 1.01, bytes[node.uses().next().map_or(v, |u| u.index())]),
-            JOp::Prim(p) => {
+            Op::Primal(_) | Op::Tangent(_) => (1.0, 1.0),
+            Op::Cow | Op::Mutate { .. } => (first, 1.0),
+            Op::Regen(_) => (first * 1.01, bytes[node.tensor_args().next().map_or(v, |u| u.index())]),
+            Op::Prim(p) => {
                 use super::grad_rules::Prim as P;
                 match p {
                     P::InvCount(_) => (1e-3, 1.0),
@@ -339,12 +321,12 @@ fn estimate_sizes(jg: &JointGraph) -> Vec<f64> {
                     _ => (largest, 1.0),
                 }
             }
-            JOp::Op { op, .. } => match op {
+            Op::Dsl { op, .. } => match op {
                 K::Eq | K::Ne | K::Lt | K::Le | K::Gt | K::Ge => (largest, 0.25),
                 K::Sum | K::Mean => (1e-3, 1.0),
                 K::SumDim | K::MeanDim | K::AmaxDim | K::VarDim => (first * 0.1, 1.0),
                 _ if op.class() == crate::op::OpClass::View || matches!(op, K::Contiguous) => {
-                    (first * 1.01, bytes[node.uses().next().map_or(v, |u| u.index())])
+                    (first * 1.01, bytes[node.tensor_args().next().map_or(v, |u| u.index())])
                 }
                 _ => (largest, 1.0),
             },

@@ -269,7 +269,7 @@ impl CompiledFn {
     pub fn functional_listing(&self, args: &[Arg]) -> Result<String> {
         crate::arg::scalar_values(&self.graph, args)?;
         let spec = self.cache.get(&self.graph, &self.meta, args)?;
-        Ok(spec.plan.graph.listing(&self.graph))
+        Ok(spec.plan.graph.listing())
     }
 
     /// The eager reference for a call that records gradients (the shadow

@@ -48,7 +48,8 @@ pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tens
 /// written can depend on a `reshape`'s aliasing, which the static metadata
 /// leaves undecided: any in-place op counts.
 pub(crate) fn may_write(g: &Graph, meta: &StaticMeta) -> bool {
-    meta.mutates_inputs || g.nodes.iter().any(|n| n.op.is_inplace() || n.class() == aot_ir::OpClass::MetadataMutation)
+    meta.mutates_inputs
+        || g.nodes.iter().any(|n| n.kind().is_some_and(aot_ir::OpKind::is_inplace) || n.class() == aot_ir::OpClass::MetadataMutation)
 }
 
 /// The first tensor argument whose autograd state the compiled paths do

@@ -14,17 +14,17 @@
 //! not qualify runs the plan as it is.
 
 use crate::arg::Bases;
-use aot_ir::transform::{FNode, FOutput, FunctionalGraph};
-use aot_ir::{Arg as IrArg, Node, OpKind, ValueId};
+use aot_ir::transform::{FOutput, FunctionalGraph};
+use aot_ir::{Arg as IrArg, Node, Op, OpKind, ValueId};
 
-/// One deferred write: input group `group` takes `node` (an in-place op
+/// One deferred write: input group `group` takes `op` (an in-place op
 /// whose receiver is the group's base and whose operand is input group
 /// `operand`'s base).
 #[derive(Debug)]
 pub(crate) struct Write {
     pub(crate) group: usize,
     operand: usize,
-    node: Node,
+    op: OpKind,
 }
 
 /// The writes of a specialisation that may be deferred, and the plan's
@@ -34,17 +34,6 @@ pub(crate) struct Deferred {
     pub(crate) writes: Vec<Write>,
     /// Per plan node: replaced by a deferred write.
     pub(crate) skip: Vec<bool>,
-}
-
-/// The values each plan node reads.
-fn uses(n: &FNode) -> Vec<ValueId> {
-    match n {
-        FNode::Base { .. } => vec![],
-        FNode::Cow { src, .. } => vec![*src],
-        FNode::Regen { root, .. } => vec![*root],
-        FNode::Op { node, .. } => node.tensor_args().collect(),
-        FNode::Mutate { node, root, .. } => node.tensor_args().chain([*root]).collect(),
-    }
 }
 
 fn output_values(o: &FOutput) -> Option<ValueId> {
@@ -59,8 +48,8 @@ impl Deferred {
     pub(crate) fn plan(fg: &FunctionalGraph) -> Deferred {
         let mut d = Deferred { writes: Vec::new(), skip: vec![false; fg.nodes.len()] };
         let base_group = |v: ValueId| {
-            fg.nodes.iter().find_map(|n| match n {
-                FNode::Base { group, out } if *out == v => Some(*group),
+            fg.nodes.iter().find_map(|n| match n.op {
+                Op::Primal(group) if n.out == Some(v) => Some(group),
                 _ => None,
             })
         };
@@ -79,10 +68,10 @@ impl Deferred {
         let mut read: Vec<ValueId> = fg.outputs.iter().filter_map(output_values).collect();
         read.extend(fg.metadata_mutations.iter().map(|&(_, v)| v));
         read.extend(fg.mutated_groups.iter().map(|&(_, v)| v));
-        read.extend(fg.nodes.iter().zip(&d.skip).filter(|(_, &skip)| !skip).flat_map(|(n, _)| uses(n)));
+        read.extend(fg.nodes.iter().zip(&d.skip).filter(|(_, &skip)| !skip).flat_map(|(n, _)| n.tensor_args()));
         for (n, skip) in fg.nodes.iter().zip(&mut d.skip) {
-            if let FNode::Base { out, .. } = n {
-                *skip |= !read.contains(out);
+            if let Op::Primal(_) = n.op {
+                *skip |= !read.contains(&n.value());
             }
         }
         d
@@ -100,26 +89,29 @@ impl Deferred {
         if !fg.groups.single.get(group).copied().unwrap_or(false) {
             return None;
         }
-        let base = fg.nodes.iter().find_map(|n| match n {
-            FNode::Base { group: g, out } if *g == group => Some(*out),
+        let base = fg.nodes.iter().find_map(|n| match n.op {
+            Op::Primal(g) if g == group => n.out,
             _ => None,
         })?;
-        let cow = fg.nodes.iter().position(|n| matches!(n, FNode::Cow { src, .. } if *src == base))?;
-        let FNode::Cow { out: copy, .. } = fg.nodes[cow] else { return None };
-        let mutate = fg.nodes.iter().position(|n| matches!(n, FNode::Mutate { root, .. } if *root == copy))?;
-        let FNode::Mutate { node, out, .. } = &fg.nodes[mutate] else { return None };
-        let is_binary_inplace = matches!(node.op, OpKind::AddInplace | OpKind::SubInplace | OpKind::MulInplace | OpKind::DivInplace);
-        if *out != last || !is_binary_inplace || node.args.len() != 2 || node.args[0] != IrArg::Tensor(copy) {
+        let reads = |n: &Node, v: ValueId| n.args.first() == Some(&IrArg::Tensor(v));
+        let cow = fg.nodes.iter().position(|n| matches!(n.op, Op::Cow) && reads(n, base))?;
+        let copy = fg.nodes[cow].out?;
+        let mutate = fg.nodes.iter().position(|n| matches!(n.op, Op::Mutate { .. }) && reads(n, copy))?;
+        let node = &fg.nodes[mutate];
+        let Op::Mutate { op, .. } = node.op else { return None };
+        let is_binary_inplace = matches!(op, OpKind::AddInplace | OpKind::SubInplace | OpKind::MulInplace | OpKind::DivInplace);
+        // `[root, view, operand]`, the view being the whole root.
+        if node.out != Some(last) || !is_binary_inplace || node.args.len() != 3 || node.args[1] != IrArg::Tensor(copy) {
             return None;
         }
-        let IrArg::Tensor(operand) = node.args[1] else { return None };
+        let IrArg::Tensor(operand) = node.args[2] else { return None };
         let operand_group = base_group(operand)?;
         if operand_group == group || written(operand_group) {
             return None;
         }
         // Nothing else reads the group's versions, or returns them.
         let own = [base, copy, last];
-        let read_elsewhere = fg.nodes.iter().enumerate().any(|(i, n)| i != cow && i != mutate && uses(n).iter().any(|v| own.contains(v)));
+        let read_elsewhere = fg.nodes.iter().enumerate().any(|(i, n)| i != cow && i != mutate && n.tensor_args().any(|v| own.contains(&v)));
         let returned = fg.outputs.iter().filter_map(output_values).any(|v| own.contains(&v));
         // The epilogue changes metadata before it writes data: the write
         // must see both tensors as the op did.
@@ -128,7 +120,7 @@ impl Deferred {
         if read_elsewhere || returned || reshaped {
             return None;
         }
-        Some((cow, mutate, Write { group, operand: operand_group, node: node.clone() }))
+        Some((cow, mutate, Write { group, operand: operand_group, op }))
     }
 
     /// Whether this call's operands qualify for every deferred write (then
@@ -136,16 +128,17 @@ impl Deferred {
     /// [`apply`](Self::apply)).
     pub(crate) fn ready(&self, bases: &Bases) -> bool {
         !self.writes.is_empty()
-            && self.writes.iter().all(|w| {
-                bases.with(w.group, |t| bases.with(w.operand, |o| super::fast::inplace_ready(w.node.op, t, o))) == Some(Some(true))
-            })
+            && self
+                .writes
+                .iter()
+                .all(|w| bases.with(w.group, |t| bases.with(w.operand, |o| super::fast::inplace_ready(w.op, t, o))) == Some(Some(true)))
     }
 
     /// Runs the deferred write of `group` on the caller's tensor; `false`
     /// when `group` has none.
     pub(crate) fn apply(&self, group: usize, bases: &Bases) -> bool {
         let Some(w) = self.writes.iter().find(|w| w.group == group) else { return false };
-        let ran = bases.with(w.group, |t| bases.with(w.operand, |o| super::fast::binary_on(w.node.op, t, o).is_some()));
+        let ran = bases.with(w.group, |t| bases.with(w.operand, |o| super::fast::binary_on(w.op, t, o).is_some()));
         ran == Some(Some(true))
     }
 }

@@ -19,7 +19,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::tensor::Tensor;
-use aot_ir::{Arg as IrArg, Node, OpKind};
+use aot_ir::{Arg as IrArg, OpKind};
 
 /// The arithmetic of `op`, and whether it writes its receiver.
 fn arith(op: OpKind) -> Option<(BinaryOp, bool)> {
@@ -36,13 +36,13 @@ fn arith(op: OpKind) -> Option<(BinaryOp, bool)> {
     })
 }
 
-/// The tensor operands of a two-tensor node.
-fn operands<'a>(node: &Node, env: &'a [Option<Tensor>]) -> Option<(&'a Tensor, &'a Tensor)> {
-    let t = |i: usize| match node.args.get(i)? {
+/// The tensor operands of a two-tensor op.
+fn operands<'a>(args: &[IrArg], env: &'a [Option<Tensor>]) -> Option<(&'a Tensor, &'a Tensor)> {
+    let t = |i: usize| match args.get(i)? {
         IrArg::Tensor(v) => env.get(v.index())?.as_ref(),
         _ => None,
     };
-    (node.args.len() == 2).then_some(())?;
+    (args.len() == 2).then_some(())?;
     Some((t(0)?, t(1)?))
 }
 
@@ -52,13 +52,14 @@ fn dense(l: &Layout, len: usize) -> bool {
     n > 0 && l.is_contiguous() && l.offset.checked_add(n).is_some_and(|end| end <= len)
 }
 
-/// Runs `node` directly when it is an out-of-place or in-place
-/// add/sub/mul/div of two f32 or f64 tensors of one shape, both dense,
-/// and grad mode is off. In-place: the target must not share its
-/// storage with the operand. `None`: not such a node; run it eagerly.
-pub(crate) fn binary(node: &Node, env: &[Option<Tensor>]) -> Option<Tensor> {
-    let (a, b) = operands(node, env)?;
-    binary_on(node.op, a, b)
+/// Runs `op` on `args` (receiver first) directly when it is an
+/// out-of-place or in-place add/sub/mul/div of two f32 or f64 tensors of
+/// one shape, both dense, and grad mode is off. In-place: the target must
+/// not share its storage with the operand. `None`: not such an op; run it
+/// eagerly.
+pub(crate) fn binary(op: OpKind, args: &[IrArg], env: &[Option<Tensor>]) -> Option<Tensor> {
+    let (a, b) = operands(args, env)?;
+    binary_on(op, a, b)
 }
 
 /// Whether [`binary_on`] runs `op` on `target` and `operand` (an in-place
@@ -142,16 +143,11 @@ mod tests {
     use super::*;
     use crate::autograd::NoGradGuard;
     use crate::executor::dispatch::exec_node;
-    use aot_ir::{SpanId, ValueId};
+    use aot_ir::ValueId;
 
-    fn node(op: OpKind) -> Node {
-        Node {
-            op,
-            args: vec![IrArg::Tensor(ValueId(0)), IrArg::Tensor(ValueId(1))],
-            out: Some(ValueId(2)),
-            no_grad: false,
-            span: SpanId(0),
-        }
+    /// The arguments of a binary op on values 0 and 1.
+    fn args() -> [IrArg; 2] {
+        [IrArg::Tensor(ValueId(0)), IrArg::Tensor(ValueId(1))]
     }
 
     fn f32s(n: usize, seed: f32) -> Tensor {
@@ -168,11 +164,10 @@ mod tests {
     /// receiver afterwards and on its version counter.
     fn agrees(op: OpKind, a: &Tensor, b: &Tensor) {
         let _no_grad = NoGradGuard::new();
-        let n = node(op);
         let dup = |t: &Tensor| t.storage_as_1d().copy().unwrap().alias_with_layout(t.layout());
         let (a2, b2) = (dup(a), dup(b));
-        let direct = binary(&n, &[Some(a.clone()), Some(b.clone())]).expect("qualifies");
-        let eager = exec_node(n.op, &n.args, &[Some(a2.clone()), Some(b2.clone())][..], &[]).unwrap();
+        let direct = binary(op, &args(), &[Some(a.clone()), Some(b.clone())]).expect("qualifies");
+        let eager = exec_node(op, &args(), &[Some(a2.clone()), Some(b2.clone())][..], &[]).unwrap();
         assert_eq!(observed(&direct), observed(&eager), "{op:?}");
         assert_eq!(observed(a), observed(&a2), "{op:?}: receiver");
     }
@@ -220,11 +215,11 @@ mod tests {
         ];
         for (what, op, b) in cases {
             let env = env(b);
-            assert!(binary(&node(op), &env).is_none(), "{what}");
+            assert!(binary(op, &args(), &env).is_none(), "{what}");
         }
         drop(_no_grad);
         // With grad mode on the eager op records history.
-        assert!(binary(&node(OpKind::Add), &env(a.clone())).is_none(), "grad mode on");
+        assert!(binary(OpKind::Add, &args(), &env(a.clone())).is_none(), "grad mode on");
     }
 
     #[test]

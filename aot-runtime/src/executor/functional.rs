@@ -17,8 +17,8 @@ use super::interp::blame;
 use crate::arg::{Arg, Bases};
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
-use aot_ir::transform::{FNode, FunctionalGraph};
-use aot_ir::{Graph, ScalarValue, ValueId};
+use aot_ir::transform::FunctionalGraph;
+use aot_ir::{Arg as IrArg, Graph, Node, Op, ScalarValue, ValueId};
 
 /// The values of a finished run, indexed by functional value.
 pub(crate) type Env = Vec<Option<Tensor>>;
@@ -37,47 +37,56 @@ pub(crate) fn execute(
 ) -> Result<Option<Env>> {
     let mut env: Env = vec![None; fg.num_values];
     let internal = |what: String| AotError::Internal { op: "compiled call", msg: format!("`{}`: {what}", g.name) };
+    let tensor_arg = |n: &Node, i: usize| {
+        n.args.get(i).and_then(IrArg::as_tensor).ok_or_else(|| internal(format!("argument {i} of {} is not a tensor", n.value())))
+    };
     for (i, n) in fg.nodes.iter().enumerate() {
         if skip.get(i).copied().unwrap_or(false) {
             continue;
         }
-        let (out, t) = match n {
-            FNode::Base { group, out } => (*out, bases.get(*group).ok_or_else(|| internal(format!("no base for group {group}")))?),
-            FNode::Cow { src, out } => {
-                let t = get(&env, *src)?;
+        let out = n.value();
+        let src_node = || fg.src_node.get(out.index()).copied().flatten();
+        let t = match &n.op {
+            Op::Primal(group) => bases.get(*group).ok_or_else(|| internal(format!("no base for group {group}")))?,
+            Op::Cow => {
+                let t = get(&env, tensor_arg(n, 0)?)?;
                 match super::fast::cow(t) {
-                    Some(copy) => (*out, copy),
-                    None => (*out, t.storage_as_1d().copy()?.alias_with_layout(t.layout())),
+                    Some(copy) => copy,
+                    None => t.storage_as_1d().copy()?.alias_with_layout(t.layout()),
                 }
             }
-            FNode::Regen { root, chain, out } => (*out, replay(get(&env, *root)?, chain, args, scalars)?),
-            FNode::Op { node, src_node, check_alias } => {
-                let r = match super::fast::binary(node, &env) {
+            Op::Regen(chain) => replay(get(&env, tensor_arg(n, 0)?)?, chain, args, scalars)?,
+            Op::Dsl { op, check_alias } => {
+                let r = match super::fast::binary(*op, &n.args, &env) {
                     Some(r) => r,
-                    None => exec_node(node.op, &node.args, env.as_slice(), scalars).map_err(|e| blamed(e, g, *src_node))?,
+                    None => exec_node(*op, &n.args, env.as_slice(), scalars).map_err(|e| blamed(e, g, src_node()))?,
                 };
                 if let Some(assumed) = check_alias {
-                    let recv = get(&env, node.receiver().unwrap_or(ValueId(u32::MAX)))?;
+                    let recv = get(&env, n.receiver().unwrap_or(ValueId(u32::MAX)))?;
                     if r.shares_storage_with(recv) != *assumed {
                         return Ok(None);
                     }
                 }
-                (node.out.unwrap_or(ValueId(u32::MAX)), r)
+                r
             }
-            FNode::Mutate { node, src_node, root, out } => {
-                if super::fast::binary(node, &env).is_none() {
-                    exec_node(node.op, &node.args, env.as_slice(), scalars).map_err(|e| blamed(e, g, *src_node))?;
+            // In place on the view of the root version it consumes
+            // (`args[1]`); the root is the new version.
+            Op::Mutate { op, .. } => {
+                let op_args = n.args.get(1..).unwrap_or(&[]);
+                if super::fast::binary(*op, op_args, &env).is_none() {
+                    exec_node(*op, op_args, env.as_slice(), scalars).map_err(|e| blamed(e, g, src_node()))?;
                 }
-                (*out, get(&env, *root)?.clone())
+                get(&env, tensor_arg(n, 0)?)?.clone()
             }
+            Op::Tangent(_) | Op::Prim(_) => return Err(internal(format!("`{}` in a functional graph", n.op.name()))),
         };
         *env.get_mut(out.index()).ok_or_else(|| internal(format!("value {out} out of range")))? = Some(t);
     }
     Ok(Some(env))
 }
 
-fn blamed(e: AotError, g: &Graph, src_node: usize) -> AotError {
-    let arg = g.nodes.get(src_node).and_then(|n| blame(g, n));
+fn blamed(e: AotError, g: &Graph, src_node: Option<usize>) -> AotError {
+    let arg = src_node.and_then(|k| g.nodes.get(k)).and_then(|n| blame(g, n));
     e.in_function(&g.name, arg)
 }
 

@@ -33,12 +33,14 @@ pub(crate) fn run_recording(g: &Graph, args: &[Arg], outcomes: &mut Vec<Option<b
         }
     }
     for node in &g.nodes {
+        let op =
+            node.kind().ok_or_else(|| AotError::Internal { op: "interpreter", msg: format!("`{}` in a source graph", node.op.name()) })?;
         let result = {
             let _no_grad = node.no_grad.then(NoGradGuard::new);
-            exec_node(node.op, &node.args, env.as_slice(), &scalars)
+            exec_node(op, &node.args, env.as_slice(), &scalars)
         };
         let t = result.map_err(|e| e.in_function(&g.name, blame(g, node)))?;
-        let maybe = matches!(node.op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame);
+        let maybe = matches!(op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame);
         let recv = node.receiver().and_then(|r| env.get(r.index()).cloned().flatten());
         outcomes.push(recv.filter(|_| maybe).map(|r| t.shares_storage_with(&r)));
         if let Some(out) = node.out {

@@ -23,10 +23,10 @@ use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
 use aot_ir::transform::grad_rules::Prim;
-use aot_ir::transform::joint::{JNode, JOp, JointGraph};
+use aot_ir::transform::joint::JointGraph;
 use aot_ir::transform::partition::{Partition, SubGraph};
 use aot_ir::transform::ChainStep;
-use aot_ir::{Arg as IrArg, ScalarValue, ValueId};
+use aot_ir::{Arg as IrArg, Node, Op, ScalarValue, ValueId};
 use std::borrow::Cow;
 
 type Env = Vec<Option<Tensor>>;
@@ -99,11 +99,11 @@ pub fn run_joint(
     let mut env: Env = vec![None; jg.num_values];
     for node in &jg.nodes {
         let t = match node.op {
-            JOp::Primal(g) => primals.get(g).cloned().ok_or_else(|| internal(format!("no primal {g}")))?,
-            JOp::Tangent(i) => tangents.get(i).cloned().ok_or_else(|| internal(format!("no tangent {i}")))?,
+            Op::Primal(g) => primals.get(g).cloned().ok_or_else(|| internal(format!("no primal {g}")))?,
+            Op::Tangent(i) => tangents.get(i).cloned().ok_or_else(|| internal(format!("no tangent {i}")))?,
             _ => outcome(run_node(node, &env, scalars, geometry))?.into_result()?,
         };
-        set(&mut env, node.out, t)?;
+        set(&mut env, node.value(), t)?;
     }
     let outs = jg.fw_outputs.iter().map(|o| get(&env, o.value).cloned()).collect::<Result<Vec<_>>>()?;
     let grads = jg.input_grads.iter().map(|g| g.map(|g| get(&env, g).cloned()).transpose()).collect::<Result<Vec<_>>>()?;
@@ -150,20 +150,20 @@ fn subgraph(
     for node in &sg.nodes {
         let t = run_node(node, &env, scalars, geometry)?;
         let t = if track && zero_result(node, &zero) {
-            if let Some(z) = zero.get_mut(node.out.index()) {
+            if let Some(z) = zero.get_mut(node.value().index()) {
                 *z = true;
             }
             // Zeros with the value's own layout over a storage of the same
             // length, so geometry read off it later still fits. (A
             // `zeros_like` is zero already.)
             match &node.op {
-                JOp::Op { op: aot_ir::OpKind::ZerosLike, .. } => t,
+                Op::Dsl { op: aot_ir::OpKind::ZerosLike, .. } => t,
                 _ => t.storage_as_1d().zeros_like()?.alias_with_layout(t.layout()),
             }
         } else {
             t
         };
-        set(&mut env, node.out, t)?;
+        set(&mut env, node.value(), t)?;
     }
     Ok(sg.outputs.iter().map(|v| get(&env, *v).cloned()).collect::<Result<Vec<_>>>()?)
 }
@@ -210,20 +210,20 @@ pub fn run_backward(
 /// Whether `node`'s value is zero: `zeros_like`, a product (`mul`,
 /// `matmul`, a quotient's numerator) with a zero operand, or a linear map
 /// (a view, a sum, a cast, a gradient-shaping prim) of a zero.
-fn zero_result(node: &JNode, zero: &[bool]) -> bool {
+fn zero_result(node: &Node, zero: &[bool]) -> bool {
     use aot_ir::transform::grad_rules::Prim;
     use aot_ir::OpKind as K;
     let z = |i: usize| matches!(node.args.get(i), Some(IrArg::Tensor(v)) if zero.get(v.index()).copied().unwrap_or(false));
     let tensors = || node.args.iter().enumerate().filter(|(_, a)| matches!(a, IrArg::Tensor(_))).map(|(i, _)| i);
     match &node.op {
-        JOp::Op { op, .. } => match op {
+        Op::Dsl { op, .. } => match op {
             K::ZerosLike => true,
             K::Mul | K::Matmul | K::Mm | K::Bmm => tensors().any(z),
             K::Add | K::Sub => tensors().all(z),
             K::Div | K::Neg | K::Sum | K::SumDim | K::MeanDim | K::Expand | K::Contiguous | K::Copy | K::Reshape => z(0),
             _ => op.class() == aot_ir::OpClass::View && z(0),
         },
-        JOp::Prim(p) => match p {
+        Op::Prim(p) => match p {
             Prim::SumToLike | Prim::CastLike | Prim::ReshapeLike | Prim::ExpandLike | Prim::KeepDims | Prim::MatmulGrad { .. } => z(0),
             Prim::ViewGrad(_) | Prim::ViewOf(_) => z(1),
             Prim::ViewScatter(_) => z(1) && z(2),
@@ -233,18 +233,18 @@ fn zero_result(node: &JNode, zero: &[bool]) -> bool {
     }
 }
 
-fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> std::result::Result<Tensor, Stop> {
+fn run_node(node: &Node, env: &Env, scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> std::result::Result<Tensor, Stop> {
     let tensor = |i: usize| -> Result<&Tensor> {
         match node.args.get(i) {
             Some(IrArg::Tensor(v)) => get(env, *v),
-            _ => Err(internal(format!("argument {i} of {} is not a tensor", node.out))),
+            _ => Err(internal(format!("argument {i} of {} is not a tensor", node.value()))),
         }
     };
     match &node.op {
-        JOp::Primal(_) | JOp::Tangent(_) => Err(internal(format!("input {} is not bound", node.out)).into()),
-        JOp::Cow => Ok(copy_storage(tensor(0)?)?),
-        JOp::Regen(chain) => replay_checked(tensor(0)?, chain, scalars, geometry),
-        JOp::Op { op, check_alias, .. } => {
+        Op::Primal(_) | Op::Tangent(_) => Err(internal(format!("input {} is not bound", node.value())).into()),
+        Op::Cow => Ok(copy_storage(tensor(0)?)?),
+        Op::Regen(chain) => replay_checked(tensor(0)?, chain, scalars, geometry),
+        Op::Dsl { op, check_alias } => {
             let r = exec_node(*op, &node.args, env.as_slice(), scalars)?;
             if let Some(assumed) = check_alias {
                 if r.shares_storage_with(tensor(0)?) != *assumed {
@@ -260,7 +260,7 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: 
             }
             Ok(r)
         }
-        JOp::Mutate { op, chain, .. } => {
+        Op::Mutate { op, chain } => {
             let orig = tensor(0)?;
             let root = copy_storage(orig)?;
             let view = replay_checked(&root, chain, scalars, geometry)?;
@@ -272,7 +272,7 @@ fn run_node(node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: 
             exec(*op, &view, node.args.get(2..).unwrap_or(&[]), &operands, scalars)?;
             Ok(root)
         }
-        JOp::Prim(p) => Ok(run_prim(p, node, env, scalars, geometry)?),
+        Op::Prim(p) => Ok(run_prim(p, node, env, scalars, geometry)?),
     }
 }
 
@@ -322,7 +322,7 @@ fn copy_storage(t: &Tensor) -> Result<Tensor> {
 
 /// A backward-only primitive: dropout's mask here, the others by the
 /// evaluators shared with eager backward.
-fn run_prim(p: &Prim, node: &JNode, env: &Env, scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> Result<Tensor> {
+fn run_prim(p: &Prim, node: &Node, env: &Env, scalars: &[Option<ScalarValue>], geometry: &[Option<Layout>]) -> Result<Tensor> {
     let tensors = node.args.iter().map(|a| a.as_tensor().map(|v| get(env, v).cloned()).transpose()).collect::<Result<Vec<_>>>()?;
     match p {
         Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::ViewScatter(_) => {

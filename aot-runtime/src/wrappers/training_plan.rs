@@ -4,7 +4,7 @@
 //! reference, with the reason `compiled::__private::call_path` reports).
 
 use aot_ir::analysis::alias::AliasInfo;
-use aot_ir::transform::joint::{create_joint, JOp, JointGraph};
+use aot_ir::transform::joint::{create_joint, JointGraph};
 use aot_ir::transform::partition::{partition, Partition};
 use aot_ir::transform::FunctionalGraph;
 use aot_ir::Graph;
@@ -56,7 +56,7 @@ impl TrainingPlan {
         // source op the forward left out would make the two differ.
         let mut ran = vec![false; source.nodes.len()];
         for n in &partition.forward.nodes {
-            if let JOp::Op { src_node: Some(k), .. } | JOp::Mutate { src_node: k, .. } = n.op {
+            if let Some(k) = joint.src_node.get(n.value().index()).copied().flatten() {
                 if let Some(r) = ran.get_mut(k) {
                     *r = true;
                 }
@@ -103,7 +103,7 @@ fn no_grad_views_supported(g: &Graph) -> std::result::Result<(), String> {
         }
         // Its receiver itself (history and all) or a copy without history:
         // which one, only the call tells.
-        if n.no_grad && n.op == aot_ir::OpKind::Contiguous {
+        if n.no_grad && n.is(aot_ir::OpKind::Contiguous) {
             return Err("contiguous() under no_grad in a training call runs eagerly for now".into());
         }
         if !n.no_grad && n.tensor_args().any(|v| tainted[v.index()]) {
@@ -116,7 +116,7 @@ fn no_grad_views_supported(g: &Graph) -> std::result::Result<(), String> {
         // Made here: a view (not `contiguous()`, which returns its receiver
         // itself or a copy, nor `detach()`, history-free either way);
         // passed on by any alias of a tainted value but `detach()`.
-        let effect = n.op.alias_effect();
+        let effect = n.alias_effect();
         let made = n.no_grad && matches!(effect, AliasEffect::View | AliasEffect::MaybeView);
         let passed = matches!(effect, AliasEffect::View | AliasEffect::MaybeView | AliasEffect::MaybeSame)
             && n.receiver().is_some_and(|r| tainted[r.index()]);
@@ -130,7 +130,7 @@ fn no_grad_views_supported(g: &Graph) -> std::result::Result<(), String> {
 /// (`as_strided` views run compiled; one reaching outside the tensor it was
 /// taken of falls back at run time, see `executor::joint`.)
 fn as_strided_supported(g: &Graph) -> std::result::Result<(), String> {
-    if g.nodes.iter().any(|n| n.op == aot_ir::OpKind::AsStridedInplace) {
+    if g.nodes.iter().any(|n| n.is(aot_ir::OpKind::AsStridedInplace)) {
         return Err("as_strided_ in a training call runs eagerly for now".into());
     }
     Ok(())
@@ -204,7 +204,7 @@ fn detach_writes_supported(g: &Graph, alias: &AliasInfo, fg: &FunctionalGraph, r
         let reads_rg = n.tensor_args().any(|v| rg[v.index()]);
         for (i, v) in n.tensor_args().enumerate() {
             // A detached alias may only be viewed or written, not read.
-            let as_target = i == 0 && (n.op.is_inplace() || n.class() == aot_ir::OpClass::View);
+            let as_target = i == 0 && (n.kind().is_some_and(aot_ir::OpKind::is_inplace) || n.class() == aot_ir::OpClass::View);
             if detached(v) && !as_target {
                 return refuse("to an alias that is also read");
             }
@@ -222,7 +222,7 @@ fn detach_writes_supported(g: &Graph, alias: &AliasInfo, fg: &FunctionalGraph, r
             }
         }
         if let Some(out) = n.out {
-            rg[out.index()] = match n.op.alias_effect() {
+            rg[out.index()] = match n.alias_effect() {
                 aot_ir::op::AliasEffect::Detach => false,
                 aot_ir::op::AliasEffect::View | aot_ir::op::AliasEffect::MaybeView | aot_ir::op::AliasEffect::MaybeSame => {
                     n.receiver().is_some_and(|r| rg[r.index()])
@@ -246,10 +246,10 @@ fn grad_tangent_deps(p: &Partition, num_tangents: usize) -> Vec<Vec<usize>> {
         }
     }
     for n in &bw.nodes {
-        let mut d: Vec<usize> = n.uses().flat_map(|u| deps.get(u.index()).cloned().unwrap_or_default()).collect();
+        let mut d: Vec<usize> = n.tensor_args().flat_map(|u| deps.get(u.index()).cloned().unwrap_or_default()).collect();
         d.sort_unstable();
         d.dedup();
-        if let Some(slot) = deps.get_mut(n.out.index()) {
+        if let Some(slot) = deps.get_mut(n.value().index()) {
             *slot = d;
         }
     }

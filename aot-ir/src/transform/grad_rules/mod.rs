@@ -20,11 +20,10 @@
 //! casts and matrix products).
 
 mod elementwise;
-mod prim;
 mod reductions;
 mod views;
 
-pub use prim::{needs_geometry, Prim};
+pub use crate::node::{needs_geometry, Prim};
 
 use super::functionalize::ChainStep;
 use crate::graph::args::t;
