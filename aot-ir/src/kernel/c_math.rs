@@ -97,7 +97,7 @@ impl Lanes for CVal {
         val(format!("b{} ? v{} : v{}", m.0, a.0, b.0))
     }
     fn exp2i(self) -> CVal {
-        val(format!("__uint_as_float(((unsigned)(int)v{} + 127u) << 23)", self.0))
+        val(format!("__uint_as_float(__float_as_uint(v{} + {}) << 23)", self.0, literal(super::math::EXP2I_MAGIC)))
     }
     fn frexp(self) -> (CVal, CVal) {
         let bits = format!("__float_as_uint(v{})", self.0);

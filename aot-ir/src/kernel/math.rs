@@ -65,6 +65,9 @@ pub trait Lanes: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = S
     fn copysign(self, sign: Self) -> Self;
 }
 
+/// `1.5 * 2^23 + 127`: see `exp2i` for `f32`.
+pub const EXP2I_MAGIC: f32 = 12_583_039.0;
+
 /// `sin`/`cos` reduce exactly up to this `|x|`.
 pub const SIN_COS_LIMIT: f32 = 8192.0;
 
@@ -361,7 +364,10 @@ impl Lanes for f32 {
     }
     #[inline(always)]
     fn exp2i(self) -> f32 {
-        f32::from_bits(((self as i32 + 127) as u32) << 23)
+        // No float-to-int conversion (Rust's saturating one does not
+        // vectorise): in [2^23, 2^24) the ulp is 1, so `n + 127` lands in
+        // the low bits of `n + 127 + 1.5 * 2^23`, and the shift drops the rest.
+        f32::from_bits((self + EXP2I_MAGIC).to_bits() << 23)
     }
     #[inline(always)]
     fn frexp(self) -> (f32, f32) {
