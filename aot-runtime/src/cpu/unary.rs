@@ -82,11 +82,13 @@ pub fn unary(op: UnaryOp, src: &CpuStorage, layout: &Layout, out: &Layout) -> Re
     check_layout(name, layout, src.len())?;
     let layout = &*OutOrder::new(name, out, &layout.shape)?.input(layout);
     if let (CpuStorage::F32(v), Some(f)) = (src, op.math_fn()) {
-        if layout.is_contiguous() {
-            // The kernel stage's vectorised math, on the dense elements.
-            let n = layout.numel();
+        // The kernel stage's vectorised math, on the dense elements (an
+        // empty tensor's offset may lie past the end: the general path).
+        let n = layout.numel();
+        let dense = layout.is_contiguous().then(|| v.get(layout.offset..layout.offset.saturating_add(n))).flatten();
+        if let Some(src) = dense.filter(|_| n > 0) {
             let mut dst = try_filled(name, n, 0.0f32)?;
-            vmath::apply(f, &v[layout.offset..layout.offset + n], &mut dst);
+            vmath::apply(f, src, &mut dst);
             return Ok(CpuStorage::F32(dst));
         }
     }
