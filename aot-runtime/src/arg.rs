@@ -77,6 +77,12 @@ arg_from!(f64 => F64, f32 => F32, i64 => I64, usize => Usize, bool => Bool);
 /// not expect: any number for a float parameter, integers for integer
 /// parameters.
 pub(crate) fn scalar_values(g: &Graph, args: &[Arg]) -> Result<Vec<Option<ScalarValue>>> {
+    // The commonest signature, checked first on every call: tensors only,
+    // each passed a tensor (nothing to return).
+    let is_tensor = |p: &aot_ir::Param, a: &Arg| matches!(p.ty, ParamType::Tensor | ParamType::TensorMut) && a.tensor().is_some();
+    if args.len() == g.params.len() && g.params.iter().zip(args).all(|(p, a)| is_tensor(p, a)) {
+        return Ok(Vec::new());
+    }
     let sig_err = |msg: String| AotError::Signature { func: g.name.clone(), msg };
     if args.len() != g.params.len() {
         return Err(sig_err(format!("expected {} arguments, got {}", g.params.len(), args.len())));

@@ -213,7 +213,8 @@ impl CompiledFn {
         // The key, and `unusual_autograd_state` in the same pass over the
         // arguments (each view is checked before its key regenerates its
         // history).
-        let probe = specialize::ProbeKey::of_checked(args, &self.meta, is_grad_enabled() && self.may_write);
+        let mut probe = specialize::ProbeKey::empty(args.len());
+        probe.fill(args, self.meta.mutates_inputs, is_grad_enabled() && self.may_write);
         if probe.unusual.is_some() {
             return self.run_reference(args);
         }
@@ -241,14 +242,16 @@ impl CompiledFn {
         }
         let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
         let bases = plan.synthetic_base.bases(args);
-        let (env, deferred) = {
-            let _no_grad = crate::autograd::NoGradGuard::new();
-            let deferred = plan.runtime.deferred(&bases);
-            let skip = deferred.map_or(&[][..], |d| &d.skip);
-            (crate::executor::functional::execute(&plan.graph, &self.graph, args, &bases, &scalars, skip)?, deferred)
-        };
+        // Not a block returning the pair: the value table and the checked
+        // writes are held inline, and moving them cost a tiny call more
+        // than the work they describe.
+        let no_grad = crate::autograd::NoGradGuard::new();
+        let deferred = plan.runtime.deferred(&bases);
+        let skip = deferred.as_ref().map_or(&[][..], |d| d.skip());
+        let env = crate::executor::functional::execute(&plan.graph, &self.graph, args, &bases, &scalars, skip)?;
+        drop(no_grad);
         match env {
-            Some(env) => plan.runtime.apply(&plan.graph, &self.meta, args, &bases, &env, deferred),
+            Some(env) => plan.runtime.apply(&plan.graph, &self.meta, args, &bases, &env, deferred.as_ref()),
             None => {
                 // A `reshape`/`contiguous` aliased otherwise than assumed:
                 // give back the random numbers drawn and run the reference.

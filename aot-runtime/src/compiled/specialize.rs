@@ -89,16 +89,10 @@ enum ArgKeys {
 }
 
 impl ProbeKey {
+    /// The key of a call with these arguments (the alias part only when
+    /// the function mutates an input).
     pub(crate) fn of(args: &[Arg], meta: &StaticMeta) -> ProbeKey {
-        ProbeKey::of_checked(args, meta, false)
-    }
-
-    /// [`of`](Self::of), and with `check_unusual` also
-    /// `reference::unusual_autograd_state`: each view is checked before
-    /// its key is computed (which may regenerate its history), and the
-    /// first unusual one stops the computation.
-    pub(crate) fn of_checked(args: &[Arg], meta: &StaticMeta, check_unusual: bool) -> ProbeKey {
-        ProbeKey::compute(args, meta.mutates_inputs, check_unusual)
+        ProbeKey::compute(args, meta.mutates_inputs, false)
     }
 
     /// The key with its alias part computed even where the function
@@ -108,26 +102,52 @@ impl ProbeKey {
         ProbeKey::compute(args, true, false)
     }
 
+    #[inline]
     fn compute(args: &[Arg], with_aliases: bool, check_unusual: bool) -> ProbeKey {
-        let mut keys = if args.len() <= INLINE_ARGS {
-            ArgKeys::Inline([ArgKey::SCALAR; INLINE_ARGS], args.len())
-        } else {
-            ArgKeys::Heap(vec![ArgKey::SCALAR; args.len()])
-        };
-        let slots = match &mut keys {
+        let mut probe = ProbeKey::empty(args.len());
+        probe.fill(args, with_aliases, check_unusual);
+        probe
+    }
+
+    /// An unfilled key for `n` arguments. A call makes it where it stands
+    /// and [`fill`](Self::fill)s it there: the inline keys are a few
+    /// hundred bytes, and moving them cost a small call more than
+    /// computing them.
+    #[inline]
+    pub(crate) fn empty(n: usize) -> ProbeKey {
+        let args = if n <= INLINE_ARGS { ArgKeys::Inline([ArgKey::FILLER; INLINE_ARGS], n) } else { ArgKeys::Heap(vec![ArgKey::FILLER; n]) };
+        ProbeKey { grad_enabled: is_grad_enabled(), args, unusual: None }
+    }
+
+    /// Computes the key of `args` (of the length given to
+    /// [`empty`](Self::empty)) in place, with the alias part when
+    /// `with_aliases`. With `check_unusual` it also checks
+    /// `reference::unusual_autograd_state`: each view is checked before
+    /// its key is computed (which may regenerate its history), and the
+    /// first unusual one stops the computation (`unusual` says which).
+    pub(crate) fn fill(&mut self, args: &[Arg], with_aliases: bool, check_unusual: bool) {
+        let slots = match &mut self.args {
             ArgKeys::Inline(a, n) => &mut a[..*n],
             ArgKeys::Heap(v) => &mut v[..],
         };
+        // Whether two distinct tensors share a storage: only then can any
+        // overlap, and only then are the geometries compared.
+        let mut shared = false;
         for (i, slot) in slots.iter_mut().enumerate() {
             match ArgKey::of(args, i, with_aliases, check_unusual) {
-                Ok(k) => *slot = k,
-                Err(why) => return ProbeKey { grad_enabled: is_grad_enabled(), args: keys, unusual: Some((i, why)) },
+                Ok(k) => {
+                    shared |= k.same_as as usize == i && k.storage_as as usize != i;
+                    *slot = k;
+                }
+                Err(why) => {
+                    self.unusual = Some((i, why));
+                    return;
+                }
             }
         }
-        if with_aliases {
+        if shared {
             mark_overlaps(args, slots);
         }
-        ProbeKey { grad_enabled: is_grad_enabled(), args: keys, unusual: None }
     }
 
     fn args(&self) -> &[ArgKey] {
@@ -244,7 +264,7 @@ impl Hash for ArgKey {
 }
 
 impl ArgKey {
-    /// What a scalar argument contributes (and the filler of unused slots).
+    /// What a scalar argument contributes.
     const SCALAR: ArgKey = ArgKey {
         dtype: u8::MAX,
         device: (0, 0),
@@ -256,6 +276,11 @@ impl ArgKey {
         overlaps: false,
     };
 
+    /// The filler of the slots a key does not use: all zeros, which costs
+    /// less to write than any other value.
+    const FILLER: ArgKey =
+        ArgKey { dtype: 0, device: (0, 0), requires_grad: false, is_leaf: false, rank: 0, same_as: 0, storage_as: 0, overlaps: false };
+
     /// Argument `i`'s key, without `overlaps` (see [`mark_overlaps`]).
     /// `Err`: with `check_unusual`, why the argument is in an autograd
     /// state the compiled paths do not model.
@@ -263,13 +288,20 @@ impl ArgKey {
         let Some(t) = args[i].tensor() else {
             return Ok(ArgKey { same_as: i as u32, storage_as: i as u32, ..ArgKey::SCALAR });
         };
-        let find = |f: &dyn Fn(&Tensor) -> bool| {
-            if with_aliases {
-                args[..i].iter().position(|b| b.tensor().is_some_and(f)).unwrap_or(i) as u32
-            } else {
-                i as u32
+        // One pass over the earlier arguments: the first over the same
+        // storage, and the first that is this very tensor (which shares it).
+        let (mut same_as, mut storage_as) = (i, i);
+        if with_aliases {
+            for (j, u) in args[..i].iter().enumerate().filter_map(|(j, b)| Some((j, b.tensor()?))) {
+                if u.shares_storage_with(t) {
+                    storage_as = storage_as.min(j);
+                    if u.same_tensor(t) {
+                        same_as = j;
+                        break;
+                    }
+                }
             }
-        };
+        }
         let (requires_grad, is_leaf, rank) = autograd_facts(t, check_unusual)?;
         Ok(ArgKey {
             dtype: t.dtype() as u8,
@@ -280,8 +312,8 @@ impl ArgKey {
             requires_grad,
             is_leaf,
             rank,
-            same_as: find(&|u| u.same_tensor(t)),
-            storage_as: find(&|u| u.shares_storage_with(t)),
+            same_as: same_as as u32,
+            storage_as: storage_as as u32,
             overlaps: false,
         })
     }
@@ -460,7 +492,12 @@ impl SpecCache {
     fn lookup(&self, hash: u64, probe: &ProbeKey) -> Option<Arc<Specialization>> {
         let table = self.table.read().unwrap_or_else(|e| e.into_inner());
         let e = table.find(hash, probe)?;
-        e.last_used.store(self.clock.fetch_add(1, Relaxed), Relaxed);
+        // A tick without a read-modify-write (a hit's atomics are its
+        // cost): racing hits may share a tick, which only blurs the order
+        // among entries used at the same moment.
+        let now = self.clock.load(Relaxed).wrapping_add(1);
+        self.clock.store(now, Relaxed);
+        e.last_used.store(now, Relaxed);
         Some(e.spec.clone())
     }
 
@@ -478,7 +515,7 @@ impl SpecCache {
         let key = probe.to_owned();
         let spec = Arc::new(Specialization::build(g, meta, &key)?);
         let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
-        let now = self.clock.fetch_add(1, Relaxed);
+        let now = self.clock.fetch_add(1, Relaxed).wrapping_add(1);
         if let Some(e) = table.find(hash, probe) {
             // Built by another thread meanwhile: keep one specialisation.
             e.last_used.store(now, Relaxed);

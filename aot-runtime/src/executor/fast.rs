@@ -20,6 +20,7 @@ use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::tensor::Tensor;
 use aot_ir::{Arg as IrArg, Node, OpKind};
+use std::ops::Range;
 
 /// The arithmetic of `op`, and whether it writes its receiver.
 fn arith(op: OpKind) -> Option<(BinaryOp, bool)> {
@@ -46,10 +47,13 @@ fn operands<'a>(node: &Node, env: &'a [Option<Tensor>]) -> Option<(&'a Tensor, &
     Some((t(0)?, t(1)?))
 }
 
-/// Whether `l` is dense row-major inside a buffer of `len`.
-fn dense(l: &Layout, len: usize) -> bool {
+/// The run `l` covers when it is dense row-major inside a buffer of `len`
+/// and not empty.
+#[inline]
+fn dense_run(l: &Layout, len: usize) -> Option<Range<usize>> {
     let n = l.numel();
-    n > 0 && l.is_contiguous() && l.offset.checked_add(n).is_some_and(|end| end <= len)
+    let end = l.offset.checked_add(n)?;
+    (n > 0 && end <= len && l.is_contiguous()).then_some(l.offset..end)
 }
 
 /// Runs `node` directly when it is an out-of-place or in-place
@@ -61,25 +65,60 @@ pub(crate) fn binary(node: &Node, env: &[Option<Tensor>]) -> Option<Tensor> {
     binary_on(node.op, a, b)
 }
 
-/// Whether [`binary_on`] runs `op` on `target` and `operand` (an in-place
-/// op): the same checks, without the write.
-pub(crate) fn inplace_ready(op: OpKind, target: &Tensor, operand: &Tensor) -> bool {
-    matches!(arith(op), Some((_, true)))
-        && !target.shares_storage_with(operand)
-        && with_layouts(target, operand, |lt, lo| qualifies(target, lt, operand, lo))
+/// An in-place step whose operands qualified: the arithmetic and where
+/// the dense runs of its target and operand start, and their length (what
+/// [`write_checked`] takes). Small on purpose: a call keeps one per
+/// deferred write on its stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DenseWrite {
+    op: BinaryOp,
+    target: usize,
+    operand: usize,
+    len: usize,
 }
 
-/// Two f32 or f64 CPU tensors of one dtype and shape, both dense, with grad
-/// mode off.
-fn qualifies(a: &Tensor, la: &Layout, b: &Tensor, lb: &Layout) -> bool {
-    if is_grad_enabled() || a.dtype() != b.dtype() || !matches!(a.dtype(), DType::F32 | DType::F64) {
+/// The checks of [`binary_on`] for an in-place `op` of `target` and
+/// `operand`, without the write: `Some` when it would run directly.
+pub(crate) fn inplace_runs(op: OpKind, target: &Tensor, operand: &Tensor) -> Option<DenseWrite> {
+    let Some((op, true)) = arith(op) else { return None };
+    if target.shares_storage_with(operand) {
+        return None;
+    }
+    let (t, o) = with_layouts(target, operand, |lt, lo| dense_runs(target, lt, operand, lo))?;
+    Some(DenseWrite { op, target: t.start, operand: o.start, len: t.len() })
+}
+
+/// Runs a write [`inplace_runs`] checked on these very tensors, whose
+/// layouts nothing changed since (the layouts are not read again), with
+/// one version bump. `false`: nothing was written (the backend refused
+/// the runs: they no longer fit).
+pub(crate) fn write_checked(w: &DenseWrite, target: &Tensor, operand: &Tensor) -> bool {
+    let (t, o) = (target.storage(), operand.storage());
+    let (rt, ro) = (w.target..w.target.saturating_add(w.len), w.operand..w.operand.saturating_add(w.len));
+    if t.binary_assign_dense(w.op, rt, o, ro).is_err() {
         return false;
     }
-    a.device() == Device::Cpu
-        && b.device() == Device::Cpu
-        && la.shape == lb.shape
-        && dense(la, a.storage_len())
-        && dense(lb, b.storage_len())
+    t.bump_version();
+    true
+}
+
+/// The dense runs of `a` and `b` when they qualify: two f32 or f64 CPU
+/// tensors of one dtype and shape, both dense, with grad mode off. These
+/// are all the checks a direct step makes; the backend's dense kernels
+/// take the runs as they are.
+#[inline]
+fn dense_runs(a: &Tensor, la: &Layout, b: &Tensor, lb: &Layout) -> Option<(Range<usize>, Range<usize>)> {
+    let (sa, sb) = (a.storage(), b.storage());
+    let dtype = sa.dtype();
+    if dtype != sb.dtype() || !matches!(dtype, DType::F32 | DType::F64) || sa.device() != Device::Cpu || sb.device() != Device::Cpu {
+        return None;
+    }
+    // Compared element by element: ranks are tiny, a `memcmp` call is not.
+    let (x, y) = (la.shape(), lb.shape());
+    if x.len() != y.len() || x.iter().zip(y).any(|(m, n)| m != n) || is_grad_enabled() {
+        return None;
+    }
+    Some((dense_run(la, sa.len())?, dense_run(lb, sb.len())?))
 }
 
 /// `f` of the layouts of `a` and `b`, borrowed (a call's fixed cost must
@@ -96,17 +135,14 @@ pub(crate) fn binary_on(op: OpKind, a: &Tensor, b: &Tensor) -> Option<Tensor> {
         return None;
     }
     with_layouts(a, b, |la, lb| {
-        if !qualifies(a, la, b, lb) {
-            return None;
-        }
+        let (ra, rb) = dense_runs(a, la, b, lb)?;
         if inplace {
-            a.storage().binary_assign(bop, la, b.storage(), lb).ok()?;
+            a.storage().binary_assign_dense(bop, ra, b.storage(), rb).ok()?;
             a.storage().bump_version();
             return Some(a.clone());
         }
-        let out = Layout::contiguous(&la.shape);
-        let data = a.storage().binary(bop, la, b.storage(), lb, &out).ok()?;
-        Some(Tensor::from_storage(data, out))
+        let data = a.storage().binary_dense(bop, ra, b.storage(), rb).ok()?;
+        Some(Tensor::from_storage(data, Layout::contiguous(&la.shape)))
     })
 }
 

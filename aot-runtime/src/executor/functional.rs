@@ -21,7 +21,7 @@ use aot_ir::transform::{FNode, FunctionalGraph};
 use aot_ir::{Graph, ScalarValue, ValueId};
 
 /// The values of a finished run, indexed by functional value.
-pub(crate) type Env = Vec<Option<Tensor>>;
+pub(crate) use super::values::Env;
 
 /// Executes `fg`, but for the nodes `skip` marks (writes deferred to the
 /// epilogue, `deferred.rs`). `Ok(None)`: a `reshape`/`contiguous` did not alias as the
@@ -35,7 +35,7 @@ pub(crate) fn execute(
     scalars: &[Option<ScalarValue>],
     skip: &[bool],
 ) -> Result<Option<Env>> {
-    let mut env: Env = vec![None; fg.num_values];
+    let mut env = Env::new(fg.num_values);
     let internal = |what: String| AotError::Internal { op: "compiled call", msg: format!("`{}`: {what}", g.name) };
     for (i, n) in fg.nodes.iter().enumerate() {
         if skip.get(i).copied().unwrap_or(false) {

@@ -27,7 +27,7 @@ use crate::arg::Arg;
 use crate::arg::Bases;
 use crate::autograd::NoGradGuard;
 use crate::error::{AotError, Result};
-use crate::executor::deferred::Deferred;
+use crate::executor::deferred::Ready;
 use crate::executor::functional::{get, Env};
 use crate::tensor::Tensor;
 use crate::wrappers::autograd_fn::{arg, hidden, inplace_refused};
@@ -46,7 +46,7 @@ pub(crate) fn apply(
     args: &[Arg],
     bases: &Bases,
     env: &Env,
-    deferred: Option<&Deferred>,
+    deferred: Option<&Ready>,
 ) -> Result<Vec<Tensor>> {
     // With grad mode off (the caller's), only views pass `requires_grad` on.
     let grad_mode_off = !crate::autograd::is_grad_enabled();
@@ -68,7 +68,7 @@ pub(crate) fn apply(
         arg_tensor(args, p)?.as_strided_(&t.shape(), &t.stride(), t.storage_offset())?;
     }
     for &(group, v) in &fg.mutated_groups {
-        if let Some(d) = deferred.filter(|d| d.writes.iter().any(|w| w.group == group)) {
+        if let Some(d) = deferred.filter(|d| d.defers(group)) {
             // `Deferred::ready` checked the operands before the plan ran.
             if !d.apply(group, bases) {
                 return Err(AotError::Internal { op: "epilogue", msg: format!("the deferred write of input group {group} did not run") });

@@ -11,7 +11,7 @@
 use super::epilogue;
 use crate::arg::{Arg, Bases};
 use crate::error::Result;
-use crate::executor::deferred::Deferred;
+use crate::executor::deferred::{Deferred, Ready};
 use crate::executor::functional::Env;
 use crate::tensor::Tensor;
 use aot_ir::transform::FunctionalGraph;
@@ -31,8 +31,9 @@ impl RuntimeWrapper {
 
     /// Run time: the deferred writes to leave out of the graph's run, when
     /// this call's operands allow deferring them (`None`: run them all).
-    pub(crate) fn deferred(&self, bases: &Bases) -> Option<&Deferred> {
-        self.deferred.ready(bases).then_some(&self.deferred)
+    #[inline]
+    pub(crate) fn deferred(&self, bases: &Bases) -> Option<Ready<'_>> {
+        self.deferred.ready(bases)
     }
 
     /// Run time: the epilogue of an inference call (see `epilogue::apply`).
@@ -43,7 +44,7 @@ impl RuntimeWrapper {
         args: &[Arg],
         bases: &Bases,
         env: &Env,
-        deferred: Option<&Deferred>,
+        deferred: Option<&Ready>,
     ) -> Result<Vec<Tensor>> {
         epilogue::apply(fg, meta, args, bases, env, deferred)
     }
