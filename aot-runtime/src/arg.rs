@@ -134,6 +134,12 @@ impl<'s, 'a> Bases<'s, 'a> {
         Some(if single { t.clone() } else { t.storage_as_1d() })
     }
 
+    /// The argument that is input group `g`'s base itself (a one-tensor
+    /// group).
+    pub(crate) fn single_arg(&self, g: usize) -> Option<usize> {
+        self.group_args.get(g).and_then(|&(p, single)| single.then_some(p))
+    }
+
     /// `f` of the base of input group `g`, borrowed where it is the
     /// caller's tensor itself.
     pub(crate) fn with<R>(&self, g: usize, f: impl FnOnce(&Tensor) -> R) -> Option<R> {

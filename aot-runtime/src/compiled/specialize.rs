@@ -32,6 +32,7 @@
 use crate::arg::Arg;
 use crate::autograd::is_grad_enabled;
 use crate::error::Result;
+use crate::executor::fast::Geom;
 use crate::tensor::Tensor;
 use crate::wrappers::{arg_geometry, AliasPattern, ArgAlias, CallPlan};
 use aot_ir::analysis::input_output::{compute_overlapping_inputs, ArgGeometry};
@@ -70,11 +71,18 @@ pub(crate) struct GuardKey {
 /// Keys of calls with up to this many arguments are computed on the stack.
 const INLINE_ARGS: usize = 16;
 
+/// How many arguments' geometries a key's pass keeps.
+const GEOM_ARGS: usize = 8;
+
 /// A call's key as computed for a lookup: inline for up to
 /// [`INLINE_ARGS`] arguments, so that a cache hit allocates nothing.
 pub(crate) struct ProbeKey {
     grad_enabled: bool,
     args: ArgKeys,
+    /// The geometries of the first [`GEOM_ARGS`] arguments, where dense
+    /// (read under the same look at each tensor's state as its key; the
+    /// plan's checks of deferred writes use them).
+    geoms: [Option<Geom>; GEOM_ARGS],
     /// With `check_unusual`: the first argument in an autograd state the
     /// compiled paths do not model, and why (the key is then incomplete).
     pub(crate) unusual: Option<(usize, &'static str)>,
@@ -115,8 +123,9 @@ impl ProbeKey {
     /// computing them.
     #[inline]
     pub(crate) fn empty(n: usize) -> ProbeKey {
-        let args = if n <= INLINE_ARGS { ArgKeys::Inline([ArgKey::FILLER; INLINE_ARGS], n) } else { ArgKeys::Heap(vec![ArgKey::FILLER; n]) };
-        ProbeKey { grad_enabled: is_grad_enabled(), args, unusual: None }
+        let args =
+            if n <= INLINE_ARGS { ArgKeys::Inline([ArgKey::FILLER; INLINE_ARGS], n) } else { ArgKeys::Heap(vec![ArgKey::FILLER; n]) };
+        ProbeKey { grad_enabled: is_grad_enabled(), args, geoms: [None; GEOM_ARGS], unusual: None }
     }
 
     /// Computes the key of `args` (of the length given to
@@ -135,7 +144,10 @@ impl ProbeKey {
         let mut shared = false;
         for (i, slot) in slots.iter_mut().enumerate() {
             match ArgKey::of(args, i, with_aliases, check_unusual) {
-                Ok(k) => {
+                Ok((k, geom)) => {
+                    if let Some(g) = self.geoms.get_mut(i) {
+                        *g = geom;
+                    }
                     shared |= k.same_as as usize == i && k.storage_as as usize != i;
                     *slot = k;
                 }
@@ -148,6 +160,11 @@ impl ProbeKey {
         if shared {
             mark_overlaps(args, slots);
         }
+    }
+
+    /// Argument `p`'s geometry, where the key's pass read one.
+    pub(crate) fn geom(&self, p: usize) -> Option<Geom> {
+        self.geoms.get(p).copied().flatten()
     }
 
     fn args(&self) -> &[ArgKey] {
@@ -284,9 +301,10 @@ impl ArgKey {
     /// Argument `i`'s key, without `overlaps` (see [`mark_overlaps`]).
     /// `Err`: with `check_unusual`, why the argument is in an autograd
     /// state the compiled paths do not model.
-    fn of(args: &[Arg], i: usize, with_aliases: bool, check_unusual: bool) -> std::result::Result<ArgKey, &'static str> {
+    /// With it, the argument's geometry where [`autograd_facts`] read one.
+    fn of(args: &[Arg], i: usize, with_aliases: bool, check_unusual: bool) -> std::result::Result<(ArgKey, Option<Geom>), &'static str> {
         let Some(t) = args[i].tensor() else {
-            return Ok(ArgKey { same_as: i as u32, storage_as: i as u32, ..ArgKey::SCALAR });
+            return Ok((ArgKey { same_as: i as u32, storage_as: i as u32, ..ArgKey::SCALAR }, None));
         };
         // One pass over the earlier arguments: the first over the same
         // storage, and the first that is this very tensor (which shares it).
@@ -302,8 +320,8 @@ impl ArgKey {
                 }
             }
         }
-        let (requires_grad, is_leaf, rank) = autograd_facts(t, check_unusual)?;
-        Ok(ArgKey {
+        let (requires_grad, is_leaf, rank, geom) = autograd_facts(t, check_unusual)?;
+        let key = ArgKey {
             dtype: t.dtype() as u8,
             device: match t.device() {
                 crate::Device::Cpu => (0, 0),
@@ -315,27 +333,31 @@ impl ArgKey {
             same_as: same_as as u32,
             storage_as: storage_as as u32,
             overlaps: false,
-        })
+        };
+        Ok((key, geom))
     }
 }
 
-/// `requires_grad`, `is_leaf` and rank of `t`, with one look at its state
-/// when it is not a view (a view's history may need regenerating from its
-/// base, which the full accessors do).
+/// What [`autograd_facts`] reads of a tensor.
+type Facts = (bool, bool, u32, Option<Geom>);
+
+/// `requires_grad`, `is_leaf`, rank and geometry of `t`, with one look at
+/// its state when it is not a view (a view's history may need regenerating
+/// from its base, which the full accessors do; its geometry is not kept).
 /// `Err`: with `check_unusual`, why a view is in an autograd state the
 /// compiled paths do not model (checked before its history is touched).
-fn autograd_facts(t: &Tensor, check_unusual: bool) -> std::result::Result<(bool, bool, u32), &'static str> {
+fn autograd_facts(t: &Tensor, check_unusual: bool) -> std::result::Result<Facts, &'static str> {
     {
         let s = t.state();
         if s.ag.view.is_none() {
             let has_fn = s.ag.grad_fn.is_some();
-            return Ok((s.ag.requires_grad || has_fn, !has_fn, s.layout.rank() as u32));
+            return Ok((s.ag.requires_grad || has_fn, !has_fn, s.layout.rank() as u32, Geom::of(&s.layout, t.storage_len())));
         }
     }
     if let Some(why) = check_unusual.then(|| super::reference::unusual_state(t)).flatten() {
         return Err(why);
     }
-    Ok((t.requires_grad(), t.is_leaf(), t.rank() as u32))
+    Ok((t.requires_grad(), t.is_leaf(), t.rank() as u32, None))
 }
 
 impl GuardKey {

@@ -313,8 +313,12 @@ pub fn binary_dense(op: BinaryOp, a: &CpuStorage, ra: Range<usize>, b: &CpuStora
         (x.len() == y.len()).then(|| try_collect(op.name(), x.iter().zip(y).map(|(&x, &y)| f(x, y))))
     }
     let r = match (a, b) {
-        (CpuStorage::F32(x), CpuStorage::F32(y)) => go(op, dense_arith(op), x.get(ra.clone()), y.get(rb.clone())).map(|r| r.map(CpuStorage::F32)),
-        (CpuStorage::F64(x), CpuStorage::F64(y)) => go(op, dense_arith(op), x.get(ra.clone()), y.get(rb.clone())).map(|r| r.map(CpuStorage::F64)),
+        (CpuStorage::F32(x), CpuStorage::F32(y)) => {
+            go(op, dense_arith(op), x.get(ra.clone()), y.get(rb.clone())).map(|r| r.map(CpuStorage::F32))
+        }
+        (CpuStorage::F64(x), CpuStorage::F64(y)) => {
+            go(op, dense_arith(op), x.get(ra.clone()), y.get(rb.clone())).map(|r| r.map(CpuStorage::F64))
+        }
         _ => None,
     };
     r.unwrap_or_else(|| Err(dense_refused(op, a, &ra, b, &rb)))

@@ -13,7 +13,7 @@
 //! operands qualify is made before the plan runs; a call whose operands do
 //! not qualify runs the plan as it is.
 
-use super::fast::{inplace_runs, write_checked, DenseWrite};
+use super::fast::{inplace_runs, inplace_runs_of, write_checked, DenseWrite, Geom};
 use crate::arg::Bases;
 use aot_ir::transform::{FNode, FOutput, FunctionalGraph};
 use aot_ir::{Arg as IrArg, Node, OpKind, ValueId};
@@ -142,15 +142,23 @@ impl Deferred {
     /// The deferred writes for this call, when its operands qualify for
     /// every one of them (then the plan skips the nodes in
     /// [`Ready::skip`] and the epilogue runs [`Ready::apply`]), with the
-    /// runs the check found. `None`: run the plan as it is.
+    /// runs the check found. `None`: run the plan as it is. `geom(p)`:
+    /// argument `p`'s geometry as the guard key's pass read it, if it did.
     #[inline]
-    pub(crate) fn ready(&self, bases: &Bases) -> Option<Ready<'_>> {
+    pub(crate) fn ready(&self, bases: &Bases, geom: impl Fn(usize) -> Option<Geom>) -> Option<Ready<'_>> {
         if self.writes.is_empty() {
             return None;
         }
         let mut runs = [const { None }; MAX_WRITES];
         for (w, slot) in self.writes.iter().zip(&mut runs) {
-            *slot = Some(bases.with(w.group, |t| bases.with(w.operand, |o| inplace_runs(w.node.op, t, o)))???);
+            let read = bases.single_arg(w.group).and_then(&geom).zip(bases.single_arg(w.operand).and_then(&geom));
+            let run = bases.with(w.group, |t| {
+                bases.with(w.operand, |o| match read {
+                    Some((tg, og)) => inplace_runs_of(w.node.op, t, tg, o, og),
+                    None => inplace_runs(w.node.op, t, o),
+                })
+            });
+            *slot = Some(run???);
         }
         Some(Ready { deferred: self, runs })
     }

@@ -102,15 +102,64 @@ pub(crate) fn write_checked(w: &DenseWrite, target: &Tensor, operand: &Tensor) -
     true
 }
 
+/// A dense tensor's run in its storage and its shape (packed exactly: up
+/// to 4 dims, each below 2^15), read by the guard key's pass over the
+/// arguments (`compiled/specialize.rs`) while it holds the tensor's state,
+/// so that the checks of a deferred write need not lock it again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geom {
+    start: usize,
+    len: usize,
+    shape: u64,
+}
+
+impl Geom {
+    /// The geometry of a tensor laid out as `l` over a storage of `len`
+    /// elements; `None` unless dense, not empty and of a small shape.
+    #[inline]
+    pub(crate) fn of(l: &Layout, len: usize) -> Option<Geom> {
+        let run = dense_run(l, len)?;
+        let dims = l.shape();
+        let mut shape = dims.len() as u64;
+        if dims.len() > 4 {
+            return None;
+        }
+        for (i, &d) in dims.iter().enumerate() {
+            if d >= 1 << 15 {
+                return None;
+            }
+            shape |= (d as u64) << (4 + 15 * i);
+        }
+        Some(Geom { start: run.start, len: run.len(), shape })
+    }
+}
+
+/// [`inplace_runs`] of tensors whose geometries the guard key's pass read
+/// (`tg` of `target`, `og` of `operand`): the same checks, with the
+/// layouts' part already done.
+pub(crate) fn inplace_runs_of(op: OpKind, target: &Tensor, tg: Geom, operand: &Tensor, og: Geom) -> Option<DenseWrite> {
+    let Some((op, true)) = arith(op) else { return None };
+    if target.shares_storage_with(operand) || tg.shape != og.shape || !float_pair(target, operand) || is_grad_enabled() {
+        return None;
+    }
+    Some(DenseWrite { op, target: tg.start, operand: og.start, len: tg.len })
+}
+
+/// Two f32 or f64 CPU tensors of one dtype.
+#[inline]
+fn float_pair(a: &Tensor, b: &Tensor) -> bool {
+    let (sa, sb) = (a.storage(), b.storage());
+    let dtype = sa.dtype();
+    dtype == sb.dtype() && matches!(dtype, DType::F32 | DType::F64) && sa.device() == Device::Cpu && sb.device() == Device::Cpu
+}
+
 /// The dense runs of `a` and `b` when they qualify: two f32 or f64 CPU
 /// tensors of one dtype and shape, both dense, with grad mode off. These
 /// are all the checks a direct step makes; the backend's dense kernels
 /// take the runs as they are.
 #[inline]
 fn dense_runs(a: &Tensor, la: &Layout, b: &Tensor, lb: &Layout) -> Option<(Range<usize>, Range<usize>)> {
-    let (sa, sb) = (a.storage(), b.storage());
-    let dtype = sa.dtype();
-    if dtype != sb.dtype() || !matches!(dtype, DType::F32 | DType::F64) || sa.device() != Device::Cpu || sb.device() != Device::Cpu {
+    if !float_pair(a, b) {
         return None;
     }
     // Compared element by element: ranks are tiny, a `memcmp` call is not.
@@ -118,7 +167,7 @@ fn dense_runs(a: &Tensor, la: &Layout, b: &Tensor, lb: &Layout) -> Option<(Range
     if x.len() != y.len() || x.iter().zip(y).any(|(m, n)| m != n) || is_grad_enabled() {
         return None;
     }
-    Some((dense_run(la, sa.len())?, dense_run(lb, sb.len())?))
+    Some((dense_run(la, a.storage_len())?, dense_run(lb, b.storage_len())?))
 }
 
 /// `f` of the layouts of `a` and `b`, borrowed (a call's fixed cost must

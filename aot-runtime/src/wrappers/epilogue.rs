@@ -26,6 +26,7 @@
 use crate::arg::Arg;
 use crate::arg::Bases;
 use crate::autograd::NoGradGuard;
+use crate::compiled::__private::Outputs;
 use crate::error::{AotError, Result};
 use crate::executor::deferred::Ready;
 use crate::executor::functional::{get, Env};
@@ -47,7 +48,7 @@ pub(crate) fn apply(
     bases: &Bases,
     env: &Env,
     deferred: Option<&Ready>,
-) -> Result<Vec<Tensor>> {
+) -> Result<Outputs> {
     // With grad mode off (the caller's), only views pass `requires_grad` on.
     let grad_mode_off = !crate::autograd::is_grad_enabled();
     let _no_grad = NoGradGuard::new();
@@ -81,11 +82,11 @@ pub(crate) fn apply(
         }
     }
     let mut regenerated: Vec<(aot_ir::ValueId, Tensor)> = Vec::new();
-    let mut results: Vec<Tensor> = Vec::with_capacity(fg.outputs.len());
+    let mut results = Outputs::with_capacity(fg.outputs.len());
     for (k, o) in fg.outputs.iter().enumerate() {
         let object = fg.output_objects.get(k);
         if let Some(j) = (0..k).find(|&j| fg.output_objects.get(j) == object) {
-            let same = results[j].clone();
+            let same = results.get(j).cloned().ok_or_else(|| AotError::internal("epilogue", format!("no output {j} before {k}")))?;
             results.push(same);
             continue;
         }

@@ -10,10 +10,11 @@
 
 use super::epilogue;
 use crate::arg::{Arg, Bases};
+use crate::compiled::__private::Outputs;
 use crate::error::Result;
 use crate::executor::deferred::{Deferred, Ready};
+use crate::executor::fast::Geom;
 use crate::executor::functional::Env;
-use crate::tensor::Tensor;
 use aot_ir::transform::FunctionalGraph;
 use aot_ir::StaticMeta;
 
@@ -30,10 +31,11 @@ impl RuntimeWrapper {
     }
 
     /// Run time: the deferred writes to leave out of the graph's run, when
-    /// this call's operands allow deferring them (`None`: run them all).
+    /// this call's operands allow deferring them (`None`: run them all);
+    /// `geom` as `Deferred::ready` takes it.
     #[inline]
-    pub(crate) fn deferred(&self, bases: &Bases) -> Option<Ready<'_>> {
-        self.deferred.ready(bases)
+    pub(crate) fn deferred(&self, bases: &Bases, geom: impl Fn(usize) -> Option<Geom>) -> Option<Ready<'_>> {
+        self.deferred.ready(bases, geom)
     }
 
     /// Run time: the epilogue of an inference call (see `epilogue::apply`).
@@ -45,7 +47,7 @@ impl RuntimeWrapper {
         bases: &Bases,
         env: &Env,
         deferred: Option<&Ready>,
-    ) -> Result<Vec<Tensor>> {
+    ) -> Result<Outputs> {
         epilogue::apply(fg, meta, args, bases, env, deferred)
     }
 }
