@@ -21,9 +21,10 @@
 //! An inference call's fixed cost is kept small: the guard key is computed
 //! on the stack in one pass over the arguments (`specialize.rs`), small
 //! elementwise nodes and the plan's copies run direct kernels
-//! (`executor/fast.rs`), and an in-place write of an input that nothing
+//! (`executor/fast.rs`), an in-place write of an input that nothing
 //! else reads waits for the epilogue instead of being made on a copy
-//! (`executor/deferred.rs`).
+//! (`executor/deferred.rs`), and the outputs come back in a list held
+//! inline (`outputs.rs`), from which the generated code takes them.
 
 mod observe;
 mod outputs;

@@ -23,7 +23,10 @@
 //! [`DEFAULT_CAPACITY`] (64) specialisations per function; a call whose key
 //! was evicted simply builds its specialisation again. A hit computes the
 //! key on the stack (up to [`INLINE_ARGS`] arguments), hashes it, compares
-//! it with the cached key and allocates nothing. The exceptions: a
+//! it with the cached key and allocates nothing. The same pass keeps each
+//! dense argument's geometry (`executor::fast::Geom`, read under the same
+//! look at the tensor's state), which the plan's checks of deferred writes
+//! use instead of locking the tensors again. The exceptions: a
 //! function that mutates an input, called with distinct arguments sharing
 //! a storage (finding which of those overlap allocates), and a view whose
 //! base was written since its history was recorded (autograd makes its new

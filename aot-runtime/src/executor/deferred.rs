@@ -10,8 +10,10 @@
 //! straight to the caller's storage: the operands are the same then, the
 //! result is the same values with the same single version bump, and
 //! nothing is written unless every node succeeded. The check that the
-//! operands qualify is made before the plan runs; a call whose operands do
-//! not qualify runs the plan as it is.
+//! operands qualify is made before the plan runs ([`Deferred::ready`]),
+//! and the dense runs it found are what the epilogue writes through
+//! ([`Ready::apply`]); a call whose operands do not qualify runs the plan
+//! as it is.
 
 use super::fast::{inplace_runs, inplace_runs_of, write_checked, DenseWrite, Geom};
 use crate::arg::Bases;

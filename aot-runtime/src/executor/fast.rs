@@ -8,6 +8,13 @@
 //! - the plan's copies: a `Cow` of an input's storage, and the epilogue's
 //!   write-back of a final version over the caller's storage.
 //!
+//! The operands are checked once, here (dtype, shape, density, bounds), and
+//! the backend's dense primitives (`Backend::binary_dense`,
+//! `binary_assign_dense`) take the checked runs as they are. A deferred
+//! write (`deferred.rs`) is checked before the plan runs, from the
+//! geometry the guard key's pass read ([`Geom`]) where it has one, and
+//! written by the epilogue through the runs that check found.
+//!
 //! Each computes exactly what the eager op computes: the same arithmetic
 //! in the same dtype, a contiguous result, one version bump per write.
 //! A step that does not qualify returns `None` and runs the eager op, which
@@ -310,6 +317,43 @@ mod tests {
         drop(_no_grad);
         // With grad mode on the eager op records history.
         assert!(binary(&node(OpKind::Add), &env(a.clone())).is_none(), "grad mode on");
+    }
+
+    /// A deferred write's checks give the same runs from the geometry the
+    /// guard key read as from the layouts, refuse the same operands, and
+    /// the write they allow computes what `add_` computes.
+    #[test]
+    fn deferred_write_checks_agree_with_the_layouts() {
+        let _no_grad = NoGradGuard::new();
+        let geom = |t: &Tensor| Geom::of(&t.layout(), t.storage_len());
+        let a = f32s(12, 1.0).narrow(0, 2, 6).unwrap().view(&[2, 3]).unwrap();
+        let b = f32s(6, 4.0).view(&[2, 3]).unwrap();
+        let (ga, gb) = (geom(&a).unwrap(), geom(&b).unwrap());
+        let w = inplace_runs(OpKind::AddInplace, &a, &b).unwrap();
+        assert_eq!(inplace_runs_of(OpKind::AddInplace, &a, ga, &b, gb), Some(w));
+        let expect: Vec<f32> = a.to_vec::<f32>().unwrap().iter().zip(b.to_vec::<f32>().unwrap()).map(|(x, y)| x + y).collect();
+        let v = a.version();
+        assert!(write_checked(&w, &a, &b));
+        assert_eq!((a.to_vec::<f32>().unwrap(), a.version()), (expect, v + 1));
+        // Refused alike: another shape of as many elements, a dtype pair,
+        // an out-of-place op, and one storage on both sides.
+        let flat = f32s(6, 0.0).view(&[3, 2]).unwrap();
+        let wide = b.to_dtype(DType::F64).unwrap();
+        let cases = [(OpKind::AddInplace, &flat), (OpKind::MulInplace, &wide), (OpKind::Add, &b), (OpKind::SubInplace, &a)];
+        for (op, o) in cases {
+            assert!(inplace_runs(op, &a, o).is_none(), "{op:?}");
+            assert!(inplace_runs_of(op, &a, ga, o, geom(o).unwrap()).is_none(), "{op:?}");
+        }
+        // No geometry for what the checks do not take.
+        assert!(geom(&a.t().unwrap()).is_none(), "transposed");
+        assert!(geom(&f32s(4, 0.0).view(&[1, 1, 1, 1, 4]).unwrap()).is_none(), "5 dims");
+        assert!(geom(&Tensor::zeros(&[1 << 15], DType::F32, &crate::Device::Cpu).unwrap()).is_none(), "a dim of 2^15");
+        assert!(geom(&Tensor::zeros(&[0], DType::F32, &crate::Device::Cpu).unwrap()).is_none(), "empty");
+        // Runs that no longer fit the storage are refused, not written.
+        let short = f32s(2, 0.0);
+        let v = short.version();
+        assert!(!write_checked(&w, &short, &b));
+        assert_eq!(short.version(), v);
     }
 
     #[test]
