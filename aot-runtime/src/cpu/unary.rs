@@ -82,11 +82,13 @@ pub fn unary(op: UnaryOp, src: &CpuStorage, layout: &Layout, out: &Layout) -> Re
     check_layout(name, layout, src.len())?;
     let layout = &*OutOrder::new(name, out, &layout.shape)?.input(layout);
     if let (CpuStorage::F32(v), Some(f)) = (src, op.math_fn()) {
-        if layout.is_contiguous() {
-            // The kernel stage's vectorised math, on the dense elements.
-            let n = layout.numel();
+        // The kernel stage's vectorised math, on the dense elements (an
+        // empty layout may start anywhere, even past the buffer: it takes
+        // the general path).
+        let n = layout.numel();
+        if let Some(x) = v.get(layout.offset..layout.offset.saturating_add(n)).filter(|_| n > 0 && layout.is_contiguous()) {
             let mut dst = try_filled(name, n, 0.0f32)?;
-            vmath::apply(f, &v[layout.offset..layout.offset + n], &mut dst);
+            vmath::apply(f, x, &mut dst);
             return Ok(CpuStorage::F32(dst));
         }
     }
