@@ -78,9 +78,12 @@ fn generate(func: &ItemFn, sig: &Signature, lowered: &Lowered) -> Result<TokenSt
         ReturnKind::Single => quote!(#(#names)*),
         ReturnKind::Tuple(_) => quote!((#(#names,)*)),
     };
+    let ks = 0..n;
     let body = quote! {{
-        let #outs = #name::compiled().__call(&[#(#args),*])?;
-        let [#(#names),*] = ::aot_runtime::compiled::__private::outputs::<#n>(#outs, #name_str)?;
+        #[allow(unused_mut)]
+        let mut #outs = #name::compiled().__call_outputs(&[#(#args),*])?;
+        ::aot_runtime::compiled::__private::arity(&#outs, #n, #name_str)?;
+        #(let #names = #outs.take(#ks, #name_str)?;)*
         ::core::result::Result::Ok(#value)
     }};
     let item_fn = emit_fn(func, body);

@@ -77,6 +77,12 @@ arg_from!(f64 => F64, f32 => F32, i64 => I64, usize => Usize, bool => Bool);
 /// not expect: any number for a float parameter, integers for integer
 /// parameters.
 pub(crate) fn scalar_values(g: &Graph, args: &[Arg]) -> Result<Vec<Option<ScalarValue>>> {
+    // The commonest signature, checked first on every call: tensors only,
+    // each passed a tensor (nothing to return).
+    let is_tensor = |p: &aot_ir::Param, a: &Arg| matches!(p.ty, ParamType::Tensor | ParamType::TensorMut) && a.tensor().is_some();
+    if args.len() == g.params.len() && g.params.iter().zip(args).all(|(p, a)| is_tensor(p, a)) {
+        return Ok(Vec::new());
+    }
     let sig_err = |msg: String| AotError::Signature { func: g.name.clone(), msg };
     if args.len() != g.params.len() {
         return Err(sig_err(format!("expected {} arguments, got {}", g.params.len(), args.len())));
@@ -126,6 +132,12 @@ impl<'s, 'a> Bases<'s, 'a> {
         let &(p, single) = self.group_args.get(g)?;
         let t = self.args.get(p)?.tensor()?;
         Some(if single { t.clone() } else { t.storage_as_1d() })
+    }
+
+    /// The argument that is input group `g`'s base itself (a one-tensor
+    /// group).
+    pub(crate) fn single_arg(&self, g: usize) -> Option<usize> {
+        self.group_args.get(g).and_then(|&(p, single)| single.then_some(p))
     }
 
     /// `f` of the base of input group `g`, borrowed where it is the

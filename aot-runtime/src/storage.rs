@@ -22,6 +22,7 @@ use crate::dtype::{DType, WithDType};
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use half::{bf16, f16};
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -358,6 +359,28 @@ impl Storage {
         match (&mut *d, &*src) {
             (StorageData::Cpu(d), StorageData::Cpu(s)) => d.binary_assign(op, l, s, lr),
             (StorageData::Cuda(d), StorageData::Cuda(s)) => d.binary_assign(op, l, s, lr),
+            (d, s) => Err(mismatch(name, d.device(), s.device())),
+        }
+    }
+    /// [`Backend::binary_dense`]: `self[ra] op rhs[rb]`, operands checked
+    /// by the caller.
+    pub(crate) fn binary_dense(&self, op: BinaryOp, ra: Range<usize>, rhs: &Storage, rb: Range<usize>) -> Result<Storage> {
+        let name = op.name();
+        same_device(name, self, &[rhs])?;
+        self.read2(rhs, |a, b| map_backend2!(name, (a, b), (x, y) => x.binary_dense(op, ra.clone(), y, rb.clone()))).map(Storage::new)
+    }
+    /// [`Backend::binary_assign_dense`]: `self[ra] op= rhs[rb]`, `rhs`
+    /// another storage. The caller bumps the version.
+    pub(crate) fn binary_assign_dense(&self, op: BinaryOp, ra: Range<usize>, rhs: &Storage, rb: Range<usize>) -> Result<()> {
+        let name = op.name();
+        same_device(name, self, &[rhs])?;
+        if std::ptr::eq(self, rhs) {
+            return Err(AotError::internal(name, "binary_assign_dense with its own storage as operand"));
+        }
+        let (src, mut d) = (rhs.read(), self.write());
+        match (&mut *d, &*src) {
+            (StorageData::Cpu(d), StorageData::Cpu(s)) => d.binary_assign_dense(op, ra, s, rb),
+            (StorageData::Cuda(d), StorageData::Cuda(s)) => d.binary_assign_dense(op, ra, s, rb),
             (d, s) => Err(mismatch(name, d.device(), s.device())),
         }
     }

@@ -8,6 +8,7 @@ use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::storage::CpuStorage;
+use std::ops::Range;
 
 /// The CPU constructors are only reached for `Device::Cpu`; anything else
 /// is a dispatch bug.
@@ -60,6 +61,12 @@ impl Backend for CpuStorage {
     }
     fn binary_assign(&mut self, op: BinaryOp, l: &Layout, rhs: &Self, lr: &Layout) -> Result<()> {
         cpu::binary_assign(op, self, l, rhs, lr)
+    }
+    fn binary_dense(&self, op: BinaryOp, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<Self> {
+        cpu::binary_dense(op, self, ra, rhs, rb)
+    }
+    fn binary_assign_dense(&mut self, op: BinaryOp, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<()> {
+        cpu::binary_assign_dense(op, self, ra, rhs, rb)
     }
     fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self> {
         cpu::binary_scalar(op, self, la, s, scalar_first, out)

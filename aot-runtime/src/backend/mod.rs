@@ -26,6 +26,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
 use crate::storage::CpuStorage;
+use std::ops::Range;
 
 /// What a random fill draws, one value per element in row-major order.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -77,6 +78,16 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
     fn binary_assign(&mut self, op: BinaryOp, l: &Layout, rhs: &Self, lr: &Layout) -> Result<()>;
     /// `a op s`, or `s op a` if `scalar_first`.
     fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self>;
+    /// `a op b` over two dense runs, `self[ra]` and `rhs[rb]` (one length,
+    /// one dtype), into a new dense buffer: the kernel of a compiled call's
+    /// direct steps (`executor/fast.rs`), which checked the operands once
+    /// (dtype, shape, contiguity, bounds), so nothing is re-derived here
+    /// from layouts. Serves add/sub/mul/div of f32 and f64; other operands
+    /// are an error (never a panic), and the caller runs the eager op.
+    fn binary_dense(&self, op: BinaryOp, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<Self>;
+    /// `self[ra] = self[ra] op rhs[rb]` in place, for the operands of
+    /// [`binary_dense`](Self::binary_dense).
+    fn binary_assign_dense(&mut self, op: BinaryOp, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<()>;
     /// `cond ? a : b`, with `self` the bool condition.
     #[allow(clippy::too_many_arguments)]
     fn where_cond(&self, op: &'static str, lc: &Layout, a: &Self, la: &Layout, b: &Self, lb: &Layout, out: &Layout) -> Result<Self>;

@@ -56,6 +56,17 @@ fn exercise<B: Backend>(dev: &Device) {
     let bb = Layout::new(vec![2, 3], vec![0, 1], 0);
     let sum = a.binary(BinaryOp::Add, &c23, &b, &bb, &c23).unwrap();
     assert_eq!(all(&sum), [11.0, 22.0, 33.0, 14.0, 25.0, 36.0]);
+    // The dense primitives: runs of one length, checked by the caller; a
+    // run past the buffer, or an op they do not serve, is an error.
+    let d = a.binary_dense(BinaryOp::Mul, 1..4, &b, 0..3).unwrap();
+    assert_eq!(all(&d), [20.0, 60.0, 120.0]);
+    assert!(a.binary_dense(BinaryOp::Add, 4..7, &b, 0..3).is_err(), "a run past the buffer");
+    assert!(a.binary_dense(BinaryOp::Pow, 0..3, &b, 0..3).is_err(), "not a dense op");
+    let mut acc: B = upload(dev, &[1.0, 1.0, 1.0, 1.0]);
+    acc.binary_assign_dense(BinaryOp::Sub, 1..3, &b, 1..3).unwrap();
+    assert_eq!(all(&acc), [1.0, -19.0, -29.0, 1.0]);
+    assert!(acc.binary_assign_dense(BinaryOp::Div, 0..2, &b, 0..3).is_err(), "runs of two lengths");
+    assert_eq!(all(&acc), [1.0, -19.0, -29.0, 1.0], "a refused write writes nothing");
     let rs = a.binary_scalar(BinaryOp::Sub, &c23, 10.0, true, &c23).unwrap();
     assert_eq!(all(&rs), [9.0, 8.0, 7.0, 6.0, 5.0, 4.0]);
     let gt = a.binary_scalar(BinaryOp::Gt, &c23, 3.0, false, &c23).unwrap();

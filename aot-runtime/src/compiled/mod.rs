@@ -21,11 +21,13 @@
 //! An inference call's fixed cost is kept small: the guard key is computed
 //! on the stack in one pass over the arguments (`specialize.rs`), small
 //! elementwise nodes and the plan's copies run direct kernels
-//! (`executor/fast.rs`), and an in-place write of an input that nothing
+//! (`executor/fast.rs`), an in-place write of an input that nothing
 //! else reads waits for the epilogue instead of being made on a copy
-//! (`executor/deferred.rs`).
+//! (`executor/deferred.rs`), and the outputs come back in a list held
+//! inline (`outputs.rs`), from which the generated code takes them.
 
 mod observe;
+mod outputs;
 mod reference;
 mod report;
 mod shadow;
@@ -50,6 +52,7 @@ use crate::wrappers::dedupe::AOTDedupeWrapper;
 use crate::wrappers::synthetic_base::AOTSyntheticBaseWrapper;
 use crate::wrappers::Mutations;
 use aot_ir::{ArgFacts, CallFacts, Graph, StaticMeta, ViewAndMutationMeta};
+use outputs::Outputs;
 use specialize::SpecCache;
 use std::sync::Arc;
 
@@ -209,13 +212,21 @@ impl CompiledFn {
     /// Nothing is written to an argument unless every forward op succeeded.
     #[doc(hidden)]
     pub fn __call(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
+        self.__call_outputs(args).map(Outputs::into_vec)
+    }
+
+    /// [`__call`](Self::__call), with the outputs held inline (what the
+    /// generated code calls: a small call allocates nothing for the list).
+    #[doc(hidden)]
+    pub fn __call_outputs(&self, args: &[Arg]) -> Result<Outputs> {
         let scalars = crate::arg::scalar_values(&self.graph, args)?;
         // The key, and `unusual_autograd_state` in the same pass over the
         // arguments (each view is checked before its key regenerates its
         // history).
-        let probe = specialize::ProbeKey::of_checked(args, &self.meta, is_grad_enabled() && self.may_write);
+        let mut probe = specialize::ProbeKey::empty(args.len());
+        probe.fill(args, self.meta.mutates_inputs, is_grad_enabled() && self.may_write);
         if probe.unusual.is_some() {
-            return self.run_reference(args);
+            return self.run_reference(args).map(Outputs::from);
         }
         let records_grad = is_grad_enabled() && self.meta.records_history(|p| probe.requires_grad(p));
         let spec = self.cache.get_probed(&self.graph, &self.meta, &probe)?;
@@ -226,29 +237,31 @@ impl CompiledFn {
         if records_grad {
             // Functions the joint graph does not cover yet (see
             // `TrainingPlan::build`) run the eager reference.
-            let Ok(training) = plan.training(&self.graph) else { return self.run_reference(args) };
+            let Ok(training) = plan.training(&self.graph) else { return self.run_reference(args).map(Outputs::from) };
             let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
             return match crate::wrappers::autograd_fn::run(plan, training, &self.graph, &self.meta, args, &scalars)? {
-                Some(outs) => Ok(outs),
+                Some(outs) => Ok(Outputs::from(outs)),
                 None => {
                     // Abandoned before any effect: give back what it drew.
                     if let Some(state) = rng {
                         crate::ops::rng_restore(state);
                     }
-                    self.run_reference(args)
+                    self.run_reference(args).map(Outputs::from)
                 }
             };
         }
         let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
         let bases = plan.synthetic_base.bases(args);
-        let (env, deferred) = {
-            let _no_grad = crate::autograd::NoGradGuard::new();
-            let deferred = plan.runtime.deferred(&bases);
-            let skip = deferred.map_or(&[][..], |d| &d.skip);
-            (crate::executor::functional::execute(&plan.graph, &self.graph, args, &bases, &scalars, skip)?, deferred)
-        };
+        // Not a block returning the pair: the value table and the checked
+        // writes are held inline, and moving them cost a tiny call more
+        // than the work they describe.
+        let no_grad = crate::autograd::NoGradGuard::new();
+        let deferred = plan.runtime.deferred(&bases, |p| probe.geom(p));
+        let skip = deferred.as_ref().map_or(&[][..], |d| d.skip());
+        let env = crate::executor::functional::execute(&plan.graph, &self.graph, args, &bases, &scalars, skip)?;
+        drop(no_grad);
         match env {
-            Some(env) => plan.runtime.apply(&plan.graph, &self.meta, args, &bases, &env, deferred),
+            Some(env) => plan.runtime.apply(&plan.graph, &self.meta, args, &bases, &env, deferred.as_ref()),
             None => {
                 // A `reshape`/`contiguous` aliased otherwise than assumed:
                 // give back the random numbers drawn and run the reference.
@@ -258,9 +271,9 @@ impl CompiledFn {
                 // The shadows carry no autograd state: with arguments that
                 // require grad (a call that records nothing), eager itself.
                 if args.iter().any(|a| a.tensor().is_some_and(Tensor::requires_grad)) {
-                    return self.run_reference(args);
+                    return self.run_reference(args).map(Outputs::from);
                 }
-                shadow::run(&self.graph, &self.meta, args)
+                shadow::run(&self.graph, &self.meta, args).map(Outputs::from)
             }
         }
     }
@@ -357,7 +370,6 @@ pub mod __private {
     use super::CompiledFn;
     // Re-exported so generated code names only `::aot_runtime` paths.
     use crate::error::{AotError, Result};
-    use crate::tensor::Tensor;
     pub use std::sync::OnceLock;
 
     /// Rebuilds a compiled function from the JSON the macro embedded.
@@ -375,9 +387,14 @@ pub mod __private {
         CompiledFn { graph, meta, cache: Default::default(), may_write }
     }
 
-    /// The outputs as an array of the declared arity.
-    pub fn outputs<const N: usize>(outs: Vec<Tensor>, func: &str) -> Result<[Tensor; N]> {
-        let n = outs.len();
-        outs.try_into().map_err(|_| AotError::Internal { op: "aot_fn", msg: format!("`{func}` produced {n} outputs, expected {N}") })
+    pub use super::outputs::Outputs;
+
+    /// Checks that a call produced the declared number of outputs (the
+    /// generated code then [`take`](Outputs::take)s each).
+    pub fn arity(outs: &Outputs, n: usize, func: &str) -> Result<()> {
+        match outs.len() {
+            m if m == n => Ok(()),
+            m => Err(AotError::Internal { op: "aot_fn", msg: format!("`{func}` produced {m} outputs, expected {n}") }),
+        }
     }
 }

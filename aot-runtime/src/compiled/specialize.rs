@@ -23,7 +23,10 @@
 //! [`DEFAULT_CAPACITY`] (64) specialisations per function; a call whose key
 //! was evicted simply builds its specialisation again. A hit computes the
 //! key on the stack (up to [`INLINE_ARGS`] arguments), hashes it, compares
-//! it with the cached key and allocates nothing. The exceptions: a
+//! it with the cached key and allocates nothing. The same pass keeps each
+//! dense argument's geometry (`executor::fast::Geom`, read under the same
+//! look at the tensor's state), which the plan's checks of deferred writes
+//! use instead of locking the tensors again. The exceptions: a
 //! function that mutates an input, called with distinct arguments sharing
 //! a storage (finding which of those overlap allocates), and a view whose
 //! base was written since its history was recorded (autograd makes its new
@@ -32,6 +35,7 @@
 use crate::arg::Arg;
 use crate::autograd::is_grad_enabled;
 use crate::error::Result;
+use crate::executor::fast::Geom;
 use crate::tensor::Tensor;
 use crate::wrappers::{arg_geometry, AliasPattern, ArgAlias, CallPlan};
 use aot_ir::analysis::input_output::{compute_overlapping_inputs, ArgGeometry};
@@ -70,11 +74,18 @@ pub(crate) struct GuardKey {
 /// Keys of calls with up to this many arguments are computed on the stack.
 const INLINE_ARGS: usize = 16;
 
+/// How many arguments' geometries a key's pass keeps.
+const GEOM_ARGS: usize = 8;
+
 /// A call's key as computed for a lookup: inline for up to
 /// [`INLINE_ARGS`] arguments, so that a cache hit allocates nothing.
 pub(crate) struct ProbeKey {
     grad_enabled: bool,
     args: ArgKeys,
+    /// The geometries of the first [`GEOM_ARGS`] arguments, where dense
+    /// (read under the same look at each tensor's state as its key; the
+    /// plan's checks of deferred writes use them).
+    geoms: [Option<Geom>; GEOM_ARGS],
     /// With `check_unusual`: the first argument in an autograd state the
     /// compiled paths do not model, and why (the key is then incomplete).
     pub(crate) unusual: Option<(usize, &'static str)>,
@@ -89,16 +100,10 @@ enum ArgKeys {
 }
 
 impl ProbeKey {
+    /// The key of a call with these arguments (the alias part only when
+    /// the function mutates an input).
     pub(crate) fn of(args: &[Arg], meta: &StaticMeta) -> ProbeKey {
-        ProbeKey::of_checked(args, meta, false)
-    }
-
-    /// [`of`](Self::of), and with `check_unusual` also
-    /// `reference::unusual_autograd_state`: each view is checked before
-    /// its key is computed (which may regenerate its history), and the
-    /// first unusual one stops the computation.
-    pub(crate) fn of_checked(args: &[Arg], meta: &StaticMeta, check_unusual: bool) -> ProbeKey {
-        ProbeKey::compute(args, meta.mutates_inputs, check_unusual)
+        ProbeKey::compute(args, meta.mutates_inputs, false)
     }
 
     /// The key with its alias part computed even where the function
@@ -108,26 +113,61 @@ impl ProbeKey {
         ProbeKey::compute(args, true, false)
     }
 
+    #[inline]
     fn compute(args: &[Arg], with_aliases: bool, check_unusual: bool) -> ProbeKey {
-        let mut keys = if args.len() <= INLINE_ARGS {
-            ArgKeys::Inline([ArgKey::SCALAR; INLINE_ARGS], args.len())
-        } else {
-            ArgKeys::Heap(vec![ArgKey::SCALAR; args.len()])
-        };
-        let slots = match &mut keys {
+        let mut probe = ProbeKey::empty(args.len());
+        probe.fill(args, with_aliases, check_unusual);
+        probe
+    }
+
+    /// An unfilled key for `n` arguments. A call makes it where it stands
+    /// and [`fill`](Self::fill)s it there: the inline keys are a few
+    /// hundred bytes, and moving them cost a small call more than
+    /// computing them.
+    #[inline]
+    pub(crate) fn empty(n: usize) -> ProbeKey {
+        let args =
+            if n <= INLINE_ARGS { ArgKeys::Inline([ArgKey::FILLER; INLINE_ARGS], n) } else { ArgKeys::Heap(vec![ArgKey::FILLER; n]) };
+        ProbeKey { grad_enabled: is_grad_enabled(), args, geoms: [None; GEOM_ARGS], unusual: None }
+    }
+
+    /// Computes the key of `args` (of the length given to
+    /// [`empty`](Self::empty)) in place, with the alias part when
+    /// `with_aliases`. With `check_unusual` it also checks
+    /// `reference::unusual_autograd_state`: each view is checked before
+    /// its key is computed (which may regenerate its history), and the
+    /// first unusual one stops the computation (`unusual` says which).
+    pub(crate) fn fill(&mut self, args: &[Arg], with_aliases: bool, check_unusual: bool) {
+        let slots = match &mut self.args {
             ArgKeys::Inline(a, n) => &mut a[..*n],
             ArgKeys::Heap(v) => &mut v[..],
         };
+        // Whether two distinct tensors share a storage: only then can any
+        // overlap, and only then are the geometries compared.
+        let mut shared = false;
         for (i, slot) in slots.iter_mut().enumerate() {
             match ArgKey::of(args, i, with_aliases, check_unusual) {
-                Ok(k) => *slot = k,
-                Err(why) => return ProbeKey { grad_enabled: is_grad_enabled(), args: keys, unusual: Some((i, why)) },
+                Ok((k, geom)) => {
+                    if let Some(g) = self.geoms.get_mut(i) {
+                        *g = geom;
+                    }
+                    shared |= k.same_as as usize == i && k.storage_as as usize != i;
+                    *slot = k;
+                }
+                Err(why) => {
+                    self.unusual = Some((i, why));
+                    return;
+                }
             }
         }
-        if with_aliases {
+        if shared {
             mark_overlaps(args, slots);
         }
-        ProbeKey { grad_enabled: is_grad_enabled(), args: keys, unusual: None }
+    }
+
+    /// Argument `p`'s geometry, where the key's pass read one.
+    pub(crate) fn geom(&self, p: usize) -> Option<Geom> {
+        self.geoms.get(p).copied().flatten()
     }
 
     fn args(&self) -> &[ArgKey] {
@@ -244,7 +284,7 @@ impl Hash for ArgKey {
 }
 
 impl ArgKey {
-    /// What a scalar argument contributes (and the filler of unused slots).
+    /// What a scalar argument contributes.
     const SCALAR: ArgKey = ArgKey {
         dtype: u8::MAX,
         device: (0, 0),
@@ -256,22 +296,35 @@ impl ArgKey {
         overlaps: false,
     };
 
+    /// The filler of the slots a key does not use: all zeros, which costs
+    /// less to write than any other value.
+    const FILLER: ArgKey =
+        ArgKey { dtype: 0, device: (0, 0), requires_grad: false, is_leaf: false, rank: 0, same_as: 0, storage_as: 0, overlaps: false };
+
     /// Argument `i`'s key, without `overlaps` (see [`mark_overlaps`]).
     /// `Err`: with `check_unusual`, why the argument is in an autograd
     /// state the compiled paths do not model.
-    fn of(args: &[Arg], i: usize, with_aliases: bool, check_unusual: bool) -> std::result::Result<ArgKey, &'static str> {
+    /// With it, the argument's geometry where [`autograd_facts`] read one.
+    fn of(args: &[Arg], i: usize, with_aliases: bool, check_unusual: bool) -> std::result::Result<(ArgKey, Option<Geom>), &'static str> {
         let Some(t) = args[i].tensor() else {
-            return Ok(ArgKey { same_as: i as u32, storage_as: i as u32, ..ArgKey::SCALAR });
+            return Ok((ArgKey { same_as: i as u32, storage_as: i as u32, ..ArgKey::SCALAR }, None));
         };
-        let find = |f: &dyn Fn(&Tensor) -> bool| {
-            if with_aliases {
-                args[..i].iter().position(|b| b.tensor().is_some_and(f)).unwrap_or(i) as u32
-            } else {
-                i as u32
+        // One pass over the earlier arguments: the first over the same
+        // storage, and the first that is this very tensor (which shares it).
+        let (mut same_as, mut storage_as) = (i, i);
+        if with_aliases {
+            for (j, u) in args[..i].iter().enumerate().filter_map(|(j, b)| Some((j, b.tensor()?))) {
+                if u.shares_storage_with(t) {
+                    storage_as = storage_as.min(j);
+                    if u.same_tensor(t) {
+                        same_as = j;
+                        break;
+                    }
+                }
             }
-        };
-        let (requires_grad, is_leaf, rank) = autograd_facts(t, check_unusual)?;
-        Ok(ArgKey {
+        }
+        let (requires_grad, is_leaf, rank, geom) = autograd_facts(t, check_unusual)?;
+        let key = ArgKey {
             dtype: t.dtype() as u8,
             device: match t.device() {
                 crate::Device::Cpu => (0, 0),
@@ -280,30 +333,34 @@ impl ArgKey {
             requires_grad,
             is_leaf,
             rank,
-            same_as: find(&|u| u.same_tensor(t)),
-            storage_as: find(&|u| u.shares_storage_with(t)),
+            same_as: same_as as u32,
+            storage_as: storage_as as u32,
             overlaps: false,
-        })
+        };
+        Ok((key, geom))
     }
 }
 
-/// `requires_grad`, `is_leaf` and rank of `t`, with one look at its state
-/// when it is not a view (a view's history may need regenerating from its
-/// base, which the full accessors do).
+/// What [`autograd_facts`] reads of a tensor.
+type Facts = (bool, bool, u32, Option<Geom>);
+
+/// `requires_grad`, `is_leaf`, rank and geometry of `t`, with one look at
+/// its state when it is not a view (a view's history may need regenerating
+/// from its base, which the full accessors do; its geometry is not kept).
 /// `Err`: with `check_unusual`, why a view is in an autograd state the
 /// compiled paths do not model (checked before its history is touched).
-fn autograd_facts(t: &Tensor, check_unusual: bool) -> std::result::Result<(bool, bool, u32), &'static str> {
+fn autograd_facts(t: &Tensor, check_unusual: bool) -> std::result::Result<Facts, &'static str> {
     {
         let s = t.state();
         if s.ag.view.is_none() {
             let has_fn = s.ag.grad_fn.is_some();
-            return Ok((s.ag.requires_grad || has_fn, !has_fn, s.layout.rank() as u32));
+            return Ok((s.ag.requires_grad || has_fn, !has_fn, s.layout.rank() as u32, Geom::of(&s.layout, t.storage_len())));
         }
     }
     if let Some(why) = check_unusual.then(|| super::reference::unusual_state(t)).flatten() {
         return Err(why);
     }
-    Ok((t.requires_grad(), t.is_leaf(), t.rank() as u32))
+    Ok((t.requires_grad(), t.is_leaf(), t.rank() as u32, None))
 }
 
 impl GuardKey {
@@ -460,7 +517,12 @@ impl SpecCache {
     fn lookup(&self, hash: u64, probe: &ProbeKey) -> Option<Arc<Specialization>> {
         let table = self.table.read().unwrap_or_else(|e| e.into_inner());
         let e = table.find(hash, probe)?;
-        e.last_used.store(self.clock.fetch_add(1, Relaxed), Relaxed);
+        // A tick without a read-modify-write (a hit's atomics are its
+        // cost): racing hits may share a tick, which only blurs the order
+        // among entries used at the same moment.
+        let now = self.clock.load(Relaxed).wrapping_add(1);
+        self.clock.store(now, Relaxed);
+        e.last_used.store(now, Relaxed);
         Some(e.spec.clone())
     }
 
@@ -478,7 +540,7 @@ impl SpecCache {
         let key = probe.to_owned();
         let spec = Arc::new(Specialization::build(g, meta, &key)?);
         let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
-        let now = self.clock.fetch_add(1, Relaxed);
+        let now = self.clock.fetch_add(1, Relaxed).wrapping_add(1);
         if let Some(e) = table.find(hash, probe) {
             // Built by another thread meanwhile: keep one specialisation.
             e.last_used.store(now, Relaxed);

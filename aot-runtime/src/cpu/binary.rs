@@ -9,8 +9,9 @@ use super::strided::{check_layout, check_same_shape, map1, map2, map3};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::storage::CpuStorage;
+use crate::storage::{try_collect, CpuStorage};
 use num_traits::Float as _;
+use std::ops::Range;
 
 /// A binary elementwise op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -254,8 +255,8 @@ pub fn binary(op: BinaryOp, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &La
 }
 
 /// `a[la] = a[la] op b[lb]` in place (one shape, one dtype). Dense f32/f64
-/// add/sub/mul/div run as one slice loop; the rest computes `a op b` and
-/// copies it over `a`'s elements.
+/// add/sub/mul/div run as one slice loop ([`binary_assign_dense`]); the
+/// rest computes `a op b` and copies it over `a`'s elements.
 pub fn binary_assign(op: BinaryOp, a: &mut CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout) -> Result<()> {
     let name = op.name();
     check_same_shape(name, la, lb)?;
@@ -263,33 +264,86 @@ pub fn binary_assign(op: BinaryOp, a: &mut CpuStorage, la: &Layout, b: &CpuStora
     check_layout(name, lb, b.len())?;
     let dense = |l: &Layout| l.is_contiguous().then(|| l.offset..l.offset + l.numel());
     if let (Some(ra), Some(rb)) = (dense(la), dense(lb)) {
-        fn go<T: Copy + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(
-            op: BinaryOp,
-            x: &mut [T],
-            y: &[T],
-        ) -> bool {
-            let f: fn(T, T) -> T = match op {
-                BinaryOp::Add => |x, y| x + y,
-                BinaryOp::Sub => |x, y| x - y,
-                BinaryOp::Mul => |x, y| x * y,
-                BinaryOp::Div => |x, y| x / y,
-                _ => return false,
-            };
-            x.iter_mut().zip(y).for_each(|(x, &y)| *x = f(*x, y));
-            true
-        }
-        let done = match (&mut *a, b) {
-            (CpuStorage::F32(x), CpuStorage::F32(y)) => go(op, &mut x[ra], &y[rb]),
-            (CpuStorage::F64(x), CpuStorage::F64(y)) => go(op, &mut x[ra], &y[rb]),
-            _ => false,
-        };
-        if done {
-            return Ok(());
+        let arith = matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div);
+        let float = matches!((&*a, b), (CpuStorage::F32(_), CpuStorage::F32(_)) | (CpuStorage::F64(_), CpuStorage::F64(_)));
+        if arith && float {
+            return binary_assign_dense(op, a, ra, b, rb);
         }
     }
     let tl = Layout::contiguous(&la.shape);
     let r = binary(op, a, la, b, lb, &tl)?;
     crate::cpu::copy_strided(&r, &tl, a, la)
+}
+
+/// The arithmetic of the dense kernels: add/sub/mul/div in the dtype itself
+/// (f32 and f64 compute in their own type, as the general kernels do).
+fn dense_arith<T: Copy + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(
+    op: BinaryOp,
+) -> Option<fn(T, T) -> T> {
+    Some(match op {
+        BinaryOp::Add => |x, y| x + y,
+        BinaryOp::Sub => |x, y| x - y,
+        BinaryOp::Mul => |x, y| x * y,
+        BinaryOp::Div => |x, y| x / y,
+        _ => return None,
+    })
+}
+
+/// Why a dense kernel refused its operands (the callers checked them, so
+/// this is a bug, reported rather than a panic).
+fn dense_refused(op: BinaryOp, a: &CpuStorage, ra: &Range<usize>, b: &CpuStorage, rb: &Range<usize>) -> AotError {
+    AotError::internal(
+        op.name(),
+        format!(
+            "the dense kernel takes add/sub/mul/div of two f32 or f64 runs of one length inside their buffers, got {} [{ra:?} of {}] and {} [{rb:?} of {}]",
+            a.dtype(),
+            a.len(),
+            b.dtype(),
+            b.len()
+        ),
+    )
+}
+
+/// `a[ra] op b[rb]` into a new buffer: add/sub/mul/div of two dense runs of
+/// one length, both f32 or both f64 (the compiled call's direct kernels,
+/// whose operands were checked once by the caller).
+pub fn binary_dense(op: BinaryOp, a: &CpuStorage, ra: Range<usize>, b: &CpuStorage, rb: Range<usize>) -> Result<CpuStorage> {
+    fn go<T: Copy>(op: BinaryOp, f: Option<fn(T, T) -> T>, x: Option<&[T]>, y: Option<&[T]>) -> Option<Result<Vec<T>>> {
+        let (f, x, y) = (f?, x?, y?);
+        (x.len() == y.len()).then(|| try_collect(op.name(), x.iter().zip(y).map(|(&x, &y)| f(x, y))))
+    }
+    let r = match (a, b) {
+        (CpuStorage::F32(x), CpuStorage::F32(y)) => {
+            go(op, dense_arith(op), x.get(ra.clone()), y.get(rb.clone())).map(|r| r.map(CpuStorage::F32))
+        }
+        (CpuStorage::F64(x), CpuStorage::F64(y)) => {
+            go(op, dense_arith(op), x.get(ra.clone()), y.get(rb.clone())).map(|r| r.map(CpuStorage::F64))
+        }
+        _ => None,
+    };
+    r.unwrap_or_else(|| Err(dense_refused(op, a, &ra, b, &rb)))
+}
+
+/// `a[ra] = a[ra] op b[rb]` in place, for the operands of [`binary_dense`].
+pub fn binary_assign_dense(op: BinaryOp, a: &mut CpuStorage, ra: Range<usize>, b: &CpuStorage, rb: Range<usize>) -> Result<()> {
+    fn go<T: Copy>(f: Option<fn(T, T) -> T>, x: Option<&mut [T]>, y: Option<&[T]>) -> bool {
+        let (Some(f), Some(x), Some(y)) = (f, x, y) else { return false };
+        if x.len() != y.len() {
+            return false;
+        }
+        x.iter_mut().zip(y).for_each(|(x, &y)| *x = f(*x, y));
+        true
+    }
+    let done = match (&mut *a, b) {
+        (CpuStorage::F32(x), CpuStorage::F32(y)) => go(dense_arith(op), x.get_mut(ra.clone()), y.get(rb.clone())),
+        (CpuStorage::F64(x), CpuStorage::F64(y)) => go(dense_arith(op), x.get_mut(ra.clone()), y.get(rb.clone())),
+        _ => false,
+    };
+    if done {
+        Ok(())
+    } else {
+        Err(dense_refused(op, a, &ra, b, &rb))
+    }
 }
 
 /// `a op s` (or `s op a` if `scalar_first`), laid out as `out`, with a

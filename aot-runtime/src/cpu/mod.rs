@@ -19,7 +19,9 @@
 //! - `unary`: [`unary`] and [`clamp`]; contiguous f32 `exp`, `log`, `tanh`,
 //!   `sigmoid`, `silu`, `gelu`, `sin` and `cos` run `vmath`, the kernel
 //!   stage's vectorised math (errors stated in `aot_ir::kernel::math`).
-//! - `binary`: [`binary`], [`binary_scalar`] and [`where_cond`].
+//! - `binary`: [`binary`], [`binary_scalar`] and [`where_cond`], and the
+//!   dense kernels of the compiled fast path ([`binary_dense`],
+//!   [`binary_assign_dense`]).
 //! - `copy`: [`cast`], [`copy_strided`], [`scatter_add`] and [`fill`].
 //! - `reduce`: [`reduce`] (sum, mean, amax) and [`var`].
 //! - `softmax`: [`softmax`] and log-softmax.
@@ -47,7 +49,7 @@ mod elementwise_tests;
 #[cfg(test)]
 mod testutil;
 
-pub use binary::{binary, binary_assign, binary_scalar, where_cond, BinaryOp};
+pub use binary::{binary, binary_assign, binary_assign_dense, binary_dense, binary_scalar, where_cond, BinaryOp};
 pub use copy::{cast, copy_strided, fill, scatter_add};
 pub use matmul::matmul;
 pub use random::{dropout_mask, rand_uniform, randn, Rng};

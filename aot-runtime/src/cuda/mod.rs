@@ -74,6 +74,12 @@ macro_rules! unavailable_backend {
             fn binary_assign(&mut self, op: BinaryOp, _: &Layout, _: &Self, _: &Layout) -> Result<()> {
                 Err(CudaStorage::unavailable(op.name()))
             }
+            fn binary_dense(&self, op: BinaryOp, _: std::ops::Range<usize>, _: &Self, _: std::ops::Range<usize>) -> Result<Self> {
+                Err(CudaStorage::unavailable(op.name()))
+            }
+            fn binary_assign_dense(&mut self, op: BinaryOp, _: std::ops::Range<usize>, _: &Self, _: std::ops::Range<usize>) -> Result<()> {
+                Err(CudaStorage::unavailable(op.name()))
+            }
             fn binary_scalar(&self, op: BinaryOp, _: &Layout, _: f64, _: bool, _: &Layout) -> Result<Self> {
                 Err(CudaStorage::unavailable(op.name()))
             }

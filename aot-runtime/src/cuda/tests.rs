@@ -92,6 +92,8 @@ mod dummy {
             ("clamp", Box::new(|| x.clamp("clamp", &l, Some(0.0), None, &l).map(drop))),
             ("add", Box::new(|| x.binary(BinaryOp::Add, &l, &s(), &l, &l).map(drop))),
             ("mul", Box::new(|| x.binary_scalar(BinaryOp::Mul, &l, 2.0, false, &l).map(drop))),
+            ("sub", Box::new(|| x.binary_dense(BinaryOp::Sub, 0..6, &s(), 0..6).map(drop))),
+            ("div", Box::new(|| s().binary_assign_dense(BinaryOp::Div, 0..6, &x, 0..6))),
             ("where", Box::new(|| x.where_cond("where", &l, &s(), &l, &s(), &l, &l).map(drop))),
             ("to_dtype", Box::new(|| x.cast("to_dtype", &l, DType::F64, &l).map(drop))),
             ("copy_", Box::new(|| x.copy_strided("copy_", &l, &mut s(), &l))),

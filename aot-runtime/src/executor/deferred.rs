@@ -10,12 +10,19 @@
 //! straight to the caller's storage: the operands are the same then, the
 //! result is the same values with the same single version bump, and
 //! nothing is written unless every node succeeded. The check that the
-//! operands qualify is made before the plan runs; a call whose operands do
-//! not qualify runs the plan as it is.
+//! operands qualify is made before the plan runs ([`Deferred::ready`]),
+//! and the dense runs it found are what the epilogue writes through
+//! ([`Ready::apply`]); a call whose operands do not qualify runs the plan
+//! as it is.
 
+use super::fast::{inplace_runs, inplace_runs_of, write_checked, DenseWrite, Geom};
 use crate::arg::Bases;
 use aot_ir::transform::{FOutput, FunctionalGraph};
 use aot_ir::{Arg as IrArg, Node, Op, OpKind, ValueId};
+
+/// How many writes of one specialisation may be deferred (a call keeps
+/// their checked runs inline; further writes run on copies).
+const MAX_WRITES: usize = 4;
 
 /// One deferred write: input group `group` takes `op` (an in-place op
 /// whose receiver is the group's base and whose operand is input group
@@ -55,6 +62,9 @@ impl Deferred {
         };
         let written = |g: usize| fg.mutated_groups.iter().any(|&(w, _)| w == g);
         for &(group, last) in &fg.mutated_groups {
+            if d.writes.len() == MAX_WRITES {
+                break;
+            }
             let Some((cow, mutate, write)) = Self::deferrable(fg, group, last, &base_group, &written) else { continue };
             d.skip[cow] = true;
             d.skip[mutate] = true;
@@ -123,22 +133,57 @@ impl Deferred {
         Some((cow, mutate, Write { group, operand: operand_group, op }))
     }
 
-    /// Whether this call's operands qualify for every deferred write (then
-    /// the plan skips the nodes in `skip` and the epilogue runs
-    /// [`apply`](Self::apply)).
-    pub(crate) fn ready(&self, bases: &Bases) -> bool {
-        !self.writes.is_empty()
-            && self
-                .writes
-                .iter()
-                .all(|w| bases.with(w.group, |t| bases.with(w.operand, |o| super::fast::inplace_ready(w.op, t, o))) == Some(Some(true)))
+    /// The deferred writes for this call, when its operands qualify for
+    /// every one of them (then the plan skips the nodes in
+    /// [`Ready::skip`] and the epilogue runs [`Ready::apply`]), with the
+    /// runs the check found. `None`: run the plan as it is. `geom(p)`:
+    /// argument `p`'s geometry as the guard key's pass read it, if it did.
+    #[inline]
+    pub(crate) fn ready(&self, bases: &Bases, geom: impl Fn(usize) -> Option<Geom>) -> Option<Ready<'_>> {
+        if self.writes.is_empty() {
+            return None;
+        }
+        let mut runs = [const { None }; MAX_WRITES];
+        for (w, slot) in self.writes.iter().zip(&mut runs) {
+            let read = bases.single_arg(w.group).and_then(&geom).zip(bases.single_arg(w.operand).and_then(&geom));
+            let run = bases.with(w.group, |t| {
+                bases.with(w.operand, |o| match read {
+                    Some((tg, og)) => inplace_runs_of(w.op, t, tg, o, og),
+                    None => inplace_runs(w.op, t, o),
+                })
+            });
+            *slot = Some(run???);
+        }
+        Some(Ready { deferred: self, runs })
+    }
+}
+
+/// The deferred writes of one call whose operands qualified, with the
+/// dense runs [`Deferred::ready`] checked: the epilogue writes through
+/// them without reading the layouts again (nothing in the call changes
+/// them: a group whose metadata changes is never deferred).
+pub(crate) struct Ready<'d> {
+    deferred: &'d Deferred,
+    /// Per write of `deferred`, its checked runs.
+    runs: [Option<DenseWrite>; MAX_WRITES],
+}
+
+impl Ready<'_> {
+    /// Per plan node: replaced by a deferred write.
+    pub(crate) fn skip(&self) -> &[bool] {
+        &self.deferred.skip
+    }
+
+    /// Whether input group `group` is written by a deferred write.
+    pub(crate) fn defers(&self, group: usize) -> bool {
+        self.deferred.writes.iter().any(|w| w.group == group)
     }
 
     /// Runs the deferred write of `group` on the caller's tensor; `false`
-    /// when `group` has none.
+    /// when `group` has none, or it did not run.
     pub(crate) fn apply(&self, group: usize, bases: &Bases) -> bool {
-        let Some(w) = self.writes.iter().find(|w| w.group == group) else { return false };
-        let ran = bases.with(w.group, |t| bases.with(w.operand, |o| super::fast::binary_on(w.op, t, o).is_some()));
-        ran == Some(Some(true))
+        let Some(i) = self.deferred.writes.iter().position(|w| w.group == group) else { return false };
+        let (w, Some(Some(runs))) = (&self.deferred.writes[i], self.runs.get(i)) else { return false };
+        bases.with(w.group, |t| bases.with(w.operand, |o| write_checked(runs, t, o))) == Some(Some(true))
     }
 }

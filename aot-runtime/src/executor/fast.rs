@@ -8,6 +8,13 @@
 //! - the plan's copies: a `Cow` of an input's storage, and the epilogue's
 //!   write-back of a final version over the caller's storage.
 //!
+//! The operands are checked once, here (dtype, shape, density, bounds), and
+//! the backend's dense primitives (`Backend::binary_dense`,
+//! `binary_assign_dense`) take the checked runs as they are. A deferred
+//! write (`deferred.rs`) is checked before the plan runs, from the
+//! geometry the guard key's pass read ([`Geom`]) where it has one, and
+//! written by the epilogue through the runs that check found.
+//!
 //! Each computes exactly what the eager op computes: the same arithmetic
 //! in the same dtype, a contiguous result, one version bump per write.
 //! A step that does not qualify returns `None` and runs the eager op, which
@@ -20,6 +27,7 @@ use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::tensor::Tensor;
 use aot_ir::{Arg as IrArg, OpKind};
+use std::ops::Range;
 
 /// The arithmetic of `op`, and whether it writes its receiver.
 fn arith(op: OpKind) -> Option<(BinaryOp, bool)> {
@@ -46,10 +54,13 @@ fn operands<'a>(args: &[IrArg], env: &'a [Option<Tensor>]) -> Option<(&'a Tensor
     Some((t(0)?, t(1)?))
 }
 
-/// Whether `l` is dense row-major inside a buffer of `len`.
-fn dense(l: &Layout, len: usize) -> bool {
+/// The run `l` covers when it is dense row-major inside a buffer of `len`
+/// and not empty.
+#[inline]
+fn dense_run(l: &Layout, len: usize) -> Option<Range<usize>> {
     let n = l.numel();
-    n > 0 && l.is_contiguous() && l.offset.checked_add(n).is_some_and(|end| end <= len)
+    let end = l.offset.checked_add(n)?;
+    (n > 0 && end <= len && l.is_contiguous()).then_some(l.offset..end)
 }
 
 /// Runs `op` on `args` (receiver first) directly when it is an
@@ -62,25 +73,109 @@ pub(crate) fn binary(op: OpKind, args: &[IrArg], env: &[Option<Tensor>]) -> Opti
     binary_on(op, a, b)
 }
 
-/// Whether [`binary_on`] runs `op` on `target` and `operand` (an in-place
-/// op): the same checks, without the write.
-pub(crate) fn inplace_ready(op: OpKind, target: &Tensor, operand: &Tensor) -> bool {
-    matches!(arith(op), Some((_, true)))
-        && !target.shares_storage_with(operand)
-        && with_layouts(target, operand, |lt, lo| qualifies(target, lt, operand, lo))
+/// An in-place step whose operands qualified: the arithmetic and where
+/// the dense runs of its target and operand start, and their length (what
+/// [`write_checked`] takes). Small on purpose: a call keeps one per
+/// deferred write on its stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DenseWrite {
+    op: BinaryOp,
+    target: usize,
+    operand: usize,
+    len: usize,
 }
 
-/// Two f32 or f64 CPU tensors of one dtype and shape, both dense, with grad
-/// mode off.
-fn qualifies(a: &Tensor, la: &Layout, b: &Tensor, lb: &Layout) -> bool {
-    if is_grad_enabled() || a.dtype() != b.dtype() || !matches!(a.dtype(), DType::F32 | DType::F64) {
+/// The checks of [`binary_on`] for an in-place `op` of `target` and
+/// `operand`, without the write: `Some` when it would run directly.
+pub(crate) fn inplace_runs(op: OpKind, target: &Tensor, operand: &Tensor) -> Option<DenseWrite> {
+    let Some((op, true)) = arith(op) else { return None };
+    if target.shares_storage_with(operand) {
+        return None;
+    }
+    let (t, o) = with_layouts(target, operand, |lt, lo| dense_runs(target, lt, operand, lo))?;
+    Some(DenseWrite { op, target: t.start, operand: o.start, len: t.len() })
+}
+
+/// Runs a write [`inplace_runs`] checked on these very tensors, whose
+/// layouts nothing changed since (the layouts are not read again), with
+/// one version bump. `false`: nothing was written (the backend refused
+/// the runs: they no longer fit).
+pub(crate) fn write_checked(w: &DenseWrite, target: &Tensor, operand: &Tensor) -> bool {
+    let (t, o) = (target.storage(), operand.storage());
+    let (rt, ro) = (w.target..w.target.saturating_add(w.len), w.operand..w.operand.saturating_add(w.len));
+    if t.binary_assign_dense(w.op, rt, o, ro).is_err() {
         return false;
     }
-    a.device() == Device::Cpu
-        && b.device() == Device::Cpu
-        && la.shape == lb.shape
-        && dense(la, a.storage_len())
-        && dense(lb, b.storage_len())
+    t.bump_version();
+    true
+}
+
+/// A dense tensor's run in its storage and its shape (packed exactly: up
+/// to 4 dims, each below 2^15), read by the guard key's pass over the
+/// arguments (`compiled/specialize.rs`) while it holds the tensor's state,
+/// so that the checks of a deferred write need not lock it again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geom {
+    start: usize,
+    len: usize,
+    shape: u64,
+}
+
+impl Geom {
+    /// The geometry of a tensor laid out as `l` over a storage of `len`
+    /// elements; `None` unless dense, not empty and of a small shape.
+    #[inline]
+    pub(crate) fn of(l: &Layout, len: usize) -> Option<Geom> {
+        let run = dense_run(l, len)?;
+        let dims = l.shape();
+        let mut shape = dims.len() as u64;
+        if dims.len() > 4 {
+            return None;
+        }
+        for (i, &d) in dims.iter().enumerate() {
+            if d >= 1 << 15 {
+                return None;
+            }
+            shape |= (d as u64) << (4 + 15 * i);
+        }
+        Some(Geom { start: run.start, len: run.len(), shape })
+    }
+}
+
+/// [`inplace_runs`] of tensors whose geometries the guard key's pass read
+/// (`tg` of `target`, `og` of `operand`): the same checks, with the
+/// layouts' part already done.
+pub(crate) fn inplace_runs_of(op: OpKind, target: &Tensor, tg: Geom, operand: &Tensor, og: Geom) -> Option<DenseWrite> {
+    let Some((op, true)) = arith(op) else { return None };
+    if target.shares_storage_with(operand) || tg.shape != og.shape || !float_pair(target, operand) || is_grad_enabled() {
+        return None;
+    }
+    Some(DenseWrite { op, target: tg.start, operand: og.start, len: tg.len })
+}
+
+/// Two f32 or f64 CPU tensors of one dtype.
+#[inline]
+fn float_pair(a: &Tensor, b: &Tensor) -> bool {
+    let (sa, sb) = (a.storage(), b.storage());
+    let dtype = sa.dtype();
+    dtype == sb.dtype() && matches!(dtype, DType::F32 | DType::F64) && sa.device() == Device::Cpu && sb.device() == Device::Cpu
+}
+
+/// The dense runs of `a` and `b` when they qualify: two f32 or f64 CPU
+/// tensors of one dtype and shape, both dense, with grad mode off. These
+/// are all the checks a direct step makes; the backend's dense kernels
+/// take the runs as they are.
+#[inline]
+fn dense_runs(a: &Tensor, la: &Layout, b: &Tensor, lb: &Layout) -> Option<(Range<usize>, Range<usize>)> {
+    if !float_pair(a, b) {
+        return None;
+    }
+    // Compared element by element: ranks are tiny, a `memcmp` call is not.
+    let (x, y) = (la.shape(), lb.shape());
+    if x.len() != y.len() || x.iter().zip(y).any(|(m, n)| m != n) || is_grad_enabled() {
+        return None;
+    }
+    Some((dense_run(la, a.storage_len())?, dense_run(lb, b.storage_len())?))
 }
 
 /// `f` of the layouts of `a` and `b`, borrowed (a call's fixed cost must
@@ -97,17 +192,14 @@ pub(crate) fn binary_on(op: OpKind, a: &Tensor, b: &Tensor) -> Option<Tensor> {
         return None;
     }
     with_layouts(a, b, |la, lb| {
-        if !qualifies(a, la, b, lb) {
-            return None;
-        }
+        let (ra, rb) = dense_runs(a, la, b, lb)?;
         if inplace {
-            a.storage().binary_assign(bop, la, b.storage(), lb).ok()?;
+            a.storage().binary_assign_dense(bop, ra, b.storage(), rb).ok()?;
             a.storage().bump_version();
             return Some(a.clone());
         }
-        let out = Layout::contiguous(&la.shape);
-        let data = a.storage().binary(bop, la, b.storage(), lb, &out).ok()?;
-        Some(Tensor::from_storage(data, out))
+        let data = a.storage().binary_dense(bop, ra, b.storage(), rb).ok()?;
+        Some(Tensor::from_storage(data, Layout::contiguous(&la.shape)))
     })
 }
 
@@ -220,6 +312,43 @@ mod tests {
         drop(_no_grad);
         // With grad mode on the eager op records history.
         assert!(binary(OpKind::Add, &args(), &env(a.clone())).is_none(), "grad mode on");
+    }
+
+    /// A deferred write's checks give the same runs from the geometry the
+    /// guard key read as from the layouts, refuse the same operands, and
+    /// the write they allow computes what `add_` computes.
+    #[test]
+    fn deferred_write_checks_agree_with_the_layouts() {
+        let _no_grad = NoGradGuard::new();
+        let geom = |t: &Tensor| Geom::of(&t.layout(), t.storage_len());
+        let a = f32s(12, 1.0).narrow(0, 2, 6).unwrap().view(&[2, 3]).unwrap();
+        let b = f32s(6, 4.0).view(&[2, 3]).unwrap();
+        let (ga, gb) = (geom(&a).unwrap(), geom(&b).unwrap());
+        let w = inplace_runs(OpKind::AddInplace, &a, &b).unwrap();
+        assert_eq!(inplace_runs_of(OpKind::AddInplace, &a, ga, &b, gb), Some(w));
+        let expect: Vec<f32> = a.to_vec::<f32>().unwrap().iter().zip(b.to_vec::<f32>().unwrap()).map(|(x, y)| x + y).collect();
+        let v = a.version();
+        assert!(write_checked(&w, &a, &b));
+        assert_eq!((a.to_vec::<f32>().unwrap(), a.version()), (expect, v + 1));
+        // Refused alike: another shape of as many elements, a dtype pair,
+        // an out-of-place op, and one storage on both sides.
+        let flat = f32s(6, 0.0).view(&[3, 2]).unwrap();
+        let wide = b.to_dtype(DType::F64).unwrap();
+        let cases = [(OpKind::AddInplace, &flat), (OpKind::MulInplace, &wide), (OpKind::Add, &b), (OpKind::SubInplace, &a)];
+        for (op, o) in cases {
+            assert!(inplace_runs(op, &a, o).is_none(), "{op:?}");
+            assert!(inplace_runs_of(op, &a, ga, o, geom(o).unwrap()).is_none(), "{op:?}");
+        }
+        // No geometry for what the checks do not take.
+        assert!(geom(&a.t().unwrap()).is_none(), "transposed");
+        assert!(geom(&f32s(4, 0.0).view(&[1, 1, 1, 1, 4]).unwrap()).is_none(), "5 dims");
+        assert!(geom(&Tensor::zeros(&[1 << 15], DType::F32, &crate::Device::Cpu).unwrap()).is_none(), "a dim of 2^15");
+        assert!(geom(&Tensor::zeros(&[0], DType::F32, &crate::Device::Cpu).unwrap()).is_none(), "empty");
+        // Runs that no longer fit the storage are refused, not written.
+        let short = f32s(2, 0.0);
+        let v = short.version();
+        assert!(!write_checked(&w, &short, &b));
+        assert_eq!(short.version(), v);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use aot_ir::transform::FunctionalGraph;
 use aot_ir::{Arg as IrArg, Graph, Node, Op, ScalarValue, ValueId};
 
 /// The values of a finished run, indexed by functional value.
-pub(crate) type Env = Vec<Option<Tensor>>;
+pub(crate) use super::values::Env;
 
 /// Executes `fg`, but for the nodes `skip` marks (writes deferred to the
 /// epilogue, `deferred.rs`). `Ok(None)`: a `reshape`/`contiguous` did not alias as the
@@ -35,7 +35,7 @@ pub(crate) fn execute(
     scalars: &[Option<ScalarValue>],
     skip: &[bool],
 ) -> Result<Option<Env>> {
-    let mut env: Env = vec![None; fg.num_values];
+    let mut env = Env::new(fg.num_values);
     let internal = |what: String| AotError::Internal { op: "compiled call", msg: format!("`{}`: {what}", g.name) };
     let tensor_arg = |n: &Node, i: usize| {
         n.args.get(i).and_then(IrArg::as_tensor).ok_or_else(|| internal(format!("argument {i} of {} is not a tensor", n.value())))

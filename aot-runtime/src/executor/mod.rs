@@ -11,7 +11,8 @@
 //!   training path), grad mode off.
 //! - [`fast`]: direct kernels for small dense elementwise nodes and the
 //!   plan's copies; [`deferred`]: in-place writes of an input that wait for
-//!   the epilogue and run on the caller's storage.
+//!   the epilogue and run on the caller's storage; [`values`]: the value
+//!   table of a functional run, inline for small graphs.
 //!
 //! The executors know nothing of the wrappers or of `CompiledFn`: the
 //! wrappers (`crate::wrappers`) and `crate::compiled` call them.
@@ -22,3 +23,4 @@ pub(crate) mod fast;
 pub(crate) mod functional;
 pub(crate) mod interp;
 pub(crate) mod joint;
+pub(crate) mod values;

@@ -26,8 +26,9 @@
 use crate::arg::Arg;
 use crate::arg::Bases;
 use crate::autograd::NoGradGuard;
+use crate::compiled::__private::Outputs;
 use crate::error::{AotError, Result};
-use crate::executor::deferred::Deferred;
+use crate::executor::deferred::Ready;
 use crate::executor::functional::{get, Env};
 use crate::tensor::Tensor;
 use crate::wrappers::autograd_fn::{arg, hidden, inplace_refused};
@@ -46,8 +47,8 @@ pub(crate) fn apply(
     args: &[Arg],
     bases: &Bases,
     env: &Env,
-    deferred: Option<&Deferred>,
-) -> Result<Vec<Tensor>> {
+    deferred: Option<&Ready>,
+) -> Result<Outputs> {
     // With grad mode off (the caller's), only views pass `requires_grad` on.
     let grad_mode_off = !crate::autograd::is_grad_enabled();
     let _no_grad = NoGradGuard::new();
@@ -68,7 +69,7 @@ pub(crate) fn apply(
         arg_tensor(args, p)?.as_strided_(&t.shape(), &t.stride(), t.storage_offset())?;
     }
     for &(group, v) in &fg.mutated_groups {
-        if let Some(d) = deferred.filter(|d| d.writes.iter().any(|w| w.group == group)) {
+        if let Some(d) = deferred.filter(|d| d.defers(group)) {
             // `Deferred::ready` checked the operands before the plan ran.
             if !d.apply(group, bases) {
                 return Err(AotError::Internal { op: "epilogue", msg: format!("the deferred write of input group {group} did not run") });
@@ -81,11 +82,11 @@ pub(crate) fn apply(
         }
     }
     let mut regenerated: Vec<(aot_ir::ValueId, Tensor)> = Vec::new();
-    let mut results: Vec<Tensor> = Vec::with_capacity(fg.outputs.len());
+    let mut results = Outputs::with_capacity(fg.outputs.len());
     for (k, o) in fg.outputs.iter().enumerate() {
         let object = fg.output_objects.get(k);
         if let Some(j) = (0..k).find(|&j| fg.output_objects.get(j) == object) {
-            let same = results[j].clone();
+            let same = results.get(j).cloned().ok_or_else(|| AotError::internal("epilogue", format!("no output {j} before {k}")))?;
             results.push(same);
             continue;
         }

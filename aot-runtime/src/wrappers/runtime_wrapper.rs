@@ -10,10 +10,11 @@
 
 use super::epilogue;
 use crate::arg::{Arg, Bases};
+use crate::compiled::__private::Outputs;
 use crate::error::Result;
-use crate::executor::deferred::Deferred;
+use crate::executor::deferred::{Deferred, Ready};
+use crate::executor::fast::Geom;
 use crate::executor::functional::Env;
-use crate::tensor::Tensor;
 use aot_ir::transform::FunctionalGraph;
 use aot_ir::StaticMeta;
 
@@ -30,9 +31,11 @@ impl RuntimeWrapper {
     }
 
     /// Run time: the deferred writes to leave out of the graph's run, when
-    /// this call's operands allow deferring them (`None`: run them all).
-    pub(crate) fn deferred(&self, bases: &Bases) -> Option<&Deferred> {
-        self.deferred.ready(bases).then_some(&self.deferred)
+    /// this call's operands allow deferring them (`None`: run them all);
+    /// `geom` as `Deferred::ready` takes it.
+    #[inline]
+    pub(crate) fn deferred(&self, bases: &Bases, geom: impl Fn(usize) -> Option<Geom>) -> Option<Ready<'_>> {
+        self.deferred.ready(bases, geom)
     }
 
     /// Run time: the epilogue of an inference call (see `epilogue::apply`).
@@ -43,8 +46,8 @@ impl RuntimeWrapper {
         args: &[Arg],
         bases: &Bases,
         env: &Env,
-        deferred: Option<&Deferred>,
-    ) -> Result<Vec<Tensor>> {
+        deferred: Option<&Ready>,
+    ) -> Result<Outputs> {
         epilogue::apply(fg, meta, args, bases, env, deferred)
     }
 }
