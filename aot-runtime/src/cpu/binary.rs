@@ -262,7 +262,8 @@ pub fn binary_assign(op: BinaryOp, a: &mut CpuStorage, la: &Layout, b: &CpuStora
     check_same_shape(name, la, lb)?;
     check_layout(name, la, a.len())?;
     check_layout(name, lb, b.len())?;
-    let dense = |l: &Layout| l.is_contiguous().then(|| l.offset..l.offset + l.numel());
+    // An empty layout may start past the buffer: the general path.
+    let dense = |l: &Layout| (l.numel() > 0 && l.is_contiguous()).then(|| l.offset..l.offset + l.numel());
     if let (Some(ra), Some(rb)) = (dense(la), dense(lb)) {
         let arith = matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div);
         let float = matches!((&*a, b), (CpuStorage::F32(_), CpuStorage::F32(_)) | (CpuStorage::F64(_), CpuStorage::F64(_)));

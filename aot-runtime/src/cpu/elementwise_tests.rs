@@ -468,3 +468,16 @@ fn unary_of_an_empty_tensor_past_the_end() {
         assert!(values(&out).is_empty(), "{op:?}");
     }
 }
+
+/// An in-place op on an empty tensor past its buffer's end writes nothing
+/// and succeeds (the differential test found the dense path refusing it).
+#[test]
+fn inplace_binary_of_an_empty_tensor_past_the_end() {
+    let l = Layout::new(vec![0usize], vec![1usize], 5);
+    for dtype in [DType::F32, DType::F64] {
+        let mut a = storage(dtype, &[1.0, 2.0, 3.0]);
+        let b = storage(dtype, &[4.0, 5.0, 6.0]);
+        crate::cpu::binary_assign(BinaryOp::Add, &mut a, &l, &b, &l).unwrap();
+        assert_eq!(values(&a), vec![1.0, 2.0, 3.0], "{dtype}");
+    }
+}
