@@ -438,3 +438,40 @@ fn a_view_of_an_argument_transposed_in_place_has_eager_gradients() -> Result<()>
     assert_eq!(grads[1], grads[0]);
     Ok(())
 }
+
+#[aot_fn]
+fn copy_into_then_return_expanded_alias(a: &Tensor, b: &mut Tensor, c: &mut Tensor) -> (Tensor, Tensor) {
+    let s = a.sum_dim(&[0], false);
+    b.t_();
+    b.zero_();
+    b.copy_(&s);
+    c.t_();
+    s.add_(2.0);
+    (s, c)
+}
+
+/// An expanded argument (elements that overlap) that is neither written
+/// nor requires grad, over a storage another argument writes and returned:
+/// eager sums the gradients of its elements that share the written storage
+/// element, so the call runs the eager reference (found by the long fuzz
+/// run, seed 26).
+#[test]
+fn an_expanded_alias_of_a_written_argument_has_eager_gradients() -> Result<()> {
+    let mut grads = Vec::new();
+    for compiled in [false, true] {
+        let a = Tensor::from_vec(vec![0.5f64, -1.0, 2.0], &[3], &dev())?.requires_grad_(true)?;
+        let s1 = Tensor::from_vec((0..12).map(f64::from).collect::<Vec<_>>(), &[4, 3], &dev())?;
+        let mut b = s1.clone();
+        let mut c = s1.as_strided(&[3, 1], &[0, 1], 0)?;
+        let outs = if compiled {
+            let (s, c) = copy_into_then_return_expanded_alias(&a, &mut b, &mut c)?;
+            vec![s, c]
+        } else {
+            copy_into_then_return_expanded_alias::compiled().run_eager(&[(&a).into(), (&b).into(), (&c).into()])?
+        };
+        outs[0].mul(3.0)?.sum()?.add(&outs[1].mul(&outs[1])?.sum()?)?.backward()?;
+        grads.push(a.grad().expect("a gets a gradient").to_vec::<f64>()?);
+    }
+    assert_eq!(grads[1], grads[0]);
+    Ok(())
+}

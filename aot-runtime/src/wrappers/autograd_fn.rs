@@ -263,7 +263,7 @@ fn record_node(
 /// Why a call with these arguments cannot use the compiled training path
 /// although its function has one: aliased arguments without a common base,
 /// or an argument whose elements overlap (an expanded tensor) that requires
-/// grad or is written (the joint's gradient rules address elements, and
+/// grad or whose storage the call writes (the joint's gradient rules address elements, and
 /// eager sums the gradients of the elements that share storage).
 pub(crate) fn call_refusal(sb: &AOTSyntheticBaseWrapper, meta: &StaticMeta, args: &[Arg]) -> Option<&'static str> {
     let groups = &sb.groups;
@@ -279,15 +279,17 @@ pub(crate) fn call_refusal(sb: &AOTSyntheticBaseWrapper, meta: &StaticMeta, args
         return Some("a view made under no_grad of an argument that another argument aliases, in a function that writes its arguments");
     }
     // The joint addresses an argument's elements, not its storage: a write
-    // through a view of an expanded argument reaches the elements that
-    // share the written storage, and eager sums their gradients.
-    let overlapping = |(p, a): (usize, &Arg)| {
-        a.tensor().is_some_and(|t| {
-            (t.requires_grad() || meta.inputs.get(p).is_some_and(|m| m.mutates_data())) && !t.layout().is_non_overlapping()
-        })
+    // to the storage of an expanded argument (through it or through another
+    // argument over that storage) reaches every element that shares the
+    // written storage element, and eager sums their gradients.
+    let storage_written = |p: usize| {
+        let g = groups.group_of.get(p).copied().flatten();
+        g.is_some() && groups.group_of.iter().enumerate().any(|(q, h)| *h == g && meta.inputs.get(q).is_some_and(|m| m.mutates_data()))
     };
+    let overlapping =
+        |(p, a): (usize, &Arg)| a.tensor().is_some_and(|t| (t.requires_grad() || storage_written(p)) && !t.layout().is_non_overlapping());
     if args.iter().enumerate().any(overlapping) {
-        return Some("an argument whose elements overlap (an expanded tensor) that requires grad or is written");
+        return Some("an argument whose elements overlap (an expanded tensor) that requires grad or whose storage is written");
     }
     sb.autograd_bases(args)
         .is_none()
