@@ -195,7 +195,7 @@ impl CompiledFn {
 
     /// Runs the graph op by op on eager tensors: the reference semantics.
     pub fn run_eager(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
-        crate::executor::interp::run(&self.graph, args)
+        crate::executor::interp::run_source(&self.graph, args)
     }
 
     /// The entry point of the functions `#[aot_fn]` generates.

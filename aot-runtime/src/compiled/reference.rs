@@ -34,14 +34,14 @@ pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tens
         let rng = meta.has_random_ops.then(crate::ops::rng_snapshot);
         let dry = replicas(args).and_then(|reps| {
             let rep_args: Vec<Arg> = args.iter().zip(&reps).map(|(a, r)| r.as_ref().map_or(*a, Arg::Tensor)).collect();
-            interp::run(g, &rep_args)
+            interp::run_source(g, &rep_args)
         });
         if let Some(state) = rng {
             crate::ops::rng_restore(state);
         }
         dry?;
     }
-    interp::run(g, args)
+    interp::run_source(g, args)
 }
 
 /// Whether the function may write an argument. Whether an input is

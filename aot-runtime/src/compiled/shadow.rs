@@ -51,7 +51,7 @@ pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tens
         shadows[i] = Some(over.alias_with_layout(t.layout()));
     }
     let shadow_args: Vec<Arg> = args.iter().zip(&shadows).map(|(a, s)| s.as_ref().map_or(*a, Arg::Tensor)).collect();
-    let outs = interp::run(g, &shadow_args)?;
+    let outs = interp::run_source(g, &shadow_args)?;
 
     // Commit.
     for (orig, copy, _) in copies.iter().filter(|(_, c, v)| c.version() != *v) {

@@ -1,29 +1,388 @@
-//! The eager reference: runs a graph op by op on real eager tensors.
+//! The one interpreter: runs the nodes of every stage of the one IR with
+//! the eager kernels, one node at a time.
 //!
-//! Parameters are bound to the very argument tensors (handle clones), so
-//! in-place ops write the caller's tensors, metadata mutations change the
-//! caller's tensor objects, views alias for real, and an output that is a
-//! parameter is returned as that same tensor. `no_grad` nodes run under the
-//! runtime's `NoGradGuard`. This is the semantics compiled execution is
-//! tested against. Each op runs through the one dispatcher
-//! ([`super::dispatch`]).
+//! The stages differ in a few switches ([`Mode`]), in where their inputs
+//! come from ([`Inputs`]), and in what a run records besides its values
+//! ([`Track`]); the loop ([`run`]) and the work of each node ([`step`])
+//! are shared:
+//!
+//! - **source** ([`run_source`]): parameters are bound to the very
+//!   argument tensors (handle clones), so in-place ops write the caller's
+//!   tensors, views alias for real, and an output that is a parameter is
+//!   returned as that same tensor. This is the eager reference compiled
+//!   calls are tested against; it runs no direct kernel, so autograd
+//!   records every op.
+//! - **functional** (`functional.rs`, the inference path): inputs are the
+//!   input groups' bases; `Mutate` writes in place the root version it
+//!   consumes (functionalize guarantees no later node reads it).
+//! - **joint** (`joint.rs`: the joint graph and its forward and backward
+//!   partitions, the training path): `Mutate` writes a copy of its root,
+//!   because a backward may still read the version it replaced; an
+//!   `as_strided` view reaching outside its receiver falls back; a backward
+//!   with missing tangents tracks which values are zero.
+//!
+//! Every node runs under its own `no_grad`. Each op runs through the one
+//! dispatcher ([`super::dispatch`]), or a direct kernel (`fast.rs`) where
+//! one computes the same and the mode allows it. A node whose assumption
+//! failed (a `reshape`/`contiguous` that aliased otherwise than the plan
+//! assumed) stops the run with [`Stop::Fallback`] before it is stored.
 
-use super::dispatch::exec_node;
-use crate::arg::{scalar_values, Arg};
+use super::dispatch::{exec, exec_node, replay, ArgGeometrySource, Values};
+use crate::arg::{scalar_values, Arg, Bases};
+use crate::autograd::prims::{eval_prim, scalar};
+use crate::autograd::view_prims::eval_view_prim;
 use crate::autograd::NoGradGuard;
 use crate::error::{AotError, Result};
+use crate::layout::Layout;
 use crate::tensor::Tensor;
-use aot_ir::{Graph, Node};
+use aot_ir::transform::grad_rules::Prim;
+use aot_ir::transform::ChainStep;
+use aot_ir::{Arg as IrArg, Graph, Node, Op, OpKind, ScalarValue, ValueId};
+use std::borrow::Cow;
 
-/// Runs `g` on `args` and returns its outputs.
-pub(crate) fn run(g: &Graph, args: &[Arg]) -> Result<Vec<Tensor>> {
+/// The switches that differ between stages.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mode {
+    /// `Mutate` writes the root version it consumes (else a copy of it).
+    pub mutate_in_place: bool,
+    /// Small dense elementwise ops may run a direct kernel (`fast.rs`),
+    /// which records no history.
+    pub direct_kernels: bool,
+    /// An `as_strided` view must stay inside its receiver (else fall back):
+    /// eager sends such a view's gradient to its receiver, which keeps its
+    /// own elements' only, while the joint places views by absolute
+    /// geometry. The two agree while the view stays inside.
+    pub views_within_receiver: bool,
+}
+
+impl Mode {
+    pub(crate) const SOURCE: Mode = Mode { mutate_in_place: true, direct_kernels: false, views_within_receiver: false };
+    pub(crate) const FUNCTIONAL: Mode = Mode { mutate_in_place: true, direct_kernels: true, views_within_receiver: false };
+    pub(crate) const JOINT: Mode = Mode { mutate_in_place: false, direct_kernels: true, views_within_receiver: true };
+}
+
+/// Where `Primal` and `Tangent` nodes find their tensors.
+pub(crate) enum Inputs<'a> {
+    /// Every input is bound in the table before the run (the source's
+    /// parameters, a partition's inputs).
+    Bound,
+    /// Input group `g` is the call's base of group `g`.
+    Bases(&'a Bases<'a, 'a>),
+    /// By position.
+    Tensors { primals: &'a [Tensor], tangents: &'a [Tensor] },
+}
+
+impl Inputs<'_> {
+    fn primal(&self, g: usize) -> Result<Tensor> {
+        let t = match self {
+            Inputs::Bases(b) => b.get(g),
+            Inputs::Tensors { primals, .. } => primals.get(g).cloned(),
+            Inputs::Bound => None,
+        };
+        t.ok_or_else(|| internal(format!("no primal {g}")))
+    }
+
+    fn tangent(&self, i: usize) -> Result<Tensor> {
+        match self {
+            Inputs::Tensors { tangents, .. } => tangents.get(i).cloned(),
+            _ => None,
+        }
+        .ok_or_else(|| internal(format!("no tangent {i}")))
+    }
+}
+
+/// Which source argument an op's error names.
+pub(crate) enum Blame<'a> {
+    /// Errors are reported as they are (the caller names the function).
+    Nobody,
+    /// The node is a node of this source graph.
+    Source(&'a Graph),
+    /// Node `i` came from source node `src_node[i]` (functional nodes).
+    Mapped { graph: &'a Graph, src_node: &'a [Option<usize>] },
+}
+
+/// What a run records besides its values.
+pub(crate) enum Track<'a> {
+    Nothing,
+    /// Per node: whether a `reshape`/`contiguous` result aliased its
+    /// receiver (`None` for other nodes).
+    Aliasing(&'a mut Vec<Option<bool>>),
+    /// Per value: whether it is known to be zero (a backward some of whose
+    /// tangents never arrived; see [`zero_result`]).
+    Zeros(&'a mut [bool]),
+}
+
+/// One run's fixed context.
+pub(crate) struct Ctx<'a, G: ?Sized> {
+    pub mode: Mode,
+    pub inputs: Inputs<'a>,
+    pub scalars: &'a [Option<ScalarValue>],
+    /// The arguments' geometry, for `ArgGeometry` steps of view chains.
+    pub geometry: &'a G,
+    /// Nodes not to run (writes deferred to the epilogue, `deferred.rs`).
+    pub skip: &'a [bool],
+    pub blame: Blame<'a>,
+}
+
+/// Why a run stopped: an error, or a node outside what the plan covers,
+/// found before anything was written (the caller runs the eager reference).
+#[derive(Debug)]
+pub(crate) enum Stop {
+    Error(AotError),
+    Fallback(&'static str),
+}
+
+impl From<AotError> for Stop {
+    fn from(e: AotError) -> Stop {
+        Stop::Error(e)
+    }
+}
+
+impl Stop {
+    /// The stop as an error, a fallback as `Unsupported` (for callers that
+    /// have no other path).
+    pub(crate) fn into_error(self) -> AotError {
+        match self {
+            Stop::Error(e) => e,
+            Stop::Fallback(why) => AotError::Unsupported { op: "compiled graph", msg: why.to_string() },
+        }
+    }
+}
+
+const RESHAPE_SURPRISE: &str = "a reshape/contiguous aliased otherwise than the compiled graph assumed";
+
+fn internal(msg: String) -> AotError {
+    AotError::Internal { op: "executor", msg }
+}
+
+/// The tensor of value `v` in a run's table.
+pub(crate) fn get(env: &[Option<Tensor>], v: ValueId) -> Result<&Tensor> {
+    env.get(v.index()).and_then(Option::as_ref).ok_or_else(|| internal(format!("value {v} used before it was computed")))
+}
+
+/// Runs `nodes` in order, storing each node's value in `env`.
+pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
+    nodes: &[Node],
+    env: &mut [Option<Tensor>],
+    cx: &Ctx<'_, G>,
+    track: &mut Track<'_>,
+) -> std::result::Result<(), Stop> {
+    for (i, node) in nodes.iter().enumerate() {
+        if cx.skip.get(i).copied().unwrap_or(false) {
+            continue;
+        }
+        let t = {
+            let _no_grad = node.no_grad.then(NoGradGuard::new);
+            step(node, env, cx)?
+        };
+        let t = match track {
+            Track::Nothing => t,
+            Track::Aliasing(outcomes) => {
+                let maybe = node
+                    .kind()
+                    .is_some_and(|op| matches!(op.alias_effect(), aot_ir::op::AliasEffect::MaybeView | aot_ir::op::AliasEffect::MaybeSame));
+                let recv = node.receiver().and_then(|r| env.get(r.index())).and_then(Option::as_ref);
+                outcomes.push(recv.filter(|_| maybe).map(|r| t.shares_storage_with(r)));
+                t
+            }
+            Track::Zeros(zero) if zero_result(node, zero) => {
+                if let Some(z) = zero.get_mut(node.value().index()) {
+                    *z = true;
+                }
+                // Zeros with the value's own layout over a storage of the
+                // same length, so geometry read off it later still fits.
+                if node.is(OpKind::ZerosLike) {
+                    t
+                } else {
+                    t.storage_as_1d().zeros_like()?.alias_with_layout(t.layout())
+                }
+            }
+            Track::Zeros(_) => t,
+        };
+        if let Some(out) = node.out {
+            *env.get_mut(out.index()).ok_or_else(|| internal(format!("value {out} out of range")))? = Some(t);
+        }
+    }
+    Ok(())
+}
+
+/// The value `node` computes.
+fn step<G: ArgGeometrySource + ?Sized>(node: &Node, env: &[Option<Tensor>], cx: &Ctx<'_, G>) -> std::result::Result<Tensor, Stop> {
+    let tensor = |k: usize| -> Result<&Tensor> {
+        match node.args.get(k) {
+            Some(IrArg::Tensor(v)) => get(env, *v),
+            _ => Err(internal(format!("argument {k} of {} is not a tensor", node.value()))),
+        }
+    };
+    let blamed = |e: AotError| blame(e, node, &cx.blame);
+    match &node.op {
+        Op::Primal(g) => Ok(cx.inputs.primal(*g)?),
+        Op::Tangent(k) => Ok(cx.inputs.tangent(*k)?),
+        Op::Cow => {
+            let t = tensor(0)?;
+            Ok(match super::fast::cow(t) {
+                Some(copy) => copy,
+                None => copy_storage(t)?,
+            })
+        }
+        Op::Regen(chain) => replay_checked(tensor(0)?, chain, cx),
+        Op::Dsl { op, check_alias } => {
+            let direct = if cx.mode.direct_kernels { super::fast::binary(*op, &node.args, env) } else { None };
+            let r = match direct {
+                Some(r) => r,
+                None => exec_node(*op, &node.args, env, cx.scalars).map_err(blamed)?,
+            };
+            if let Some(assumed) = check_alias {
+                if r.shares_storage_with(tensor(0)?) != *assumed {
+                    return Err(Stop::Fallback(RESHAPE_SURPRISE));
+                }
+            }
+            if cx.mode.views_within_receiver && *op == OpKind::AsStrided && !within(&r.layout(), &tensor(0)?.layout()) {
+                return Err(Stop::Fallback("an as_strided view reaching outside the tensor it was taken of"));
+            }
+            Ok(r)
+        }
+        // In place on the view of the root version it consumes
+        // (`args[1]`); the root is the new version.
+        Op::Mutate { op, .. } if cx.mode.mutate_in_place => {
+            let op_args = node.args.get(1..).unwrap_or(&[]);
+            let direct = cx.mode.direct_kernels && super::fast::binary(*op, op_args, env).is_some();
+            if !direct {
+                exec_node(*op, op_args, env, cx.scalars).map_err(blamed)?;
+            }
+            Ok(tensor(0)?.clone())
+        }
+        // On a copy of the root, through the chain replayed on the copy.
+        // An operand over the root's storage is read from the copy with its
+        // own geometry, so eager's overlap checks see what eager sees (and
+        // the values are the same).
+        Op::Mutate { op, chain } => {
+            let orig = tensor(0)?;
+            let root = copy_storage(orig)?;
+            let view = replay_checked(&root, chain, cx)?;
+            let operands = OnCopy { env, orig, root: &root };
+            exec(*op, &view, node.args.get(2..).unwrap_or(&[]), &operands, cx.scalars).map_err(blamed)?;
+            Ok(root)
+        }
+        Op::Prim(p) => Ok(run_prim(p, node, env, cx)?),
+    }
+}
+
+/// `e`, naming the function and the argument `node` concerns: the first
+/// parameter among its source node's tensor operands (the receiver first).
+fn blame(e: AotError, node: &Node, how: &Blame<'_>) -> AotError {
+    let (g, src) = match how {
+        Blame::Nobody => return e,
+        Blame::Source(g) => (*g, Some(node)),
+        Blame::Mapped { graph, src_node } => {
+            let k = node.out.and_then(|v| src_node.get(v.index()).copied().flatten());
+            (*graph, k.and_then(|k| graph.nodes.get(k)))
+        }
+    };
+    let arg = src.and_then(|n| n.tensor_args().find_map(|v| g.param_of(v))).map(|p| g.params[p].name.as_str());
+    e.in_function(&g.name, arg)
+}
+
+/// The environment as a copy-`Mutate`'s operands see it: a tensor over the
+/// original root's storage is read from the root's copy, with its own
+/// geometry.
+struct OnCopy<'a> {
+    env: &'a [Option<Tensor>],
+    orig: &'a Tensor,
+    root: &'a Tensor,
+}
+
+impl Values for OnCopy<'_> {
+    fn tensor(&self, v: ValueId) -> Result<Cow<'_, Tensor>> {
+        let t = get(self.env, v)?;
+        Ok(if t.shares_storage_with(self.orig) { Cow::Owned(self.root.alias_with_layout(t.layout())) } else { Cow::Borrowed(t) })
+    }
+}
+
+/// A chain replayed on `root`; the chain is a view by construction, so a
+/// `reshape`/`contiguous` in it that copied means the plan's assumption
+/// failed.
+fn replay_checked<G: ArgGeometrySource + ?Sized>(root: &Tensor, chain: &[ChainStep], cx: &Ctx<'_, G>) -> std::result::Result<Tensor, Stop> {
+    let v = replay(root, chain, cx.geometry, cx.scalars)?;
+    if !v.shares_storage_with(root) {
+        return Err(Stop::Fallback(RESHAPE_SURPRISE));
+    }
+    Ok(v)
+}
+
+/// Whether every element `view` addresses is one of `of`'s.
+fn within(view: &Layout, of: &Layout) -> bool {
+    let mut mine: Vec<usize> = of.offsets().collect();
+    mine.sort_unstable();
+    view.offsets().all(|o| mine.binary_search(&o).is_ok())
+}
+
+/// A copy of `t`'s whole storage, viewed with `t`'s geometry.
+fn copy_storage(t: &Tensor) -> Result<Tensor> {
+    Ok(t.storage_as_1d().copy()?.alias_with_layout(t.layout()))
+}
+
+/// A backward-only primitive: dropout's mask here, the others by the
+/// evaluators shared with eager backward.
+fn run_prim<G: ArgGeometrySource + ?Sized>(p: &Prim, node: &Node, env: &[Option<Tensor>], cx: &Ctx<'_, G>) -> Result<Tensor> {
+    let tensors = node.args.iter().map(|a| a.as_tensor().map(|v| get(env, v).cloned()).transpose()).collect::<Result<Vec<_>>>()?;
+    match p {
+        Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::ViewScatter(_) => {
+            eval_view_prim(p, &tensors, &|t, chain| replay(t, chain, cx.geometry, cx.scalars))
+        }
+        Prim::DropoutMask => {
+            let p = match scalar(node.args.get(1), cx.scalars)? {
+                ScalarValue::F64(p) => p,
+                ScalarValue::I64(p) => p as f64,
+                ScalarValue::Bool(_) => return Err(internal("dropout_mask: bool probability".into())),
+            };
+            // The source op's checks, before anything is drawn.
+            let x = tensors.first().cloned().flatten().ok_or_else(|| internal("dropout_mask: no tensor argument".into()))?;
+            if !(0.0..=1.0).contains(&p) || !x.dtype().is_float() {
+                return x.dropout(p);
+            }
+            x.dropout_mask(p)
+        }
+        _ => eval_prim(p, &node.args, &tensors, cx.scalars),
+    }
+}
+
+/// Whether `node`'s value is zero: `zeros_like`, a product (`mul`,
+/// `matmul`, a quotient's numerator) with a zero operand, or a linear map
+/// (a view, a sum, a cast, a gradient-shaping prim) of a zero. Set rather
+/// than computed, so a non-finite forward value on such a path (`0 * inf`)
+/// cannot reach a gradient, as it cannot in eager, which never runs that
+/// path.
+fn zero_result(node: &Node, zero: &[bool]) -> bool {
+    use OpKind as K;
+    let z = |i: usize| matches!(node.args.get(i), Some(IrArg::Tensor(v)) if zero.get(v.index()).copied().unwrap_or(false));
+    let tensors = || node.args.iter().enumerate().filter(|(_, a)| matches!(a, IrArg::Tensor(_))).map(|(i, _)| i);
+    match &node.op {
+        Op::Dsl { op, .. } => match op {
+            K::ZerosLike => true,
+            K::Mul | K::Matmul | K::Mm | K::Bmm => tensors().any(z),
+            K::Add | K::Sub => tensors().all(z),
+            K::Div | K::Neg | K::Sum | K::SumDim | K::MeanDim | K::Expand | K::Contiguous | K::Copy | K::Reshape => z(0),
+            _ => op.class() == aot_ir::OpClass::View && z(0),
+        },
+        Op::Prim(p) => match p {
+            Prim::SumToLike | Prim::CastLike | Prim::ReshapeLike | Prim::ExpandLike | Prim::KeepDims | Prim::MatmulGrad { .. } => z(0),
+            Prim::ViewGrad(_) | Prim::ViewOf(_) => z(1),
+            Prim::ViewScatter(_) => z(1) && z(2),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// The source stage: runs `g` on `args` and returns its outputs.
+pub(crate) fn run_source(g: &Graph, args: &[Arg]) -> Result<Vec<Tensor>> {
     run_recording(g, args, &mut Vec::new())
 }
 
-/// [`run`], recording per node whether a `reshape`/`contiguous` result
-/// aliased its receiver (`None` for other nodes).
+/// [`run_source`], recording per node whether a `reshape`/`contiguous`
+/// result aliased its receiver (`None` for other nodes).
 pub(crate) fn run_recording(g: &Graph, args: &[Arg], outcomes: &mut Vec<Option<bool>>) -> Result<Vec<Tensor>> {
-    use aot_ir::op::AliasEffect;
     outcomes.clear();
     let scalars = scalar_values(g, args)?;
     let mut env: Vec<Option<Tensor>> = vec![None; g.values.len()];
@@ -32,21 +391,8 @@ pub(crate) fn run_recording(g: &Graph, args: &[Arg], outcomes: &mut Vec<Option<b
             env[v.index()] = Some(t.clone());
         }
     }
-    for node in &g.nodes {
-        let op =
-            node.kind().ok_or_else(|| AotError::Internal { op: "interpreter", msg: format!("`{}` in a source graph", node.op.name()) })?;
-        let result = {
-            let _no_grad = node.no_grad.then(NoGradGuard::new);
-            exec_node(op, &node.args, env.as_slice(), &scalars)
-        };
-        let t = result.map_err(|e| e.in_function(&g.name, blame(g, node)))?;
-        let maybe = matches!(op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame);
-        let recv = node.receiver().and_then(|r| env.get(r.index()).cloned().flatten());
-        outcomes.push(recv.filter(|_| maybe).map(|r| t.shares_storage_with(&r)));
-        if let Some(out) = node.out {
-            env[out.index()] = Some(t);
-        }
-    }
+    let cx = Ctx { mode: Mode::SOURCE, inputs: Inputs::Bound, scalars: &scalars, geometry: args, skip: &[], blame: Blame::Source(g) };
+    run(&g.nodes, &mut env, &cx, &mut Track::Aliasing(outcomes)).map_err(Stop::into_error)?;
     g.outputs
         .iter()
         .map(|v| {
@@ -56,10 +402,4 @@ pub(crate) fn run_recording(g: &Graph, args: &[Arg], outcomes: &mut Vec<Option<b
                 .ok_or_else(|| AotError::Internal { op: "interpreter", msg: format!("output {v} of `{}` was never computed", g.name) })
         })
         .collect()
-}
-
-/// The argument an error at `node` concerns: the first parameter among its
-/// tensor operands (the receiver first).
-pub(crate) fn blame<'g>(g: &'g Graph, node: &Node) -> Option<&'g str> {
-    node.tensor_args().find_map(|v| g.param_of(v)).map(|p| g.params[p].name.as_str())
 }

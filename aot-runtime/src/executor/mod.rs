@@ -3,12 +3,14 @@
 //! - [`dispatch`]: the one place an `OpKind` meets its eager op; every
 //!   executor below (and eager backward's gradient rules) runs its ops
 //!   through it, and replays view chains with it.
-//! - [`interp`]: the source graph, op by op on the real arguments (the
-//!   eager reference compiled calls are tested against).
-//! - [`functional`]: a functional graph (the inference path); nothing here
-//!   writes a caller's tensor.
-//! - [`joint`]: joint graphs and their forward/backward partitions (the
-//!   training path), grad mode off.
+//! - [`interp`]: the one interpreter, which runs the nodes of every stage
+//!   (source, functional, joint), parameterised by the stage's switches;
+//!   it also runs the source graph on the real arguments (the eager
+//!   reference compiled calls are tested against).
+//! - [`functional`]: the functional stage's entry (the inference path);
+//!   nothing there writes a caller's tensor.
+//! - [`joint`]: the joint stage's entries: joint graphs and their
+//!   forward/backward partitions (the training path), grad mode off.
 //! - [`fast`]: direct kernels for small dense elementwise nodes and the
 //!   plan's copies; [`deferred`]: in-place writes of an input that wait for
 //!   the epilogue and run on the caller's storage; [`values`]: the value

@@ -28,10 +28,6 @@ impl Env {
             Env(Repr::Heap(vec![None; n]))
         }
     }
-
-    pub(crate) fn as_slice(&self) -> &[Option<Tensor>] {
-        self
-    }
 }
 
 impl Deref for Env {
@@ -74,7 +70,7 @@ mod tests {
             if let Some(last) = env.last_mut() {
                 *last = Some(t.clone());
             }
-            assert_eq!(env.as_slice().iter().flatten().count(), n.min(1), "{n}");
+            assert_eq!(env.iter().flatten().count(), n.min(1), "{n}");
             assert!(n == 0 || env[n - 1].as_ref().is_some_and(|x| x.same_tensor(&t)));
             assert!(env.get(n).is_none(), "no slot past the graph's values");
         }
