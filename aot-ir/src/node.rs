@@ -14,7 +14,11 @@
 //!   replayed on a root version, and a write as a new root version
 //!   (PyTorch's `*_scatter`).
 //! - [`Op::Prim`]: the backward-only primitives of the gradient rules.
+//! - [`Op::Kernel`], [`Op::Load`]: the kernel stage: a group of
+//!   elementwise nodes computed by one generated kernel, whose body reads
+//!   its inputs with `Load` ([`crate::kernel`]).
 
+use crate::kernel::Kernel;
 use crate::op::{AliasEffect, OpClass, OpKind};
 use crate::types::{Arg, ScalarExpr, SpanId, ValueId};
 use serde::{Deserialize, Serialize};
@@ -64,6 +68,11 @@ pub enum Op {
     Mutate { op: OpKind, chain: Vec<ChainStep> },
     /// A backward-only primitive.
     Prim(Prim),
+    /// `[]`, in a kernel body only: the kernel's input `.0`.
+    Load(usize),
+    /// `[inputs..]`: a generated kernel (the kernel stage; see
+    /// [`crate::kernel`]), computing its body on its inputs.
+    Kernel(Box<Kernel>),
 }
 
 impl From<OpKind> for Op {
@@ -83,6 +92,8 @@ impl Op {
             Op::Regen(_) => "regen",
             Op::Mutate { .. } => "scatter",
             Op::Prim(p) => p.name(),
+            Op::Load(_) => "load",
+            Op::Kernel(_) => "kernel",
         }
     }
 }
@@ -199,7 +210,8 @@ impl Node {
     pub fn is_cheap(&self) -> bool {
         match &self.op {
             Op::Primal(_) | Op::Tangent(_) | Op::Cow | Op::Mutate { .. } => false,
-            Op::Regen(_) => true,
+            Op::Regen(_) | Op::Kernel(_) => true,
+            Op::Load(_) => false,
             Op::Prim(p) => p.is_cheap(),
             Op::Dsl { op, .. } => {
                 !op.is_random()

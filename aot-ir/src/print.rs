@@ -72,6 +72,8 @@ impl<'a> Names<'a> {
                 Some(c) => write!(line, "{}({}, {})", p.name(), args.join(", "), self.chain_text(c)),
                 None => write!(line, "{p}({})", args.join(", ")),
             },
+            Op::Load(i) => write!(line, "load(in{i})"),
+            Op::Kernel(k) => write!(line, "{}({})", k.name, args.join(", ")),
         };
         match (&node.op, node.out.and_then(|v| self.values.get(v.index())).and_then(|i| i.name.as_ref())) {
             (Op::Dsl { check_alias: Some(true), .. }, _) => line.push_str("  // checked: aliases"),

@@ -74,6 +74,10 @@ pub enum Stage {
     /// The backward partition (saved values and tangents are its inputs):
     /// what the rules emit, and cheap forward nodes recomputed.
     Backward,
+    /// A kernel's body: loads of its inputs, then elementwise DSL ops.
+    /// (The functional, joint, forward and backward stages admit kernels
+    /// once scheduled.)
+    Kernel,
 }
 
 impl fmt::Display for Stage {
@@ -84,6 +88,7 @@ impl fmt::Display for Stage {
             Stage::Joint => "joint",
             Stage::Forward => "forward",
             Stage::Backward => "backward",
+            Stage::Kernel => "kernel",
         })
     }
 }
@@ -95,6 +100,7 @@ impl Stage {
         match op {
             Op::Dsl { op, check_alias } => match self {
                 Source => check_alias.is_none(),
+                Kernel => check_alias.is_none() && crate::kernel::is_elementwise(*op),
                 _ => {
                     !op.is_inplace()
                         && (check_alias.is_none() || matches!(op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame))
@@ -105,6 +111,8 @@ impl Stage {
             Op::Cow | Op::Mutate { .. } => matches!(self, Functional | Joint | Forward),
             Op::Regen(_) => self != Source,
             Op::Prim(_) => matches!(self, Joint | Forward | Backward),
+            Op::Load(_) => self == Kernel,
+            Op::Kernel(_) => matches!(self, Functional | Joint | Forward | Backward),
         }
     }
 
@@ -162,7 +170,32 @@ fn check_args(node: &Node, params: &[ParamType]) -> Result<(), String> {
             dsl_args(*op, &node.args[1..], params)
         }
         Op::Prim(p) => arity(p.arity()).and_then(|_| (0..p.num_tensors()).try_for_each(tensor_at)),
+        Op::Load(_) => arity(0),
+        Op::Kernel(k) => {
+            arity(k.num_inputs())?;
+            (0..node.args.len()).try_for_each(tensor_at)?;
+            check_kernel(k, params)
+        }
     }
+}
+
+/// A kernel body: its loads first, numbered in order, then ops of the
+/// kernel stage, SSA over the kernel's values, and a stored value that
+/// the body defines.
+fn check_kernel(k: &crate::kernel::Kernel, params: &[ParamType]) -> Result<(), String> {
+    let n = k.num_inputs();
+    for (i, node) in k.body.iter().enumerate() {
+        let is_load = matches!(node.op, Op::Load(_));
+        if is_load != (i < n) || (is_load && node.op != Op::Load(i)) || (is_load && node.out != Some(ValueId(i as u32))) {
+            return Err(format!("kernel `{}`: body node {i}: loads must come first, in order", k.name));
+        }
+    }
+    let mut defined = vec![false; k.num_values];
+    Stage::Kernel.check_nodes(&k.body, &mut defined, params).map_err(|(i, msg)| format!("kernel `{}`: body node {i}: {msg}", k.name))?;
+    if !defined.get(k.out.index()).copied().unwrap_or(false) {
+        return Err(format!("kernel `{}` stores {}, which its body does not define", k.name, k.out));
+    }
+    Ok(())
 }
 
 /// A DSL op's receiver and arguments against its signature.

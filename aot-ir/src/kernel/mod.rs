@@ -1,6 +1,10 @@
-//! The kernel stage (being built; see issue 13): what generated kernels
-//! compute, written once for the CPU backend and the C renderer.
+//! The kernel stage: what generated kernels compute, written once for the
+//! CPU backend and the C renderer.
 //!
+//! - [`ir`]: the [`Kernel`], a group of elementwise nodes one generated
+//!   loop computes; a stage holds it as an [`crate::Op::Kernel`] node.
+//! - [`schedule`]: the scheduler, which groups the fusible nodes of a
+//!   stage into kernels.
 //! - [`math`]: the f32 transcendental functions, generic over [`math::Lanes`]
 //!   so that the CPU evaluates them on plain floats in vectorisable loops
 //!   and the renderer emits the very same operations as C;
@@ -8,4 +12,9 @@
 //!   NVRTC compile, given the few CUDA bit-cast builtins).
 
 pub mod c_math;
+pub mod ir;
 pub mod math;
+pub mod schedule;
+
+pub use ir::{is_elementwise, Kernel};
+pub use schedule::{schedule, Scheduled};

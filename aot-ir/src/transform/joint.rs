@@ -182,6 +182,7 @@ fn forward(fg: &FunctionalGraph, requires_grad: &[bool]) -> Result<Forward, Join
         let (r, d) = match &fnode.op {
             Op::Primal(group) => (group_rg.get(*group).copied().unwrap_or(false), false),
             Op::Cow | Op::Regen(_) => (arg_rg(0), true),
+            Op::Load(_) | Op::Kernel(_) => return Err(err(format!("node {src}: a kernel before scheduling"))),
             Op::Dsl { op: OpKind::Dropout, .. } => {
                 // Dropout is `x * mask` with the mask drawn as a value of its
                 // own (PyTorch's `native_dropout`): the backward multiplies
@@ -312,6 +313,9 @@ fn node_vjp(e: &mut Emit, node: &Node, g: ValueId, flow: &Flow, grads: &mut [Opt
     let wants = |a: &Arg| a.as_tensor().is_some_and(|v| rg[v.index()]);
     match &node.op {
         Op::Primal(_) | Op::Tangent(_) | Op::Prim(_) => {}
+        Op::Load(_) | Op::Kernel(_) => {
+            return Err(format!("node {src_node}: a kernel has no gradient rule (the joint graph is built before scheduling)"))
+        }
         Op::Cow => {
             if let Some(src) = node.args[0].as_tensor() {
                 accumulate(e, grads, src, g);

@@ -1,0 +1,162 @@
+//! The scheduler: turns the node list of a stage (the functional graph,
+//! the forward or the backward partition) into the kernel stage, where
+//! each group of fusible elementwise nodes is one [`Op::Kernel`] node.
+//!
+//! A group is a tree with one result: a node joins the group of an operand
+//! it alone reads, when that operand is computed by a fusible node and no
+//! later stage step (an output, a saved value, a copy-back) needs it. So
+//! a fused intermediate is never stored, and no op is computed twice:
+//! fusion never recomputes and never adds memory traffic. The kernel takes
+//! the place of the group's last node; its other members move down to it,
+//! which is sound because nothing else reads them. A write in place
+//! (`Mutate`) closes every open group, so no read moves past a write that
+//! may change what it reads. Groups of one node stay as they are (the
+//! runtime's direct kernels take the commonest single ops).
+
+use super::ir::{is_elementwise, Kernel};
+use crate::node::{Node, Op};
+use crate::types::{Arg, ValueId};
+
+/// A scheduled stage: its nodes, and per node the index of the node of the
+/// input list it is (`None` for a kernel).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Scheduled {
+    pub nodes: Vec<Node>,
+    pub origin: Vec<Option<usize>>,
+}
+
+impl Scheduled {
+    /// The kernels, in order.
+    pub fn kernels(&self) -> impl Iterator<Item = &Kernel> {
+        self.nodes.iter().filter_map(|n| match &n.op {
+            Op::Kernel(k) => Some(&**k),
+            _ => None,
+        })
+    }
+}
+
+fn fusible(n: &Node) -> bool {
+    matches!(n.op, Op::Dsl { op, check_alias: None } if is_elementwise(op)) && n.out.is_some()
+}
+
+/// Schedules `nodes` (values below `num_values`); `live_out` are the
+/// values read after the stage (outputs, saved values, copy-backs).
+/// Kernel names are `fused_<ops>_<k>`, numbered from `first`.
+pub fn schedule(nodes: &[Node], num_values: usize, live_out: &[ValueId], first: usize) -> Scheduled {
+    // Per value: how many node arguments read it; live-out values count as
+    // read elsewhere.
+    let mut uses = vec![0usize; num_values];
+    for v in nodes.iter().flat_map(Node::tensor_args).chain(live_out.iter().copied()) {
+        if let Some(u) = uses.get_mut(v.index()) {
+            *u += 1;
+        }
+    }
+    let mut producer = vec![None; num_values];
+    // Per node: the group it belongs to (the index of the group's root).
+    let mut group: Vec<Option<usize>> = vec![None; nodes.len()];
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut epoch_of = vec![0usize; nodes.len()];
+    let mut epoch = 0;
+    for (i, n) in nodes.iter().enumerate() {
+        if let Some(out) = n.out.filter(|o| o.index() < num_values) {
+            producer[out.index()] = Some(i);
+        }
+        if matches!(n.op, Op::Mutate { .. }) {
+            epoch += 1;
+            continue;
+        }
+        if !fusible(n) {
+            continue;
+        }
+        let mut mine = vec![i];
+        for v in n.tensor_args() {
+            let read_here = n.tensor_args().filter(|&w| w == v).count();
+            let Some(p) = producer.get(v.index()).copied().flatten() else { continue };
+            let Some(root) = group[p] else { continue };
+            if root == i || epoch_of[root] != epoch || uses[v.index()] != read_here {
+                continue;
+            }
+            for m in std::mem::take(&mut members[root]) {
+                group[m] = Some(i);
+                mine.push(m);
+            }
+        }
+        group[i] = Some(i);
+        epoch_of[i] = epoch;
+        mine.sort_unstable();
+        members[i] = mine;
+    }
+    emit(nodes, &group, &members, first)
+}
+
+/// The scheduled node list: each group of two or more at its root.
+fn emit(nodes: &[Node], group: &[Option<usize>], members: &[Vec<usize>], first: usize) -> Scheduled {
+    let mut out = Scheduled::default();
+    let mut count = first;
+    for (i, n) in nodes.iter().enumerate() {
+        match group[i] {
+            Some(root) if members[root].len() > 1 => {
+                if root == i {
+                    out.nodes.push(kernel_node(nodes, &members[root], count));
+                    out.origin.push(None);
+                    count += 1;
+                }
+            }
+            _ => {
+                out.nodes.push(n.clone());
+                out.origin.push(Some(i));
+            }
+        }
+    }
+    out
+}
+
+/// The kernel node of the group `members` (node indices, in order; the
+/// last is the root).
+fn kernel_node(nodes: &[Node], members: &[usize], index: usize) -> Node {
+    let defined: Vec<ValueId> = members.iter().filter_map(|&m| nodes[m].out).collect();
+    let mut inputs: Vec<ValueId> = Vec::new();
+    for v in members.iter().flat_map(|&m| nodes[m].tensor_args()) {
+        if !defined.contains(&v) && !inputs.contains(&v) {
+            inputs.push(v);
+        }
+    }
+    let local = |v: ValueId| -> ValueId {
+        match inputs.iter().position(|&w| w == v) {
+            Some(k) => ValueId(k as u32),
+            None => ValueId((inputs.len() + defined.iter().position(|&w| w == v).unwrap_or(0)) as u32),
+        }
+    };
+    let mut body: Vec<Node> = (0..inputs.len()).map(|k| Node::new(Op::Load(k), Vec::new(), Some(ValueId(k as u32)))).collect();
+    for &m in members {
+        let n = &nodes[m];
+        let args = n
+            .args
+            .iter()
+            .map(|a| match a {
+                Arg::Tensor(v) => Arg::Tensor(local(*v)),
+                other => other.clone(),
+            })
+            .collect();
+        body.push(Node { op: n.op.clone(), args, out: n.out.map(local), no_grad: false, span: n.span });
+    }
+    let root = &nodes[*members.last().unwrap_or(&0)];
+    // Named after its first few ops, as a reader would describe it.
+    let ops: Vec<&str> = members.iter().filter_map(|&m| nodes[m].kind()).map(|k| k.name()).take(6).collect();
+    let kernel = Kernel {
+        name: format!("fused_{}_{index}", ops.join("_")),
+        num_values: inputs.len() + defined.len(),
+        out: root.out.map(local).unwrap_or(ValueId(0)),
+        body,
+    };
+    Node {
+        op: Op::Kernel(Box::new(kernel)),
+        args: inputs.into_iter().map(Arg::Tensor).collect(),
+        out: root.out,
+        no_grad: false,
+        span: root.span,
+    }
+}
+
+#[cfg(test)]
+mod tests;
