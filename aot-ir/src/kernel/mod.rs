@@ -5,6 +5,10 @@
 //!   loop computes; a stage holds it as an [`crate::Op::Kernel`] node.
 //! - [`schedule`]: the scheduler, which groups the fusible nodes of a
 //!   stage into kernels.
+//! - [`elementwise`]: the one definition of each elementwise op's
+//!   arithmetic ([`elementwise::with_op`]), which the CPU backend runs and
+//!   the C renderer renders.
+//! - [`special`]: f64 `erf`/`erfc`.
 //! - [`math`]: the f32 transcendental functions, generic over [`math::Lanes`]
 //!   so that the CPU evaluates them on plain floats in vectorisable loops
 //!   and the renderer emits the very same operations as C;
@@ -12,9 +16,11 @@
 //!   NVRTC compile, given the few CUDA bit-cast builtins).
 
 pub mod c_math;
+pub mod elementwise;
 pub mod ir;
 pub mod math;
 pub mod schedule;
+pub mod special;
 
 pub use ir::{is_elementwise, Kernel};
 pub use schedule::{schedule, Scheduled};

@@ -145,10 +145,10 @@ impl Float for f32 {
         self as f64
     }
     fn erf(self) -> Self {
-        super::special::erf(self as f64) as f32
+        aot_ir::kernel::special::erf(self as f64) as f32
     }
     fn erfc(self) -> Self {
-        super::special::erfc(self as f64) as f32
+        aot_ir::kernel::special::erfc(self as f64) as f32
     }
 }
 
@@ -162,10 +162,10 @@ impl Float for f64 {
         self
     }
     fn erf(self) -> Self {
-        super::special::erf(self)
+        aot_ir::kernel::special::erf(self)
     }
     fn erfc(self) -> Self {
-        super::special::erfc(self)
+        aot_ir::kernel::special::erfc(self)
     }
 }
 

@@ -39,7 +39,6 @@ mod output;
 mod random;
 mod reduce;
 mod softmax;
-mod special;
 mod strided;
 mod unary;
 pub(crate) mod vmath;

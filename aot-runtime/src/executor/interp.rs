@@ -265,6 +265,7 @@ fn step<G: ArgGeometrySource + ?Sized>(node: &Node, env: &[Option<Tensor>], cx: 
             Ok(root)
         }
         Op::Prim(p) => Ok(run_prim(p, node, env, cx)?),
+        Op::Load(_) | Op::Kernel(_) => Err(internal(format!("`{}` before kernels run", node.op.name())).into()),
     }
 }
 

@@ -126,7 +126,7 @@ fn erfc2(ix: u32, x: f64) -> f64 {
 }
 
 /// The error function.
-pub(crate) fn erf(x: f64) -> f64 {
+pub fn erf(x: f64) -> f64 {
     let hx = high_word(x);
     let negative = hx >> 31 != 0;
     let ix = hx & 0x7fff_ffff;
@@ -166,7 +166,7 @@ pub(crate) fn erf(x: f64) -> f64 {
 
 /// The complementary error function `1 - erf(x)`, computed without the
 /// cancellation of the subtraction.
-pub(crate) fn erfc(x: f64) -> f64 {
+pub fn erfc(x: f64) -> f64 {
     let hx = high_word(x);
     let negative = hx >> 31 != 0;
     let ix = hx & 0x7fff_ffff;

@@ -1,0 +1,249 @@
+//! The one definition of every elementwise op a kernel computes.
+//!
+//! [`with_op`] hands a visitor the function of an op, as a generic closure
+//! over the compute type [`Compute`]. The CPU backend's visitor runs it in
+//! a loop over a block of plain floats (one monomorphic, vectorisable loop
+//! per op); the C renderer's visitor calls it once on [`super::c_math::CVal`]s,
+//! which records the same operations as C. So an op's arithmetic is
+//! written here once, for every backend, and matches the eager kernels:
+//!
+//! - f32 (and f16/bf16, which compute in f32 and round after every op, as
+//!   eager does) takes its transcendental functions from [`super::math`];
+//! - f64 takes std's, and `erf`/`erfc` from [`super::special`];
+//! - a scalar operand is rounded to the compute type first.
+
+use super::math::{self, Lanes};
+use crate::op::OpKind;
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+/// A compute type of kernels: plain arithmetic plus the functions the ops
+/// need.
+pub trait Compute: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self> {
+    /// `v` rounded to this type (how a scalar operand enters an op).
+    fn of(v: f64) -> Self;
+    fn sqrt(self) -> Self;
+    fn abs(self) -> Self;
+    fn pow(self, e: Self) -> Self;
+    fn exp(self) -> Self;
+    fn log(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn tanh(self) -> Self;
+    fn sigmoid(self) -> Self;
+    fn silu(self) -> Self;
+    fn gelu(self) -> Self;
+    /// `self` if `keep`, else `other`, with `keep` = `self` is NaN or
+    /// `self >= other` (`torch.maximum`: NaN wins).
+    fn max_nan(self, other: Self) -> Self;
+    /// As [`max_nan`](Self::max_nan), with `self <= other`.
+    fn min_nan(self, other: Self) -> Self;
+    /// `0` where `self <= 0`, else `self` (NaN stays NaN).
+    fn relu(self) -> Self;
+}
+
+/// Receives the function of an op from [`with_op`].
+pub trait OpVisitor<C: Compute> {
+    type Out;
+    /// `f(a, b)`: the op's value at one position; unary ops ignore `b`.
+    fn visit<F: Fn(C, C) -> C + Copy + Send + Sync>(self, f: F) -> Self::Out;
+}
+
+/// `v.visit(f)` with the function of `op`; `None` for an op that is not
+/// elementwise ([`super::is_elementwise`]).
+#[inline(always)]
+pub fn with_op<C: Compute, V: OpVisitor<C>>(op: OpKind, v: V) -> Option<V::Out> {
+    use OpKind as K;
+    Some(match op {
+        K::Add => v.visit(|a: C, b: C| a + b),
+        K::Sub => v.visit(|a: C, b: C| a - b),
+        K::Mul => v.visit(|a: C, b: C| a * b),
+        K::Div => v.visit(|a: C, b: C| a / b),
+        K::Pow => v.visit(|a: C, b: C| a.pow(b)),
+        K::Maximum => v.visit(|a: C, b: C| a.max_nan(b)),
+        K::Minimum => v.visit(|a: C, b: C| a.min_nan(b)),
+        K::Neg => v.visit(|a: C, _| -a),
+        K::Exp => v.visit(|a: C, _| a.exp()),
+        K::Log => v.visit(|a: C, _| a.log()),
+        K::Sqrt => v.visit(|a: C, _| a.sqrt()),
+        K::Rsqrt => v.visit(|a: C, _| C::of(1.0) / a.sqrt()),
+        K::Abs => v.visit(|a: C, _| a.abs()),
+        K::Sin => v.visit(|a: C, _| a.sin()),
+        K::Cos => v.visit(|a: C, _| a.cos()),
+        K::Tanh => v.visit(|a: C, _| a.tanh()),
+        K::Sigmoid => v.visit(|a: C, _| a.sigmoid()),
+        K::Relu => v.visit(|a: C, _| a.relu()),
+        K::Gelu => v.visit(|a: C, _| a.gelu()),
+        K::Silu => v.visit(|a: C, _| a.silu()),
+        K::Reciprocal => v.visit(|a: C, _| C::of(1.0) / a),
+        K::Square => v.visit(|a: C, _| a * a),
+        _ => return None,
+    })
+}
+
+impl Compute for f32 {
+    #[inline(always)]
+    fn of(v: f64) -> f32 {
+        v as f32
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+    #[inline(always)]
+    fn abs(self) -> f32 {
+        f32::abs(self)
+    }
+    #[inline(always)]
+    fn pow(self, e: f32) -> f32 {
+        self.powf(e)
+    }
+    #[inline(always)]
+    fn exp(self) -> f32 {
+        math::exp(self)
+    }
+    #[inline(always)]
+    fn log(self) -> f32 {
+        math::log(self)
+    }
+    /// Beyond [`math::SIN_COS_LIMIT`] the reduction in f32 loses the
+    /// argument: computed in f64 there (a branch the vector loop keeps
+    /// out of its common path).
+    #[inline(always)]
+    fn sin(self) -> f32 {
+        if Lanes::abs(self) > math::SIN_COS_LIMIT {
+            (self as f64).sin() as f32
+        } else {
+            math::sin(self)
+        }
+    }
+    #[inline(always)]
+    fn cos(self) -> f32 {
+        if Lanes::abs(self) > math::SIN_COS_LIMIT {
+            (self as f64).cos() as f32
+        } else {
+            math::cos(self)
+        }
+    }
+    #[inline(always)]
+    fn tanh(self) -> f32 {
+        math::tanh(self)
+    }
+    #[inline(always)]
+    fn sigmoid(self) -> f32 {
+        math::sigmoid(self)
+    }
+    #[inline(always)]
+    fn silu(self) -> f32 {
+        math::silu(self)
+    }
+    #[inline(always)]
+    fn gelu(self) -> f32 {
+        math::gelu(self)
+    }
+    #[inline(always)]
+    fn max_nan(self, o: f32) -> f32 {
+        if self.is_nan() || self >= o {
+            self
+        } else {
+            o
+        }
+    }
+    #[inline(always)]
+    fn min_nan(self, o: f32) -> f32 {
+        if self.is_nan() || self <= o {
+            self
+        } else {
+            o
+        }
+    }
+    #[inline(always)]
+    fn relu(self) -> f32 {
+        if self <= 0.0 {
+            0.0
+        } else {
+            self
+        }
+    }
+}
+
+impl Compute for f64 {
+    #[inline(always)]
+    fn of(v: f64) -> f64 {
+        v
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+    #[inline(always)]
+    fn abs(self) -> f64 {
+        f64::abs(self)
+    }
+    #[inline(always)]
+    fn pow(self, e: f64) -> f64 {
+        self.powf(e)
+    }
+    #[inline(always)]
+    fn exp(self) -> f64 {
+        f64::exp(self)
+    }
+    #[inline(always)]
+    fn log(self) -> f64 {
+        f64::ln(self)
+    }
+    #[inline(always)]
+    fn sin(self) -> f64 {
+        f64::sin(self)
+    }
+    #[inline(always)]
+    fn cos(self) -> f64 {
+        f64::cos(self)
+    }
+    #[inline(always)]
+    fn tanh(self) -> f64 {
+        f64::tanh(self)
+    }
+    #[inline(always)]
+    fn sigmoid(self) -> f64 {
+        1.0 / (1.0 + (-self).exp())
+    }
+    #[inline(always)]
+    fn silu(self) -> f64 {
+        self / (1.0 + (-self).exp())
+    }
+    /// `0.5 x (1 + erf(x/sqrt 2))`; for negative x as `0.5 x erfc(-x/sqrt 2)`,
+    /// which avoids the cancellation in `1 + erf`.
+    #[inline(always)]
+    fn gelu(self) -> f64 {
+        let k = std::f64::consts::FRAC_1_SQRT_2;
+        if self >= 0.0 {
+            0.5 * self * (1.0 + super::special::erf(self * k))
+        } else {
+            0.5 * self * super::special::erfc(-self * k)
+        }
+    }
+    #[inline(always)]
+    fn max_nan(self, o: f64) -> f64 {
+        if self.is_nan() || self >= o {
+            self
+        } else {
+            o
+        }
+    }
+    #[inline(always)]
+    fn min_nan(self, o: f64) -> f64 {
+        if self.is_nan() || self <= o {
+            self
+        } else {
+            o
+        }
+    }
+    #[inline(always)]
+    fn relu(self) -> f64 {
+        if self <= 0.0 {
+            0.0
+        } else {
+            self
+        }
+    }
+}
