@@ -190,6 +190,9 @@ fn check_kernel(k: &crate::kernel::Kernel, params: &[ParamType]) -> Result<(), S
             return Err(format!("kernel `{}`: body node {i}: loads must come first, in order", k.name));
         }
     }
+    if k.stage_values.len() != k.num_values {
+        return Err(format!("kernel `{}` maps {} of its {} values to the stage", k.name, k.stage_values.len(), k.num_values));
+    }
     let mut defined = vec![false; k.num_values];
     Stage::Kernel.check_nodes(&k.body, &mut defined, params).map_err(|(i, msg)| format!("kernel `{}`: body node {i}: {msg}", k.name))?;
     if !defined.get(k.out.index()).copied().unwrap_or(false) {

@@ -52,7 +52,7 @@ pub(crate) mod wrappers;
 
 pub use aot_macros::aot_fn;
 pub use autograd::{is_grad_enabled, no_grad, NoGradGuard};
-pub use compiled::{Arg, CallReport, CompiledFn};
+pub use compiled::{Arg, CallReport, CompiledFn, KernelSource};
 pub use device::Device;
 pub use dtype::{DType, Scalar, WithDType};
 pub use error::{AotError, Result};

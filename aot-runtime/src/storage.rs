@@ -15,7 +15,7 @@
 //! `try_reserve_exact`: a request that is too large is an
 //! [`AotError::OutOfMemory`] naming the op, never an abort.
 
-use crate::backend::{Backend, BinaryOp, Distribution, ReduceOp, Rng, UnaryOp};
+use crate::backend::{Backend, BinaryOp, Distribution, FusedProgram, ReduceOp, Rng, UnaryOp};
 use crate::cuda::CudaStorage;
 use crate::device::Device;
 use crate::dtype::{DType, WithDType};
@@ -468,5 +468,46 @@ impl Storage {
     pub(crate) fn matmul(&self, op: &'static str, la: &Layout, rhs: &Storage, lb: &Layout) -> Result<Storage> {
         same_device(op, self, &[rhs])?;
         self.read2(rhs, |a, b| map_backend2!(op, (a, b), (x, y) => x.matmul(op, la, y, lb))).map(Storage::new)
+    }
+
+    /// [`Backend::fused`] over `inputs` (storages and their broadcast
+    /// layouts; a storage may appear more than once). `None`: the backend
+    /// declined, or the inputs are not on one device (the caller's
+    /// op-by-op path reports that).
+    pub(crate) fn fused(name: &'static str, p: &FusedProgram<'_>, inputs: &[(&Storage, Layout)], out: &Layout) -> Option<Result<Storage>> {
+        // One read lock per distinct storage.
+        let mut distinct: Vec<&Storage> = Vec::new();
+        let slot: Vec<usize> = inputs
+            .iter()
+            .map(|(s, _)| match distinct.iter().position(|d| std::ptr::eq(*d, *s)) {
+                Some(k) => k,
+                None => {
+                    distinct.push(s);
+                    distinct.len() - 1
+                }
+            })
+            .collect();
+        let guards: Vec<RwLockReadGuard<'_, StorageData>> = distinct.iter().map(|s| s.read()).collect();
+        let layouts = inputs.iter().map(|(_, l)| l.clone());
+        let cpu: Option<Vec<(&CpuStorage, Layout)>> = slot
+            .iter()
+            .zip(layouts.clone())
+            .map(|(&k, l)| match &*guards[k] {
+                StorageData::Cpu(c) => Some((c, l)),
+                StorageData::Cuda(_) => None,
+            })
+            .collect();
+        if let Some(cpu) = cpu {
+            return CpuStorage::fused(name, p, &cpu, out).map(|r| r.map(|d| Storage::new(StorageData::Cpu(d))));
+        }
+        let cuda: Option<Vec<(&CudaStorage, Layout)>> = slot
+            .iter()
+            .zip(layouts)
+            .map(|(&k, l)| match &*guards[k] {
+                StorageData::Cuda(c) => Some((c, l)),
+                StorageData::Cpu(_) => None,
+            })
+            .collect();
+        CudaStorage::fused(name, p, &cuda?, out).map(|r| r.map(|d| Storage::new(StorageData::Cuda(d))))
     }
 }

@@ -43,6 +43,10 @@ pub struct Kernel {
     pub num_values: usize,
     /// The body value the kernel stores.
     pub out: ValueId,
+    /// Per body value, the value of the stage it stands for (an input, or
+    /// a fused node's result), so that an error inside the kernel names
+    /// what the stage's node would have named.
+    pub stage_values: Vec<ValueId>,
 }
 
 impl Kernel {

@@ -102,4 +102,7 @@ impl Backend for CpuStorage {
     fn matmul(&self, _op: &'static str, la: &Layout, rhs: &Self, lb: &Layout) -> Result<Self> {
         cpu::matmul(self, la, rhs, lb)
     }
+    fn fused(op: &'static str, p: &super::FusedProgram<'_>, inputs: &[(&Self, Layout)], out: &Layout) -> Option<Result<Self>> {
+        cpu::fused::fused(op, p, inputs, out)
+    }
 }

@@ -18,6 +18,7 @@
 
 mod cpu;
 
+pub use crate::cpu::fused::{Program as FusedProgram, Rhs as FusedRhs, Step as FusedStep};
 /// The op kinds and the generator the primitives take; the eager ops name
 /// them from here, so they import nothing from the CPU kernels.
 pub use crate::cpu::{BinaryOp, ReduceOp, Rng, UnaryOp};
@@ -116,6 +117,14 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
     fn softmax(&self, op: &'static str, l: &Layout, dim: usize, log: bool) -> Result<Self>;
     /// Batched product of `self` [b, m, k] and `rhs` [b, k, n] (3-D layouts).
     fn matmul(&self, op: &'static str, la: &Layout, rhs: &Self, lb: &Layout) -> Result<Self>;
+
+    // ---- the kernel stage ---------------------------------------------------
+
+    /// A fused elementwise kernel ([`FusedProgram`]) over `inputs`, each
+    /// with its layout broadcast to `out`'s shape, into a new buffer laid
+    /// out as `out` (dense, offset 0). `None`: not for these dtypes (the
+    /// caller runs the kernel's ops one by one, which also reports errors).
+    fn fused(op: &'static str, p: &FusedProgram<'_>, inputs: &[(&Self, Layout)], out: &Layout) -> Option<Result<Self>>;
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@
 //! (`executor/deferred.rs`), and the outputs come back in a list held
 //! inline (`outputs.rs`), from which the generated code takes them.
 
+mod kernels;
 mod observe;
 mod outputs;
 mod reference;
@@ -43,6 +44,7 @@ mod tests_deferred;
 mod tests_plan;
 
 pub use crate::arg::Arg;
+pub use kernels::KernelSource;
 pub use report::CallReport;
 
 use crate::autograd::is_grad_enabled;
@@ -258,7 +260,7 @@ impl CompiledFn {
         let no_grad = crate::autograd::NoGradGuard::new();
         let deferred = plan.runtime.deferred(&bases, |p| probe.geom(p));
         let skip = deferred.as_ref().map_or(&[][..], |d| d.skip());
-        let env = crate::executor::functional::execute(&plan.graph, &self.graph, args, &bases, &scalars, skip)?;
+        let env = crate::executor::functional::execute(&plan.graph, &plan.kernels, &self.graph, args, &bases, &scalars, skip)?;
         drop(no_grad);
         match env {
             Some(env) => plan.runtime.apply(&plan.graph, &self.meta, args, &bases, &env, deferred.as_ref()),
@@ -344,6 +346,12 @@ impl CompiledFn {
 pub mod __private {
     use crate::arg::Arg;
     pub use crate::autograd::saved_storage_bytes;
+
+    /// How many kernels of the kernel stage ran fused, and how many op by
+    /// op, in this process (tests check that the fused path is taken).
+    pub fn kernel_stats() -> (u64, u64) {
+        crate::executor::kernel::stats()
+    }
 
     /// The joint executors, for tests that run joint graphs directly.
     pub mod joint {

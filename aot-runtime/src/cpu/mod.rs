@@ -26,6 +26,8 @@
 //! - `reduce`: [`reduce`] (sum, mean, amax) and [`var`].
 //! - `softmax`: [`softmax`] and log-softmax.
 //! - `matmul`: batched [`matmul`] on the `gemm` crate.
+//! - `fused`: the kernel stage's fused elementwise kernels, one pass per
+//!   kernel, built from the one op definition (`aot_ir::kernel::elementwise`).
 //! - `random`: the seeded [`Rng`], [`rand_uniform`], [`randn`] and [`dropout_mask`].
 //!
 //! Floating math follows PyTorch: f16/bf16 compute in f32 and round once,
@@ -34,6 +36,7 @@
 mod binary;
 mod copy;
 mod elem;
+pub(crate) mod fused;
 mod matmul;
 mod output;
 mod random;

@@ -110,6 +110,9 @@ macro_rules! unavailable_backend {
             fn matmul(&self, op: &'static str, _: &Layout, _: &Self, _: &Layout) -> Result<Self> {
                 Err(CudaStorage::unavailable(op))
             }
+            fn fused(op: &'static str, _: &$crate::backend::FusedProgram<'_>, _: &[(&Self, Layout)], _: &Layout) -> Option<Result<Self>> {
+                Some(Err(CudaStorage::unavailable(op)))
+            }
         }
     };
 }

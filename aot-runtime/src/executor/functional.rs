@@ -9,6 +9,7 @@
 use super::interp::{run, Blame, Ctx, Inputs, Mode, Stop, Track};
 use crate::arg::{Arg, Bases};
 use crate::error::Result;
+use aot_ir::kernel::Scheduled;
 use aot_ir::transform::FunctionalGraph;
 use aot_ir::{Graph, ScalarValue};
 
@@ -17,12 +18,15 @@ pub(crate) use super::values::Env;
 
 pub(crate) use super::interp::get;
 
-/// Executes `fg`, but for the nodes `skip` marks (writes deferred to the
-/// epilogue, `deferred.rs`). `Ok(None)`: a `reshape`/`contiguous` did not
-/// alias as the pass assumed; nothing was written, and the caller must take
-/// the reference path.
+/// Executes `fg` in its kernel stage `kernels`, but for the nodes `skip`
+/// marks (by their index in `fg`: writes deferred to the epilogue,
+/// `deferred.rs`). `Ok(None)`: a `reshape`/`contiguous` did not alias as
+/// the pass assumed; nothing was written, and the caller must take the
+/// reference path.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn execute(
     fg: &FunctionalGraph,
+    kernels: &Scheduled,
     g: &Graph,
     args: &[Arg],
     bases: &Bases,
@@ -36,9 +40,10 @@ pub(crate) fn execute(
         scalars,
         geometry: args,
         skip,
+        origin: &kernels.origin,
         blame: Blame::Mapped { graph: g, src_node: &fg.src_node },
     };
-    match run(&fg.nodes, &mut env, &cx, &mut Track::Nothing) {
+    match run(&kernels.nodes, &mut env, &cx, &mut Track::Nothing) {
         Ok(()) => Ok(Some(env)),
         Err(Stop::Fallback(_)) => Ok(None),
         Err(Stop::Error(e)) => Err(e),

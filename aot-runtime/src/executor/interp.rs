@@ -119,8 +119,12 @@ pub(crate) struct Ctx<'a, G: ?Sized> {
     pub scalars: &'a [Option<ScalarValue>],
     /// The arguments' geometry, for `ArgGeometry` steps of view chains.
     pub geometry: &'a G,
-    /// Nodes not to run (writes deferred to the epilogue, `deferred.rs`).
+    /// Nodes not to run (writes deferred to the epilogue, `deferred.rs`),
+    /// by their index in the stage before scheduling.
     pub skip: &'a [bool],
+    /// Per node, its index before scheduling (`None`: a kernel); empty
+    /// when the nodes are not scheduled.
+    pub origin: &'a [Option<usize>],
     pub blame: Blame<'a>,
 }
 
@@ -168,12 +172,17 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
     track: &mut Track<'_>,
 ) -> std::result::Result<(), Stop> {
     for (i, node) in nodes.iter().enumerate() {
-        if cx.skip.get(i).copied().unwrap_or(false) {
+        let before = if cx.origin.is_empty() { Some(i) } else { cx.origin.get(i).copied().flatten() };
+        if before.and_then(|k| cx.skip.get(k)).copied().unwrap_or(false) {
             continue;
         }
         let t = {
             let _no_grad = node.no_grad.then(NoGradGuard::new);
-            step(node, env, cx)?
+            match (&node.op, &mut *track) {
+                // Zeros are tracked through the kernel's body.
+                (Op::Kernel(k), Track::Zeros(zero)) => super::kernel::run(k, node, env, cx, Some(zero))?,
+                _ => step(node, env, cx)?,
+            }
         };
         let t = match track {
             Track::Nothing => t,
@@ -265,13 +274,14 @@ fn step<G: ArgGeometrySource + ?Sized>(node: &Node, env: &[Option<Tensor>], cx: 
             Ok(root)
         }
         Op::Prim(p) => Ok(run_prim(p, node, env, cx)?),
-        Op::Load(_) | Op::Kernel(_) => Err(internal(format!("`{}` before kernels run", node.op.name())).into()),
+        Op::Kernel(k) => super::kernel::run(k, node, env, cx, None),
+        Op::Load(_) => Err(internal("`load` outside a kernel body".into()).into()),
     }
 }
 
 /// `e`, naming the function and the argument `node` concerns: the first
 /// parameter among its source node's tensor operands (the receiver first).
-fn blame(e: AotError, node: &Node, how: &Blame<'_>) -> AotError {
+pub(super) fn blame(e: AotError, node: &Node, how: &Blame<'_>) -> AotError {
     let (g, src) = match how {
         Blame::Nobody => return e,
         Blame::Source(g) => (*g, Some(node)),
@@ -354,7 +364,7 @@ fn run_prim<G: ArgGeometrySource + ?Sized>(p: &Prim, node: &Node, env: &[Option<
 /// than computed, so a non-finite forward value on such a path (`0 * inf`)
 /// cannot reach a gradient, as it cannot in eager, which never runs that
 /// path.
-fn zero_result(node: &Node, zero: &[bool]) -> bool {
+pub(super) fn zero_result(node: &Node, zero: &[bool]) -> bool {
     use OpKind as K;
     let z = |i: usize| matches!(node.args.get(i), Some(IrArg::Tensor(v)) if zero.get(v.index()).copied().unwrap_or(false));
     let tensors = || node.args.iter().enumerate().filter(|(_, a)| matches!(a, IrArg::Tensor(_))).map(|(i, _)| i);
@@ -392,7 +402,15 @@ pub(crate) fn run_recording(g: &Graph, args: &[Arg], outcomes: &mut Vec<Option<b
             env[v.index()] = Some(t.clone());
         }
     }
-    let cx = Ctx { mode: Mode::SOURCE, inputs: Inputs::Bound, scalars: &scalars, geometry: args, skip: &[], blame: Blame::Source(g) };
+    let cx = Ctx {
+        mode: Mode::SOURCE,
+        inputs: Inputs::Bound,
+        scalars: &scalars,
+        geometry: args,
+        skip: &[],
+        origin: &[],
+        blame: Blame::Source(g),
+    };
     run(&g.nodes, &mut env, &cx, &mut Track::Aliasing(outcomes)).map_err(Stop::into_error)?;
     g.outputs
         .iter()

@@ -11,6 +11,8 @@
 //!   nothing there writes a caller's tensor.
 //! - [`joint`]: the joint stage's entries: joint graphs and their
 //!   forward/backward partitions (the training path), grad mode off.
+//! - [`kernel`]: the kernel stage's kernels, fused on the inputs' backend
+//!   or op by op.
 //! - [`fast`]: direct kernels for small dense elementwise nodes and the
 //!   plan's copies; [`deferred`]: in-place writes of an input that wait for
 //!   the epilogue and run on the caller's storage; [`values`]: the value
@@ -25,4 +27,5 @@ pub(crate) mod fast;
 pub(crate) mod functional;
 pub(crate) mod interp;
 pub(crate) mod joint;
+pub(crate) mod kernel;
 pub(crate) mod values;

@@ -110,6 +110,11 @@ impl ScalarLayout {
     }
 }
 
+/// How eager lays out `a op s` for `a` laid out as `l` (with `a`'s dtype).
+pub(crate) fn scalar_result_layout(op: BinaryOp, l: &Layout) -> Layout {
+    ScalarLayout::of(op, false).layout(l)
+}
+
 /// `a op s` (or `s op a`) computed in `dtype`, laid out as `out` or else
 /// as PyTorch lays out that op.
 fn kernel_ts(op: BinaryOp, a: &Tensor, s: f64, dtype: DType, scalar_first: bool, out: Option<Layout>) -> Result<Tensor> {

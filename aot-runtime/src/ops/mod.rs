@@ -4,7 +4,7 @@
 //! device's [`Backend`](crate::backend::Backend)), and records its gradient
 //! rule (a `BackwardOp`) when autograd is on. One file per family.
 
-mod binary;
+pub(crate) mod binary;
 mod inplace;
 pub(crate) use inplace::check_inplace;
 mod matmul;

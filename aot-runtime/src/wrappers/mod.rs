@@ -17,10 +17,12 @@
 //!    `explain` reports) and the input groups the graph runs on (see that
 //!    module for how the two relate); at run time, each group's base.
 //! 4. functionalize (`aot_ir::transform::functionalize`) on those groups.
-//! 5. [`runtime_wrapper`]: `RuntimeWrapper`, the one epilogue (`epilogue`):
+//! 5. [`compilers`]: the inference stage scheduled into kernels (the
+//!    training stages are scheduled with the training plan).
+//! 6. [`runtime_wrapper`]: `RuntimeWrapper`, the one epilogue (`epilogue`):
 //!    input mutations applied after every op succeeded, aliased outputs
 //!    regenerated; the in-place writes it may run itself are planned here.
-//! 6. [`autograd_fn`]: `AOTDispatchAutograd` for calls that record
+//! 7. [`autograd_fn`]: `AOTDispatchAutograd` for calls that record
 //!    gradients: the training plan (`training_plan`: joint graph and
 //!    partition), built on first use, and the compiled function that runs
 //!    it with one autograd node.
@@ -31,6 +33,7 @@
 //! offsets at call time, autograd `._base`s) is read from the arguments.
 
 pub(crate) mod autograd_fn;
+pub(crate) mod compilers;
 pub(crate) mod debug_assert;
 pub(crate) mod dedupe;
 pub(crate) mod epilogue;
@@ -130,6 +133,9 @@ pub(crate) struct CallPlan {
     pub(crate) synthetic_base: AOTSyntheticBaseWrapper,
     /// The functional graph over the synthetic-base wrapper's groups.
     pub(crate) graph: FunctionalGraph,
+    /// The functional graph's kernel stage (`compilers::inference_compiler`),
+    /// what an inference call runs.
+    pub(crate) kernels: aot_ir::kernel::Scheduled,
     pub(crate) runtime: RuntimeWrapper,
     pub(crate) autograd: AOTDispatchAutograd,
 }
@@ -145,8 +151,9 @@ impl CallPlan {
         let graph = functionalize(g, &synthetic_base.groups);
         graph.verify().map_err(|e| AotError::Internal { op: "functionalize", msg: e.to_string() })?;
         let runtime = RuntimeWrapper::pre_compile(&graph);
+        let kernels = compilers::inference_compiler(&graph)?;
         let autograd = AOTDispatchAutograd::pre_compile();
-        Ok(CallPlan { debug_assert, mutations, dedupe, synthetic_base, graph, runtime, autograd })
+        Ok(CallPlan { debug_assert, mutations, dedupe, synthetic_base, graph, kernels, runtime, autograd })
     }
 }
 

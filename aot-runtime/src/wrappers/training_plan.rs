@@ -13,6 +13,8 @@ use aot_ir::Graph;
 #[derive(Debug)]
 pub(crate) struct TrainingPlan {
     pub(crate) joint: JointGraph,
+    /// The partition, its forward and backward scheduled into kernels
+    /// (`compilers::training_compilers`).
     pub(crate) partition: Partition,
     /// Per source parameter, the tangents its gradient depends on. A
     /// gradient none of whose tangents arrived is `None`, not zeros, as in
@@ -81,6 +83,7 @@ impl TrainingPlan {
             return Err(format!("source op {k} has no effect the compiled forward needs"));
         }
         let grad_tangents = grad_tangent_deps(&partition, joint.tangents.len());
+        let partition = super::compilers::training_compilers(&source.name, &partition, &source.params).map_err(|e| e.to_string())?;
         Ok(TrainingPlan { joint, partition, grad_tangents, metadata_mutated_storages })
     }
 }

@@ -1,0 +1,301 @@
+//! The CPU evaluator of the kernel stage: one pass over the output for a
+//! whole fused elementwise kernel ([`aot_ir::kernel::Kernel`]).
+//!
+//! The output is dense in the layout the caller gives (eager's layout for
+//! the kernel's result). Its elements are visited in memory order, so the
+//! result is written sequentially; each input is read through its own
+//! strides (stride 0 for a broadcast dim), so views are folded into index
+//! arithmetic and never materialised. Dims of size 1 are dropped and
+//! adjacent dims that every operand steps through uniformly are merged, so
+//! a dense input of the output's order is read as one run.
+//!
+//! Work proceeds in blocks of [`BLOCK`] elements: each input's block is
+//! loaded into a buffer of the compute type, then each body op runs over
+//! the whole block as one loop of the op's function (from the one op
+//! definition, `aot_ir::kernel::elementwise`), so the loops vectorise and
+//! a fused chain stays in L1. f16/bf16 round after every op, as eager
+//! does. Outputs of at least [`PAR_MIN`] elements are split across rayon
+//! threads; smaller ones stay on the calling thread.
+
+use super::elem::FloatElem;
+use super::strided::PAR_MIN;
+use crate::error::{AotError, Result};
+use crate::layout::Layout;
+use crate::storage::{try_vec, CpuStorage};
+use aot_ir::kernel::elementwise::{with_op, Compute, OpVisitor};
+use aot_ir::OpKind;
+use rayon::prelude::*;
+use std::mem::MaybeUninit;
+
+/// Elements per block: a few body values of f32 stay in L1.
+pub(crate) const BLOCK: usize = 1024;
+/// Output elements per parallel task.
+const TASK: usize = 64 * BLOCK;
+
+/// The second operand of a body op.
+#[derive(Clone, Copy, Debug)]
+pub enum Rhs {
+    None,
+    Value(usize),
+    Scalar(f64),
+}
+
+/// One body op over kernel values: `values[out] = op(values[a], rhs)`.
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    pub op: OpKind,
+    pub a: usize,
+    pub rhs: Rhs,
+    pub out: usize,
+}
+
+/// A kernel ready to run: the values `0..inputs` are the loads, `steps`
+/// compute the others, `stored` is the result.
+pub struct Program<'a> {
+    pub steps: &'a [Step],
+    pub num_values: usize,
+    pub stored: usize,
+}
+
+/// One input: its buffer and its layout broadcast to the output's shape.
+pub(crate) type Input<'a> = (&'a CpuStorage, Layout);
+
+/// Runs `p` on `inputs` (one float dtype, the output's) into a new buffer
+/// laid out as `out` (dense, offset 0). `None`: the inputs are not of one
+/// float dtype (the caller runs the ops one by one).
+pub(crate) fn fused(name: &'static str, p: &Program<'_>, inputs: &[Input<'_>], out: &Layout) -> Option<Result<CpuStorage>> {
+    let first = inputs.first()?.0;
+    for (s, l) in inputs {
+        if let Err(e) = super::strided::check_layout(name, l, s.len()) {
+            return Some(Err(e));
+        }
+    }
+    macro_rules! go {
+        ($v:ident, $t:ty) => {{
+            let bufs: Option<Vec<&[$t]>> = inputs.iter().map(|(s, _)| <$t as crate::storage::CpuElem>::slice(s)).collect();
+            Some(run::<$t>(name, p, &bufs?, inputs, out).map(<$t as crate::storage::CpuElem>::into_storage))
+        }};
+    }
+    match first {
+        CpuStorage::F32(_) => go!(v, f32),
+        CpuStorage::F64(_) => go!(v, f64),
+        CpuStorage::F16(_) => go!(v, half::f16),
+        CpuStorage::BF16(_) => go!(v, half::bf16),
+        _ => None,
+    }
+}
+
+/// The iteration space: sizes outermost first, with per operand (output
+/// first, then the inputs) the stride of each dim and the start offset.
+struct Space {
+    sizes: Vec<usize>,
+    strides: Vec<Vec<usize>>,
+    offsets: Vec<usize>,
+}
+
+impl Space {
+    /// The output's dims in memory order (largest stride first), size-1
+    /// dims dropped, and adjacent dims merged where every operand allows.
+    fn new(out: &Layout, inputs: &[Input<'_>]) -> Space {
+        let mut dims: Vec<usize> = (0..out.rank()).filter(|&d| out.shape[d] > 1).collect();
+        dims.sort_by(|&a, &b| out.stride[b].cmp(&out.stride[a]));
+        let layouts: Vec<&Layout> = std::iter::once(out).chain(inputs.iter().map(|(_, l)| l)).collect();
+        let mut sizes: Vec<usize> = Vec::new();
+        let mut strides: Vec<Vec<usize>> = vec![Vec::new(); layouts.len()];
+        for d in dims {
+            let n = out.shape[d];
+            let merge =
+                !sizes.is_empty() && layouts.iter().zip(&strides).all(|(l, s)| s.last().is_some_and(|&outer| outer == l.stride[d] * n));
+            if merge {
+                let last = sizes.len() - 1;
+                sizes[last] *= n;
+                for (s, l) in strides.iter_mut().zip(&layouts) {
+                    *s.last_mut().expect("merged onto a dim") = l.stride[d];
+                }
+            } else {
+                sizes.push(n);
+                for (s, l) in strides.iter_mut().zip(&layouts) {
+                    s.push(l.stride[d]);
+                }
+            }
+        }
+        let offsets = layouts.iter().map(|l| l.offset).collect();
+        Space { sizes, strides, offsets }
+    }
+
+    /// Per operand, the element offset of the position whose index in the
+    /// output's memory order is `pos`, and the index itself (per dim).
+    fn locate(&self, pos: usize) -> (Vec<usize>, Vec<usize>) {
+        let mut idx = vec![0; self.sizes.len()];
+        let mut rest = pos;
+        for d in (0..self.sizes.len()).rev() {
+            idx[d] = rest % self.sizes[d];
+            rest /= self.sizes[d];
+        }
+        let offs =
+            self.strides.iter().zip(&self.offsets).map(|(s, &o)| o + idx.iter().zip(s).map(|(i, st)| i * st).sum::<usize>()).collect();
+        (offs, idx)
+    }
+}
+
+fn run<T: FloatElem>(name: &'static str, p: &Program<'_>, bufs: &[&[T]], inputs: &[Input<'_>], out: &Layout) -> Result<Vec<T>>
+where
+    T::C: Compute,
+{
+    let n = out.numel();
+    if out.offset != 0 {
+        return Err(AotError::internal(name, "a fused kernel writes a dense output at offset 0"));
+    }
+    let space = Space::new(out, inputs);
+    let mut dst: Vec<T> = try_vec(name, n)?;
+    {
+        let spare = &mut dst.spare_capacity_mut()[..n];
+        let task = |start: usize, chunk: &mut [MaybeUninit<T>]| block_range(p, bufs, &space, start, chunk);
+        if n >= PAR_MIN {
+            spare.par_chunks_mut(TASK).enumerate().for_each(|(i, c)| task(i * TASK, c));
+        } else {
+            task(0, spare);
+        }
+    }
+    // SAFETY: `block_range` wrote every element of the first `n` slots
+    // (each task writes its whole chunk, and the chunks cover `0..n`).
+    unsafe { dst.set_len(n) };
+    Ok(dst)
+}
+
+/// Computes the output positions `start .. start + chunk.len()` (in the
+/// output's memory order) into `chunk`.
+fn block_range<T: FloatElem>(p: &Program<'_>, bufs: &[&[T]], space: &Space, start: usize, chunk: &mut [MaybeUninit<T>])
+where
+    T::C: Compute,
+{
+    let rank = space.sizes.len();
+    let inner = space.sizes.last().copied().unwrap_or(1);
+    let (mut offs, mut idx) = space.locate(start);
+    let mut values: Vec<Vec<T::C>> = vec![vec![T::C::of(0.0); BLOCK]; p.num_values];
+    let mut done = 0;
+    while done < chunk.len() {
+        let at = idx.last().copied().unwrap_or(0);
+        let len = (inner - at).min(BLOCK).min(chunk.len() - done);
+        for (k, buf) in bufs.iter().enumerate() {
+            let stride = space.strides[k + 1].last().copied().unwrap_or(0);
+            load(buf, offs[k + 1], stride, &mut values[k][..len]);
+        }
+        for s in p.steps {
+            eval_step::<T>(s, &mut values, len);
+        }
+        for (o, &v) in chunk[done..done + len].iter_mut().zip(&values[p.stored][..len]) {
+            o.write(T::from_c(v));
+        }
+        done += len;
+        // Advance the index by `len` along the inner dim, carrying outwards.
+        if rank == 0 {
+            continue;
+        }
+        for (o, s) in offs.iter_mut().zip(&space.strides) {
+            *o += len * s[rank - 1];
+        }
+        idx[rank - 1] += len;
+        let mut d = rank - 1;
+        while idx[d] == space.sizes[d] && d > 0 {
+            idx[d] = 0;
+            for (o, s) in offs.iter_mut().zip(&space.strides) {
+                *o -= space.sizes[d] * s[d];
+                *o += s[d - 1];
+            }
+            idx[d - 1] += 1;
+            d -= 1;
+        }
+    }
+}
+
+/// `dst[i] = buf[off + i * stride]` in the compute type.
+#[inline]
+fn load<T: FloatElem>(buf: &[T], off: usize, stride: usize, dst: &mut [T::C]) {
+    match stride {
+        0 => dst.fill(buf[off].to_c()),
+        1 => {
+            let n = dst.len();
+            for (d, &x) in dst.iter_mut().zip(&buf[off..off + n]) {
+                *d = x.to_c();
+            }
+        }
+        _ => {
+            for (i, d) in dst.iter_mut().enumerate() {
+                *d = buf[off + i * stride].to_c();
+            }
+        }
+    }
+}
+
+/// One body op over the first `len` elements of the block.
+fn eval_step<T: FloatElem>(s: &Step, values: &mut [Vec<T::C>], len: usize)
+where
+    T::C: Compute,
+{
+    let mut out = std::mem::take(&mut values[s.out]);
+    {
+        let a = &values[s.a][..len];
+        let o = &mut out[..len];
+        let _ = match s.rhs {
+            Rhs::None => with_op(s.op, Unary { a, o }),
+            Rhs::Scalar(v) => with_op(s.op, WithScalar { a, b: T::C::of(v), o }),
+            Rhs::Value(b) => with_op(s.op, Binary { a, b: &values[b][..len], o }),
+        };
+    }
+    if T::DTYPE != crate::dtype::DType::F32 && T::DTYPE != crate::dtype::DType::F64 {
+        // Eager rounds every op's result to the storage type.
+        for x in &mut out[..len] {
+            *x = T::from_c(*x).to_c();
+        }
+    }
+    values[s.out] = out;
+}
+
+struct Unary<'a, C> {
+    a: &'a [C],
+    o: &'a mut [C],
+}
+
+impl<C: Compute> OpVisitor<C> for Unary<'_, C> {
+    type Out = ();
+    #[inline(always)]
+    fn visit<F: Fn(C, C) -> C + Copy + Send + Sync>(self, f: F) {
+        for (o, &x) in self.o.iter_mut().zip(self.a) {
+            *o = f(x, x);
+        }
+    }
+}
+
+struct WithScalar<'a, C> {
+    a: &'a [C],
+    b: C,
+    o: &'a mut [C],
+}
+
+impl<C: Compute> OpVisitor<C> for WithScalar<'_, C> {
+    type Out = ();
+    #[inline(always)]
+    fn visit<F: Fn(C, C) -> C + Copy + Send + Sync>(self, f: F) {
+        let b = self.b;
+        for (o, &x) in self.o.iter_mut().zip(self.a) {
+            *o = f(x, b);
+        }
+    }
+}
+
+struct Binary<'a, C> {
+    a: &'a [C],
+    b: &'a [C],
+    o: &'a mut [C],
+}
+
+impl<C: Compute> OpVisitor<C> for Binary<'_, C> {
+    type Out = ();
+    #[inline(always)]
+    fn visit<F: Fn(C, C) -> C + Copy + Send + Sync>(self, f: F) {
+        for ((o, &x), &y) in self.o.iter_mut().zip(self.a).zip(self.b) {
+            *o = f(x, y);
+        }
+    }
+}

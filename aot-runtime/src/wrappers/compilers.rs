@@ -1,0 +1,89 @@
+//! The compilers of the chain (PyTorch's `inference_compiler`,
+//! `fw_compiler` and `bw_compiler`): each turns a stage into the kernel
+//! stage by scheduling its fusible elementwise nodes into kernels
+//! (`aot_ir::kernel::schedule`), and checks the result with the verifier.
+//!
+//! `AOT_KERNELS=0` in the environment turns scheduling off (every node
+//! then runs one eager op, as before the kernel stage); `AOT_LOG=kernels`
+//! prints each stage's kernels when they are built, as PyTorch's
+//! `TORCH_LOGS=output_code` does.
+
+use crate::error::{AotError, Result};
+use aot_ir::kernel::{schedule, Scheduled};
+use aot_ir::print::Names;
+use aot_ir::transform::partition::{Partition, SubGraph};
+use aot_ir::transform::{FOutput, FunctionalGraph};
+use aot_ir::verify::Stage;
+use aot_ir::{Param, ValueId};
+use std::sync::OnceLock;
+
+/// Whether stages are scheduled into kernels (`AOT_KERNELS` is not `0`).
+pub(crate) fn kernels_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("AOT_KERNELS").map_or(true, |v| v != "0"))
+}
+
+fn log_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("AOT_LOG").is_ok_and(|v| v.split(',').any(|w| w.trim() == "kernels")))
+}
+
+/// `nodes` scheduled, verified as `stage` with the values `inputs` defined
+/// first; printed when `AOT_LOG=kernels`.
+fn compile(
+    what: &str,
+    stage: Stage,
+    nodes: &[aot_ir::Node],
+    num_values: usize,
+    inputs: &[ValueId],
+    live_out: &[ValueId],
+    params: &[Param],
+) -> Result<Scheduled> {
+    if !kernels_enabled() {
+        return Ok(Scheduled { nodes: nodes.to_vec(), origin: (0..nodes.len()).map(Some).collect() });
+    }
+    let s = schedule(nodes, num_values, live_out, 0);
+    let mut defined = vec![false; num_values];
+    for v in inputs {
+        if let Some(d) = defined.get_mut(v.index()) {
+            *d = true;
+        }
+    }
+    let types: Vec<_> = params.iter().map(|p| p.ty).collect();
+    stage
+        .check_nodes(&s.nodes, &mut defined, &types)
+        .map_err(|(i, msg)| AotError::Internal { op: "schedule", msg: format!("{what}: node {i}: {msg}") })?;
+    if log_enabled() {
+        for k in s.kernels() {
+            eprintln!("[aot kernels] {what}:\n{}", k.listing(Names::params(params)));
+        }
+    }
+    Ok(s)
+}
+
+/// The inference stage: `fg` scheduled (its outputs, copy-backs and
+/// metadata mutations are read after it).
+pub(crate) fn inference_compiler(fg: &FunctionalGraph) -> Result<Scheduled> {
+    let mut live: Vec<ValueId> = fg.mutated_groups.iter().map(|&(_, v)| v).chain(fg.metadata_mutations.iter().map(|&(_, v)| v)).collect();
+    for o in &fg.outputs {
+        match o {
+            FOutput::Input(_) => {}
+            FOutput::AliasOfInput { value, .. } | FOutput::Value(value) => live.push(*value),
+            FOutput::ViewOfIntermediate { base, value } => live.extend([*base, *value]),
+        }
+    }
+    compile(&format!("`{}` (inference)", fg.name), Stage::Functional, &fg.nodes, fg.num_values, &[], &live, &fg.params)
+}
+
+fn subgraph(what: &str, stage: Stage, sg: &SubGraph, num_values: usize, params: &[Param]) -> Result<SubGraph> {
+    let s = compile(what, stage, &sg.nodes, num_values, &sg.inputs, &sg.outputs, params)?;
+    Ok(SubGraph { inputs: sg.inputs.clone(), nodes: s.nodes, outputs: sg.outputs.clone() })
+}
+
+/// The training stages: the partition with its forward (`fw_compiler`)
+/// and backward (`bw_compiler`) scheduled.
+pub(crate) fn training_compilers(name: &str, p: &Partition, params: &[Param]) -> Result<Partition> {
+    let forward = subgraph(&format!("`{name}` (forward)"), Stage::Forward, &p.forward, p.num_values, params)?;
+    let backward = subgraph(&format!("`{name}` (backward)"), Stage::Backward, &p.backward, p.num_values, params)?;
+    Ok(Partition { forward, backward, ..p.clone() })
+}
