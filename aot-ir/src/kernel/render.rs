@@ -65,7 +65,14 @@
 //! backend's bits; those call the platform's libm (CUDA's on the GPU, the
 //! C library's on the host), as does f32 `sin`/`cos` beyond
 //! [`super::math::SIN_COS_LIMIT`], and may differ from the CPU in the last
-//! place.
+//! place. (f64 `gelu` calls the platform's `erf`/`erfc`, where the CPU
+//! backend has [`super::special`]'s; even the host's C library differs from
+//! it by an ulp at some inputs.) The units were checked by hand with NVRTC
+//! 12.9 (`compute_80`, `compute_90`, `--fmad=false`, only `--include-path`
+//! to the CUDA runtime headers): every unit of the tests (each kernel, in
+//! each dtype, at ranks 0, 1 and 3) compiles without a warning, also
+//! concatenated into one program, and its PTX assembles with ptxas 12.9
+//! for sm_80 and sm_90.
 //!
 //! # Not covered yet
 //! Integer and bool dtypes, mixed input dtypes (promotion), reductions and
@@ -194,9 +201,10 @@ pub struct RenderedKernel {
     /// The `extern "C" __global__` entry point: the kernel's name (any
     /// character that C does not allow in a name replaced by `_`).
     pub name: String,
-    /// One complete CUDA C translation unit. Units may be concatenated
-    /// into one: the shared helpers are guarded, the rest is named after
-    /// the kernel.
+    /// One complete CUDA C translation unit. Units of kernels with
+    /// different names may be concatenated into one: the shared helpers
+    /// are guarded, the rest is named after the kernel (so one kernel
+    /// rendered for two dtypes or ranks needs two names for that).
     pub source: String,
 }
 

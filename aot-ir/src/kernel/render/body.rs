@@ -288,7 +288,9 @@ fn record(k: &Kernel, dtype: KernelDType, slots: &ScalarSlots) -> Result<KVal, R
                 for a in &n.args {
                     args.push(match a {
                         Arg::Tensor(v) => slot(*v)?,
-                        Arg::Scalar(e) => scalar(e, slots).ok_or_else(|| fail(i, format!("`{}`: scalar {e:?} has no value or slot", op.name())))?,
+                        Arg::Scalar(e) => {
+                            scalar(e, slots).ok_or_else(|| fail(i, format!("`{}`: scalar {e:?} has no value or slot", op.name())))?
+                        }
                         other => return Err(fail(i, format!("`{}`: unexpected argument {other:?}", op.name()))),
                     });
                 }

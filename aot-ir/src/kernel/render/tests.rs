@@ -3,8 +3,8 @@
 //! [`elementwise::with_op`] in Rust gives, for every element of strided
 //! and broadcast layouts.
 
-mod harness;
 mod half;
+mod harness;
 
 use super::*;
 use crate::kernel::elementwise::{self, Compute, OpVisitor};
@@ -335,7 +335,11 @@ fn check(case: &Case<'_>, l: &Launch, got: &[u64]) -> usize {
     let ulps = if gelu64 { 4 } else { 0 };
     for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
         let same = g == w || (is_nan(case.dtype, g) && is_nan(case.dtype, w)) || ordered(g).abs_diff(ordered(w)) <= ulps;
-        assert!(same, "kernel `{}` ({:?}), sizes {:?}, output element {i}: C gives {g:#x}, Rust {w:#x}", case.kernel.name, case.dtype, l.sizes);
+        assert!(
+            same,
+            "kernel `{}` ({:?}), sizes {:?}, output element {i}: C gives {g:#x}, Rust {w:#x}",
+            case.kernel.name, case.dtype, l.sizes
+        );
     }
     l.sizes.iter().product::<i64>() as usize
 }
@@ -344,7 +348,8 @@ fn check(case: &Case<'_>, l: &Launch, got: &[u64]) -> usize {
 /// each over several shapes and layouts (skipped without a compiler).
 fn run_cases(tag: &str, cases: &[Case<'_>]) {
     const SHAPES: [&[i64]; 5] = [&[4, 5, 6], &[3, 1, 7], &[257], &[], &[2, 0, 3]];
-    const KINDS: [&[Shape]; 4] = [&[Shape::Dense], &[Shape::Reversed, Shape::Broadcast], &[Shape::Broadcast, Shape::Reversed], &[Shape::Dense, Shape::Broadcast]];
+    const KINDS: [&[Shape]; 4] =
+        [&[Shape::Dense], &[Shape::Reversed, Shape::Broadcast], &[Shape::Broadcast, Shape::Reversed], &[Shape::Dense, Shape::Broadcast]];
     let mut units = Vec::new();
     for (ci, c) in cases.iter().enumerate() {
         for (si, sizes) in SHAPES.iter().enumerate() {
@@ -418,7 +423,10 @@ fn the_unit_has_the_documented_entry_point_and_params() {
     let r = render_cuda(&k, KernelDType::F32, 2, &slots).unwrap();
     assert_eq!(r.name, k.name);
     let s = &r.source;
-    assert!(s.contains(&format!("extern \"C\" __global__ void {}(float *out, const float *in0, const aot_params_{0} p) {{", k.name)), "{s}");
+    assert!(
+        s.contains(&format!("extern \"C\" __global__ void {}(float *out, const float *in0, const aot_params_{0} p) {{", k.name)),
+        "{s}"
+    );
     let fields = "    long long numel;\n    long long contiguous;\n    long long sizes[2];\n    long long out_offset;\n    long long out_strides[2];\n    long long in0_offset;\n    long long in0_strides[2];\n    double scalars[2];\n};";
     assert!(s.contains(fields), "{s}");
     assert!(s.contains("(float)p.scalars[0]") && s.contains("(float)p.scalars[1]"), "{s}");

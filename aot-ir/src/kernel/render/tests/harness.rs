@@ -122,7 +122,8 @@ impl Program {
     /// program; `None`, with a printed note, without a C++ compiler.
     pub fn build(tag: &str, kernels: &[(RenderedKernel, KernelDType, usize)]) -> Option<Program> {
         let Some(cxx) = compiler() else {
-            eprintln!("note: no host C++ compiler (`$CXX` or `c++`): the CPU shim test `{tag}` is skipped");
+            // Straight to stderr: the test harness captures `eprintln!`.
+            let _ = writeln!(std::io::stderr(), "note: no host C++ compiler (`$CXX` or `c++`): the CPU shim test `{tag}` is skipped");
             return None;
         };
         let dir = std::env::temp_dir().join(format!("aot-render-{tag}-{}", std::process::id()));
@@ -149,7 +150,12 @@ impl Program {
             .arg(&file)
             .output()
             .unwrap();
-        assert!(out.status.success(), "the rendered kernels failed to compile ({}):\n{}", file.display(), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "the rendered kernels failed to compile ({}):\n{}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
         Some(Program { dir, exe })
     }
 
@@ -164,8 +170,8 @@ impl Program {
             let words = pack_params(&l.sizes, op(&l.out.0), &ins, &l.scalars).unwrap();
             let _ = write!(input, "{:x} {:x} {:x} {:x}", l.unit, l.grid, l.block, words.len());
             words.iter().for_each(|w| {
-                    let _ = write!(input, " {w:x}");
-                });
+                let _ = write!(input, " {w:x}");
+            });
             let _ = write!(input, "\n{:x}", 1 + l.inputs.len());
             for buf in std::iter::once(&l.out.1).chain(l.inputs.iter().map(|(_, b)| b)) {
                 let _ = write!(input, "\n{:x}", buf.len());
@@ -183,7 +189,8 @@ impl Program {
         writer.join().unwrap().unwrap();
         assert!(out.status.success(), "the kernel program failed: {}", String::from_utf8_lossy(&out.stderr));
         let text = String::from_utf8(out.stdout).unwrap();
-        let rows: Vec<Vec<u64>> = text.lines().map(|l| l.split_whitespace().map(|w| u64::from_str_radix(w, 16).unwrap()).collect()).collect();
+        let rows: Vec<Vec<u64>> =
+            text.lines().map(|l| l.split_whitespace().map(|w| u64::from_str_radix(w, 16).unwrap()).collect()).collect();
         assert_eq!(rows.len(), launches.len());
         rows
     }
