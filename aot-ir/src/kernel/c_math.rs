@@ -48,7 +48,7 @@ fn val(expr: String) -> CVal {
 }
 
 /// A float literal that C parses back to the same value.
-fn literal(v: f32) -> String {
+pub(crate) fn literal(v: f32) -> String {
     if v.is_finite() {
         // Debug prints the shortest decimal that round-trips, with a point.
         format!("{v:?}f")

@@ -14,11 +14,15 @@
 //!   and the renderer emits the very same operations as C;
 //! - [`c_math`]: that renderer for the math functions (C that both g++ and
 //!   NVRTC compile, given the few CUDA bit-cast builtins).
+//! - [`render`]: the C renderer: a [`Kernel`] as one CUDA C translation
+//!   unit (its launch ABI), and the host shim that compiles the same source
+//!   on the CPU for tests.
 
 pub mod c_math;
 pub mod elementwise;
 pub mod ir;
 pub mod math;
+pub mod render;
 pub mod schedule;
 pub mod special;
 

@@ -1,0 +1,358 @@
+//! The C renderer of the kernel stage: a [`Kernel`] as one complete CUDA C
+//! translation unit ([`render_cuda`]), which NVRTC compiles for the GPU and
+//! a host C++ compiler compiles, through the shim of [`host`], for tests on
+//! the CPU.
+//!
+//! Each body op is rendered from its one definition,
+//! [`super::elementwise::with_op`], called on a recording value, so the C
+//! performs the operations the CPU backend performs, in the same order;
+//! the f32 transcendental functions are the C functions of
+//! [`super::c_math`], rendered once per unit from [`super::math`].
+//!
+//! # Types
+//! One [`KernelDType`] for every input and the output. f32 computes in
+//! `float`, f64 in `double`; f16 and bf16 load and store `__half` and
+//! `__nv_bfloat16` (from `cuda_fp16.h`/`cuda_bf16.h`, included only for
+//! them), compute in `float`, and round each op's result to the half type,
+//! as eager does. A literal scalar operand is rendered inline, rounded to
+//! the compute type as `Compute::of` rounds it (`1.5f` for `(float)1.5`).
+//!
+//! # ABI
+//! The entry point is `extern "C" __global__ void <name>(T *out, const T
+//! *in0, .., const aot_params_<name> p)`, with `T` the storage type and
+//! one pointer per kernel input, in the order of the kernel's loads.
+//! `p` is passed by value; every field is 8 bytes, so it is a flat
+//! sequence of 8-byte words, in this order ([`pack_params`] builds it):
+//!
+//! | field | words |
+//! |---|---|
+//! | `long long numel` | 1 |
+//! | `long long contiguous` (non-zero: the fast path, below) | 1 |
+//! | `long long sizes[rank]`: the output's shape | rank |
+//! | `long long out_offset`, `out_strides[rank]` | 1 + rank |
+//! | per input `j`: `in<j>_offset`, `in<j>_strides[rank]` (0 on broadcast dims) | 1 + rank each |
+//! | `double scalars[slots]`: the [`ScalarSlots`] values | slots |
+//!
+//! Arrays of length 0 are left out. Offsets and strides count elements.
+//! Shapes and strides are run-time values (the guard key holds neither), so
+//! only the rank, the dtype and the body are compiled in. Element `i`
+//! (`0 <= i < numel`) is unravelled over `sizes` in row-major order, and
+//! each operand's element is `offset + Σ index[d] * strides[d]`. With
+//! `contiguous` set (every operand has the row-major strides of `sizes`:
+//! none broadcast or permuted), the kernel reads and writes element
+//! `offset + i` instead, skipping the index arithmetic.
+//!
+//! A scalar operand that is not a literal (it reads a scalar parameter) has
+//! a slot: the runtime evaluates its expression at call time and passes the
+//! value as a double ([`scalar_f64`]); the kernel converts it to the
+//! compute type.
+//!
+//! `out` may be an input's buffer only with that input's exact layout (an
+//! in-place kernel): each element is read, then written, by one thread.
+//! Other overlaps are not supported; pointers are not `__restrict__` so
+//! that the in-place case stays defined.
+//!
+//! # Launch and compilation
+//! A one-dimensional grid of any size: a grid-stride loop covers `numel`
+//! (for example 256 threads a block, and blocks up to a few per
+//! multiprocessor). No shared memory, no synchronisation.
+//!
+//! NVRTC must be given `--fmad=false`, and none of the fast-math options
+//! (the defaults `--prec-div=true --prec-sqrt=true --ftz=false` are
+//! required): contracting `a * b + c` into an FMA, or approximate division
+//! and square root, would change the bits. So compiled, every op except
+//! `pow` (both types) and the f64 transcendental functions gives the CPU
+//! backend's bits; those call the platform's libm (CUDA's on the GPU, the
+//! C library's on the host), as does f32 `sin`/`cos` beyond
+//! [`super::math::SIN_COS_LIMIT`], and may differ from the CPU in the last
+//! place. (f64 `gelu` calls the platform's `erf`/`erfc`, where the CPU
+//! backend has [`super::special`]'s; even the host's C library differs from
+//! it by an ulp at some inputs.) The units were checked by hand with NVRTC
+//! 12.9 (`compute_80`, `compute_90`, `--fmad=false`, only `--include-path`
+//! to the CUDA runtime headers): every unit of the tests (each kernel, in
+//! each dtype, at ranks 0, 1 and 3) compiles without a warning, also
+//! concatenated into one program, and its PTX assembles with ptxas 12.9
+//! for sm_80 and sm_90.
+//!
+//! # Not covered yet
+//! Integer and bool dtypes, mixed input dtypes (promotion), reductions and
+//! other non-elementwise kernels, vectorised (multi-element) loads, and
+//! 32-bit index arithmetic for small tensors.
+
+mod body;
+pub mod host;
+
+use super::Kernel;
+use crate::node::Op;
+use crate::types::{Arg, ScalarError, ScalarExpr, ScalarValue};
+use std::fmt::Write as _;
+
+/// The element type of a rendered kernel's inputs and output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelDType {
+    F32,
+    F64,
+    F16,
+    BF16,
+}
+
+impl KernelDType {
+    /// The C type of stored elements.
+    pub fn storage(self) -> &'static str {
+        match self {
+            KernelDType::F32 => "float",
+            KernelDType::F64 => "double",
+            KernelDType::F16 => "__half",
+            KernelDType::BF16 => "__nv_bfloat16",
+        }
+    }
+
+    /// The C type the body computes in.
+    pub fn compute(self) -> &'static str {
+        match self {
+            KernelDType::F64 => "double",
+            _ => "float",
+        }
+    }
+
+    /// The CUDA header the storage type needs.
+    pub fn header(self) -> Option<&'static str> {
+        match self {
+            KernelDType::F16 => Some("cuda_fp16.h"),
+            KernelDType::BF16 => Some("cuda_bf16.h"),
+            _ => None,
+        }
+    }
+
+    /// `x`, a stored element, in the compute type.
+    fn load(self, x: &str) -> String {
+        match self {
+            KernelDType::F16 => format!("__half2float({x})"),
+            KernelDType::BF16 => format!("__bfloat162float({x})"),
+            _ => x.to_string(),
+        }
+    }
+
+    /// `x`, a computed value, as a stored element (exact: every op's result
+    /// is already rounded to the half type).
+    fn store(self, x: &str) -> String {
+        match self {
+            KernelDType::F16 => format!("__float2half_rn({x})"),
+            KernelDType::BF16 => format!("__float2bfloat16_rn({x})"),
+            _ => x.to_string(),
+        }
+    }
+}
+
+/// The scalar operands of a kernel body that are not literals, in order of
+/// first use, each once: slot `k` of the kernel's `scalars` is the value of
+/// `exprs()[k]` at call time.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScalarSlots {
+    exprs: Vec<ScalarExpr>,
+}
+
+impl ScalarSlots {
+    /// The slots of `k`'s body.
+    pub fn of(k: &Kernel) -> ScalarSlots {
+        let mut exprs: Vec<ScalarExpr> = Vec::new();
+        for n in &k.body {
+            for a in &n.args {
+                if let Arg::Scalar(e) = a {
+                    if e.as_const().is_none() && !exprs.contains(e) {
+                        exprs.push(e.clone());
+                    }
+                }
+            }
+        }
+        ScalarSlots { exprs }
+    }
+
+    /// The expressions, by slot.
+    pub fn exprs(&self) -> &[ScalarExpr] {
+        &self.exprs
+    }
+
+    /// The slot of `e`.
+    pub fn slot(&self, e: &ScalarExpr) -> Option<usize> {
+        self.exprs.iter().position(|x| x == e)
+    }
+
+    /// The slots' values for a call with these scalar arguments (indexed by
+    /// parameter position, as [`ScalarExpr::eval`] takes them).
+    pub fn values(&self, params: &[Option<ScalarValue>]) -> Result<Vec<f64>, ScalarError> {
+        self.exprs.iter().map(|e| e.eval(params).map(scalar_f64)).collect()
+    }
+}
+
+/// A scalar as the kernel receives it: floats as they are, integers
+/// converted (as eager's scalar operands are), bools as 0 or 1.
+pub fn scalar_f64(v: ScalarValue) -> f64 {
+    match v {
+        ScalarValue::F64(x) => x,
+        ScalarValue::I64(x) => x as f64,
+        ScalarValue::Bool(b) => f64::from(u8::from(b)),
+    }
+}
+
+/// A kernel rendered for one dtype and rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenderedKernel {
+    /// The `extern "C" __global__` entry point: the kernel's name (any
+    /// character that C does not allow in a name replaced by `_`).
+    pub name: String,
+    /// One complete CUDA C translation unit. Units of kernels with
+    /// different names may be concatenated into one: the shared helpers
+    /// are guarded, the rest is named after the kernel (so one kernel
+    /// rendered for two dtypes or ranks needs two names for that).
+    pub source: String,
+}
+
+/// Why a kernel could not be rendered, or its parameters packed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    #[error("kernel `{kernel}`: body node {node}: {msg}")]
+    Body { kernel: String, node: usize, msg: String },
+    #[error("kernel parameters: {0}")]
+    Params(String),
+}
+
+/// `k` as CUDA C for `dtype`, with outputs of rank `rank`; `scalars` are
+/// the body's slots ([`ScalarSlots::of`]). See the module doc for the ABI.
+pub fn render_cuda(k: &Kernel, dtype: KernelDType, rank: usize, scalars: &ScalarSlots) -> Result<RenderedKernel, RenderError> {
+    let name: String = k.name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    let name = if name.starts_with(|c: char| c.is_ascii_digit()) || name.is_empty() { format!("k_{name}") } else { name };
+    let inputs = k.num_inputs();
+    if let Some((i, n)) = k.body.iter().enumerate().find(|(i, n)| matches!(n.op, Op::Load(j) if j != *i)) {
+        return Err(RenderError::Body { kernel: k.name.clone(), node: i, msg: format!("`{}` out of order", n.op.name()) });
+    }
+    let body = body::render_body(k, dtype, scalars)?;
+
+    let mut s = format!("// Kernel `{}` ({dtype:?}, rank {rank}), generated by aot. NVRTC: --fmad=false.\n", k.name);
+    if let Some(h) = dtype.header() {
+        let _ = writeln!(s, "#include <{h}>");
+    }
+    let mut helpers = body.helpers.clone();
+    helpers.sort();
+    for h in helpers {
+        let guard = format!("AOT_HELPER_{}", h.name().to_uppercase());
+        let _ = write!(s, "#ifndef {guard}\n#define {guard}\n{}#endif\n", h.render());
+    }
+    params_struct(&mut s, &name, rank, inputs, scalars.exprs().len());
+    body_fn(&mut s, &name, dtype, inputs, &body);
+    entry(&mut s, &name, dtype, rank, inputs);
+    Ok(RenderedKernel { name, source: s })
+}
+
+fn params_struct(s: &mut String, name: &str, rank: usize, inputs: usize, slots: usize) {
+    let arr = |s: &mut String, ty: &str, field: String, n: usize| {
+        if n > 0 {
+            let _ = writeln!(s, "    {ty} {field}[{n}];");
+        }
+    };
+    let _ = writeln!(s, "struct aot_params_{name} {{\n    long long numel;\n    long long contiguous;");
+    arr(s, "long long", "sizes".into(), rank);
+    let _ = writeln!(s, "    long long out_offset;");
+    arr(s, "long long", "out_strides".into(), rank);
+    for j in 0..inputs {
+        let _ = writeln!(s, "    long long in{j}_offset;");
+        arr(s, "long long", format!("in{j}_strides"), rank);
+    }
+    arr(s, "double", "scalars".into(), slots);
+    let _ = writeln!(s, "}};");
+}
+
+/// `aot_body_<name>(c0, .., p)`: the stored value from the loaded inputs.
+fn body_fn(s: &mut String, name: &str, dtype: KernelDType, inputs: usize, body: &body::Body) {
+    let (st, ct) = (dtype.storage(), dtype.compute());
+    let mut params: Vec<String> = (0..inputs).map(|j| format!("const {ct} c{j}")).collect();
+    params.push(format!("const aot_params_{name} &p"));
+    let _ = writeln!(s, "static __device__ __forceinline__ {st} aot_body_{name}({}) {{", params.join(", "));
+    if !body.lines.iter().any(|l| l.contains("p.scalars")) {
+        let _ = writeln!(s, "    (void)p;");
+    }
+    for l in &body.lines {
+        let _ = writeln!(s, "{l}");
+    }
+    let _ = writeln!(s, "    return {};\n}}", dtype.store(&format!("c{}", body.out)));
+}
+
+/// The entry point: the grid-stride loop, with the contiguous fast path.
+fn entry(s: &mut String, name: &str, dtype: KernelDType, rank: usize, inputs: usize) {
+    let st = dtype.storage();
+    let mut params = vec![format!("{st} *out")];
+    params.extend((0..inputs).map(|j| format!("const {st} *in{j}")));
+    params.push(format!("const aot_params_{name} p"));
+    let call = |idx: &dyn Fn(usize) -> String| -> String {
+        let mut args: Vec<String> = (0..inputs).map(|j| dtype.load(&format!("in{j}[{}]", idx(j)))).collect();
+        args.push("p".into());
+        format!("aot_body_{name}({})", args.join(", "))
+    };
+    let _ = writeln!(s, "extern \"C\" __global__ void {name}({}) {{", params.join(", "));
+    s.push_str("    const long long step = (long long)blockDim.x * gridDim.x;\n");
+    s.push_str("    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n");
+    s.push_str("    if (p.contiguous) {\n        for (long long i = first; i < p.numel; i += step) {\n");
+    let _ = writeln!(s, "            out[p.out_offset + i] = {};", call(&|j| format!("p.in{j}_offset + i")));
+    s.push_str("        }\n        return;\n    }\n");
+    s.push_str("    for (long long i = first; i < p.numel; i += step) {\n");
+    if rank > 0 {
+        s.push_str("        long long rem = i;\n");
+    }
+    s.push_str("        long long o = p.out_offset;\n");
+    for j in 0..inputs {
+        let _ = writeln!(s, "        long long o{j} = p.in{j}_offset;");
+    }
+    // Innermost dimension first; dimension 0 takes what is left.
+    for d in (0..rank).rev() {
+        if d > 0 {
+            let _ = writeln!(s, "        {{\n            const long long q = rem / p.sizes[{d}];");
+            let _ = writeln!(s, "            const long long ix = rem - q * p.sizes[{d}];\n            rem = q;");
+        } else {
+            s.push_str("        {\n            const long long ix = rem;\n");
+        }
+        let _ = writeln!(s, "            o += ix * p.out_strides[{d}];");
+        for j in 0..inputs {
+            let _ = writeln!(s, "            o{j} += ix * p.in{j}_strides[{d}];");
+        }
+        s.push_str("        }\n");
+    }
+    let _ = writeln!(s, "        out[o] = {};\n    }}\n}}", call(&|j| format!("o{j}")));
+}
+
+/// An operand's layout, in elements.
+#[derive(Clone, Copy, Debug)]
+pub struct Operand<'a> {
+    pub offset: i64,
+    /// One per dimension of the output (0 where broadcast).
+    pub strides: &'a [i64],
+}
+
+/// The params words of a launch (module doc, "ABI"): `sizes` is the
+/// output's shape, `scalars` the slot values. Sets `contiguous` when every
+/// operand has the row-major strides of `sizes` (size-1 dimensions aside).
+pub fn pack_params(sizes: &[i64], out: Operand<'_>, inputs: &[Operand<'_>], scalars: &[f64]) -> Result<Vec<u64>, RenderError> {
+    let rank = sizes.len();
+    if let Some(bad) = std::iter::once(&out).chain(inputs).find(|o| o.strides.len() != rank) {
+        return Err(RenderError::Params(format!("{} strides for a rank-{rank} output", bad.strides.len())));
+    }
+    let numel = sizes.iter().try_fold(1i64, |n, &s| if s < 0 { None } else { n.checked_mul(s) });
+    let numel = numel.ok_or_else(|| RenderError::Params(format!("sizes {sizes:?} have no element count")))?;
+    let mut dense = vec![0i64; rank];
+    let mut step = 1i64;
+    for d in (0..rank).rev() {
+        dense[d] = step;
+        step = step.saturating_mul(sizes[d]);
+    }
+    let contiguous = std::iter::once(&out).chain(inputs).all(|o| (0..rank).all(|d| sizes[d] == 1 || o.strides[d] == dense[d]));
+    let mut w: Vec<u64> = vec![numel as u64, u64::from(contiguous)];
+    w.extend(sizes.iter().map(|&s| s as u64));
+    for o in std::iter::once(&out).chain(inputs) {
+        w.push(o.offset as u64);
+        w.extend(o.strides.iter().map(|&s| s as u64));
+    }
+    w.extend(scalars.iter().map(|v| v.to_bits()));
+    Ok(w)
+}
+
+#[cfg(test)]
+mod tests;
