@@ -37,6 +37,7 @@
 pub mod arg;
 pub mod autograd;
 pub mod backend;
+mod buffer_cache;
 pub mod compiled;
 pub mod cpu;
 pub mod cuda;

@@ -39,6 +39,22 @@ pub(crate) fn try_vec<T>(op: &'static str, n: usize) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// [`try_vec`] for a buffer of a storage, reusing a cached large buffer
+/// (`buffer_cache`) when one fits.
+pub(crate) fn try_buffer<T: Send + 'static>(op: &'static str, n: usize) -> Result<Vec<T>> {
+    match crate::buffer_cache::take(n) {
+        Some(v) => Ok(v),
+        None => try_vec(op, n),
+    }
+}
+
+/// `n` copies of `x` in a [`try_buffer`].
+pub(crate) fn try_filled_buffer<T: Clone + Send + 'static>(op: &'static str, n: usize, x: T) -> Result<Vec<T>> {
+    let mut v = try_buffer(op, n)?;
+    v.resize(n, x);
+    Ok(v)
+}
+
 /// `n` copies of `x`, allocated by [`try_vec`].
 pub(crate) fn try_filled<T: Clone>(op: &'static str, n: usize, x: T) -> Result<Vec<T>> {
     let mut v = try_vec(op, n)?;
@@ -247,6 +263,18 @@ pub struct Storage {
     len: usize,
     data: RwLock<StorageData>,
     version: AtomicU64,
+}
+
+/// A large CPU buffer goes to the buffer cache (`buffer_cache`) when its
+/// storage is dropped.
+impl Drop for Storage {
+    fn drop(&mut self) {
+        let data = self.data.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let StorageData::Cpu(c) = data {
+            let empty = CpuStorage::Bool(Vec::new());
+            dispatch_cpu!(std::mem::replace(c, empty), v => crate::buffer_cache::give(v));
+        }
+    }
 }
 
 impl Storage {

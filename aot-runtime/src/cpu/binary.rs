@@ -123,7 +123,7 @@ fn apply<T, S, U>(
 where
     T: Copy + Sync,
     S: Copy + Sync,
-    U: Copy + Default + Send,
+    U: Copy + Default + Send + 'static,
 {
     match rhs {
         Rhs::Tensor(b, lb) => map2(name, a, la, b, lb, |x, y| f(conv(x), conv(y))),

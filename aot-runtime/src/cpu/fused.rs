@@ -21,7 +21,7 @@ use super::elem::FloatElem;
 use super::strided::PAR_MIN;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::storage::{try_vec, CpuStorage};
+use crate::storage::{try_buffer, CpuStorage};
 use aot_ir::kernel::elementwise::{with_op, Compute, OpVisitor};
 use aot_ir::OpKind;
 use rayon::prelude::*;
@@ -147,7 +147,7 @@ where
         return Err(AotError::internal(name, "a fused kernel writes a dense output at offset 0"));
     }
     let space = Space::new(out, inputs);
-    let mut dst: Vec<T> = try_vec(name, n)?;
+    let mut dst: Vec<T> = try_buffer(name, n)?;
     {
         let spare = &mut dst.spare_capacity_mut()[..n];
         let task = |start: usize, chunk: &mut [MaybeUninit<T>]| block_range(p, bufs, &space, start, chunk);
@@ -252,6 +252,14 @@ where
     values[s.out] = out;
 }
 
+/// Runs `f` compiled for the best instruction set this CPU has (pulp's
+/// runtime dispatch: AVX-512, AVX2 or the baseline), so that the op loops
+/// inlined into it vectorise at that width.
+#[inline(always)]
+fn simd(f: impl FnOnce()) {
+    pulp::Arch::new().dispatch(f);
+}
+
 struct Unary<'a, C> {
     a: &'a [C],
     o: &'a mut [C],
@@ -261,9 +269,15 @@ impl<C: Compute> OpVisitor<C> for Unary<'_, C> {
     type Out = ();
     #[inline(always)]
     fn visit<F: Fn(C, C) -> C + Copy + Send + Sync>(self, f: F) {
-        for (o, &x) in self.o.iter_mut().zip(self.a) {
-            *o = f(x, x);
-        }
+        let (a, o) = (self.a, self.o);
+        simd(
+            #[inline(always)]
+            || {
+                for (o, &x) in o.iter_mut().zip(a) {
+                    *o = f(x, x);
+                }
+            },
+        );
     }
 }
 
@@ -277,10 +291,15 @@ impl<C: Compute> OpVisitor<C> for WithScalar<'_, C> {
     type Out = ();
     #[inline(always)]
     fn visit<F: Fn(C, C) -> C + Copy + Send + Sync>(self, f: F) {
-        let b = self.b;
-        for (o, &x) in self.o.iter_mut().zip(self.a) {
-            *o = f(x, b);
-        }
+        let (a, b, o) = (self.a, self.b, self.o);
+        simd(
+            #[inline(always)]
+            || {
+                for (o, &x) in o.iter_mut().zip(a) {
+                    *o = f(x, b);
+                }
+            },
+        );
     }
 }
 
@@ -294,8 +313,14 @@ impl<C: Compute> OpVisitor<C> for Binary<'_, C> {
     type Out = ();
     #[inline(always)]
     fn visit<F: Fn(C, C) -> C + Copy + Send + Sync>(self, f: F) {
-        for ((o, &x), &y) in self.o.iter_mut().zip(self.a).zip(self.b) {
-            *o = f(x, y);
-        }
+        let (a, b, o) = (self.a, self.b, self.o);
+        simd(
+            #[inline(always)]
+            || {
+                for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
+                    *o = f(x, y);
+                }
+            },
+        );
     }
 }

@@ -6,7 +6,7 @@
 
 use crate::error::{AotError, Result};
 use crate::layout::{contiguous_strides, Dims, Layout};
-use crate::storage::try_filled;
+use crate::storage::try_filled_buffer;
 use rayon::prelude::*;
 
 /// Inputs with at least this many elements are processed in parallel.
@@ -335,13 +335,13 @@ impl<const N: usize> Transposed<N> {
 
 /// `f` of each element of `a` (read through `la`), as a contiguous vector
 /// (an `OutOfMemory` error naming `op` if it cannot be allocated).
-pub(crate) fn map1<T: Copy + Sync, U: Copy + Default + Send>(
+pub(crate) fn map1<T: Copy + Sync, U: Copy + Default + Send + 'static>(
     op: &'static str,
     a: &[T],
     la: &Layout,
     f: impl Fn(T) -> U + Sync,
 ) -> Result<Vec<U>> {
-    let mut out = try_filled(op, la.numel(), U::default())?;
+    let mut out = try_filled_buffer(op, la.numel(), U::default())?;
     map1_into(&mut out, a, la, f);
     Ok(out)
 }
@@ -387,7 +387,7 @@ pub(crate) fn map1_into<T: Copy + Sync, U: Copy + Send>(out: &mut [U], a: &[T], 
 }
 
 /// `f` of each pair of elements of `a` and `b` (layouts of one shape).
-pub(crate) fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Default + Send>(
+pub(crate) fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Default + Send + 'static>(
     op: &'static str,
     a: &[A],
     la: &Layout,
@@ -395,7 +395,7 @@ pub(crate) fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Default + Send>(
     lb: &Layout,
     f: impl Fn(A, B) -> U + Sync,
 ) -> Result<Vec<U>> {
-    let mut out = try_filled(op, la.numel(), U::default())?;
+    let mut out = try_filled_buffer(op, la.numel(), U::default())?;
     // Small dense operands: one loop, without building a plan (a tiny op's
     // fixed cost); larger ones take the plan's parallel runs.
     let n = out.len();
@@ -444,7 +444,7 @@ pub(crate) fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Default + Send>(
 
 /// `f` of each triple of elements of `a`, `b` and `c` (layouts of one shape).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: Copy + Default + Send>(
+pub(crate) fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: Copy + Default + Send + 'static>(
     op: &'static str,
     a: &[A],
     la: &Layout,
@@ -454,7 +454,7 @@ pub(crate) fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: Copy + Def
     lc: &Layout,
     f: impl Fn(A, B, C) -> U + Sync,
 ) -> Result<Vec<U>> {
-    let mut out = try_filled(op, la.numel(), U::default())?;
+    let mut out = try_filled_buffer(op, la.numel(), U::default())?;
     let plan = Plan::new(&la.shape, [la, lb, lc]);
     if let Some(t) = Transposed::new(&plan) {
         t.run(&mut out, &|[i, j, k]| f(a[i], b[j], c[k]));
