@@ -48,12 +48,22 @@ use aot_tests::progen::PROGRAM_NAME;
 
 #[test]
 fn compiled_matches_eager() {
-    run_property("compiled_matches_eager", cases_from_env(6_000));
+    fused_kernels_ran(|| run_property("compiled_matches_eager", cases_from_env(6_000)));
 }
 
 #[test]
 fn compiled_matches_eager_with_autograd_and_no_grad() {
-    run_property("compiled_matches_eager_with_autograd_and_no_grad", cases_from_env(4_000));
+    fused_kernels_ran(|| run_property("compiled_matches_eager_with_autograd_and_no_grad", cases_from_env(4_000)));
+}
+
+/// Runs `f` and checks that compiled calls ran fused kernels of the kernel
+/// stage meanwhile: the comparisons above went through the fused path.
+fn fused_kernels_ran(f: impl FnOnce()) {
+    let (before, _) = aot_runtime::compiled::__private::kernel_stats();
+    f();
+    let (fused, op_by_op) = aot_runtime::compiled::__private::kernel_stats();
+    println!("kernels run fused: {} (process total; op by op: {op_by_op})", fused - before);
+    assert!(fused > before, "no compiled call ran a fused kernel");
 }
 
 /// The nightly run: longer programs, every feature, many more cases.

@@ -79,6 +79,21 @@ impl BinaryOp {
         }
     }
 
+    /// The DSL op of an arithmetic op (comparisons have none in kernels).
+    fn kind_of(self) -> Option<aot_ir::OpKind> {
+        use aot_ir::OpKind as K;
+        Some(match self {
+            BinaryOp::Add => K::Add,
+            BinaryOp::Sub => K::Sub,
+            BinaryOp::Mul => K::Mul,
+            BinaryOp::Div => K::Div,
+            BinaryOp::Pow => K::Pow,
+            BinaryOp::Maximum => K::Maximum,
+            BinaryOp::Minimum => K::Minimum,
+            _ => return None,
+        })
+    }
+
     /// True for the ops whose result is Bool.
     pub fn is_comparison(self) -> bool {
         matches!(self.kind(), Kind::Cmp(_))
@@ -102,6 +117,11 @@ impl BinaryOp {
         }
     }
 }
+
+/// From this many elements, float arithmetic runs as the kernel stage's
+/// single-op kernel (vectorised for the CPU at hand); below, the plain loop
+/// here (the same arithmetic) costs less to set up.
+const SINGLE_MIN: usize = 1024;
 
 /// The second operand of a binary kernel: a tensor, or a scalar already in
 /// the compute type (`first`: the scalar is the left operand).
@@ -245,6 +265,12 @@ pub fn binary(op: BinaryOp, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &La
     check_same_shape(name, la, lb)?;
     check_layout(name, la, a.len())?;
     check_layout(name, lb, b.len())?;
+    if let (Some(k), true) = (op.kind_of(), la.numel() >= SINGLE_MIN) {
+        let rhs = super::fused::Rhs::Value(1);
+        if let Some(r) = super::fused::single(name, k, (a, la.clone()), Some((b, lb.clone())), rhs, out) {
+            return r;
+        }
+    }
     let o = OutOrder::new(name, out, &la.shape)?;
     let (la, lb) = (&*o.input(la), &*o.input(lb));
     float_or!(a, va => binary_float(op, va, la, Rhs::Tensor(typed(name, b)?, lb)), other => match other {
@@ -357,6 +383,11 @@ pub fn binary_scalar(op: BinaryOp, a: &CpuStorage, la: &Layout, s: f64, scalar_f
     }
     let name = op.name();
     check_layout(name, la, a.len())?;
+    if let (Some(k), false, true) = (op.kind_of(), scalar_first, la.numel() >= SINGLE_MIN) {
+        if let Some(r) = super::fused::single(name, k, (a, la.clone()), None, super::fused::Rhs::Scalar(s), out) {
+            return r;
+        }
+    }
     let la = &*OutOrder::new(name, out, &la.shape)?.input(la);
     float_or!(a, va => float(op, va, la, s, scalar_first), other => match other {
         CpuStorage::I64(va) => binary_i64(op, va, la, Rhs::Scalar { s: s as i64, first: scalar_first }),

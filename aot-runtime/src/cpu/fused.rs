@@ -85,6 +85,27 @@ pub(crate) fn fused(name: &'static str, p: &Program<'_>, inputs: &[Input<'_>], o
     }
 }
 
+/// Eager's elementwise ops as single-op kernels: `op(a)` or `op(a, rhs)`
+/// (`rhs`: `Rhs::Value(1)` for the second input `b`, or a scalar), with
+/// `a` (and `b`) laid out with `out`'s shape. `None`: not a float op of
+/// one dtype with a dense output (the caller's own loop runs it).
+pub(crate) fn single(
+    name: &'static str,
+    op: OpKind,
+    a: Input<'_>,
+    b: Option<Input<'_>>,
+    rhs: Rhs,
+    out: &Layout,
+) -> Option<Result<CpuStorage>> {
+    if !crate::layout::is_dense_output(out) || !a.0.dtype().is_float() {
+        return None;
+    }
+    let stored = if b.is_some() { 2 } else { 1 };
+    let steps = [Step { op, a: 0, rhs, out: stored }];
+    let inputs: Vec<Input<'_>> = std::iter::once(a).chain(b).collect();
+    fused(name, &Program { steps: &steps, num_values: stored + 1, stored }, &inputs, out)
+}
+
 /// The iteration space: sizes outermost first, with per operand (output
 /// first, then the inputs) the stride of each dim and the start offset.
 struct Space {
@@ -172,7 +193,8 @@ where
     let rank = space.sizes.len();
     let inner = space.sizes.last().copied().unwrap_or(1);
     let (mut offs, mut idx) = space.locate(start);
-    let mut values: Vec<Vec<T::C>> = vec![vec![T::C::of(0.0); BLOCK]; p.num_values];
+    // Block buffers no longer than the chunk: a small tensor's op allocates little.
+    let mut values: Vec<Vec<T::C>> = vec![vec![T::C::of(0.0); BLOCK.min(chunk.len())]; p.num_values];
     let mut done = 0;
     while done < chunk.len() {
         let at = idx.last().copied().unwrap_or(0);

@@ -56,6 +56,28 @@ impl UnaryOp {
 }
 
 impl UnaryOp {
+    /// The DSL op computing this op.
+    pub(crate) fn kind(self) -> aot_ir::OpKind {
+        use aot_ir::OpKind as K;
+        match self {
+            UnaryOp::Neg => K::Neg,
+            UnaryOp::Exp => K::Exp,
+            UnaryOp::Log => K::Log,
+            UnaryOp::Sqrt => K::Sqrt,
+            UnaryOp::Rsqrt => K::Rsqrt,
+            UnaryOp::Abs => K::Abs,
+            UnaryOp::Sin => K::Sin,
+            UnaryOp::Cos => K::Cos,
+            UnaryOp::Tanh => K::Tanh,
+            UnaryOp::Sigmoid => K::Sigmoid,
+            UnaryOp::Relu => K::Relu,
+            UnaryOp::Gelu => K::Gelu,
+            UnaryOp::Silu => K::Silu,
+            UnaryOp::Reciprocal => K::Reciprocal,
+            UnaryOp::Square => K::Square,
+        }
+    }
+
     /// The vectorised f32 function of the kernel stage that computes this
     /// op, if there is one.
     fn math_fn(self) -> Option<MathFn> {
@@ -80,6 +102,10 @@ impl UnaryOp {
 pub fn unary(op: UnaryOp, src: &CpuStorage, layout: &Layout, out: &Layout) -> Result<CpuStorage> {
     let name = op.name();
     check_layout(name, layout, src.len())?;
+    // Floats: the kernel stage's single-op kernel (the one op definition).
+    if let Some(r) = super::fused::single(name, op.kind(), (src, layout.clone()), None, super::fused::Rhs::None, out) {
+        return r;
+    }
     let layout = &*OutOrder::new(name, out, &layout.shape)?.input(layout);
     if let (CpuStorage::F32(v), Some(f)) = (src, op.math_fn()) {
         // The kernel stage's vectorised math, on the dense elements (an
