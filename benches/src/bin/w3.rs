@@ -96,7 +96,11 @@ impl AotStep {
         let dev = Device::Cpu;
         let mut params = Vec::new();
         for (i, (shape, scale)) in param_specs().into_iter().enumerate() {
-            let t = if scale == 0.0 { Tensor::zeros(&shape, DType::F32, &dev)? } else { Tensor::randn(&shape, DType::F32, &dev, i as u64)?.mul(scale)? };
+            let t = if scale == 0.0 {
+                Tensor::zeros(&shape, DType::F32, &dev)?
+            } else {
+                Tensor::randn(&shape, DType::F32, &dev, i as u64)?.mul(scale)?
+            };
             params.push(t.requires_grad_(true)?);
         }
         let bufs = params.iter().map(|p| Tensor::zeros(&p.shape(), DType::F32, &dev)).collect::<Result<Vec<_>>>()?;
@@ -132,7 +136,11 @@ impl CandleStep {
         let dev = CDevice::Cpu;
         let mut params = Vec::new();
         for (shape, scale) in param_specs() {
-            let t = if scale == 0.0 { CTensor::zeros(shape, candle_core::DType::F32, &dev)? } else { CTensor::randn(0f32, scale as f32, shape, &dev)? };
+            let t = if scale == 0.0 {
+                CTensor::zeros(shape, candle_core::DType::F32, &dev)?
+            } else {
+                CTensor::randn(0f32, scale as f32, shape, &dev)?
+            };
             params.push(Var::from_tensor(&t)?);
         }
         let bufs = params.iter().map(|p| p.zeros_like()).collect::<candle_core::Result<Vec<_>>>()?;
@@ -208,7 +216,27 @@ macro_rules! time_gemm {
             // written at i*n + j; all in bounds, `c` is disjoint from both,
             // and f32 is a type `gemm` supports.
             unsafe {
-                $krate::gemm(s.m, s.n, s.k, c.as_mut_ptr(), 1, s.n as isize, false, a.as_ptr(), acs, ars, b.as_ptr(), bcs, brs, 0.0, 1.0, false, false, false, $par)
+                $krate::gemm(
+                    s.m,
+                    s.n,
+                    s.k,
+                    c.as_mut_ptr(),
+                    1,
+                    s.n as isize,
+                    false,
+                    a.as_ptr(),
+                    acs,
+                    ars,
+                    b.as_ptr(),
+                    bcs,
+                    brs,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    $par,
+                )
             }
         };
         call();
@@ -308,18 +336,22 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     }
     let (a, c) = (median(&mut ta), median(&mut tc));
     println!(
-        "W3: MLP {IN}-{HIDDEN}-{HIDDEN}-{CLASSES}, batch {BATCH}, f32, one SGD-momentum training step; median of {steps} after {WARMUP} warm-up, {} rayon threads",
-        rayon_threads()
+        "W3: MLP {IN}-{HIDDEN}-{HIDDEN}-{CLASSES}, batch {BATCH}, f32, one SGD-momentum training step; median of {steps} after {WARMUP} warm-up, {} cores",
+        cores()
     );
     println!("  loss over the steps: aot {:.4} -> {:.4}, candle {:.4} -> {:.4}", first[0], last[0], first[1], last[1]);
     for (name, ms) in [("aot compiled", a), ("candle", c)] {
-        println!("  {name:<13} {ms:>7.2} ms/step  {:>6.1} GFLOP/s  {:.2}x the {PEAK_MS} ms sgemm-peak bound", GFLOP / ms * 1e3, ms / PEAK_MS);
+        println!(
+            "  {name:<13} {ms:>7.2} ms/step  {:>6.1} GFLOP/s  {:.2}x the {PEAK_MS} ms sgemm-peak bound",
+            GFLOP / ms * 1e3,
+            ms / PEAK_MS
+        );
     }
     println!("  ratio aot/candle {:.3}x (candle/aot {:.2}x; the target is candle/aot >= 4.5x)", a / c, c / a);
     gemm_ceiling();
     Ok(())
 }
 
-fn rayon_threads() -> usize {
+fn cores() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
