@@ -2,7 +2,9 @@
 //! Leaf gradients are applied only after every node succeeded, so a failed
 //! backward leaves every `.grad` as it was, and each leaf's read-add-write
 //! of `.grad` runs under that leaf's lock, so concurrent backward passes
-//! into a shared leaf lose no update.
+//! into a shared leaf lose no update. A gradient that nothing else can
+//! reach becomes the `.grad` itself (PyTorch's AccumulateGrad steals it);
+//! any other is copied into the leaf's layout.
 
 use super::backprop::second_backward;
 use super::{Edge, NoGradGuard, Node};
@@ -69,6 +71,24 @@ fn grad_layout(leaf: &Tensor) -> Layout {
     }
 }
 
+/// `g` as the `.grad` of `leaf`: `g` itself when nothing else can reach
+/// it (PyTorch's AccumulateGrad steals such a gradient), else a copy.
+///
+/// Stealing is a copy saved, not a change of meaning: the handle and its
+/// storage are referenced only here (no clone of the handle, no view or
+/// other tensor on the storage, no weak reference), the storage holds
+/// exactly the tensor's elements, the layout is the one the copy would
+/// have, and no history is attached. So no one can observe that `.grad` is
+/// this tensor rather than a copy of it.
+fn into_grad(op: &'static str, mut g: Tensor, leaf: &Tensor) -> Result<Tensor> {
+    let layout = grad_layout(leaf);
+    let sole = Arc::get_mut(&mut g.0).is_some_and(|imp| Arc::get_mut(&mut imp.storage).is_some());
+    if sole && g.dtype() == leaf.dtype() && !g.requires_grad() && g.storage_len() == g.numel() && g.layout() == layout {
+        return Ok(g);
+    }
+    g.copy_as(op, leaf.dtype(), layout)
+}
+
 /// Adds each gradient to its leaf's `.grad`, all or nothing.
 ///
 /// Every leaf's accumulation lock is held from the read of `.grad` to the
@@ -99,7 +119,7 @@ fn apply_leaf_grads(op: &'static str, leaves: &HashMap<usize, Tensor>, leaf_grad
             Some(prev) => prev.add(&g)?,
             None => g,
         };
-        updates.push((t, new.copy_as(op, t.dtype(), grad_layout(t))?));
+        updates.push((t, into_grad(op, new, t)?));
     }
     for (t, g) in updates {
         t.set_grad(Some(g));
@@ -229,6 +249,48 @@ mod tests {
         let n = (THREADS * (PASSES / 5)) as f64;
         assert_eq!(a.grad().unwrap().to_vec::<f64>().unwrap(), vec![2.0 * n; 2]);
         assert_eq!(b.grad().unwrap().to_vec::<f64>().unwrap(), vec![n; 2]);
+    }
+
+    #[test]
+    fn a_gradient_is_stolen_only_when_nothing_else_reaches_it() {
+        use super::into_grad;
+        use std::sync::Arc;
+        let leaf2 = Tensor::zeros(&[2, 3], crate::DType::F32, &Device::Cpu).unwrap();
+        let fresh = || Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3], &Device::Cpu).unwrap();
+        let ptr = |t: &Tensor| Arc::as_ptr(t.storage()) as usize;
+        // the sole handle on a storage of its own: the very buffer
+        let g = fresh();
+        let p = ptr(&g);
+        assert_eq!(ptr(&into_grad("t", g, &leaf2).unwrap()), p);
+        // another handle, a view, or a bigger storage: a copy, same values
+        let g = fresh();
+        let kept = g.clone();
+        let out = into_grad("t", g, &leaf2).unwrap();
+        assert!(!out.shares_storage_with(&kept));
+        let g = fresh();
+        let view = g.reshape(&[6]).unwrap();
+        assert!(!into_grad("t", g, &leaf2).unwrap().shares_storage_with(&view));
+        let row = Tensor::from_vec(vec![0.0f32; 12], &[4, 3], &Device::Cpu).unwrap().narrow(0, 0, 2).unwrap();
+        assert_eq!(into_grad("t", row, &leaf2).unwrap().storage_len(), 6);
+        // another layout than the leaf's: copied into the leaf's layout
+        let t = fresh().t().unwrap().contiguous().unwrap().t().unwrap();
+        let out = into_grad("t", t, &leaf2).unwrap();
+        assert_eq!((out.stride(), out.to_vec::<f32>().unwrap()), (vec![3, 1], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
+    }
+
+    #[test]
+    fn leaves_given_one_gradient_tensor_get_distinct_grads() {
+        // `add`'s backward hands the same gradient to both operands, and
+        // `backward_with` the caller's own tensor: none may be shared.
+        let a = leaf(vec![1.0, 2.0]);
+        let b = leaf(vec![3.0, 4.0]);
+        let g = Tensor::from_vec(vec![0.5f64, -1.0], &[2], &Device::Cpu).unwrap();
+        a.add(&b).unwrap().backward_with(&g).unwrap();
+        let (ga, gb) = (a.grad().unwrap(), b.grad().unwrap());
+        assert!(!ga.shares_storage_with(&gb) && !ga.shares_storage_with(&g) && !gb.shares_storage_with(&g));
+        ga.add_(1.0).unwrap();
+        assert_eq!(gb.to_vec::<f64>().unwrap(), vec![0.5, -1.0]);
+        assert_eq!(g.to_vec::<f64>().unwrap(), vec![0.5, -1.0]);
     }
 
     #[test]
