@@ -103,9 +103,11 @@ pub fn fill(dst: &mut CpuStorage, l: &Layout, v: f64) {
 }
 
 /// Adds the elements of `src` (read through `ls`, row-major) into `dst` at
-/// the positions of `ld` (row-major), in f64, rounding once per addition. A
-/// position that `ld` visits more than once gets every addend (the gradient
-/// of an overlapping view). `src` and `dst` are different buffers.
+/// the positions of `ld` (row-major), in f64. A position that `ld` visits
+/// more than once (the gradient of an overlapping view) gets every addend,
+/// summed in f64 in row-major order and rounded to `dst`'s dtype once, as
+/// eager's reductions round a sum once (per-addend rounding drifts by
+/// ulps in f16/bf16). `src` and `dst` are different buffers.
 pub fn scatter_add(src: &CpuStorage, ls: &Layout, dst: &mut CpuStorage, ld: &Layout) -> Result<()> {
     const OP: &str = "scatter_add";
     if ls.numel() != ld.numel() {
@@ -113,10 +115,21 @@ pub fn scatter_add(src: &CpuStorage, ls: &Layout, dst: &mut CpuStorage, ld: &Lay
     }
     check_layout(OP, ls, src.len())?;
     check_layout(OP, ld, dst.len())?;
-    let vals = crate::storage::try_collect(OP, ls.offsets().map(|o| src.get_f64(o)))?;
+    let mut adds = crate::storage::try_collect(OP, ld.offsets().zip(ls.offsets().map(|o| src.get_f64(o))))?;
+    if !ld.is_non_overlapping() {
+        // Each position's addends together, in their row-major order.
+        adds.sort_by_key(|&(o, _)| o);
+    }
     crate::dispatch_cpu!(dst, d => {
-        for (o, v) in ld.offsets().zip(vals) {
-            d[o] = WithDType::from_f64(d[o].to_f64() + v);
+        let mut i = 0;
+        while i < adds.len() {
+            let o = adds[i].0;
+            let mut acc = d[o].to_f64();
+            while i < adds.len() && adds[i].0 == o {
+                acc += adds[i].1;
+                i += 1;
+            }
+            d[o] = WithDType::from_f64(acc);
         }
     });
     Ok(())
