@@ -131,8 +131,6 @@ pub(crate) trait Float: num_traits::Float + Default + Send + Sync + std::fmt::De
     fn of(v: f64) -> Self;
     /// The value as f64 (exact).
     fn f64(self) -> f64;
-    fn erf(self) -> Self;
-    fn erfc(self) -> Self;
 }
 
 impl Float for f32 {
@@ -144,12 +142,6 @@ impl Float for f32 {
     fn f64(self) -> f64 {
         self as f64
     }
-    fn erf(self) -> Self {
-        aot_ir::kernel::special::erf(self as f64) as f32
-    }
-    fn erfc(self) -> Self {
-        aot_ir::kernel::special::erfc(self as f64) as f32
-    }
 }
 
 impl Float for f64 {
@@ -160,12 +152,6 @@ impl Float for f64 {
     #[inline(always)]
     fn f64(self) -> f64 {
         self
-    }
-    fn erf(self) -> Self {
-        aot_ir::kernel::special::erf(self)
-    }
-    fn erfc(self) -> Self {
-        aot_ir::kernel::special::erfc(self)
     }
 }
 

@@ -346,3 +346,6 @@ impl<C: Compute> OpVisitor<C> for Binary<'_, C> {
         );
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -16,9 +16,9 @@
 //! paths, and large inputs (more than 32k elements) are split across rayon
 //! threads.
 //!
-//! - `unary`: [`unary`] and [`clamp`]; contiguous f32 `exp`, `log`, `tanh`,
-//!   `sigmoid`, `silu`, `gelu`, `sin` and `cos` run `vmath`, the kernel
-//!   stage's vectorised math (errors stated in `aot_ir::kernel::math`).
+//! - `unary`: [`unary`] and [`clamp`]; float unary ops, and float binary
+//!   arithmetic from 1024 elements, run as single-op kernels of `fused`
+//!   (f32 math: `aot_ir::kernel::math`, errors stated there).
 //! - `binary`: [`binary`], [`binary_scalar`] and [`where_cond`], and the
 //!   dense kernels of the compiled fast path ([`binary_dense`],
 //!   [`binary_assign_dense`]).
@@ -44,7 +44,6 @@ mod reduce;
 mod softmax;
 mod strided;
 mod unary;
-pub(crate) mod vmath;
 
 #[cfg(test)]
 mod elementwise_tests;

@@ -5,12 +5,10 @@
 use super::elem::{float_or, not_implemented, Float, FloatElem};
 use super::output::OutOrder;
 use super::strided::{check_layout, map1};
-use super::vmath::{self, MathFn};
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::storage::{try_filled, CpuStorage};
-use num_traits::Float as _;
+use crate::storage::CpuStorage;
 
 /// A unary elementwise op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -77,22 +75,6 @@ impl UnaryOp {
             UnaryOp::Square => K::Square,
         }
     }
-
-    /// The vectorised f32 function of the kernel stage that computes this
-    /// op, if there is one.
-    fn math_fn(self) -> Option<MathFn> {
-        Some(match self {
-            UnaryOp::Exp => MathFn::Exp,
-            UnaryOp::Log => MathFn::Log,
-            UnaryOp::Tanh => MathFn::Tanh,
-            UnaryOp::Sigmoid => MathFn::Sigmoid,
-            UnaryOp::Silu => MathFn::Silu,
-            UnaryOp::Gelu => MathFn::Gelu,
-            UnaryOp::Sin => MathFn::Sin,
-            UnaryOp::Cos => MathFn::Cos,
-            _ => return None,
-        })
-    }
 }
 
 /// Applies a unary op to the elements of `layout` in `src`; the output is a
@@ -107,54 +89,11 @@ pub fn unary(op: UnaryOp, src: &CpuStorage, layout: &Layout, out: &Layout) -> Re
         return r;
     }
     let layout = &*OutOrder::new(name, out, &layout.shape)?.input(layout);
-    if let (CpuStorage::F32(v), Some(f)) = (src, op.math_fn()) {
-        // The kernel stage's vectorised math, on the dense elements (an
-        // empty tensor's offset may lie past the end: the general path).
-        let n = layout.numel();
-        let dense = layout.is_contiguous().then(|| v.get(layout.offset..layout.offset.saturating_add(n))).flatten();
-        if let Some(src) = dense.filter(|_| n > 0) {
-            let mut dst = try_filled(name, n, 0.0f32)?;
-            vmath::apply(f, src, &mut dst);
-            return Ok(CpuStorage::F32(dst));
-        }
-    }
-    float_or!(src, v => unary_float(op, v, layout), other => match other {
+    match src {
         CpuStorage::I64(v) => unary_i64(op, v, layout),
-        _ => Err(not_implemented(name, other.dtype())),
-    })
-}
-
-fn unary_float<T: FloatElem>(op: UnaryOp, v: &[T], l: &Layout) -> Result<CpuStorage> {
-    // A generic fn rather than a closure over `dyn Fn`: one instance per
-    // op keeps the element loop free of dynamic calls.
-    fn go<T: FloatElem>(op: UnaryOp, v: &[T], l: &Layout, f: impl Fn(T::C) -> T::C + Sync) -> Result<CpuStorage> {
-        Ok(T::into_storage(map1(op.name(), v, l, |x| T::from_c(f(x.to_c())))?))
-    }
-    let zero = T::C::of(0.0);
-    let one = T::C::of(1.0);
-    let half = T::C::of(0.5);
-    let frac_1_sqrt_2 = T::C::of(std::f64::consts::FRAC_1_SQRT_2);
-    match op {
-        UnaryOp::Neg => go(op, v, l, |x| -x),
-        UnaryOp::Exp => go(op, v, l, |x| x.exp()),
-        UnaryOp::Log => go(op, v, l, |x| x.ln()),
-        UnaryOp::Sqrt => go(op, v, l, |x| x.sqrt()),
-        UnaryOp::Rsqrt => go(op, v, l, |x| one / x.sqrt()),
-        UnaryOp::Abs => go(op, v, l, |x| x.abs()),
-        UnaryOp::Sin => go(op, v, l, |x| x.sin()),
-        UnaryOp::Cos => go(op, v, l, |x| x.cos()),
-        UnaryOp::Tanh => go(op, v, l, |x| x.tanh()),
-        UnaryOp::Sigmoid => go(op, v, l, |x| one / (one + (-x).exp())),
-        // NaN <= 0 is false, so NaN propagates.
-        UnaryOp::Relu => go(op, v, l, |x| if x <= zero { zero } else { x }),
-        // 0.5 x (1 + erf(x/sqrt 2)); for negative x as 0.5 x erfc(-x/sqrt 2),
-        // which avoids the cancellation in 1 + erf.
-        UnaryOp::Gelu => {
-            go(op, v, l, |x| if x >= zero { half * x * (one + (x * frac_1_sqrt_2).erf()) } else { half * x * (-x * frac_1_sqrt_2).erfc() })
-        }
-        UnaryOp::Silu => go(op, v, l, |x| x / (one + (-x).exp())),
-        UnaryOp::Reciprocal => go(op, v, l, |x| one / x),
-        UnaryOp::Square => go(op, v, l, |x| x * x),
+        // Floats ran above: every output the backend is given is dense.
+        other if other.dtype().is_float() => Err(AotError::internal(name, "a float unary op with an output that is not dense")),
+        other => Err(not_implemented(name, other.dtype())),
     }
 }
 

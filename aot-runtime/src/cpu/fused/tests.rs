@@ -1,0 +1,100 @@
+//! The evaluator against a per-element reference built from the same op
+//! definition: bit for bit, on strided, broadcast and permuted layouts,
+//! across block and task boundaries.
+
+use super::*;
+use aot_ir::kernel::elementwise::{with_op, OpVisitor};
+
+/// `f(a, b)` for one element.
+struct One<C>(C, C);
+
+impl<C: Compute> OpVisitor<C> for One<C> {
+    type Out = C;
+    fn visit<F: Fn(C, C) -> C + Copy + Send + Sync>(self, f: F) -> C {
+        f(self.0, self.1)
+    }
+}
+
+/// Pseudo-random values with NaN, infinities, zeros and large magnitudes.
+fn values(n: usize, seed: u32) -> Vec<f32> {
+    (0..n as u32)
+        .map(|i| match i.wrapping_mul(2_654_435_761).wrapping_add(seed) % 97 {
+            0 => f32::NAN,
+            1 => f32::INFINITY,
+            2 => -0.0,
+            3 => 1e4,
+            k => (k as f32 - 48.0) / 7.0,
+        })
+        .collect()
+}
+
+/// Element `idx` (row-major over `shape`) of a layout.
+fn at(l: &Layout, idx: &[usize]) -> usize {
+    l.offset + idx.iter().zip(l.stride.iter()).map(|(i, s)| i * s).sum::<usize>()
+}
+
+fn check(shape: &[usize], a: Layout, b: Layout, out: Layout) {
+    let steps = [
+        Step { op: OpKind::Mul, a: 0, rhs: Rhs::Value(1), out: 2 },
+        Step { op: OpKind::Add, a: 2, rhs: Rhs::Scalar(0.5), out: 3 },
+        Step { op: OpKind::Tanh, a: 3, rhs: Rhs::None, out: 4 },
+        Step { op: OpKind::Maximum, a: 4, rhs: Rhs::Value(0), out: 5 },
+        Step { op: OpKind::Sin, a: 5, rhs: Rhs::None, out: 6 },
+    ];
+    let p = Program { steps: &steps, num_values: 7, stored: 6 };
+    let (va, vb) = (values(a.storage_extent(), 1), values(b.storage_extent(), 2));
+    let (sa, sb) = (CpuStorage::F32(va.clone()), CpuStorage::F32(vb.clone()));
+    let got = fused("test", &p, &[(&sa, a.clone()), (&sb, b.clone())], &out).expect("f32 runs fused").expect("no error");
+    let CpuStorage::F32(got) = got else { panic!("an f32 result") };
+    let n: usize = shape.iter().product();
+    let mut idx = vec![0; shape.len()];
+    for _ in 0..n {
+        let mut v = vec![va[at(&a, &idx)], vb[at(&b, &idx)]];
+        for s in &steps {
+            let rhs = match s.rhs {
+                Rhs::None => v[s.a],
+                Rhs::Value(k) => v[k],
+                Rhs::Scalar(x) => x as f32,
+            };
+            v.push(with_op(s.op, One(v[s.a], rhs)).unwrap());
+        }
+        let (want, have) = (v[6], got[at(&out, &idx)]);
+        assert!(want.to_bits() == have.to_bits() || (want.is_nan() && have.is_nan()), "at {idx:?}: {want} vs {have}");
+        for d in (0..shape.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+#[test]
+fn strided_broadcast_and_permuted_layouts_match_the_op_definition() {
+    // Small: transposed input, broadcast row, permuted output.
+    let shape = [5, 7];
+    check(&shape, Layout::new(vec![5, 7], vec![1, 5], 3), Layout::new(vec![5, 7], vec![0, 1], 0), Layout::new(vec![5, 7], vec![1, 5], 0));
+    // Rank 3 with a size-1 dim and a sliced input (step 2).
+    let shape = [3, 1, 9];
+    check(&shape, Layout::new(vec![3, 1, 9], vec![18, 4, 2], 1), Layout::contiguous(&shape), Layout::contiguous(&shape));
+    // Large enough for several blocks and rayon tasks, with inner rows that
+    // do not divide the block size.
+    let shape = [97, 1531];
+    let t = Layout::new(vec![97, 1531], vec![1, 97], 0);
+    check(&shape, t, Layout::new(vec![97, 1531], vec![1, 0], 0), Layout::contiguous(&shape));
+    // A scalar (rank 0) and an empty tensor.
+    check(&[], Layout::new(vec![], vec![], 2), Layout::new(vec![], vec![], 0), Layout::contiguous(&[]));
+    check(&[0, 4], Layout::contiguous(&[0, 4]), Layout::contiguous(&[0, 4]), Layout::contiguous(&[0, 4]));
+}
+
+#[test]
+fn other_dtypes_decline_and_bad_layouts_are_errors() {
+    let steps = [Step { op: OpKind::Neg, a: 0, rhs: Rhs::None, out: 1 }];
+    let p = Program { steps: &steps, num_values: 2, stored: 1 };
+    let l = Layout::contiguous(&[3]);
+    let ints = CpuStorage::I64(vec![1, 2, 3]);
+    assert!(fused("test", &p, &[(&ints, l.clone())], &l).is_none(), "integers run op by op");
+    let short = CpuStorage::F32(vec![1.0, 2.0]);
+    assert!(matches!(fused("test", &p, &[(&short, l.clone())], &l), Some(Err(_))), "a layout past the buffer is an error, not a panic");
+}
