@@ -39,6 +39,23 @@ pub trait Compute: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output =
     fn min_nan(self, other: Self) -> Self;
     /// `0` where `self <= 0`, else `self` (NaN stays NaN).
     fn relu(self) -> Self;
+    /// Whether `sin`/`cos` of `self` take their slow path (a rare, large
+    /// argument); `sin` is `if trig_is_slow { sin_slow } else { sin_fast }`.
+    fn trig_is_slow(self) -> bool {
+        false
+    }
+    fn sin_fast(self) -> Self {
+        self.sin()
+    }
+    fn sin_slow(self) -> Self {
+        self.sin()
+    }
+    fn cos_fast(self) -> Self {
+        self.cos()
+    }
+    fn cos_slow(self) -> Self {
+        self.cos()
+    }
 }
 
 /// Receives the function of an op from [`with_op`].
@@ -46,6 +63,22 @@ pub trait OpVisitor<C: Compute> {
     type Out;
     /// `f(a, b)`: the op's value at one position; unary ops ignore `b`.
     fn visit<F: Fn(C, C) -> C + Copy + Send + Sync>(self, f: F) -> Self::Out;
+
+    /// `slow(a)` where `rare(a)`, else `f(a, b)`. A visitor over many
+    /// elements may run `f` over all of them (one branch-free loop) and fix
+    /// up the rare ones after.
+    fn visit_rare<F, R, S>(self, f: F, rare: R, slow: S) -> Self::Out
+    where
+        Self: Sized,
+        F: Fn(C, C) -> C + Copy + Send + Sync,
+        R: Fn(C) -> bool + Copy + Send + Sync,
+        S: Fn(C) -> C + Copy + Send + Sync,
+    {
+        self.visit(
+            #[inline(always)]
+            move |a, b| if rare(a) { slow(a) } else { f(a, b) },
+        )
+    }
 }
 
 /// `v.visit(f)` with the function of `op`; `None` for an op that is not
@@ -54,28 +87,98 @@ pub trait OpVisitor<C: Compute> {
 pub fn with_op<C: Compute, V: OpVisitor<C>>(op: OpKind, v: V) -> Option<V::Out> {
     use OpKind as K;
     Some(match op {
-        K::Add => v.visit(|a: C, b: C| a + b),
-        K::Sub => v.visit(|a: C, b: C| a - b),
-        K::Mul => v.visit(|a: C, b: C| a * b),
-        K::Div => v.visit(|a: C, b: C| a / b),
-        K::Pow => v.visit(|a: C, b: C| a.pow(b)),
-        K::Maximum => v.visit(|a: C, b: C| a.max_nan(b)),
-        K::Minimum => v.visit(|a: C, b: C| a.min_nan(b)),
-        K::Neg => v.visit(|a: C, _| -a),
-        K::Exp => v.visit(|a: C, _| a.exp()),
-        K::Log => v.visit(|a: C, _| a.log()),
-        K::Sqrt => v.visit(|a: C, _| a.sqrt()),
-        K::Rsqrt => v.visit(|a: C, _| C::of(1.0) / a.sqrt()),
-        K::Abs => v.visit(|a: C, _| a.abs()),
-        K::Sin => v.visit(|a: C, _| a.sin()),
-        K::Cos => v.visit(|a: C, _| a.cos()),
-        K::Tanh => v.visit(|a: C, _| a.tanh()),
-        K::Sigmoid => v.visit(|a: C, _| a.sigmoid()),
-        K::Relu => v.visit(|a: C, _| a.relu()),
-        K::Gelu => v.visit(|a: C, _| a.gelu()),
-        K::Silu => v.visit(|a: C, _| a.silu()),
-        K::Reciprocal => v.visit(|a: C, _| C::of(1.0) / a),
-        K::Square => v.visit(|a: C, _| a * a),
+        K::Add => v.visit(
+            #[inline(always)]
+            |a: C, b: C| a + b,
+        ),
+        K::Sub => v.visit(
+            #[inline(always)]
+            |a: C, b: C| a - b,
+        ),
+        K::Mul => v.visit(
+            #[inline(always)]
+            |a: C, b: C| a * b,
+        ),
+        K::Div => v.visit(
+            #[inline(always)]
+            |a: C, b: C| a / b,
+        ),
+        K::Pow => v.visit(
+            #[inline(always)]
+            |a: C, b: C| a.pow(b),
+        ),
+        K::Maximum => v.visit(
+            #[inline(always)]
+            |a: C, b: C| a.max_nan(b),
+        ),
+        K::Minimum => v.visit(
+            #[inline(always)]
+            |a: C, b: C| a.min_nan(b),
+        ),
+        K::Neg => v.visit(
+            #[inline(always)]
+            |a: C, _| -a,
+        ),
+        K::Exp => v.visit(
+            #[inline(always)]
+            |a: C, _| a.exp(),
+        ),
+        K::Log => v.visit(
+            #[inline(always)]
+            |a: C, _| a.log(),
+        ),
+        K::Sqrt => v.visit(
+            #[inline(always)]
+            |a: C, _| a.sqrt(),
+        ),
+        K::Rsqrt => v.visit(
+            #[inline(always)]
+            |a: C, _| C::of(1.0) / a.sqrt(),
+        ),
+        K::Abs => v.visit(
+            #[inline(always)]
+            |a: C, _| a.abs(),
+        ),
+        K::Sin => v.visit_rare(
+            #[inline(always)]
+            |a: C, _| a.sin_fast(),
+            C::trig_is_slow,
+            C::sin_slow,
+        ),
+        K::Cos => v.visit_rare(
+            #[inline(always)]
+            |a: C, _| a.cos_fast(),
+            C::trig_is_slow,
+            C::cos_slow,
+        ),
+        K::Tanh => v.visit(
+            #[inline(always)]
+            |a: C, _| a.tanh(),
+        ),
+        K::Sigmoid => v.visit(
+            #[inline(always)]
+            |a: C, _| a.sigmoid(),
+        ),
+        K::Relu => v.visit(
+            #[inline(always)]
+            |a: C, _| a.relu(),
+        ),
+        K::Gelu => v.visit(
+            #[inline(always)]
+            |a: C, _| a.gelu(),
+        ),
+        K::Silu => v.visit(
+            #[inline(always)]
+            |a: C, _| a.silu(),
+        ),
+        K::Reciprocal => v.visit(
+            #[inline(always)]
+            |a: C, _| C::of(1.0) / a,
+        ),
+        K::Square => v.visit(
+            #[inline(always)]
+            |a: C, _| a * a,
+        ),
         _ => return None,
     })
 }
@@ -163,6 +266,24 @@ impl Compute for f32 {
         } else {
             self
         }
+    }
+    #[inline(always)]
+    fn trig_is_slow(self) -> bool {
+        Lanes::abs(self) > math::SIN_COS_LIMIT
+    }
+    #[inline(always)]
+    fn sin_fast(self) -> f32 {
+        math::sin(self)
+    }
+    fn sin_slow(self) -> f32 {
+        (self as f64).sin() as f32
+    }
+    #[inline(always)]
+    fn cos_fast(self) -> f32 {
+        math::cos(self)
+    }
+    fn cos_slow(self) -> f32 {
+        (self as f64).cos() as f32
     }
 }
 

@@ -289,6 +289,17 @@ struct Unary<'a, C> {
 
 impl<C: Compute> OpVisitor<C> for Unary<'_, C> {
     type Out = ();
+    fn visit_rare<F, R, S>(self, f: F, rare: R, slow: S)
+    where
+        F: Fn(C, C) -> C + Copy + Send + Sync,
+        R: Fn(C) -> bool + Copy + Send + Sync,
+        S: Fn(C) -> C + Copy + Send + Sync,
+    {
+        let a = self.a;
+        let o: &mut [C] = self.o;
+        Unary { a, o: &mut *o }.visit(f);
+        fix_rare(a, o, rare, slow);
+    }
     #[inline(always)]
     fn visit<F: Fn(C, C) -> C + Copy + Send + Sync>(self, f: F) {
         let (a, o) = (self.a, self.o);
@@ -300,6 +311,16 @@ impl<C: Compute> OpVisitor<C> for Unary<'_, C> {
                 }
             },
         );
+    }
+}
+
+/// The positions of a branch-free pass whose argument is rare, redone
+/// with the slow function.
+fn fix_rare<C: Compute>(a: &[C], o: &mut [C], rare: impl Fn(C) -> bool, slow: impl Fn(C) -> C) {
+    for (o, &x) in o.iter_mut().zip(a) {
+        if rare(x) {
+            *o = slow(x);
+        }
     }
 }
 
