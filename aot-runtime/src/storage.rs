@@ -301,6 +301,17 @@ impl Storage {
     pub fn version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
     }
+    /// Exchanges the buffers of two storages of one device, dtype and
+    /// length (each keeps its identity, its version counter and its
+    /// tensors). `false`: they differ, or are one storage; nothing changed.
+    pub(crate) fn swap_data(&self, other: &Storage) -> bool {
+        if std::ptr::eq(self, other) || self.len != other.len || self.dtype != other.dtype || self.device != other.device {
+            return false;
+        }
+        let (mut a, mut b) = (self.write(), other.write());
+        std::mem::swap(&mut *a, &mut *b);
+        true
+    }
     pub(crate) fn bump_version(&self) {
         self.version.fetch_add(1, Ordering::AcqRel);
     }

@@ -167,3 +167,30 @@ proptest! {
         same("w2", &c, &w2::compiled().run_eager(&[Arg::from(&a)]).unwrap()[0]);
     }
 }
+
+/// The optimizer step of `examples/train_mlp.rs`.
+#[aot_fn]
+fn sgd_momentum(p: &mut Tensor, buf: &mut Tensor, g: &Tensor, lr: f64, momentum: f64) {
+    no_grad! {
+        buf.mul_(momentum).add_(g);
+        p.sub_(buf * lr);
+    }
+}
+
+#[test]
+fn written_inputs_take_the_calls_buffer_without_a_copy_back() {
+    let _g = STATS.lock().unwrap_or_else(|e| e.into_inner());
+    let mk = || (input(&[64, 33], DType::F32, 1, false, -1.0, 1.0), input(&[64, 33], DType::F32, 2, false, -1.0, 1.0));
+    let g = input(&[64, 33], DType::F32, 3, true, -1.0, 1.0);
+    let ((mut p, mut buf), (ep, ebuf)) = (mk(), mk());
+    let view = p.narrow(0, 2, 3).unwrap();
+    let (vp, vb) = (p.version(), buf.version());
+    let before = aot_runtime::compiled::__private::swapped_write_backs();
+    sgd_momentum(&mut p, &mut buf, &g, 0.1, 0.9).unwrap();
+    assert_eq!(aot_runtime::compiled::__private::swapped_write_backs(), before + 2, "p and buf took the new buffers");
+    sgd_momentum::compiled().run_eager(&[Arg::from(&ep), Arg::from(&ebuf), Arg::from(&g), Arg::from(0.1), Arg::from(0.9)]).unwrap();
+    same("p", &p, &ep);
+    same("buf", &buf, &ebuf);
+    same("a view of p sees the new values", &view, &ep.narrow(0, 2, 3).unwrap());
+    assert!(p.version() > vp && buf.version() > vb, "the writes bump the versions");
+}

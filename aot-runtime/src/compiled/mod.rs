@@ -353,6 +353,12 @@ pub mod __private {
         crate::executor::kernel::stats()
     }
 
+    /// How many written inputs of inference calls took the call's final
+    /// buffer instead of a copy of it, in this process.
+    pub fn swapped_write_backs() -> u64 {
+        crate::wrappers::epilogue::swapped_write_backs()
+    }
+
     /// The joint executors, for tests that run joint graphs directly.
     pub mod joint {
         pub use crate::executor::joint::{run_backward, run_forward, run_joint, run_subgraph, Outcome};

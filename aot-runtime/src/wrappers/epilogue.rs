@@ -77,6 +77,12 @@ pub(crate) fn apply(
             continue;
         }
         let (dst, src) = (base(bases, group)?, get(env, v)?);
+        if only_in_env(fg, env, src) && dst.storage().swap_data(src.storage()) {
+            // The final version's buffer becomes the caller's: no copy.
+            dst.storage().bump_version();
+            SWAPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            continue;
+        }
         if !crate::executor::fast::copy_storage(&dst, src) {
             dst.storage_as_1d().copy_(&src.storage_as_1d())?;
         }
@@ -122,6 +128,35 @@ pub(crate) fn apply(
         results.push(r);
     }
     Ok(results)
+}
+
+static SWAPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many written input groups took their new buffer without a copy, in
+/// this process.
+pub(crate) fn swapped_write_backs() -> u64 {
+    SWAPPED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether nothing but the run's own values holds `t`'s storage, and no
+/// output is made from it: then its buffer can become the caller's
+/// (PyTorch reinplaces such a write; here the copy the plan wrote is kept
+/// instead of copied back, so a failing call still wrote nothing). The
+/// storage's reference count is that of the distinct tensor objects over
+/// it in the value table.
+fn only_in_env(fg: &FunctionalGraph, env: &Env, t: &Tensor) -> bool {
+    let mut objects: Vec<&Tensor> = Vec::new();
+    for x in env.iter().flatten().filter(|x| x.shares_storage_with(t)) {
+        if !objects.iter().any(|o| o.same_tensor(x)) {
+            objects.push(x);
+        }
+    }
+    let returned = fg.outputs.iter().any(|o| match o {
+        FOutput::Value(v) => get(env, *v).is_ok_and(|x| x.shares_storage_with(t)),
+        FOutput::ViewOfIntermediate { base, value } => [base, value].iter().any(|v| get(env, **v).is_ok_and(|x| x.shares_storage_with(t))),
+        FOutput::Input(_) | FOutput::AliasOfInput { .. } => false,
+    });
+    !returned && std::sync::Arc::strong_count(t.storage()) == objects.len()
 }
 
 /// The caller's tensor to regenerate an alias of group `g` from, so the
