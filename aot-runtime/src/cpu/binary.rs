@@ -9,7 +9,8 @@ use super::strided::{check_layout, check_same_shape, map1, map2, map3};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::storage::{try_collect, CpuStorage};
+use crate::storage::CpuStorage;
+use aot_ir::kernel::elementwise::{with_op, Compute};
 use num_traits::Float as _;
 use std::ops::Range;
 
@@ -304,16 +305,9 @@ pub fn binary_assign(op: BinaryOp, a: &mut CpuStorage, la: &Layout, b: &CpuStora
 
 /// The arithmetic of the dense kernels: add/sub/mul/div in the dtype itself
 /// (f32 and f64 compute in their own type, as the general kernels do).
-fn dense_arith<T: Copy + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(
-    op: BinaryOp,
-) -> Option<fn(T, T) -> T> {
-    Some(match op {
-        BinaryOp::Add => |x, y| x + y,
-        BinaryOp::Sub => |x, y| x - y,
-        BinaryOp::Mul => |x, y| x * y,
-        BinaryOp::Div => |x, y| x / y,
-        _ => return None,
-    })
+/// The dense kernels' ops: add/sub/mul/div, from the one op definition.
+fn dense_kind(op: BinaryOp) -> Option<aot_ir::OpKind> {
+    matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div).then(|| op.kind_of()).flatten()
 }
 
 /// Why a dense kernel refused its operands (the callers checked them, so
@@ -335,17 +329,21 @@ fn dense_refused(op: BinaryOp, a: &CpuStorage, ra: &Range<usize>, b: &CpuStorage
 /// one length, both f32 or both f64 (the compiled call's direct kernels,
 /// whose operands were checked once by the caller).
 pub fn binary_dense(op: BinaryOp, a: &CpuStorage, ra: Range<usize>, b: &CpuStorage, rb: Range<usize>) -> Result<CpuStorage> {
-    fn go<T: Copy>(op: BinaryOp, f: Option<fn(T, T) -> T>, x: Option<&[T]>, y: Option<&[T]>) -> Option<Result<Vec<T>>> {
-        let (f, x, y) = (f?, x?, y?);
-        (x.len() == y.len()).then(|| try_collect(op.name(), x.iter().zip(y).map(|(&x, &y)| f(x, y))))
+    fn go<T: Compute + Send + 'static>(op: BinaryOp, x: Option<&[T]>, y: Option<&[T]>) -> Option<Result<Vec<T>>> {
+        let (k, x, y) = (dense_kind(op)?, x?, y?);
+        if x.len() != y.len() {
+            return None;
+        }
+        let mut out = match crate::storage::try_filled_buffer(op.name(), x.len(), T::of(0.0)) {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        };
+        with_op(k, super::fused::Binary { a: x, b: y, o: &mut out })?;
+        Some(Ok(out))
     }
     let r = match (a, b) {
-        (CpuStorage::F32(x), CpuStorage::F32(y)) => {
-            go(op, dense_arith(op), x.get(ra.clone()), y.get(rb.clone())).map(|r| r.map(CpuStorage::F32))
-        }
-        (CpuStorage::F64(x), CpuStorage::F64(y)) => {
-            go(op, dense_arith(op), x.get(ra.clone()), y.get(rb.clone())).map(|r| r.map(CpuStorage::F64))
-        }
+        (CpuStorage::F32(x), CpuStorage::F32(y)) => go(op, x.get(ra.clone()), y.get(rb.clone())).map(|r| r.map(CpuStorage::F32)),
+        (CpuStorage::F64(x), CpuStorage::F64(y)) => go(op, x.get(ra.clone()), y.get(rb.clone())).map(|r| r.map(CpuStorage::F64)),
         _ => None,
     };
     r.unwrap_or_else(|| Err(dense_refused(op, a, &ra, b, &rb)))
@@ -353,17 +351,13 @@ pub fn binary_dense(op: BinaryOp, a: &CpuStorage, ra: Range<usize>, b: &CpuStora
 
 /// `a[ra] = a[ra] op b[rb]` in place, for the operands of [`binary_dense`].
 pub fn binary_assign_dense(op: BinaryOp, a: &mut CpuStorage, ra: Range<usize>, b: &CpuStorage, rb: Range<usize>) -> Result<()> {
-    fn go<T: Copy>(f: Option<fn(T, T) -> T>, x: Option<&mut [T]>, y: Option<&[T]>) -> bool {
-        let (Some(f), Some(x), Some(y)) = (f, x, y) else { return false };
-        if x.len() != y.len() {
-            return false;
-        }
-        x.iter_mut().zip(y).for_each(|(x, &y)| *x = f(*x, y));
-        true
+    fn go<T: Compute>(op: BinaryOp, x: Option<&mut [T]>, y: Option<&[T]>) -> bool {
+        let (Some(k), Some(x), Some(y)) = (dense_kind(op), x, y) else { return false };
+        x.len() == y.len() && with_op(k, super::fused::InPlace { x, y }).is_some()
     }
     let done = match (&mut *a, b) {
-        (CpuStorage::F32(x), CpuStorage::F32(y)) => go(dense_arith(op), x.get_mut(ra.clone()), y.get(rb.clone())),
-        (CpuStorage::F64(x), CpuStorage::F64(y)) => go(dense_arith(op), x.get_mut(ra.clone()), y.get(rb.clone())),
+        (CpuStorage::F32(x), CpuStorage::F32(y)) => go(op, x.get_mut(ra.clone()), y.get(rb.clone())),
+        (CpuStorage::F64(x), CpuStorage::F64(y)) => go(op, x.get_mut(ra.clone()), y.get(rb.clone())),
         _ => false,
     };
     if done {

@@ -346,10 +346,32 @@ impl<C: Compute> OpVisitor<C> for WithScalar<'_, C> {
     }
 }
 
-struct Binary<'a, C> {
-    a: &'a [C],
-    b: &'a [C],
-    o: &'a mut [C],
+pub(crate) struct Binary<'a, C> {
+    pub(crate) a: &'a [C],
+    pub(crate) b: &'a [C],
+    pub(crate) o: &'a mut [C],
+}
+
+/// `x = f(x, y)` elementwise (the dense in-place kernels).
+pub(crate) struct InPlace<'a, C> {
+    pub(crate) x: &'a mut [C],
+    pub(crate) y: &'a [C],
+}
+
+impl<C: Compute> OpVisitor<C> for InPlace<'_, C> {
+    type Out = ();
+    #[inline(always)]
+    fn visit<F: Fn(C, C) -> C + Copy + Send + Sync>(self, f: F) {
+        let (x, y) = (self.x, self.y);
+        simd(
+            #[inline(always)]
+            || {
+                for (x, &y) in x.iter_mut().zip(y) {
+                    *x = f(*x, y);
+                }
+            },
+        );
+    }
 }
 
 impl<C: Compute> OpVisitor<C> for Binary<'_, C> {
