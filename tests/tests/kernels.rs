@@ -178,7 +178,7 @@ fn sgd_momentum(p: &mut Tensor, buf: &mut Tensor, g: &Tensor, lr: f64, momentum:
 }
 
 #[test]
-fn written_inputs_take_the_calls_buffer_without_a_copy_back() {
+fn written_inputs_take_the_calls_buffer_without_a_copy_or_a_copy_back() {
     let _g = STATS.lock().unwrap_or_else(|e| e.into_inner());
     let mk = || (input(&[64, 33], DType::F32, 1, false, -1.0, 1.0), input(&[64, 33], DType::F32, 2, false, -1.0, 1.0));
     let g = input(&[64, 33], DType::F32, 3, true, -1.0, 1.0);
@@ -186,8 +186,10 @@ fn written_inputs_take_the_calls_buffer_without_a_copy_back() {
     let view = p.narrow(0, 2, 3).unwrap();
     let (vp, vb) = (p.version(), buf.version());
     let before = aot_runtime::compiled::__private::swapped_write_backs();
+    let fresh = aot_runtime::compiled::__private::fresh_writes();
     sgd_momentum(&mut p, &mut buf, &g, 0.1, 0.9).unwrap();
     assert_eq!(aot_runtime::compiled::__private::swapped_write_backs(), before + 2, "p and buf took the new buffers");
+    assert_eq!(aot_runtime::compiled::__private::fresh_writes(), fresh + 2, "buf.mul_ and p.sub_ ran out of place, without a copy");
     sgd_momentum::compiled().run_eager(&[Arg::from(&ep), Arg::from(&ebuf), Arg::from(&g), Arg::from(0.1), Arg::from(0.9)]).unwrap();
     same("p", &p, &ep);
     same("buf", &buf, &ebuf);

@@ -23,6 +23,11 @@ use crate::types::{Arg, ValueId};
 pub struct Scheduled {
     pub nodes: Vec<Node>,
     pub origin: Vec<Option<usize>>,
+    /// Per node: a `Cow` whose copy only the next write reads, or that
+    /// write: an elementwise in-place op on the whole copy
+    /// ([`fresh_writes`]). The runtime may compute the written version out
+    /// of place, from the original, without the copy.
+    pub fresh: Vec<bool>,
 }
 
 impl Scheduled {
@@ -86,7 +91,33 @@ pub fn schedule(nodes: &[Node], num_values: usize, live_out: &[ValueId], first: 
         mine.sort_unstable();
         members[i] = mine;
     }
-    emit(nodes, &group, &members, first)
+    let mut s = emit(nodes, &group, &members, first);
+    s.fresh = fresh_writes(&s.nodes, live_out);
+    s
+}
+
+/// The `Cow`s (and their writes) of [`Scheduled::fresh`]: `c = cow(p)`
+/// read by nothing but `scatter(c, [], op_(c, x))` with `op_` one of
+/// `add_`, `sub_`, `mul_`, `div_`, and `c` not needed after the stage.
+pub fn fresh_writes(nodes: &[Node], live_out: &[ValueId]) -> Vec<bool> {
+    use crate::op::OpKind as K;
+    let mut fresh = vec![false; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        let (Op::Cow, Some(c)) = (&n.op, n.out) else { continue };
+        if live_out.contains(&c) {
+            continue;
+        }
+        let mut readers = nodes.iter().enumerate().filter(|(_, m)| m.tensor_args().any(|v| v == c));
+        let (Some((j, m)), None) = (readers.next(), readers.next()) else { continue };
+        let whole =
+            matches!(&m.op, Op::Mutate { op: K::AddInplace | K::SubInplace | K::MulInplace | K::DivInplace, chain } if chain.is_empty());
+        let reads_once = m.args.first() == Some(&Arg::Tensor(c)) && m.args.get(1) == Some(&Arg::Tensor(c)) && m.args.len() == 3;
+        if whole && reads_once && m.args[2].as_tensor() != Some(c) {
+            fresh[i] = true;
+            fresh[j] = true;
+        }
+    }
+    fresh
 }
 
 /// The scheduled node list: each group of two or more at its root.

@@ -359,6 +359,12 @@ pub mod __private {
         crate::wrappers::epilogue::swapped_write_backs()
     }
 
+    /// How many first writes of inference calls computed their new version
+    /// out of place, without copying the input first, in this process.
+    pub fn fresh_writes() -> u64 {
+        crate::executor::fresh::count()
+    }
+
     /// The joint executors, for tests that run joint graphs directly.
     pub mod joint {
         pub use crate::executor::joint::{run_backward, run_forward, run_joint, run_subgraph, Outcome};

@@ -41,6 +41,7 @@ pub(crate) fn execute(
         geometry: args,
         skip,
         origin: &kernels.origin,
+        fresh: &kernels.fresh,
         blame: Blame::Mapped { graph: g, src_node: &fg.src_node },
     };
     match run(&kernels.nodes, &mut env, &cx, &mut Track::Nothing) {

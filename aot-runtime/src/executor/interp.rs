@@ -125,6 +125,9 @@ pub(crate) struct Ctx<'a, G: ?Sized> {
     /// Per node, its index before scheduling (`None`: a kernel); empty
     /// when the nodes are not scheduled.
     pub origin: &'a [Option<usize>],
+    /// Per node: a copy and its one whole-root write that may run out of
+    /// place (`aot_ir::kernel::Scheduled::fresh`); empty for none.
+    pub fresh: &'a [bool],
     pub blame: Blame<'a>,
 }
 
@@ -181,7 +184,7 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
             match (&node.op, &mut *track) {
                 // Zeros are tracked through the kernel's body.
                 (Op::Kernel(k), Track::Zeros(zero)) => super::kernel::run(k, node, env, cx, Some(zero))?,
-                _ => step(node, env, cx)?,
+                _ => step(node, cx.fresh.get(i).copied().unwrap_or(false), env, cx)?,
             }
         };
         let t = match track {
@@ -215,8 +218,13 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
     Ok(())
 }
 
-/// The value `node` computes.
-fn step<G: ArgGeometrySource + ?Sized>(node: &Node, env: &[Option<Tensor>], cx: &Ctx<'_, G>) -> std::result::Result<Tensor, Stop> {
+/// The value `node` computes (`fresh`: see [`Ctx::fresh`]).
+fn step<G: ArgGeometrySource + ?Sized>(
+    node: &Node,
+    fresh: bool,
+    env: &[Option<Tensor>],
+    cx: &Ctx<'_, G>,
+) -> std::result::Result<Tensor, Stop> {
     let tensor = |k: usize| -> Result<&Tensor> {
         match node.args.get(k) {
             Some(IrArg::Tensor(v)) => get(env, *v),
@@ -227,6 +235,8 @@ fn step<G: ArgGeometrySource + ?Sized>(node: &Node, env: &[Option<Tensor>], cx: 
     match &node.op {
         Op::Primal(g) => Ok(cx.inputs.primal(*g)?),
         Op::Tangent(k) => Ok(cx.inputs.tangent(*k)?),
+        // The copy is made by its write, if that needs it.
+        Op::Cow if fresh && cx.mode.mutate_in_place => Ok(tensor(0)?.clone()),
         Op::Cow => {
             let t = tensor(0)?;
             Ok(match super::fast::cow(t) {
@@ -250,6 +260,19 @@ fn step<G: ArgGeometrySource + ?Sized>(node: &Node, env: &[Option<Tensor>], cx: 
                 return Err(Stop::Fallback("an as_strided view reaching outside the tensor it was taken of"));
             }
             Ok(r)
+        }
+        Op::Mutate { op, .. } if fresh && cx.mode.mutate_in_place => {
+            let original = tensor(0)?;
+            if let Some(r) = super::fresh::out_of_place(*op, original, node.args.get(2..).unwrap_or(&[]), env, cx.scalars) {
+                return Ok(r);
+            }
+            // The copy its `Cow` left to it, written in place.
+            let copy = match super::fast::cow(original) {
+                Some(c) => c,
+                None => copy_storage(original)?,
+            };
+            exec(*op, &copy, node.args.get(2..).unwrap_or(&[]), env, cx.scalars).map_err(blamed)?;
+            Ok(copy)
         }
         // In place on the view of the root version it consumes
         // (`args[1]`); the root is the new version.
@@ -409,6 +432,7 @@ pub(crate) fn run_recording(g: &Graph, args: &[Arg], outcomes: &mut Vec<Option<b
         geometry: args,
         skip: &[],
         origin: &[],
+        fresh: &[],
         blame: Blame::Source(g),
     };
     run(&g.nodes, &mut env, &cx, &mut Track::Aliasing(outcomes)).map_err(Stop::into_error)?;

@@ -51,7 +51,7 @@ fn internal(msg: String) -> AotError {
 }
 
 fn ctx<'a>(inputs: Inputs<'a>, scalars: &'a [Option<ScalarValue>], geometry: &'a [Option<Layout>]) -> Ctx<'a, [Option<Layout>]> {
-    Ctx { mode: Mode::JOINT, inputs, scalars, geometry, skip: &[], origin: &[], blame: Blame::Nobody }
+    Ctx { mode: Mode::JOINT, inputs, scalars, geometry, skip: &[], origin: &[], fresh: &[], blame: Blame::Nobody }
 }
 
 /// Runs the whole joint graph: (forward outputs, per-parameter gradients).

@@ -24,6 +24,7 @@
 pub(crate) mod deferred;
 pub(crate) mod dispatch;
 pub(crate) mod fast;
+pub(crate) mod fresh;
 pub(crate) mod functional;
 pub(crate) mod interp;
 pub(crate) mod joint;

@@ -40,7 +40,8 @@ fn compile(
     params: &[Param],
 ) -> Result<Scheduled> {
     if !kernels_enabled() {
-        return Ok(Scheduled { nodes: nodes.to_vec(), origin: (0..nodes.len()).map(Some).collect() });
+        let fresh = aot_ir::kernel::schedule::fresh_writes(nodes, live_out);
+        return Ok(Scheduled { nodes: nodes.to_vec(), origin: (0..nodes.len()).map(Some).collect(), fresh });
     }
     let s = schedule(nodes, num_values, live_out, 0);
     let mut defined = vec![false; num_values];

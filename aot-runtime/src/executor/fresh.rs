@@ -1,0 +1,54 @@
+//! A write's new version computed out of place: for `c = cow(p)` whose
+//! only reader is `scatter(c, [], add_(c, x))` (or `sub_`, `mul_`, `div_`;
+//! see `aot_ir::kernel::schedule::fresh_writes`), the new version is
+//! `add(p, x)`, when that is a tensor exactly like the copy would be: `p`
+//! covers its whole storage densely from offset 0, and the result has
+//! `p`'s dtype, shape and strides. One pass over `p` instead of a copy and
+//! then an in-place pass; nothing of the caller's is written either way.
+
+use super::dispatch::{exec, Values};
+use crate::tensor::Tensor;
+use aot_ir::{Arg as IrArg, OpKind, ScalarValue};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static FRESH: AtomicU64 = AtomicU64::new(0);
+
+/// How many writes ran out of place, without their copy, in this process.
+pub(crate) fn count() -> u64 {
+    FRESH.load(Ordering::Relaxed)
+}
+
+/// The out-of-place op of an in-place one.
+fn out_of_place_kind(op: OpKind) -> Option<OpKind> {
+    Some(match op {
+        OpKind::AddInplace => OpKind::Add,
+        OpKind::SubInplace => OpKind::Sub,
+        OpKind::MulInplace => OpKind::Mul,
+        OpKind::DivInplace => OpKind::Div,
+        _ => return None,
+    })
+}
+
+/// `op` applied out of place to `p` with `rest`, or `None` where the
+/// result would not stand for the written copy (the caller then copies and
+/// writes in place, which also reports eager's errors).
+pub(crate) fn out_of_place(
+    op: OpKind,
+    p: &Tensor,
+    rest: &[IrArg],
+    env: &(impl Values + ?Sized),
+    scalars: &[Option<ScalarValue>],
+) -> Option<Tensor> {
+    let kind = out_of_place_kind(op)?;
+    let l = p.layout();
+    if l.offset != 0 || l.numel() != p.storage_len() || !l.is_non_overlapping_and_dense() {
+        return None;
+    }
+    let r = exec(kind, p, rest, env, scalars).ok()?;
+    let rl = r.layout();
+    let same = r.dtype() == p.dtype() && rl.shape == l.shape && rl.stride == l.stride && rl.offset == 0 && r.storage_len() == l.numel();
+    if same {
+        FRESH.fetch_add(1, Ordering::Relaxed);
+    }
+    same.then_some(r)
+}
