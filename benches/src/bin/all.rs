@@ -1,0 +1,38 @@
+//! Every benchmark of issue 13 in one process: W1, W3 (whose step is a
+//! `train_mlp` step: steps/s = 1000 / ms per step), `gemm` alone on W3's
+//! shapes, W2, and eager single-op throughput, on aot and on candle. Prints
+//! each workload's figures and ratios as its own binary does, then a
+//! summary table in Markdown with the issue's targets.
+//!
+//! `cargo run --release --manifest-path benches/Cargo.toml --bin all`
+//! (`W3_STEPS=n` sets W3's number of timed steps.)
+
+use aot_benches::{alloc::Counting, cores, eager_unary, gemm_ceiling, summary::All, w1, w2, w3, BenchResult};
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn main() -> BenchResult<()> {
+    let steps: usize = std::env::var("W3_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(31);
+    let w1 = w1::run()?;
+    w1.print();
+    println!();
+    // W3 before the 16M-element workloads: after W2, glibc's allocator
+    // state made candle's W3 step 2.5x slower (not with
+    // GLIBC_TUNABLES=glibc.malloc.arena_max=1), while W3 first leaves W2
+    // and the eager ops as they are alone.
+    let w3 = w3::run(steps)?;
+    w3.print();
+    let gemm = gemm_ceiling::run();
+    println!();
+    let w2 = w2::run()?;
+    w2.print();
+    println!();
+    let unary = eager_unary::run()?;
+    unary.print();
+    println!();
+    println!("Summary ({} cores; medians of one run; targets of issue 13 as ratios within this run):", cores());
+    println!();
+    print!("{}", All { w1, w2, w3, gemm, unary }.markdown());
+    Ok(())
+}
