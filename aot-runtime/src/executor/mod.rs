@@ -13,6 +13,8 @@
 //!   forward/backward partitions (the training path), grad mode off.
 //! - [`kernel`]: the kernel stage's kernels, fused on the inputs' backend
 //!   or op by op.
+//! - [`fresh`]: a first write of an input computed out of place from the
+//!   original, without its copy.
 //! - [`fast`]: direct kernels for small dense elementwise nodes and the
 //!   plan's copies; [`deferred`]: in-place writes of an input that wait for
 //!   the epilogue and run on the caller's storage; [`values`]: the value
