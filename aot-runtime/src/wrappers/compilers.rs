@@ -2,6 +2,7 @@
 //! `fw_compiler` and `bw_compiler`): each turns a stage into the kernel
 //! stage by scheduling its fusible elementwise nodes into kernels
 //! (`aot_ir::kernel::schedule`), and checks the result with the verifier.
+//! `AOT_LOG=graphs` prints the scheduled partitions of training calls.
 //!
 //! `AOT_KERNELS=0` in the environment turns scheduling off (every node
 //! then runs one eager op, as before the kernel stage); `AOT_LOG=kernels`
@@ -23,9 +24,20 @@ pub(crate) fn kernels_enabled() -> bool {
     *ON.get_or_init(|| std::env::var("AOT_KERNELS").map_or(true, |v| v != "0"))
 }
 
+/// Whether `AOT_LOG` (a comma-separated list) names `what`.
+fn log_enabled_for(what: &str) -> bool {
+    std::env::var("AOT_LOG").is_ok_and(|v| v.split(',').any(|w| w.trim() == what))
+}
+
 fn log_enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("AOT_LOG").is_ok_and(|v| v.split(',').any(|w| w.trim() == "kernels")))
+    *ON.get_or_init(|| log_enabled_for("kernels"))
+}
+
+/// `AOT_LOG=graphs`: each scheduled stage's listing when it is built.
+fn log_graphs() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| log_enabled_for("graphs"))
 }
 
 /// `nodes` scheduled, verified as `stage` with the values `inputs` defined
@@ -83,8 +95,13 @@ fn subgraph(what: &str, stage: Stage, sg: &SubGraph, num_values: usize, params: 
 
 /// The training stages: the partition with its forward (`fw_compiler`)
 /// and backward (`bw_compiler`) scheduled.
-pub(crate) fn training_compilers(name: &str, p: &Partition, params: &[Param]) -> Result<Partition> {
+pub(crate) fn training_compilers(jg: &aot_ir::transform::joint::JointGraph, p: &Partition, params: &[Param]) -> Result<Partition> {
+    let name = &jg.name;
     let forward = subgraph(&format!("`{name}` (forward)"), Stage::Forward, &p.forward, p.num_values, params)?;
     let backward = subgraph(&format!("`{name}` (backward)"), Stage::Backward, &p.backward, p.num_values, params)?;
-    Ok(Partition { forward, backward, ..p.clone() })
+    let scheduled = Partition { forward, backward, ..p.clone() };
+    if log_graphs() {
+        eprintln!("[aot graphs] `{name}` (training):\n{}", scheduled.listing(jg));
+    }
+    Ok(scheduled)
 }

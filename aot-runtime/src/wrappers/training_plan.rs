@@ -83,7 +83,7 @@ impl TrainingPlan {
             return Err(format!("source op {k} has no effect the compiled forward needs"));
         }
         let grad_tangents = grad_tangent_deps(&partition, joint.tangents.len());
-        let partition = super::compilers::training_compilers(&source.name, &partition, &source.params).map_err(|e| e.to_string())?;
+        let partition = super::compilers::training_compilers(&joint, &partition, &source.params).map_err(|e| e.to_string())?;
         Ok(TrainingPlan { joint, partition, grad_tangents, metadata_mutated_storages })
     }
 }
