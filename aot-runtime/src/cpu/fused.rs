@@ -71,16 +71,16 @@ pub(crate) fn fused(name: &'static str, p: &Program<'_>, inputs: &[Input<'_>], o
         }
     }
     macro_rules! go {
-        ($v:ident, $t:ty) => {{
+        ($t:ty) => {{
             let bufs: Option<Vec<&[$t]>> = inputs.iter().map(|(s, _)| <$t as crate::storage::CpuElem>::slice(s)).collect();
             Some(run::<$t>(name, p, &bufs?, inputs, out).map(<$t as crate::storage::CpuElem>::into_storage))
         }};
     }
     match first {
-        CpuStorage::F32(_) => go!(v, f32),
-        CpuStorage::F64(_) => go!(v, f64),
-        CpuStorage::F16(_) => go!(v, half::f16),
-        CpuStorage::BF16(_) => go!(v, half::bf16),
+        CpuStorage::F32(_) => go!(f32),
+        CpuStorage::F64(_) => go!(f64),
+        CpuStorage::F16(_) => go!(half::f16),
+        CpuStorage::BF16(_) => go!(half::bf16),
         _ => None,
     }
 }

@@ -110,8 +110,10 @@ macro_rules! unavailable_backend {
             fn matmul(&self, op: &'static str, _: &Layout, _: &Self, _: &Layout) -> Result<Self> {
                 Err(CudaStorage::unavailable(op))
             }
-            fn fused(op: &'static str, _: &$crate::backend::FusedProgram<'_>, _: &[(&Self, Layout)], _: &Layout) -> Option<Result<Self>> {
-                Some(Err(CudaStorage::unavailable(op)))
+            /// Declined: the caller runs the kernel's ops one by one, and
+            /// the first reports why CUDA is unavailable, naming itself.
+            fn fused(_: &'static str, _: &$crate::backend::FusedProgram<'_>, _: &[(&Self, Layout)], _: &Layout) -> Option<Result<Self>> {
+                None
             }
         }
     };

@@ -110,6 +110,11 @@ mod dummy {
             let shown = AotError::DeviceUnavailable { op, msg }.to_string();
             assert!(shown.starts_with(&format!("{want_op}: device unavailable")), "{shown}");
         }
+        // A fused kernel is declined, so its ops run one by one and the
+        // first reports itself.
+        let steps = [crate::backend::FusedStep { op: aot_ir::OpKind::Neg, a: 0, rhs: crate::backend::FusedRhs::None, out: 1 }];
+        let p = crate::backend::FusedProgram { steps: &steps, num_values: 2, stored: 1 };
+        assert!(CudaStorage::fused("fused kernel", &p, &[(&x, l.clone())], &l).is_none());
     }
 
     /// Operands on two devices are a `DeviceMismatch` naming the op and

@@ -23,7 +23,6 @@ pub(crate) use super::interp::get;
 /// `deferred.rs`). `Ok(None)`: a `reshape`/`contiguous` did not alias as
 /// the pass assumed; nothing was written, and the caller must take the
 /// reference path.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn execute(
     fg: &FunctionalGraph,
     kernels: &Scheduled,

@@ -17,7 +17,6 @@ use super::dispatch::{exec_node, ArgGeometrySource};
 use super::interp::{blame, get, zero_result, Ctx, Stop};
 use crate::autograd::prims::scalar;
 use crate::backend::{BinaryOp, FusedProgram, FusedRhs, FusedStep};
-use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{broadcast_shapes, elementwise_layout, Layout};
 use crate::ops::binary::{broadcast_layout, scalar_result_layout};
@@ -115,16 +114,18 @@ fn internal(msg: String) -> AotError {
 /// it outside what the fused path computes as eager does, or the backend
 /// declines.
 fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<Result<Tensor>> {
-    let (steps, out) = plan(k, inputs, scalars)?;
+    let (steps, out, loaded) = plan(k, inputs, scalars)?;
     let program = FusedProgram { steps: &steps, num_values: k.num_values, stored: k.out.index() };
-    let operands: Vec<(&Storage, Layout)> = inputs.iter().map(|t| (&**t.storage(), broadcast_layout(&t.layout(), &out.shape))).collect();
+    let operands: Vec<(&Storage, Layout)> =
+        inputs.iter().zip(&loaded).map(|(t, l)| (&**t.storage(), broadcast_layout(l, &out.shape))).collect();
     let storage = Storage::fused("fused kernel", &program, &operands, &out)?;
     Some(storage.map(|s| Tensor::from_storage(s, out)))
 }
 
-/// The fused program and eager's layout of the result, when every input
-/// has one float dtype and the shapes broadcast.
-fn plan(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<(Vec<FusedStep>, Layout)> {
+/// The fused program, eager's layout of the result and the inputs' layouts
+/// (read once), when every input has one float dtype and the shapes
+/// broadcast.
+fn plan(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<(Vec<FusedStep>, Layout, Vec<Layout>)> {
     let dtype = inputs.first()?.dtype();
     if !dtype.is_float() || inputs.iter().any(|t| t.dtype() != dtype) {
         return None;
@@ -162,8 +163,9 @@ fn plan(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Opti
         *layouts.get_mut(out)? = Some(layout);
     }
     let out = layouts.get(k.out.index())?.clone()?;
-    debug_assert!(dtype != DType::Bool);
-    Some((steps, out))
+    // The loads are the body's first values, in input order (verified).
+    let loaded = layouts.into_iter().take(inputs.len()).collect::<Option<Vec<Layout>>>()?;
+    Some((steps, out, loaded))
 }
 
 /// The binary op of a DSL op that takes a scalar operand.
