@@ -60,6 +60,11 @@ pub enum AotError {
     #[error("{op}: out of memory: cannot allocate a buffer of {bytes} bytes")]
     OutOfMemory { op: &'static str, bytes: usize },
 
+    /// NVRTC refused a generated kernel (a bug in aot's renderer, or a CUDA
+    /// toolkit too old for it); `log` is NVRTC's own report.
+    #[error("{op}: NVRTC could not compile kernel `{kernel}` for {arch}: {log}")]
+    KernelCompile { op: &'static str, kernel: String, arch: String, log: String },
+
     /// An internal invariant broke: a bug in aot, reported instead of panicking.
     #[error("internal error in {op}: {msg}")]
     Internal { op: &'static str, msg: String },

@@ -1,15 +1,26 @@
 //! Introspection of the kernel stage: the kernels a call runs
 //! ([`CompiledFn::kernels`], [`CompiledFn::kernels_for`]), as the contract's
 //! "Kernels and devices" specifies.
+//!
+//! A kernel's CUDA C depends on the dtypes and the rank it runs with, which
+//! the kernel stage leaves to run time. So the CUDA sources come from a run
+//! of the call on copies of its arguments (as `explain()` observes one),
+//! during which the executor reports every kernel it runs ([`note_kernel`])
+//! with its inputs' dtypes and its result's rank; a call that records
+//! gradients also runs its compiled backward, with tangents of ones.
 
 use super::CompiledFn;
 use crate::arg::Arg;
 use crate::autograd::is_grad_enabled;
 use crate::device::Device;
+use crate::dtype::DType;
 use crate::error::{AotError, Result};
+use crate::tensor::Tensor;
+use aot_ir::kernel::render::{render_cuda, KernelDType, ScalarSlots};
 use aot_ir::kernel::Kernel;
 use aot_ir::print::Names;
 use aot_ir::Node;
+use std::cell::RefCell;
 
 /// One kernel a call runs: its entry point and its source (on the CPU,
 /// which evaluates the kernel stage itself, the kernel's listing).
@@ -59,14 +70,8 @@ impl CompiledFn {
     pub fn kernels_for(&self, args: &[Arg], device: &Device) -> Result<Vec<KernelSource>> {
         crate::arg::scalar_values(&self.graph, args)?;
         if let Device::Cuda(_) = device {
-            return Err(AotError::DeviceUnavailable {
-                op: "kernels_for",
-                msg: if crate::cuda::is_available() {
-                    "CUDA kernel sources are not rendered yet".into()
-                } else {
-                    "no usable CUDA device or the `cuda` feature is off".into()
-                },
-            });
+            crate::cuda::kernel_sources()?;
+            return self.ran_kernels(args)?.iter().map(|r| r.cuda_source()).collect();
         }
         let spec = self.cache.get(&self.graph, &self.meta, args)?;
         let names = Names::params(&self.graph.params);
@@ -78,5 +83,103 @@ impl CompiledFn {
             return Ok(kernels_of(&p.forward.nodes).chain(kernels_of(&p.backward.nodes)).map(listing).collect());
         }
         Ok(spec.plan.kernels.kernels().map(listing).collect())
+    }
+}
+
+/// A kernel the executor ran while [`CompiledFn::ran_kernels`] recorded.
+struct RanKernel {
+    kernel: Kernel,
+    inputs: Vec<DType>,
+    rank: usize,
+}
+
+thread_local! {
+    /// The kernels run on this thread while a recording is on.
+    static RAN: RefCell<Option<Vec<RanKernel>>> = const { RefCell::new(None) };
+}
+
+/// Called by the executor for every kernel node it runs; records it while
+/// [`CompiledFn::ran_kernels`] runs a call (cheap otherwise).
+pub(crate) fn note_kernel(k: &Kernel, inputs: &[&Tensor], out: &Tensor) {
+    RAN.with(|r| {
+        if let Some(ran) = r.borrow_mut().as_mut() {
+            ran.push(RanKernel { kernel: k.clone(), inputs: inputs.iter().map(|t| t.dtype()).collect(), rank: out.rank() });
+        }
+    });
+}
+
+/// Ends the recording, also when the run fails.
+struct Recording;
+
+impl Recording {
+    fn start() -> Recording {
+        RAN.with(|r| *r.borrow_mut() = Some(Vec::new()));
+        Recording
+    }
+    fn take(self) -> Vec<RanKernel> {
+        RAN.with(|r| r.borrow_mut().take()).unwrap_or_default()
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        RAN.with(|r| *r.borrow_mut() = None);
+    }
+}
+
+impl CompiledFn {
+    /// The kernels a call with these arguments runs, in order, from a run
+    /// on copies of the arguments (the caller's tensors are untouched):
+    /// the compiled call, and for a call that records gradients its
+    /// backward, from ones as the outputs' gradients.
+    fn ran_kernels(&self, args: &[Arg]) -> Result<Vec<RanKernel>> {
+        let copies = super::tangents::deep_copy_args(args)?;
+        let mut leaves: Vec<Option<Tensor>> = Vec::with_capacity(args.len());
+        for (a, c) in args.iter().zip(&copies) {
+            // An argument that requires grad is copied as a leaf that does,
+            // so the call takes the same path.
+            leaves.push(match (a.tensor(), c) {
+                (Some(t), Some(c)) if t.requires_grad() && is_grad_enabled() => Some(c.detach()?.requires_grad_(true)?),
+                _ => None,
+            });
+        }
+        let copy_args: Vec<Arg> =
+            args.iter().zip(copies.iter().zip(&leaves)).map(|(a, (c, l))| l.as_ref().or(c.as_ref()).map_or(*a, Arg::from)).collect();
+        let recording = Recording::start();
+        let outs = self.__call(&copy_args)?;
+        let mut total: Option<Tensor> = None;
+        for o in outs.iter().filter(|o| o.requires_grad() && o.dtype().is_float()) {
+            let s = o.sum()?;
+            total = Some(match total {
+                Some(t) => t.add(&s)?,
+                None => s,
+            });
+        }
+        if let Some(total) = total {
+            total.backward()?;
+        }
+        Ok(recording.take())
+    }
+}
+
+impl RanKernel {
+    /// The kernel as one CUDA C translation unit, for the dtype and rank it
+    /// ran with.
+    fn cuda_source(&self) -> Result<KernelSource> {
+        let k = &self.kernel;
+        let unsupported = |msg: String| AotError::Unsupported { op: "kernels_for", msg: format!("kernel `{}`: {msg}", k.name) };
+        let dtype = match self.inputs.first() {
+            Some(&d) if self.inputs.iter().all(|&e| e == d) => d,
+            _ => return Err(unsupported(format!("inputs of dtypes {:?} are not rendered for CUDA yet", self.inputs))),
+        };
+        let dtype = match dtype {
+            DType::F32 => KernelDType::F32,
+            DType::F64 => KernelDType::F64,
+            DType::F16 => KernelDType::F16,
+            DType::BF16 => KernelDType::BF16,
+            other => return Err(unsupported(format!("{other} kernels are not rendered for CUDA yet"))),
+        };
+        let rendered = render_cuda(k, dtype, self.rank, &ScalarSlots::of(k)).map_err(|e| unsupported(e.to_string()))?;
+        Ok(KernelSource { name: rendered.name, source: rendered.source })
     }
 }

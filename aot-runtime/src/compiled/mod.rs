@@ -26,7 +26,7 @@
 //! (`executor/deferred.rs`), and the outputs come back in a list held
 //! inline (`outputs.rs`), from which the generated code takes them.
 
-mod kernels;
+pub(crate) mod kernels;
 mod observe;
 mod outputs;
 mod reference;

@@ -89,3 +89,9 @@ pub fn is_available() -> bool {
         .unwrap_or(false)
     })
 }
+
+/// Kernel sources can be rendered for CUDA in this build, with or without
+/// a GPU.
+pub(crate) fn kernel_sources() -> Result<()> {
+    Ok(())
+}

@@ -51,3 +51,8 @@ unavailable_backend!();
 pub fn is_available() -> bool {
     false
 }
+
+/// Kernel sources for CUDA need the renderer of the `cuda` feature.
+pub(crate) fn kernel_sources() -> Result<()> {
+    Err(AotError::DeviceUnavailable { op: "kernels_for", msg: REASON.into() })
+}

@@ -10,6 +10,9 @@
 //!   `DeviceUnavailable` with the reason that aot-runtime was built without
 //!   the `cuda` feature (candle's dummy CUDA backend).
 //!
+//! With the feature, [`nvrtc`] compiles generated CUDA C to PTX (it needs
+//! NVRTC, not a GPU).
+//!
 //! Either way [`CudaStorage`] implements [`Backend`](crate::backend::Backend)
 //! and [`is_available`] exists, so no op or test needs a `cfg`.
 
@@ -22,9 +25,12 @@ mod dummy;
 #[cfg(not(feature = "cuda"))]
 use dummy as imp;
 
+#[cfg(feature = "cuda")]
+pub mod nvrtc;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use imp::kernel_sources;
 pub use imp::{is_available, CudaStorage};
 
 use crate::error::AotError;

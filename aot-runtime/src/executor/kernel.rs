@@ -48,7 +48,9 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
     if !any_zero {
         if let Some(t) = fused(k, &inputs, cx.scalars) {
             FUSED.fetch_add(1, Ordering::Relaxed);
-            return Ok(t?);
+            let t = t?;
+            crate::compiled::kernels::note_kernel(k, &inputs, &t);
+            return Ok(t);
         }
     }
     OP_BY_OP.fetch_add(1, Ordering::Relaxed);
@@ -66,6 +68,7 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
             *slot = true;
         }
     }
+    crate::compiled::kernels::note_kernel(k, &inputs, &t);
     Ok(t)
 }
 

@@ -1,0 +1,107 @@
+//! NVRTC: generated CUDA C to PTX, for a device's architecture.
+//!
+//! cudarc loads `libnvrtc.so.12` by name. Where the CUDA toolkit is not on
+//! the library path, `AOT_CUDA_TOOLS` names a folder laid out as NVIDIA's
+//! pip wheels install it (`.ci/cuda-tools` makes one: NVRTC, the runtime
+//! headers and ptxas, the same 12.9 release), and the library is loaded
+//! from there first, by its full path, so the load by name finds it. The
+//! library must not be symlinked elsewhere: it finds its builtins library
+//! next to itself.
+//!
+//! Every unit is compiled with `--fmad=false` and the precise division and
+//! square root (NVRTC's defaults), as the renderer requires for the CPU's
+//! bits, and with `--include-path` to the runtime headers for
+//! `cuda_fp16.h` and `cuda_bf16.h`.
+
+use crate::error::{AotError, Result};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// The folder of [`AOT_CUDA_TOOLS`](self), if set.
+fn tools_dir() -> Option<PathBuf> {
+    std::env::var_os("AOT_CUDA_TOOLS").filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+/// Where `cuda_fp16.h` is: the tools folder's runtime headers, else
+/// `$CUDA_HOME/include` or `/usr/local/cuda/include`.
+pub fn include_dir() -> Option<PathBuf> {
+    let candidates = [
+        tools_dir().map(|d| d.join("nvidia/cuda_runtime/include")),
+        std::env::var_os("CUDA_HOME").map(|h| PathBuf::from(h).join("include")),
+        Some(PathBuf::from("/usr/local/cuda/include")),
+    ];
+    candidates.into_iter().flatten().find(|d| d.join("cuda_fp16.h").is_file())
+}
+
+/// `ptxas` from the tools folder, else from `$CUDA_HOME/bin`.
+pub fn ptxas() -> Option<PathBuf> {
+    let candidates = [
+        tools_dir().map(|d| d.join("nvidia/cuda_nvcc/bin/ptxas")),
+        std::env::var_os("CUDA_HOME").map(|h| PathBuf::from(h).join("bin/ptxas")),
+        Some(PathBuf::from("/usr/local/cuda/bin/ptxas")),
+    ];
+    candidates.into_iter().flatten().find(|p| p.is_file())
+}
+
+/// Whether NVRTC loads, or why not. Computed once per process; never
+/// panics.
+pub fn nvrtc_status() -> std::result::Result<(), String> {
+    static STATUS: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    STATUS.get_or_init(load).clone()
+}
+
+fn load() -> std::result::Result<(), String> {
+    if let Some(dir) = tools_dir() {
+        let path = dir.join("nvidia/cuda_nvrtc/lib/libnvrtc.so.12");
+        if path.is_file() {
+            // SAFETY: loading NVRTC runs no initialisers beyond the C
+            // library's own; the handle is leaked so the library stays
+            // loaded for cudarc, which then finds it by its soname.
+            match unsafe { libloading::Library::new(&path) } {
+                Ok(lib) => std::mem::forget(lib),
+                Err(e) => return Err(format!("cannot load {}: {e}", path.display())),
+            }
+        }
+    }
+    // cudarc panics when it finds a library of the wrong version (a
+    // missing symbol): that means no usable NVRTC, not a crash.
+    // SAFETY: `is_culib_present` only tries to dlopen the library.
+    let present = std::panic::catch_unwind(|| unsafe { cudarc::nvrtc::sys::is_culib_present() }).unwrap_or(false);
+    if present {
+        Ok(())
+    } else {
+        Err("NVRTC (libnvrtc.so.12) was not found: install the CUDA toolkit, or set AOT_CUDA_TOOLS to the folder \
+             `.ci/cuda-tools` prints"
+            .into())
+    }
+}
+
+/// Compiles one translation unit (`name` names it in errors) to PTX for
+/// `arch` (`"compute_80"`, `"compute_90"`, ...).
+pub fn compile_ptx(name: &str, source: &str, arch: &'static str) -> Result<String> {
+    nvrtc_status().map_err(|msg| AotError::DeviceUnavailable { op: "nvrtc", msg })?;
+    if source.contains('\0') {
+        return Err(AotError::Internal { op: "nvrtc", msg: format!("kernel `{name}`: a NUL byte in its source") });
+    }
+    let include = include_dir().ok_or_else(|| AotError::DeviceUnavailable {
+        op: "nvrtc",
+        msg: "the CUDA runtime headers (cuda_fp16.h) were not found: set AOT_CUDA_TOOLS or CUDA_HOME".into(),
+    })?;
+    let opts = cudarc::nvrtc::CompileOptions {
+        fmad: Some(false),
+        prec_div: Some(true),
+        prec_sqrt: Some(true),
+        ftz: Some(false),
+        arch: Some(arch),
+        include_paths: vec![include.display().to_string()],
+        name: Some(format!("{name}.cu")),
+        ..Default::default()
+    };
+    let failed = |log: String| AotError::KernelCompile { op: "nvrtc", kernel: name.to_string(), arch: arch.to_string(), log };
+    match std::panic::catch_unwind(|| cudarc::nvrtc::compile_ptx_with_opts(source, opts).map(|p| p.to_src())) {
+        Ok(Ok(ptx)) => Ok(ptx),
+        Ok(Err(cudarc::nvrtc::CompileError::CompileError { log, .. })) => Err(failed(log.to_string_lossy().into_owned())),
+        Ok(Err(e)) => Err(failed(format!("{e:?}"))),
+        Err(_) => Err(failed("NVRTC panicked".into())),
+    }
+}

@@ -1,0 +1,142 @@
+//! The CUDA sources of `kernels_for(&args, &Device::Cuda(0))`, without a
+//! GPU: without the `cuda` feature they are `DeviceUnavailable`; with it,
+//! every source compiles with the real NVRTC (all of them batched in one
+//! translation unit, as the renderer allows) for `compute_80` and
+//! `compute_90`, and the PTX assembles with ptxas for `sm_80` and `sm_90`.
+//!
+//! The NVRTC and ptxas come from `AOT_CUDA_TOOLS` (`.ci/cuda-tools`
+//! installs them and prints the folder), or a CUDA toolkit. Without them
+//! the compile test fails under CI and says why elsewhere.
+
+use aot_runtime::prelude::*;
+use aot_runtime::Arg;
+#[cfg(feature = "cuda")]
+use aot_runtime::KernelSource;
+
+#[aot_fn]
+fn w2(x: &Tensor) -> Tensor {
+    ((x * 1.5 + 0.5).tanh() * 2.0 - 1.0).sigmoid()
+}
+
+#[cfg(feature = "cuda")]
+#[aot_fn]
+fn mixed(a: &Tensor, b: &Tensor, s: f64) -> Tensor {
+    let u = (a * b + a).relu().sqrt().exp().neg().abs().log();
+    let v = (u.sin().cos() + b.gelu().silu()).square().reciprocal();
+    (v.maximum(a).minimum(b) * s).pow(2.0).rsqrt() - a.pow(b.abs())
+}
+
+#[cfg(feature = "cuda")]
+#[aot_fn]
+fn sgd_momentum(p: &mut Tensor, buf: &mut Tensor, g: &Tensor, lr: f64, momentum: f64) {
+    no_grad! {
+        buf.mul_(momentum).add_(g);
+        p.sub_(buf * lr);
+    }
+}
+
+#[cfg(feature = "cuda")]
+#[aot_fn]
+fn layer(x: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+    ((x.matmul(w) + b).tanh() * 0.5 + 0.5).gelu()
+}
+
+fn t(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
+    Tensor::randn(shape, DType::F32, &Device::Cpu, seed).and_then(|t| t.to_dtype(dtype)).expect("randn")
+}
+
+/// The CUDA sources of the test functions, over dtypes and ranks, and of a
+/// training call (forward, then backward kernels); one list per call.
+#[cfg(feature = "cuda")]
+fn sources() -> aot_runtime::Result<Vec<Vec<KernelSource>>> {
+    let cuda = Device::Cuda(0);
+    let mut all = Vec::new();
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        let x = t(&[3, 5], dtype, 1);
+        all.push(w2::compiled().kernels_for(&[Arg::from(&x)], &cuda)?);
+        let (a, b) = (t(&[4], dtype, 2), t(&[2, 3, 4], dtype, 3));
+        all.push(mixed::compiled().kernels_for(&[Arg::from(&a), Arg::from(&b), Arg::from(0.5)], &cuda)?);
+        let (mut p, mut m, g) = (t(&[6, 2], dtype, 4), t(&[6, 2], dtype, 5), t(&[6, 2], dtype, 6));
+        all.push(
+            sgd_momentum::compiled().kernels_for(&[Arg::from(&mut p), Arg::from(&mut m), Arg::from(&g), 0.1.into(), 0.9.into()], &cuda)?,
+        );
+    }
+    let x = t(&[8, 5], DType::F32, 7);
+    let w = t(&[5, 3], DType::F32, 8).requires_grad_(true)?;
+    let b = t(&[3], DType::F32, 9).requires_grad_(true)?;
+    let training = layer::compiled().kernels_for(&[Arg::from(&x), Arg::from(&w), Arg::from(&b)], &cuda)?;
+    assert!(w.grad().is_none(), "kernels_for wrote a gradient of the caller's tensor");
+    all.push(training);
+    Ok(all)
+}
+
+#[test]
+fn cuda_sources_need_the_feature() {
+    let x = t(&[3], DType::F32, 1);
+    let got = w2::compiled().kernels_for(&[Arg::from(&x)], &Device::Cuda(0));
+    if cfg!(feature = "cuda") {
+        let k = got.expect("the cuda feature renders CUDA sources without a GPU");
+        assert_eq!(k.len(), 1);
+        assert_eq!(k[0].name, "fused_mul_add_tanh_mul_sub_sigmoid_0");
+        assert!(k[0].source.contains("extern \"C\" __global__ void fused_mul_add_tanh_mul_sub_sigmoid_0("), "{}", k[0].source);
+    } else {
+        assert!(matches!(got, Err(AotError::DeviceUnavailable { .. })), "{got:?}");
+    }
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn training_calls_list_forward_then_backward_kernels_for_cuda() {
+    let x = t(&[8, 5], DType::F32, 7);
+    let w = t(&[5, 3], DType::F32, 8).requires_grad_(true).expect("leaf");
+    let b = t(&[3], DType::F32, 9).requires_grad_(true).expect("leaf");
+    let args = [Arg::from(&x), Arg::from(&w), Arg::from(&b)];
+    let cpu: Vec<String> = layer::compiled().kernels(&args).expect("cpu").into_iter().map(|k| k.name).collect();
+    let cuda: Vec<String> = layer::compiled().kernels_for(&args, &Device::Cuda(0)).expect("cuda").into_iter().map(|k| k.name).collect();
+    assert!(cpu.len() >= 2, "forward and backward kernels: {cpu:?}");
+    assert_eq!(cuda, cpu, "the same kernels, in the same order, on both devices");
+    assert!(w.grad().is_none() && b.grad().is_none(), "kernels_for ran on copies");
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn every_cuda_source_compiles_with_nvrtc_and_ptxas() {
+    use aot_runtime::cuda::nvrtc;
+    if let Err(why) = nvrtc::nvrtc_status() {
+        assert!(std::env::var_os("CI").is_none(), "CI must install the CUDA tools (.ci/cuda-tools): {why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let sources = sources().expect("kernel sources");
+    let ptxas = nvrtc::ptxas().expect("ptxas next to NVRTC");
+    let count: usize = sources.iter().map(Vec::len).sum();
+    assert!(count >= 12, "{count} sources");
+    for (call, kernels) in sources.iter().enumerate() {
+        for k in kernels {
+            // Each source is complete by itself.
+            nvrtc::compile_ptx(&k.name, &k.source, "compute_80").unwrap_or_else(|e| panic!("{e}\n{}", k.source));
+        }
+        // A call's kernels have distinct names, so they also form one unit
+        // (the renderer guards its shared helpers).
+        let unit: String = kernels.iter().map(|k| k.source.as_str()).collect::<Vec<_>>().join("\n");
+        assemble(&ptxas, &format!("call{call}"), &unit);
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn assemble(ptxas: &std::path::Path, name: &str, unit: &str) {
+    use aot_runtime::cuda::nvrtc;
+    for (arch, sm) in [("compute_80", "sm_80"), ("compute_90", "sm_90")] {
+        let ptx = nvrtc::compile_ptx(name, unit, arch).unwrap_or_else(|e| panic!("{e}"));
+        let dir = std::env::temp_dir().join(format!("aot-ptxas-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let file = dir.join(format!("{sm}.ptx"));
+        std::fs::write(&file, &ptx).expect("write ptx");
+        let out = std::process::Command::new(ptxas)
+            .args([format!("-arch={sm}"), "-o".into(), dir.join(format!("{sm}.cubin")).display().to_string(), file.display().to_string()])
+            .output()
+            .expect("run ptxas");
+        assert!(out.status.success(), "ptxas {sm}: {}", String::from_utf8_lossy(&out.stderr));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
