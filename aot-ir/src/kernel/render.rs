@@ -80,6 +80,7 @@
 //! 32-bit index arithmetic for small tensors.
 
 mod body;
+pub mod fibers;
 pub mod host;
 
 use super::Kernel;
