@@ -11,7 +11,8 @@
 //!   the `cuda` feature (candle's dummy CUDA backend).
 //!
 //! With the feature, [`nvrtc`] compiles generated CUDA C to PTX (it needs
-//! NVRTC, not a GPU).
+//! NVRTC, not a GPU), and [`sim`] runs the same CUDA C on the CPU (it
+//! needs a host C++ compiler), for tests without a GPU.
 //!
 //! Either way [`CudaStorage`] implements [`Backend`](crate::backend::Backend)
 //! and [`is_available`] exists, so no op or test needs a `cfg`.
@@ -27,6 +28,8 @@ use dummy as imp;
 
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
+#[cfg(feature = "cuda")]
+pub mod sim;
 #[cfg(test)]
 mod tests;
 
