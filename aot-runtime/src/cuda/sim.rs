@@ -65,6 +65,13 @@ impl SimModule {
         if let Some(m) = loaded.lock().map_err(|_| poisoned())?.get(&key) {
             return Ok(m.clone());
         }
+        // One compile at a time in this process: threads asking for the
+        // same module wait for the first, then find it.
+        static COMPILING: Mutex<()> = Mutex::new(());
+        let _one = COMPILING.lock().map_err(|_| poisoned())?;
+        if let Some(m) = loaded.lock().map_err(|_| poisoned())?.get(&key) {
+            return Ok(m.clone());
+        }
         let path = compile(&source, key)?;
         // SAFETY: the library is our own compiled module; its initialisers
         // are the C++ runtime's and the shim's thread-locals.

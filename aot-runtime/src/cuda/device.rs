@@ -1,0 +1,229 @@
+//! A CUDA device as the backend uses it: memory, uploads, downloads and
+//! launches of rendered kernels. One type, [`Gpu`], for a real GPU
+//! (through cudarc; kernels compiled by NVRTC) and for the simulator
+//! ([`super::sim`]: the same CUDA C, compiled by the host compiler, on host
+//! memory), so everything above this file is the same for both.
+//!
+//! `AOT_CUDA_SIM=1` makes `Device::Cuda(0)` the simulator, with or without
+//! a GPU (the simulator has one device). Otherwise `Device::Cuda(i)` is GPU
+//! `i` when the driver loads and reports it.
+
+use super::sim::{Entry, SimModule};
+use crate::error::{AotError, Result};
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A buffer of a CUDA device: host memory on the simulator (8-byte
+/// aligned), device memory on a GPU.
+#[derive(Debug)]
+pub(crate) enum Mem {
+    Host(Box<[u64]>),
+    Device(CudaSlice<u8>),
+}
+
+/// The launch parameters of a kernel, passed by value: the renderer's
+/// parameter struct is a sequence of 8-byte words (at most [`MAX_WORDS`]);
+/// the driver copies as many bytes as the kernel's struct has.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ParamWords([u64; MAX_WORDS]);
+const MAX_WORDS: usize = 480;
+
+// SAFETY: plain old data of 8-byte words, which the kernel reads as its
+// parameter struct (a prefix of these words).
+unsafe impl DeviceRepr for ParamWords {}
+
+/// A real GPU.
+#[derive(Debug)]
+pub(crate) struct Real {
+    stream: Arc<CudaStream>,
+    arch: &'static str,
+    /// Loaded kernels by a hash of their source.
+    functions: Mutex<HashMap<u64, CudaFunction>>,
+}
+
+/// A CUDA device.
+#[derive(Debug)]
+pub(crate) enum Gpu {
+    Sim,
+    Real(Real),
+}
+
+fn unavailable(op: &'static str, msg: impl Into<String>) -> AotError {
+    AotError::DeviceUnavailable { op, msg: msg.into() }
+}
+
+fn driver(op: &'static str, e: cudarc::driver::DriverError) -> AotError {
+    unavailable(op, format!("CUDA driver error: {e:?}"))
+}
+
+/// Whether `AOT_CUDA_SIM` asks for the simulator.
+pub(crate) fn simulated() -> bool {
+    std::env::var("AOT_CUDA_SIM").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The device `ordinal`, opened on first use.
+pub(crate) fn gpu(op: &'static str, ordinal: usize) -> Result<&'static Gpu> {
+    static OPEN: OnceLock<Mutex<HashMap<usize, &'static Gpu>>> = OnceLock::new();
+    let open = OPEN.get_or_init(Default::default);
+    let mut open = open.lock().map_err(|_| AotError::internal(op, "the CUDA device table lock was poisoned"))?;
+    if let Some(g) = open.get(&ordinal) {
+        return Ok(g);
+    }
+    let g: &'static Gpu = Box::leak(Box::new(open_gpu(op, ordinal)?));
+    open.insert(ordinal, g);
+    Ok(g)
+}
+
+fn open_gpu(op: &'static str, ordinal: usize) -> Result<Gpu> {
+    if simulated() {
+        return match ordinal {
+            0 => Ok(Gpu::Sim),
+            i => Err(unavailable(op, format!("the CUDA simulator (AOT_CUDA_SIM) has one device, cuda:0, not cuda:{i}"))),
+        };
+    }
+    if !super::is_available() {
+        return Err(unavailable(op, "no CUDA driver (libcuda) or no GPU was found on this machine; AOT_CUDA_SIM=1 simulates one"));
+    }
+    let count = CudaContext::device_count().map_err(|e| driver(op, e))?;
+    if ordinal >= usize::try_from(count).unwrap_or(0) {
+        return Err(unavailable(op, format!("cuda:{ordinal} does not exist: this machine has {count} CUDA device(s)")));
+    }
+    let ctx = CudaContext::new(ordinal).map_err(|e| driver(op, e))?;
+    let (major, minor) = ctx.compute_capability().map_err(|e| driver(op, e))?;
+    let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
+    Ok(Gpu::Real(Real { stream: ctx.default_stream(), arch, functions: Mutex::new(HashMap::new()) }))
+}
+
+impl Gpu {
+    /// A zeroed buffer of `bytes` bytes.
+    pub(crate) fn alloc(&self, op: &'static str, bytes: usize) -> Result<Mem> {
+        match self {
+            Gpu::Sim => {
+                let words = bytes.div_ceil(8);
+                let mut v: Vec<u64> = Vec::new();
+                v.try_reserve_exact(words).map_err(|_| AotError::OutOfMemory { op, bytes })?;
+                v.resize(words, 0);
+                Ok(Mem::Host(v.into_boxed_slice()))
+            }
+            Gpu::Real(r) => r.stream.alloc_zeros::<u8>(bytes.max(1)).map(Mem::Device).map_err(|_| AotError::OutOfMemory { op, bytes }),
+        }
+    }
+
+    /// A buffer holding `data`.
+    pub(crate) fn upload(&self, op: &'static str, data: &[u8]) -> Result<Mem> {
+        let mut m = self.alloc(op, data.len())?;
+        match (&mut m, self) {
+            (Mem::Host(h), _) => {
+                // SAFETY: `h` has at least `data.len()` bytes; u64 has no
+                // invalid bit patterns.
+                let bytes = unsafe { std::slice::from_raw_parts_mut(h.as_mut_ptr().cast::<u8>(), data.len()) };
+                bytes.copy_from_slice(data);
+            }
+            (Mem::Device(d), Gpu::Real(r)) => {
+                if !data.is_empty() {
+                    r.stream.memcpy_htod(data, &mut d.slice_mut(..data.len())).map_err(|e| driver(op, e))?;
+                }
+            }
+            (Mem::Device(_), Gpu::Sim) => return Err(AotError::internal(op, "device memory on the simulator")),
+        }
+        Ok(m)
+    }
+
+    /// The first `bytes` bytes of `m`.
+    pub(crate) fn download(&self, op: &'static str, m: &Mem, bytes: usize) -> Result<Vec<u8>> {
+        match (m, self) {
+            (Mem::Host(h), _) => {
+                // SAFETY: reading the buffer's own bytes.
+                let all = unsafe { std::slice::from_raw_parts(h.as_ptr().cast::<u8>(), h.len() * 8) };
+                all.get(..bytes).map(<[u8]>::to_vec).ok_or_else(|| AotError::internal(op, "download past the buffer"))
+            }
+            (Mem::Device(d), Gpu::Real(r)) => {
+                let mut out = vec![0u8; bytes];
+                if bytes > 0 {
+                    r.stream.memcpy_dtoh(&d.slice(..bytes), &mut out).map_err(|e| driver(op, e))?;
+                    r.stream.synchronize().map_err(|e| driver(op, e))?;
+                }
+                Ok(out)
+            }
+            (Mem::Device(_), Gpu::Sim) => Err(AotError::internal(op, "device memory on the simulator")),
+        }
+    }
+
+    /// Launches the entry `entry` of the rendered unit `source` over
+    /// `grid` blocks of `block` threads, with `bufs` (the address of each
+    /// pointer argument, from [`Mem::address`]) and the parameter words.
+    ///
+    /// # Safety
+    /// The addresses must be live buffers of this device, of the entry's
+    /// pointer types, holding every element the words address; a buffer
+    /// the kernel writes is not used elsewhere during the launch.
+    pub(crate) unsafe fn launch(
+        &self,
+        op: &'static str,
+        source: &str,
+        entry: &Entry,
+        (grid, block): (u32, u32),
+        bufs: &[u64],
+        words: &[u64],
+    ) -> Result<()> {
+        match self {
+            Gpu::Sim => {
+                let m = SimModule::build(&[source], std::slice::from_ref(entry))?;
+                let ptrs: Vec<*mut c_void> = bufs.iter().map(|&a| a as usize as *mut c_void).collect();
+                // SAFETY: the caller's guarantee.
+                unsafe { m.launch(&entry.name, grid, block, &ptrs, words) }
+            }
+            Gpu::Real(r) => {
+                if words.len() > MAX_WORDS {
+                    return Err(AotError::unsupported(op, format!("a kernel with {} parameter words (at most {MAX_WORDS})", words.len())));
+                }
+                let f = r.function(op, source, &entry.name)?;
+                let mut p = ParamWords([0; MAX_WORDS]);
+                p.0[..words.len()].copy_from_slice(words);
+                let mut b = r.stream.launch_builder(&f);
+                for a in bufs {
+                    b.arg(a);
+                }
+                b.arg(&p);
+                let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 };
+                // SAFETY: the caller's guarantee; the arguments are the
+                // kernel's pointers, then its parameter struct by value.
+                unsafe { b.launch(cfg) }.map_err(|e| driver(op, e))?;
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Real {
+    /// The kernel `name` of `source`, compiled with NVRTC on first use.
+    fn function(&self, op: &'static str, source: &str, name: &str) -> Result<CudaFunction> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (source, name).hash(&mut h);
+        let key = h.finish();
+        let mut fs = self.functions.lock().map_err(|_| AotError::internal(op, "the CUDA kernel cache lock was poisoned"))?;
+        if let Some(f) = fs.get(&key) {
+            return Ok(f.clone());
+        }
+        let ptx = super::nvrtc::compile_ptx(name, source, self.arch)?;
+        let module = self.stream.context().load_module(ptx.into()).map_err(|e| driver(op, e))?;
+        let f = module.load_function(name).map_err(|e| driver(op, e))?;
+        fs.insert(key, f.clone());
+        Ok(f)
+    }
+}
+
+impl Mem {
+    /// The buffer's address on its device, for [`Gpu::launch`].
+    pub(crate) fn address(&self, gpu: &Gpu) -> u64 {
+        match (self, gpu) {
+            (Mem::Host(h), _) => h.as_ptr() as usize as u64,
+            (Mem::Device(d), Gpu::Real(r)) => d.device_ptr(&r.stream).0,
+            (Mem::Device(_), Gpu::Sim) => 0,
+        }
+    }
+}
