@@ -140,3 +140,55 @@ fn assemble(ptxas: &std::path::Path, name: &str, unit: &str) {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+#[cfg(feature = "cuda")]
+#[aot_fn]
+#[allow(clippy::too_many_arguments)]
+fn forward_loss(x: &Tensor, y_onehot: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor) -> Tensor {
+    let h1 = (x.matmul(w1) + b1).relu();
+    let logits = h1.matmul(w2) + b2;
+    let nll = -(logits.log_softmax(1) * y_onehot).sum_dim(&[1], false);
+    nll.mean()
+}
+
+/// Compiled training steps on the simulated device (`AOT_CUDA_SIM=1`)
+/// give the CPU's losses and parameters: its kernels compute the CPU's
+/// bits, and the other primitives run on the host.
+#[cfg(feature = "cuda")]
+#[test]
+fn compiled_training_steps_on_the_simulated_device_match_the_cpu() {
+    if !aot_runtime::cuda::is_available() {
+        assert!(std::env::var_os("CI").is_none(), "CI runs this file with AOT_CUDA_SIM=1");
+        eprintln!("skipped: no CUDA device (AOT_CUDA_SIM=1 simulates one)");
+        return;
+    }
+    let run = |device: &Device| -> (Vec<f32>, Vec<Vec<f32>>) {
+        let on = |t: Tensor| t.to_device(device).expect("to_device");
+        let x = on(t(&[16, 8], DType::F32, 1));
+        let hot: Vec<f32> = (0..16 * 4).map(|i| if i % 4 == (i / 4) % 3 { 1.0 } else { 0.0 }).collect();
+        let y = on(Tensor::from_vec(hot, &[16, 4], &Device::Cpu).expect("one-hot"));
+        let mut params: Vec<Tensor> = [(&[8usize, 12][..], 2u64), (&[12], 3), (&[12, 4], 4), (&[4], 5)]
+            .iter()
+            .map(|(s, seed)| on((&t(s, DType::F32, *seed) * 0.3).expect("scale")).requires_grad_(true).expect("leaf"))
+            .collect();
+        let mut bufs: Vec<Tensor> = params.iter().map(|p| p.zeros_like().expect("zeros")).collect();
+        let mut losses = Vec::new();
+        for _ in 0..3 {
+            let loss = forward_loss(&x, &y, &params[0], &params[1], &params[2], &params[3]).expect("forward");
+            assert_eq!(loss.device(), *device);
+            losses.push(loss.item::<f32>().expect("item"));
+            loss.backward().expect("backward");
+            for (p, b) in params.iter_mut().zip(&mut bufs) {
+                let g = p.grad().expect("grad");
+                sgd_momentum(p, b, &g, 0.1, 0.9).expect("sgd");
+                p.set_grad(None);
+            }
+        }
+        (losses, params.iter().map(|p| p.to_vec::<f32>().expect("values")).collect())
+    };
+    let (cpu_losses, cpu_params) = run(&Device::Cpu);
+    let (cuda_losses, cuda_params) = run(&Device::Cuda(0));
+    assert!(cpu_losses[2] < cpu_losses[0], "{cpu_losses:?}");
+    assert_eq!(cuda_losses, cpu_losses);
+    assert_eq!(cuda_params, cpu_params);
+}

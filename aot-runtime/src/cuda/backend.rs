@@ -92,7 +92,12 @@ impl CudaStorage {
     }
 
     /// Runs `f` on host copies of `self` and `dst`, then writes `dst` back.
-    fn write_on_host(&self, op: &'static str, dst: &mut CudaStorage, f: impl FnOnce(&CpuStorage, &mut CpuStorage) -> Result<()>) -> Result<()> {
+    fn write_on_host(
+        &self,
+        op: &'static str,
+        dst: &mut CudaStorage,
+        f: impl FnOnce(&CpuStorage, &mut CpuStorage) -> Result<()>,
+    ) -> Result<()> {
         HOST_ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
         let src = self.host(op)?;
         let mut d = dst.host(op)?;
