@@ -192,3 +192,24 @@ fn compiled_training_steps_on_the_simulated_device_match_the_cpu() {
     assert_eq!(cuda_losses, cpu_losses);
     assert_eq!(cuda_params, cpu_params);
 }
+
+/// The PTX cache: a second compile of the same source reads the disk.
+#[cfg(feature = "cuda")]
+#[test]
+fn ptx_is_cached_on_disk() {
+    use aot_runtime::cuda::nvrtc;
+    if let Err(why) = nvrtc::nvrtc_status() {
+        assert!(std::env::var_os("CI").is_none(), "CI must install the CUDA tools (.ci/cuda-tools): {why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let x = t(&[3, 2], DType::F32, 1);
+    let k = w2::compiled().kernels_for(&[Arg::from(&x)], &Device::Cuda(0)).expect("sources");
+    // A source of its own (the first compile may find it cached already).
+    let src = format!("{}\n// the PTX cache test\n", k[0].source);
+    let first = nvrtc::compile_ptx_cached(&k[0].name, &src, "compute_80").expect("compile");
+    let runs = nvrtc::nvrtc_runs();
+    let second = nvrtc::compile_ptx_cached(&k[0].name, &src, "compute_80").expect("cached");
+    assert_eq!(first, second);
+    assert_eq!(nvrtc::nvrtc_runs(), runs, "the second compile ran NVRTC");
+}

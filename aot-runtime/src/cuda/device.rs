@@ -209,7 +209,7 @@ impl Real {
         if let Some(f) = fs.get(&key) {
             return Ok(f.clone());
         }
-        let ptx = super::nvrtc::compile_ptx(name, source, self.arch)?;
+        let ptx = super::nvrtc::compile_ptx_cached(name, source, self.arch)?;
         let module = self.stream.context().load_module(ptx.into()).map_err(|e| driver(op, e))?;
         let f = module.load_function(name).map_err(|e| driver(op, e))?;
         fs.insert(key, f.clone());

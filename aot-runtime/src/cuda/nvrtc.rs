@@ -12,10 +12,67 @@
 //! square root (NVRTC's defaults), as the renderer requires for the CPU's
 //! bits, and with `--include-path` to the runtime headers for
 //! `cuda_fp16.h` and `cuda_bf16.h`.
+//!
+//! [`compile_ptx_cached`] keeps the PTX on disk, by a hash of the source,
+//! the entry and the architecture, under `$AOT_CACHE_DIR/ptx` (else
+//! `$XDG_CACHE_HOME/aot/ptx`, else `~/.cache/aot/ptx`), so a second
+//! process skips NVRTC. A cache that cannot be read or written is only
+//! slower.
 
 use crate::error::{AotError, Result};
+use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+
+static NVRTC_RUNS: AtomicU64 = AtomicU64::new(0);
+
+/// How many times this process ran NVRTC.
+pub fn nvrtc_runs() -> u64 {
+    NVRTC_RUNS.load(Ordering::Relaxed)
+}
+
+/// The folder of cached PTX, if a cache folder can be named.
+fn cache_dir() -> Option<PathBuf> {
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    env("AOT_CACHE_DIR")
+        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("aot")))
+        .or_else(|| env("HOME").map(|h| h.join(".cache/aot")))
+        .map(|d| d.join("ptx"))
+}
+
+/// [`compile_ptx`] through the disk cache (see the module doc).
+pub fn compile_ptx_cached(name: &str, source: &str, arch: &'static str) -> Result<String> {
+    // FNV-1a: stable across builds and processes, unlike the std hasher.
+    struct Fnv(u64);
+    impl Hasher for Fnv {
+        fn finish(&self) -> u64 {
+            self.0
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            for &b in bytes {
+                self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+            }
+        }
+    }
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    (name, source, arch).hash(&mut h);
+    let file = cache_dir().map(|d| d.join(format!("{:016x}-{arch}.ptx", h.finish())));
+    if let Some(ptx) = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok()) {
+        return Ok(ptx);
+    }
+    let ptx = compile_ptx(name, source, arch)?;
+    if let Some(f) = file {
+        // Written under a name of this process, then renamed, so a reader
+        // never sees half a file.
+        let tmp = f.with_extension(format!("{}.tmp", std::process::id()));
+        let stored = f.parent().is_some_and(|d| std::fs::create_dir_all(d).is_ok()) && std::fs::write(&tmp, &ptx).is_ok();
+        if !(stored && std::fs::rename(&tmp, &f).is_ok()) {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+    Ok(ptx)
+}
 
 /// The folder of [`AOT_CUDA_TOOLS`](self), if set.
 fn tools_dir() -> Option<PathBuf> {
@@ -97,6 +154,7 @@ pub fn compile_ptx(name: &str, source: &str, arch: &'static str) -> Result<Strin
         name: Some(format!("{name}.cu")),
         ..Default::default()
     };
+    NVRTC_RUNS.fetch_add(1, Ordering::Relaxed);
     let failed = |log: String| AotError::KernelCompile { op: "nvrtc", kernel: name.to_string(), arch: arch.to_string(), log };
     match std::panic::catch_unwind(|| cudarc::nvrtc::compile_ptx_with_opts(source, opts).map(|p| p.to_src())) {
         Ok(Ok(ptx)) => Ok(ptx),
