@@ -16,12 +16,16 @@
 //!   NVRTC compile, given the few CUDA bit-cast builtins).
 //! - [`render`]: the C renderer: a [`Kernel`] as one CUDA C translation
 //!   unit (its launch ABI), and the host shim that compiles the same source
-//!   on the CPU for tests.
+//!   on the CPU for tests (`render::fibers`: one fiber per CUDA thread, for
+//!   kernels that synchronise).
+//! - [`philox`]: the counter-based generator Philox4x32-10, in Rust and in
+//!   C, for random numbers that are the same on every device.
 
 pub mod c_math;
 pub mod elementwise;
 pub mod ir;
 pub mod math;
+pub mod philox;
 pub mod render;
 pub mod schedule;
 pub mod special;
