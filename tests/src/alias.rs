@@ -16,7 +16,7 @@ mod generate;
 pub use generate::{gen_template, TemplateOptions};
 
 use crate::progen::{contiguous_strides, numel};
-use aot_runtime::{Arg, DType, Device, Result, Tensor};
+use aot_runtime::{Arg, DType, Result, Tensor};
 use std::fmt;
 
 /// One storage of a template.
@@ -144,15 +144,16 @@ impl ArgTemplate {
     /// Fresh tensors with the template's values, layouts, sharing and
     /// autograd states.
     pub fn materialise(&self) -> Result<Materialised> {
+        let dev = crate::test_device();
         let mut bases = Vec::with_capacity(self.storages.len());
         let mut leaves = vec![];
         for s in &self.storages {
             let vals: Vec<f64> = (0..s.len).map(|i| value(s.seed, i)).collect();
             let shape = s.base_shape.clone().unwrap_or_else(|| vec![s.len]);
             let base = match s.dtype.unwrap_or(self.dtype) {
-                DType::F32 => Tensor::from_vec(vals.iter().map(|&v| v as f32).collect::<Vec<f32>>(), &shape, &Device::Cpu)?,
-                DType::F64 => Tensor::from_vec(vals, &shape, &Device::Cpu)?,
-                other => Tensor::from_vec(vals, &shape, &Device::Cpu)?.to_dtype(other)?,
+                DType::F32 => Tensor::from_vec(vals.iter().map(|&v| v as f32).collect::<Vec<f32>>(), &shape, &dev)?,
+                DType::F64 => Tensor::from_vec(vals, &shape, &dev)?,
+                other => Tensor::from_vec(vals, &shape, &dev)?.to_dtype(other)?,
             };
             let base = match s.state {
                 _ if !s.requires_grad => base,
@@ -193,7 +194,7 @@ impl ArgTemplate {
                     base.requires_grad_(true)?;
                 }
                 GradState::NoGradViewsThenHistory | GradState::ViewsThenHistory => {
-                    let one = Tensor::ones(&[1], self.dtype, &Device::Cpu)?.requires_grad_(true)?;
+                    let one = Tensor::ones(&[1], self.dtype, &dev)?.requires_grad_(true)?;
                     base.mul_(&one)?;
                     leaves.push(one);
                 }

@@ -97,6 +97,16 @@ pub fn load_extra_cases() -> Vec<Case> {
 }
 
 /// Leaf `k`'s values: `sin(0.37 i + 0.71 k + 0.1)` in f64, stored as f32.
+/// The device the suites put their arguments on: `AOT_TEST_DEVICE=cuda`
+/// (with the `cuda` feature; `AOT_CUDA_SIM=1` simulates a GPU) runs them
+/// on `Device::Cuda(0)`, anything else on the CPU.
+pub fn test_device() -> Device {
+    match std::env::var("AOT_TEST_DEVICE").as_deref() {
+        Ok("cuda") => Device::Cuda(0),
+        _ => Device::Cpu,
+    }
+}
+
 pub fn leaf_values(k: usize, numel: usize) -> Vec<f32> {
     (0..numel).map(|i| (0.37 * i as f64 + 0.71 * k as f64 + 0.1).sin() as f32).collect()
 }
@@ -106,7 +116,7 @@ pub fn make_leaves(leaves: &[Leaf]) -> Result<Vec<(String, Tensor)>> {
     let mut out = vec![];
     for (k, l) in leaves.iter().enumerate() {
         let n = l.shape.iter().product();
-        let t = Tensor::from_vec(leaf_values(k, n), &l.shape, &Device::Cpu)?;
+        let t = Tensor::from_vec(leaf_values(k, n), &l.shape, &test_device())?;
         if l.requires_grad {
             t.requires_grad_(true)?;
         }
@@ -210,7 +220,7 @@ pub fn oracle_loss(outs: &[Tensor]) -> Result<Option<Tensor>> {
         if !o.requires_grad() {
             continue;
         }
-        let w = Tensor::from_vec(leaf_values(100 + i, o.numel()), &o.shape(), &Device::Cpu)?.to_dtype(o.dtype())?;
+        let w = Tensor::from_vec(leaf_values(100 + i, o.numel()), &o.shape(), &o.device())?.to_dtype(o.dtype())?;
         let term = o.mul(&w)?.sum()?;
         loss = Some(match loss {
             Some(l) => l.add(&term)?,

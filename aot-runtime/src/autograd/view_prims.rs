@@ -5,6 +5,7 @@
 //! (`executor::dispatch::replay`), but with their own geometry and scalars
 //! (the compiled one reads the call's), so the replay is a parameter.
 
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
@@ -33,7 +34,7 @@ pub(crate) fn eval_view_prim(p: &Prim, tensors: &[Option<Tensor>], replay: Repla
             let m = mirror_view(root, chain, replay)?;
             let mut buf = vec![0f64; m.len];
             scatter_add(&mut buf, &m.view, g)?;
-            gather_root(&buf, &m.root, &root.shape(), root.dtype())
+            gather_root(&buf, &m.root, &root.shape(), root.dtype(), &g.device())
         }
         Prim::ViewOf(chain) => {
             let (root, g) = (tensor(0)?, tensor(1)?);
@@ -48,7 +49,7 @@ pub(crate) fn eval_view_prim(p: &Prim, tensors: &[Option<Tensor>], replay: Repla
             }
             let mut buf = vec![0f64; m.len];
             scatter_add(&mut buf, &m.root, g)?;
-            gather(&buf, &m.view, &m.view_shape, g.dtype())
+            gather(&buf, &m.view, &m.view_shape, g.dtype(), &g.device())
         }
         Prim::ViewScatter(chain) => {
             let (root, g, src) = (tensor(0)?, tensor(1)?, tensor(2)?);
@@ -59,7 +60,7 @@ pub(crate) fn eval_view_prim(p: &Prim, tensors: &[Option<Tensor>], replay: Repla
             for (&o, v) in m.view.iter().zip(src) {
                 *buf.get_mut(o).ok_or_else(|| internal(format!("offset {o} outside the mirror")))? = v;
             }
-            gather_root(&buf, &m.root, &g.shape(), g.dtype())
+            gather_root(&buf, &m.root, &g.shape(), g.dtype(), &g.device())
         }
         _ => Err(internal(format!("{} is not a view primitive", p.name()))),
     }
@@ -128,23 +129,24 @@ fn scatter_add(buf: &mut [f64], positions: &[usize], t: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// The values at `positions` of `buf`, as a contiguous tensor of `shape`.
-fn gather(buf: &[f64], positions: &[usize], shape: &[usize], dtype: DType) -> Result<Tensor> {
+/// The values at `positions` of `buf`, as a contiguous tensor of `shape`
+/// on `device` (the mirror is host memory, whatever the operands' device).
+fn gather(buf: &[f64], positions: &[usize], shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
     let vals = positions.iter().map(|&o| buf.get(o).copied().ok_or_else(|| internal(format!("offset {o} outside the mirror"))));
     let vals = vals.collect::<Result<Vec<f64>>>()?;
-    Tensor::from_vec(vals, shape, &crate::device::Device::Cpu)?.to_dtype(dtype)
+    Tensor::from_vec(vals, shape, device)?.to_dtype(dtype)
 }
 
 /// A gradient for root from a per-storage-element gradient `buf`: each
 /// storage element's gradient goes to the first of root's elements at it,
 /// and the others get zero, so that summing over the elements that share a
 /// storage element (as the backward of `expand` does) counts it once.
-fn gather_root(buf: &[f64], positions: &[usize], shape: &[usize], dtype: DType) -> Result<Tensor> {
+fn gather_root(buf: &[f64], positions: &[usize], shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
     let mut taken = vec![false; buf.len()];
     let mut vals = Vec::with_capacity(positions.len());
     for &o in positions {
         let v = *buf.get(o).ok_or_else(|| internal(format!("offset {o} outside the mirror")))?;
         vals.push(if std::mem::replace(&mut taken[o], true) { 0.0 } else { v });
     }
-    Tensor::from_vec(vals, shape, &crate::device::Device::Cpu)?.to_dtype(dtype)
+    Tensor::from_vec(vals, shape, device)?.to_dtype(dtype)
 }
