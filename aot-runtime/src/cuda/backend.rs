@@ -8,8 +8,11 @@
 //! from the same op definition. Scalar operands are a parameter slot, so
 //! one compiled kernel serves every value.
 //!
+//! Matmul on a GPU goes through cuBLAS (`cublas.rs`); the simulator, which
+//! has no cuBLAS, computes it on the host with the CPU's gemm.
+//!
 //! The other primitives (integer and bool elementwise ops, casts, copies,
-//! reductions, softmax, matmul, random fills) do not have kernels yet.
+//! reductions, softmax, random fills) do not have kernels yet.
 //! They run on the host: the operands are downloaded, the CPU backend
 //! computes, and the result is uploaded. That is correct everywhere and
 //! slow on a GPU; [`host_round_trips`] counts them, so tests can tell
@@ -374,6 +377,21 @@ impl Backend for CudaStorage {
         self.on_host(op, |h| h.softmax(op, l, dim, log))
     }
     fn matmul(&self, op: &'static str, la: &Layout, rhs: &Self, lb: &Layout) -> Result<Self> {
+        let gpu = self.gpu(op)?;
+        let (&[batch, m, _], Some(&n)) = (&la.shape[..], lb.shape.get(2)) else {
+            return Err(AotError::internal(op, "matmul takes 3-D layouts"));
+        };
+        // The simulator has no cuBLAS: its matmul is the CPU's, on the host.
+        if self.dtype == rhs.dtype && matches!(gpu, Gpu::Real(_)) {
+            let len = batch * m * n;
+            let mem = gpu.alloc(op, len * self.dtype.size_in_bytes())?;
+            let (a, b, out) = (self.mem.address(gpu), rhs.mem.address(gpu), mem.address(gpu));
+            // SAFETY: both operands are live buffers of this device holding
+            // their layouts' elements (checked by the eager op); `mem` is new.
+            if len == 0 || unsafe { gpu.gemm(op, self.dtype, (a, la), (b, lb), out)? } {
+                return Ok(CudaStorage { mem, dtype: self.dtype, len, ordinal: self.ordinal });
+            }
+        }
         let b = rhs.host(op)?;
         self.on_host(op, |h| h.matmul(op, la, &b, lb))
     }

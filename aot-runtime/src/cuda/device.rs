@@ -9,7 +9,10 @@
 //! `i` when the driver loads and reports it.
 
 use super::sim::{Entry, SimModule};
+use crate::dtype::DType;
 use crate::error::{AotError, Result};
+use crate::layout::Layout;
+use cudarc::cublas::{sys as blas_sys, CudaBlas};
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -43,6 +46,8 @@ pub(crate) struct Real {
     arch: &'static str,
     /// Loaded kernels by a hash of their source.
     functions: Mutex<HashMap<u64, CudaFunction>>,
+    /// The cuBLAS handle on `stream`, made on first use (or why not).
+    blas: OnceLock<std::result::Result<CudaBlas, String>>,
 }
 
 /// A CUDA device.
@@ -95,7 +100,7 @@ fn open_gpu(op: &'static str, ordinal: usize) -> Result<Gpu> {
     let ctx = CudaContext::new(ordinal).map_err(|e| driver(op, e))?;
     let (major, minor) = ctx.compute_capability().map_err(|e| driver(op, e))?;
     let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
-    Ok(Gpu::Real(Real { stream: ctx.default_stream(), arch, functions: Mutex::new(HashMap::new()) }))
+    Ok(Gpu::Real(Real { stream: ctx.default_stream(), arch, functions: Mutex::new(HashMap::new()), blas: OnceLock::new() }))
 }
 
 impl Gpu {
@@ -196,6 +201,83 @@ impl Gpu {
                 Ok(())
             }
         }
+    }
+}
+
+impl Gpu {
+    /// `out` (contiguous `[batch, m, n]`) `= a · b` through cuBLAS (see
+    /// `cublas.rs`). `Ok(false)`: not done here (the simulator, which has
+    /// no cuBLAS, or operands that need a contiguous copy); the caller
+    /// computes it otherwise.
+    ///
+    /// # Safety
+    /// The addresses are live buffers of this device of `dtype`, holding
+    /// the layouts' elements; `out` holds `batch * m * n` and is used by
+    /// nothing else during the call.
+    pub(crate) unsafe fn gemm(&self, op: &'static str, dtype: DType, a: (u64, &Layout), b: (u64, &Layout), out: u64) -> Result<bool> {
+        let Gpu::Real(r) = self else { return Ok(false) };
+        let Some(g) = super::cublas::gemm_args(a.1, b.1) else { return Ok(false) };
+        let (ty, compute) = match dtype {
+            DType::F32 => (blas_sys::cudaDataType::CUDA_R_32F, blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F),
+            DType::F64 => (blas_sys::cudaDataType::CUDA_R_64F, blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_64F),
+            DType::F16 => (blas_sys::cudaDataType::CUDA_R_16F, blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F),
+            DType::BF16 => (blas_sys::cudaDataType::CUDA_R_16BF, blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F),
+            _ => return Ok(false),
+        };
+        let blas = r
+            .blas
+            .get_or_init(|| {
+                // SAFETY: only tries to load the library (see `is_available`).
+                let present = std::panic::catch_unwind(|| unsafe { blas_sys::is_culib_present() }).unwrap_or(false);
+                if !present {
+                    return Err("cuBLAS (libcublas) was not found".into());
+                }
+                CudaBlas::new(r.stream.clone()).map_err(|e| format!("{e:?}"))
+            })
+            .as_ref()
+            .map_err(|e| unavailable(op, e.clone()))?;
+        let size = dtype.size_in_bytes() as u64;
+        let at = |(base, l): (u64, &Layout)| (base + l.offset as u64 * size) as usize as *const c_void;
+        // f64 scales are doubles; every other type's are floats (the
+        // compute type's), as cuBLAS requires.
+        let (one64, zero64, one32, zero32) = (1.0f64, 0.0f64, 1.0f32, 0.0f32);
+        let (alpha, beta): (*const c_void, *const c_void) = if dtype == DType::F64 {
+            ((&one64 as *const f64).cast(), (&zero64 as *const f64).cast())
+        } else {
+            ((&one32 as *const f32).cast(), (&zero32 as *const f32).cast())
+        };
+        let flag = |t: bool| if t { blas_sys::cublasOperation_t::CUBLAS_OP_T } else { blas_sys::cublasOperation_t::CUBLAS_OP_N };
+        // SAFETY: the caller's guarantee; `gemm_args` checked the leading
+        // dimensions against the sizes; cuBLAS's A is our right operand.
+        unsafe {
+            cudarc::cublas::result::gemm_strided_batched_ex(
+                *blas.handle(),
+                flag(g.transa),
+                flag(g.transb),
+                g.m,
+                g.n,
+                g.k,
+                alpha,
+                at(b),
+                ty,
+                g.lda,
+                g.stride_a,
+                at(a),
+                ty,
+                g.ldb,
+                g.stride_b,
+                beta,
+                out as usize as *mut c_void,
+                ty,
+                g.ldc,
+                g.stride_c,
+                g.batch,
+                compute,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| unavailable(op, format!("cuBLAS: {e:?}")))?;
+        Ok(true)
     }
 }
 
