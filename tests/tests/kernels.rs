@@ -196,3 +196,24 @@ fn written_inputs_take_the_calls_buffer_without_a_copy_or_a_copy_back() {
     same("a view of p sees the new values", &view, &ep.narrow(0, 2, 3).unwrap());
     assert!(p.version() > vp && buf.version() > vb, "the writes bump the versions");
 }
+
+/// The forward and loss of W3 (`examples/train_mlp.rs`).
+#[aot_fn]
+#[allow(clippy::too_many_arguments)]
+fn w3_loss(x: &Tensor, y_onehot: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor, w3: &Tensor, b3: &Tensor) -> Tensor {
+    let h1 = (x.matmul(w1) + b1).relu();
+    let h2 = (h1.matmul(w2) + b2).relu();
+    let logits = h2.matmul(w3) + b3;
+    let nll = -(logits.log_softmax(1) * y_onehot).sum_dim(&[1], false);
+    nll.mean()
+}
+
+#[test]
+fn dump_w3() {
+    let x = input(&[8, 6], DType::F32, 1, false, -1.0, 1.0);
+    let y = input(&[8, 3], DType::F32, 2, false, 0.0, 1.0);
+    let p = |s: &[usize], seed| input(s, DType::F32, seed, false, -0.5, 0.5).requires_grad_(true).unwrap();
+    let (w1, b1, w2, b2, w3, b3) = (p(&[6, 5], 3), p(&[5], 4), p(&[5, 5], 5), p(&[5], 6), p(&[5, 3], 7), p(&[3], 8));
+    let l = w3_loss(&x, &y, &w1, &b1, &w2, &b2, &w3, &b3).unwrap();
+    l.backward().unwrap();
+}
