@@ -26,8 +26,8 @@
 //! Summation order: within a row, eager's order when the reduced dims are
 //! innermost in memory (four lanes per run); otherwise the row's logical
 //! order, which differs from eager only in the last bits of an f64
-//! accumulator. The output is contiguous (eager's layout of a reduction and
-//! of softmax); the caller declines other layouts. Rows run in parallel
+//! accumulator. The output is written in eager's layout: contiguous for one
+//! value per row, any dense layout along rows. Rows run in parallel
 //! (rayon) when the input has at least [`PAR_MIN`] elements.
 
 use super::elem::{max_nan, Float, FloatElem};
@@ -193,7 +193,8 @@ impl<T> Out<T> {
 }
 
 /// Runs `p` on `inputs` (one float dtype, each laid out over `S`, with the
-/// output's dtype) into a new contiguous buffer for `out`. `None`: the
+/// output's dtype) into a new buffer laid out as `out` (dense, offset 0;
+/// contiguous for one value per row). `None`: the
 /// inputs are not of one float dtype.
 pub(crate) fn fused_reduce(name: &'static str, p: &ReduceProgram<'_>, inputs: &[Input<'_>], out: &Layout) -> Option<Result<CpuStorage>> {
     let first = inputs.first()?.0;
@@ -222,13 +223,17 @@ where
     T::C: Compute,
 {
     let shape = &inputs[0].1.shape;
-    if inputs.iter().any(|(_, l)| &l.shape != shape) || p.reduced.len() != shape.len() || !out.is_contiguous() || out.offset != 0 {
-        return Err(AotError::internal(name, "a reduction kernel's operands are laid out over its input shape, its output contiguously"));
+    let out_ok = if p.rows_out { &out.shape == shape && crate::layout::is_dense_output(out) } else { out.is_contiguous() };
+    if inputs.iter().any(|(_, l)| &l.shape != shape) || p.reduced.len() != shape.len() || !out_ok || out.offset != 0 {
+        return Err(AotError::internal(
+            name,
+            "a reduction kernel's operands are laid out over its input shape, its output densely (contiguously for one value per row)",
+        ));
     }
-    // The output over `S`: contiguous, or one value per row (stride 0
-    // along the reduced dims).
+    // The output over `S`: its own dense layout, or one value per row
+    // (contiguous, stride 0 along the reduced dims).
     let out_s = if p.rows_out {
-        Layout::contiguous(shape)
+        out.clone()
     } else {
         let kept: Vec<usize> = shape.iter().zip(p.reduced).map(|(&n, &r)| if r { 1 } else { n }).collect();
         let mut stride = contiguous_strides(&kept);
@@ -382,7 +387,7 @@ where
             }
             for (i, &v) in values[p.stored][..n].iter().enumerate() {
                 // SAFETY: the row's positions are this task's, and lie in
-                // the contiguous output of `S`'s shape.
+                // the dense output of `S`'s shape.
                 unsafe { out.write(at[0] + i * out_stride, T::from_c(v)) };
             }
         });

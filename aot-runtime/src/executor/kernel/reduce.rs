@@ -6,7 +6,8 @@
 //!
 //! Eager's layout of a reduction (and of softmax) is contiguous, and the
 //! epilogue's elementwise ops keep it contiguous unless an operand of
-//! another memory order sets it: the fused path takes the first case only.
+//! another memory order sets it: the fused path writes any dense layout
+//! along rows, and a contiguous one for one value per row.
 //! It declines (the kernel then runs op by op, with eager's results and
 //! errors) where eager's behaviour is its own: dims that do not resolve,
 //! empty inputs, an epilogue whose shape is neither the reduced shape nor
@@ -17,7 +18,7 @@ use super::{elementwise_step, float_inputs};
 use crate::autograd::prims::{ints, scalar};
 use crate::backend::{FusedReduceProgram, FusedRowOp, FusedStep};
 use crate::error::Result;
-use crate::layout::{wrap_dim, Layout};
+use crate::layout::{is_dense_output, wrap_dim, Layout};
 use crate::ops::binary::broadcast_layout;
 use crate::ops::normalize_dims;
 use crate::storage::Storage;
@@ -102,17 +103,23 @@ fn plan(k: &Kernel, r: usize, inputs: &[&Tensor], scalars: &[Option<ScalarValue>
     }
     let (op, arg, result, reduced, keepdim, shape) = spec?;
     let out = layouts.get(k.out.index())?.clone()?;
-    if !out.is_contiguous() || out.offset != 0 || shape.iter().product::<usize>() == 0 {
+    if out.offset != 0 || shape.iter().product::<usize>() == 0 {
         return None;
     }
     let result_shape = &layouts.get(result)?.as_ref()?.shape;
     let rows_out = match op {
         FusedRowOp::Softmax { .. } => true,
-        _ if out.shape == *result_shape => false,
+        // (Both, where every reduced dim has size 1: along the rows, which
+        // lets an input be folded and read again.)
         _ if keepdim && out.shape.as_slice() == shape.as_slice() => true,
+        _ if out.shape == *result_shape => false,
         _ => return None,
     };
-    if rows_out && out.shape.as_slice() != shape.as_slice() {
+    // Rows write through the output's strides: any dense layout of `S`
+    // (an epilogue operand may give it its memory order); one value per row
+    // is written in row order: contiguous.
+    let writable = if rows_out { out.shape.as_slice() == shape.as_slice() && is_dense_output(&out) } else { out.is_contiguous() };
+    if !writable {
         return None;
     }
     // The loads are the body's first nodes, in input order (verified).
