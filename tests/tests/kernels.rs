@@ -345,7 +345,24 @@ proptest! {
 #[test]
 fn large_reduction_kernels_split_rows_across_threads() {
     let _g = STATS.lock().unwrap_or_else(|e| e.into_inner());
-    for (shape, t) in [([300usize, 257], false), ([300, 257], true), ([3, 40000], false)] {
+    // Few long rows: each row split across threads.
+    for (shape, t) in [(vec![40usize, 30, 50], false), (vec![50, 40, 30], true), (vec![1, 2, 70000], false)] {
+        let x = input(&shape, DType::F32, 7, t, -2.0, 2.0);
+        let b = input(&shape[1..], DType::F32, 8, false, 0.5, 1.5);
+        for k in [false, true] {
+            let before = kernel_stats();
+            let (c0, c1) = multi(&x, &b, k).unwrap();
+            check_fused(
+                &format!("multi {shape:?} transposed={t}"),
+                multi::compiled(),
+                &[Arg::from(&x), Arg::from(&b), Arg::from(k)],
+                vec![c0, c1],
+                before,
+                2,
+            );
+        }
+    }
+    for (shape, t) in [([300usize, 257], false), ([300, 257], true), ([3, 40000], false), ([1, 100_000], false)] {
         let x = input(&shape, DType::F32, 5, t, -2.0, 2.0);
         let b = input(&shape[1..], DType::F32, 6, false, 0.5, 1.5);
         for d in [0i64, 1] {

@@ -28,7 +28,10 @@
 //! order, which differs from eager only in the last bits of an f64
 //! accumulator. The output is written in eager's layout: contiguous for one
 //! value per row, any dense layout along rows. Rows run in parallel
-//! (rayon) when the input has at least [`PAR_MIN`] elements.
+//! (rayon) when the input has at least [`PAR_MIN`] elements;
+//! fewer rows than threads of `sum`/`mean`/`amax` split each row instead
+//! (partial f64 results combined in order, as eager splits a long
+//! reduction).
 
 use super::elem::{max_nan, Float, FloatElem};
 use super::fused::{eval_step, load, Input, Step, BLOCK};
@@ -141,16 +144,17 @@ impl Rows {
     }
 
     /// Calls `f(offsets, n, pos)` for each block of the row starting at
-    /// `base`: per operand the offset of the block's first element, its
-    /// length, and its position in the row.
-    fn blocks(&self, base: &[usize], mut f: impl FnMut(&[usize], usize, usize)) {
-        let inner = self.red.last().copied().unwrap_or(1);
-        let outer = self.len / inner.max(1);
+    /// `base` that lies in the positions `range` of the row: per operand
+    /// the offset of the block's first element, its length, and its
+    /// position in the row.
+    fn blocks(&self, base: &[usize], range: std::ops::Range<usize>, mut f: impl FnMut(&[usize], usize, usize)) {
+        let inner = self.red.last().copied().unwrap_or(1).max(1);
         let mut offs = base.to_vec();
         let mut here = base.to_vec();
-        let mut pos = 0;
-        for run in 0..outer {
+        let mut pos = range.start;
+        while pos < range.end {
             // The run's start: `run` over the outer reduced dims.
+            let (run, mut at) = (pos / inner, pos % inner);
             let mut rest = run;
             offs.copy_from_slice(base);
             for d in (0..self.red.len().saturating_sub(1)).rev() {
@@ -160,9 +164,9 @@ impl Rows {
                     *o += i * s[d];
                 }
             }
-            let mut at = 0;
-            while at < inner {
-                let n = (inner - at).min(BLOCK);
+            let end = inner.min(at + range.end - pos);
+            while at < end {
+                let n = (end - at).min(BLOCK);
                 for (k, (h, &o)) in here.iter_mut().zip(&offs).enumerate() {
                     *h = o + at * self.inner(k);
                 }
@@ -248,10 +252,27 @@ where
     }
     let mut dst: Vec<T> = try_buffer(name, n)?;
     let o = Out(dst.as_mut_ptr());
-    let task = |r0: usize, r1: usize| Task::<T>::new(p, bufs, &rows).rows(r0, r1, &o);
+    let task = |r0: usize, r1: usize| Task::<T>::new(p, bufs, &rows).rows(r0, r1, &o, None);
     let total = rows.rows.saturating_mul(rows.len);
-    if total >= PAR_MIN && rows.rows > 1 {
-        let threads = rayon::current_num_threads();
+    let threads = rayon::current_num_threads();
+    let foldable = matches!(p.op, RowOp::Sum | RowOp::Mean | RowOp::Amax) && !p.rows_out;
+    if total >= PAR_MIN && foldable && rows.rows < threads && threads > 1 {
+        // Few long rows: each row's positions are split across tasks, whose
+        // partial sums (or maxima) are combined in order, as eager's
+        // reduction splits its largest reduced dim.
+        let pieces = (4 * threads).min(rows.len.div_ceil(BLOCK)).max(1);
+        let per = rows.len.div_ceil(pieces);
+        let mut reduced = Vec::with_capacity(rows.rows);
+        for r in 0..rows.rows {
+            let parts: Vec<(f64, f64)> = (0..pieces)
+                .into_par_iter()
+                .map(|i| Task::<T>::new(p, bufs, &rows).fold(r, i * per..((i + 1) * per).min(rows.len)))
+                .collect();
+            let (sum, max) = parts.into_iter().fold((0.0, f64::NEG_INFINITY), |(s, m), (ps, pm)| (s + ps, max_nan(m, pm)));
+            reduced.push(finish::<T>(p.op, sum, max, rows.len));
+        }
+        Task::<T>::new(p, bufs, &rows).rows(0, rows.rows, &o, Some(&reduced));
+    } else if total >= PAR_MIN && rows.rows > 1 {
         // Enough rows per task to amortise it, and a few tasks per thread.
         let per = (PAR_MIN / 4 / rows.len.max(1)).max(rows.rows.div_ceil(4 * threads)).max(1);
         (0..rows.rows.div_ceil(per)).into_par_iter().for_each(|t| task(t * per, ((t + 1) * per).min(rows.rows)));
@@ -291,8 +312,8 @@ where
         }
     }
 
-    /// Rows `r0..r1`.
-    fn rows(mut self, r0: usize, r1: usize, out: &Out<T>) {
+    /// Rows `r0..r1`; `pre`: their reduced values, already computed.
+    fn rows(mut self, r0: usize, r1: usize, out: &Out<T>, pre: Option<&[T::C]>) {
         if self.p.rows_out {
             for r in r0..r1 {
                 let c = self.gather(r);
@@ -305,7 +326,10 @@ where
         while start < r1 {
             let m = (r1 - start).min(self.values[0].len());
             for j in 0..m {
-                let c = self.gather(start + j);
+                let c = match pre {
+                    Some(v) => v[start + j],
+                    None => self.gather(start + j),
+                };
                 self.values[self.p.result][j] = c;
             }
             for j in 0..m {
@@ -329,10 +353,34 @@ where
     /// Folds row `r` through the prologue; its reduced value, rounded to
     /// the storage type (softmax: the row buffer holds the result).
     fn gather(&mut self, r: usize) -> T::C {
+        let len = self.rows.len;
+        let (sum, max) = self.fold(r, 0..len);
+        let Task { p, row, .. } = self;
+        match p.op {
+            RowOp::Var { correction } => {
+                let mean = lanes_sum::<T>(row) / len as f64;
+                let sq: f64 = row.iter().map(|&x| x.f64() - mean).map(|d| d * d).sum();
+                T::from_f64(sq / (len as f64 - correction as f64).max(0.0)).to_c()
+            }
+            RowOp::Softmax { log } => {
+                super::softmax::softmax_block(row, 1, log);
+                for x in row.iter_mut() {
+                    *x = T::from_c(*x).to_c();
+                }
+                <T::C as Compute>::of(0.0)
+            }
+            op => finish::<T>(op, sum, max, len),
+        }
+    }
+
+    /// Runs the prologue over the positions `range` of row `r`: the f64
+    /// sum and maximum of the reduced operand there (var and softmax: into
+    /// the row buffer instead).
+    fn fold(&mut self, r: usize, range: std::ops::Range<usize>) -> (f64, f64) {
         let Task { p, bufs, rows, values, row, offs } = self;
         rows.base(r, offs);
         let (mut sum, mut max) = (0.0f64, f64::NEG_INFINITY);
-        rows.blocks(offs, |at, n, pos| {
+        rows.blocks(offs, range, |at, n, pos| {
             for (k, buf) in bufs.iter().enumerate().filter(|(k, _)| p.load_pro[*k]) {
                 load(buf, at[k + 1], rows.inner(k + 1), &mut values[k][..n]);
             }
@@ -346,25 +394,7 @@ where
                 RowOp::Var { .. } | RowOp::Softmax { .. } => row[pos..pos + n].copy_from_slice(x),
             }
         });
-        let len = rows.len as f64;
-        let v = match p.op {
-            RowOp::Sum => sum,
-            RowOp::Mean => sum / len,
-            RowOp::Amax => max,
-            RowOp::Var { correction } => {
-                let mean = lanes_sum::<T>(row) / len;
-                let sq: f64 = row.iter().map(|&x| x.f64() - mean).map(|d| d * d).sum();
-                sq / (len - correction as f64).max(0.0)
-            }
-            RowOp::Softmax { log } => {
-                super::softmax::softmax_block(row, 1, log);
-                for x in row.iter_mut() {
-                    *x = T::from_c(*x).to_c();
-                }
-                return <T::C as Compute>::of(0.0);
-            }
-        };
-        T::from_f64(v).to_c()
+        (sum, max)
     }
 
     /// The epilogue along the row last gathered (its offsets in `offs`),
@@ -373,7 +403,7 @@ where
         let Task { p, bufs, rows, values, row, offs } = self;
         let softmax = matches!(p.op, RowOp::Softmax { .. });
         let out_stride = rows.inner(0);
-        rows.blocks(offs, |at, n, pos| {
+        rows.blocks(offs, 0..rows.len, |at, n, pos| {
             if softmax {
                 values[p.result][..n].copy_from_slice(&row[pos..pos + n]);
             } else {
@@ -392,6 +422,17 @@ where
             }
         });
     }
+}
+
+/// A fold's result for `op` over a row of `len`: rounded to the storage
+/// type, as eager's result is.
+fn finish<T: FloatElem>(op: RowOp, sum: f64, max: f64, len: usize) -> T::C {
+    let v = match op {
+        RowOp::Mean => sum / len as f64,
+        RowOp::Amax => max,
+        _ => sum,
+    };
+    T::from_f64(v).to_c()
 }
 
 /// The f64 sum of a block, in four lanes as eager's `reduce` sums a run.
