@@ -6,7 +6,7 @@
 //! A kernel is a node of the one IR: an [`Op::Kernel`] node whose
 //! arguments are the kernel's tensor inputs and whose value is its result.
 //! Its body is again [`Node`]s, over the kernel's own values: first one
-//! [`Op::Load`] per input, then DSL elementwise ops, whose scalar
+//! [`Op::Load`] per input, then DSL ops, whose scalar
 //! arguments are as in the graph (literals and scalar parameters). The
 //! result is the body value [`Kernel::out`]. The CPU backend evaluates a
 //! body block by block; the C renderer emits one statement per body node.
@@ -29,11 +29,20 @@
 //!
 //! ```text
 //! kernel fused_mul_add_tanh_0(in0) {
-//!     %0 = load(0)
+//!     %0 = load(in0)
 //!     %1 = mul(%0, 1.5)
 //!     %2 = add(%1, 0.5)
 //!     %3 = tanh(%2)
 //!     store %3
+//! }
+//!
+//! kernel fused_mul_sum_dim_neg_1(in0, in1) {
+//!     %0 = load(in0)
+//!     %1 = load(in1)
+//!     %2 = mul(%0, %1)
+//!     %3 = sum_dim(%2, [1], false)
+//!     %4 = neg(%3)
+//!     store %4
 //! }
 //! ```
 
@@ -49,7 +58,7 @@ use std::fmt::Write;
 pub struct Kernel {
     /// Unique in its stage; the entry point of its generated source.
     pub name: String,
-    /// `load`s first, then elementwise DSL ops.
+    /// `load`s first, then elementwise DSL ops and at most one reduction.
     pub body: Vec<Node>,
     /// How many values the body defines (`%0 .. %{num_values - 1}`).
     pub num_values: usize,
