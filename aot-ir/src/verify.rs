@@ -195,6 +195,24 @@ fn check_kernel(k: &crate::kernel::Kernel, params: &[ParamType]) -> Result<(), S
     if reductions > 1 {
         return Err(format!("kernel `{}` holds {reductions} reductions; a kernel computes at most one", k.name));
     }
+    // The prologue's values exist one block of a row at a time: past the
+    // reduction only its inputs are read again.
+    if let Some(r) = k.reduction() {
+        let pro = k.prologue();
+        let mut pro_value = vec![false; k.num_values];
+        for (node, _) in k.body.iter().zip(&pro).skip(n).filter(|(_, &p)| p) {
+            if let Some(x) = node.out.and_then(|o| pro_value.get_mut(o.index())) {
+                *x = true;
+            }
+        }
+        let late = k.body.iter().enumerate().skip(n).filter(|&(i, _)| i != r && !pro[i]);
+        if let Some((i, v)) = late
+            .flat_map(|(i, node)| node.tensor_args().map(move |v| (i, v)))
+            .find(|(_, v)| pro_value.get(v.index()).copied().unwrap_or(false))
+        {
+            return Err(format!("kernel `{}`: body node {i} reads {v} of the reduction's prologue", k.name));
+        }
+    }
     if k.stage_values.len() != k.num_values {
         return Err(format!("kernel `{}` maps {} of its {} values to the stage", k.name, k.stage_values.len(), k.num_values));
     }

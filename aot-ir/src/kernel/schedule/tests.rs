@@ -217,6 +217,16 @@ fn two_reductions_never_share_a_kernel() {
     let mut defined = vec![false; 3];
     let err = Stage::Functional.check_nodes(&sch.nodes, &mut defined, &[]).unwrap_err();
     assert!(err.1.contains("2 reductions"), "{err:?}");
+
+    // An epilogue op reading a prologue value (gone once its row is
+    // folded) fails it too.
+    let nodes = stage(vec![node(OpKind::Exp, vec![t(0)], 1), node(OpKind::Sum, vec![t(1)], 2), node(OpKind::Neg, vec![t(2)], 3)]);
+    let mut sch = schedule(&nodes, 4, &[ValueId(3)], 0);
+    let Op::Kernel(k) = &mut sch.nodes[1].op else { panic!("expected a kernel") };
+    k.body[3] = Node::new(OpKind::Add, vec![t(2), t(1)], Some(ValueId(3)));
+    let mut defined = vec![false; 4];
+    let err = Stage::Functional.check_nodes(&sch.nodes, &mut defined, &[]).unwrap_err();
+    assert!(err.1.contains("reads %1 of the reduction's prologue"), "{err:?}");
 }
 
 #[test]
