@@ -74,7 +74,8 @@ pub enum Stage {
     /// The backward partition (saved values and tangents are its inputs):
     /// what the rules emit, and cheap forward nodes recomputed.
     Backward,
-    /// A kernel's body: loads of its inputs, then elementwise DSL ops.
+    /// A kernel's body: loads of its inputs, then elementwise DSL ops and
+    /// at most one reduction.
     /// (The functional, joint, forward and backward stages admit kernels
     /// once scheduled.)
     Kernel,
@@ -100,7 +101,7 @@ impl Stage {
         match op {
             Op::Dsl { op, check_alias } => match self {
                 Source => check_alias.is_none(),
-                Kernel => check_alias.is_none() && crate::kernel::is_elementwise(*op),
+                Kernel => check_alias.is_none() && (crate::kernel::is_elementwise(*op) || crate::kernel::is_reduction(*op)),
                 _ => {
                     !op.is_inplace()
                         && (check_alias.is_none() || matches!(op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame))
@@ -180,14 +181,36 @@ fn check_args(node: &Node, params: &[ParamType]) -> Result<(), String> {
 }
 
 /// A kernel body: its loads first, numbered in order, then ops of the
-/// kernel stage, SSA over the kernel's values, and a stored value that
-/// the body defines.
+/// kernel stage (at most one of them a reduction), SSA over the kernel's
+/// values, and a stored value that the body defines.
 fn check_kernel(k: &crate::kernel::Kernel, params: &[ParamType]) -> Result<(), String> {
     let n = k.num_inputs();
     for (i, node) in k.body.iter().enumerate() {
         let is_load = matches!(node.op, Op::Load(_));
         if is_load != (i < n) || (is_load && node.op != Op::Load(i)) || (is_load && node.out != Some(ValueId(i as u32))) {
             return Err(format!("kernel `{}`: body node {i}: loads must come first, in order", k.name));
+        }
+    }
+    let reductions = k.body.iter().filter(|n| n.kind().is_some_and(crate::kernel::is_reduction)).count();
+    if reductions > 1 {
+        return Err(format!("kernel `{}` holds {reductions} reductions; a kernel computes at most one", k.name));
+    }
+    // The prologue's values exist one block of a row at a time: past the
+    // reduction only its inputs are read again.
+    if let Some(r) = k.reduction() {
+        let pro = k.prologue();
+        let mut pro_value = vec![false; k.num_values];
+        for (node, _) in k.body.iter().zip(&pro).skip(n).filter(|(_, &p)| p) {
+            if let Some(x) = node.out.and_then(|o| pro_value.get_mut(o.index())) {
+                *x = true;
+            }
+        }
+        let late = k.body.iter().enumerate().skip(n).filter(|&(i, _)| i != r && !pro[i]);
+        if let Some((i, v)) = late
+            .flat_map(|(i, node)| node.tensor_args().map(move |v| (i, v)))
+            .find(|(_, v)| pro_value.get(v.index()).copied().unwrap_or(false))
+        {
+            return Err(format!("kernel `{}`: body node {i} reads {v} of the reduction's prologue", k.name));
         }
     }
     if k.stage_values.len() != k.num_values {

@@ -549,4 +549,30 @@ impl Storage {
             .collect();
         CudaStorage::fused(name, p, &cuda?, out).map(|r| r.map(|d| Storage::new(StorageData::Cuda(d))))
     }
+
+    /// [`Backend::fused_reduce`] over `inputs` (as for [`Storage::fused`]).
+    /// `None`: the backend declined (CUDA does, for now), or the inputs
+    /// are not all on the CPU.
+    pub(crate) fn fused_reduce(
+        name: &'static str,
+        p: &crate::backend::FusedReduceProgram<'_>,
+        inputs: &[(&Storage, Layout)],
+        out: &Layout,
+    ) -> Option<Result<Storage>> {
+        let mut distinct: Vec<&Storage> = Vec::new();
+        for (s, _) in inputs {
+            if !distinct.iter().any(|d| std::ptr::eq(*d, *s)) {
+                distinct.push(s);
+            }
+        }
+        let guards: Vec<RwLockReadGuard<'_, StorageData>> = distinct.iter().map(|s| s.read()).collect();
+        let cpu: Option<Vec<(&CpuStorage, Layout)>> = inputs
+            .iter()
+            .map(|(s, l)| match &*guards[distinct.iter().position(|d| std::ptr::eq(*d, *s))?] {
+                StorageData::Cpu(c) => Some((c, l.clone())),
+                StorageData::Cuda(_) => None,
+            })
+            .collect();
+        CpuStorage::fused_reduce(name, p, &cpu?, out).map(|r| r.map(|d| Storage::new(StorageData::Cpu(d))))
+    }
 }

@@ -196,3 +196,226 @@ fn written_inputs_take_the_calls_buffer_without_a_copy_or_a_copy_back() {
     same("a view of p sees the new values", &view, &ep.narrow(0, 2, 3).unwrap());
     assert!(p.version() > vp && buf.version() > vb, "the writes bump the versions");
 }
+
+/// The forward and loss of W3 (`examples/train_mlp.rs`).
+#[aot_fn]
+#[allow(clippy::too_many_arguments)]
+fn w3_loss(x: &Tensor, y_onehot: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor, w3: &Tensor, b3: &Tensor) -> Tensor {
+    let h1 = (x.matmul(w1) + b1).relu();
+    let h2 = (h1.matmul(w2) + b2).relu();
+    let logits = h2.matmul(w3) + b3;
+    let nll = -(logits.log_softmax(1) * y_onehot).sum_dim(&[1], false);
+    nll.mean()
+}
+
+#[test]
+fn the_w3_loss_runs_its_reductions_as_fused_kernels_forward_and_backward() {
+    let _g = STATS.lock().unwrap_or_else(|e| e.into_inner());
+    let make = || {
+        let p = |s: &[usize], seed| input(s, DType::F32, seed, false, -0.5, 0.5).requires_grad_(true).unwrap();
+        (p(&[6, 5], 3), p(&[5], 4), p(&[5, 5], 5), p(&[5], 6), p(&[5, 3], 7), p(&[3], 8))
+    };
+    let x = input(&[8, 6], DType::F32, 1, false, -1.0, 1.0);
+    let y = input(&[8, 3], DType::F32, 2, false, 0.0, 1.0);
+    let (w1, b1, w2, b2, w3, b3) = make();
+    let args = [&x, &y, &w1, &b1, &w2, &b2, &w3, &b3].map(Arg::from);
+    let names: Vec<String> = w3_loss::compiled().kernels(&args).unwrap().into_iter().map(|k| k.name).collect();
+    for want in ["fused_add_log_softmax_0", "fused_sum_dim_neg_1", "fused_exp_sum_dim_mul_sub_1"] {
+        assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
+    }
+    let (fused, op_by_op) = kernel_stats();
+    let c = w3_loss(&x, &y, &w1, &b1, &w2, &b2, &w3, &b3).unwrap();
+    let (f1, o1) = kernel_stats();
+    // Forward: add_relu is not fused in training (its input is saved);
+    // the softmax and sum_dim kernels are.
+    assert_eq!((f1 - fused, o1 - op_by_op), (2, 0), "the forward's reduction kernels ran fused");
+    c.backward().unwrap();
+    let (f2, o2) = kernel_stats();
+    assert_eq!((f2 - f1, o2 - o1), (2, 0), "the backward's kernels (one a row kernel) ran fused");
+    let (ew1, eb1, ew2, eb2, ew3, eb3) = make();
+    let e = w3_loss::compiled().run_eager(&[&x, &y, &ew1, &eb1, &ew2, &eb2, &ew3, &eb3].map(Arg::from)).unwrap().remove(0);
+    e.backward().unwrap();
+    same("loss", &c.detach().unwrap(), &e.detach().unwrap());
+    for (name, a, b) in [("w1", &w1, &ew1), ("b1", &b1, &eb1), ("w2", &w2, &ew2), ("b2", &b2, &eb2), ("w3", &w3, &ew3), ("b3", &b3, &eb3)] {
+        same(&format!("grad {name}"), &a.grad().unwrap(), &b.grad().unwrap());
+    }
+}
+
+/// A reduction over a broadcasting prologue, with an epilogue.
+#[aot_fn]
+fn sum_k(x: &Tensor, b: &Tensor, d: i64, k: bool) -> Tensor {
+    ((x * b).tanh() + 1.0).sum_dim(&[d], k) * 0.5
+}
+
+#[aot_fn]
+fn mean_k(x: &Tensor, b: &Tensor, d: i64, k: bool) -> Tensor {
+    (x.abs() + b).mean_dim(&[d], k).log()
+}
+
+#[aot_fn]
+fn amax_k(x: &Tensor, b: &Tensor, d: i64, k: bool) -> Tensor {
+    (x - b).amax_dim(&[d], k).neg()
+}
+
+#[aot_fn]
+fn var_k(x: &Tensor, b: &Tensor, d: i64, k: bool) -> Tensor {
+    ((x * b).var_dim(&[d], 1, k) + 1.0).sqrt()
+}
+
+/// Two dims, then every dim.
+#[aot_fn]
+fn multi(x: &Tensor, b: &Tensor, k: bool) -> (Tensor, Tensor) {
+    ((x + b).exp().sum_dim(&[0, 2], k), (x * b).square().mean().sqrt())
+}
+
+#[aot_fn]
+fn softmax_k(x: &Tensor, b: &Tensor, d: i64) -> Tensor {
+    (x + b).softmax(d) * 2.0
+}
+
+#[aot_fn]
+fn log_softmax_k(x: &Tensor, b: &Tensor, d: i64) -> Tensor {
+    (x * b).log_softmax(d).neg()
+}
+
+/// log_softmax's gradient: a keepdim reduction broadcast back along its rows.
+#[aot_fn]
+fn row_k(g: &Tensor, ls: &Tensor, d: i64) -> Tensor {
+    g - ls.exp() * g.sum_dim(&[d], true)
+}
+
+/// Runs `f` compiled and eagerly, checks they agree and that `kernels`
+/// kernels ran fused.
+fn check_fused(what: &str, f: &aot_runtime::CompiledFn, args: &[Arg], compiled: Vec<Tensor>, before: (u64, u64), kernels: u64) {
+    assert_eq!(kernel_stats(), (before.0 + kernels, before.1), "{what}: its kernels ran fused");
+    let eager = f.run_eager(args).unwrap();
+    assert_eq!(compiled.len(), eager.len());
+    for (c, e) in compiled.iter().zip(&eager) {
+        same(what, c, e);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// Reduction kernels against eager on random shapes, strides, dims,
+    /// keepdim and dtypes: values, dtype, shape and strides agree.
+    #[test]
+    fn reduction_kernels_match_eager(
+        shape in proptest::collection::vec(1usize..7, 3), dtype in dtype_strategy(), t in any::<bool>(),
+        bshape in 0usize..3, d in 0i64..3, neg in any::<bool>(), k in any::<bool>(), seed in 0u64..1000,
+    ) {
+        let _g = STATS.lock().unwrap_or_else(|e| e.into_inner());
+        let x = input(&shape, dtype, seed, t, -2.0, 2.0);
+        let b = match bshape {
+            0 => input(&shape, dtype, seed + 1, !t, 0.5, 1.5),
+            1 => input(&shape[1..], dtype, seed + 1, false, 0.5, 1.5),
+            _ => input(&[shape[0], 1, 1], dtype, seed + 1, false, 0.5, 1.5),
+        };
+        let d = if neg { d - 3 } else { d };
+        let what = format!("{dtype:?} {:?}/{:?} b {:?} d {d} keepdim {k}", x.shape(), x.stride(), b.shape());
+        for (name, f, run) in [
+            ("sum", sum_k::compiled(), sum_k as fn(&Tensor, &Tensor, i64, bool) -> aot_runtime::Result<Tensor>),
+            ("mean", mean_k::compiled(), mean_k),
+            ("amax", amax_k::compiled(), amax_k),
+            ("var", var_k::compiled(), var_k),
+        ] {
+            let before = kernel_stats();
+            let c = run(&x, &b, d, k).unwrap();
+            check_fused(&format!("{name} {what}"), f, &[Arg::from(&x), Arg::from(&b), Arg::from(d), Arg::from(k)], vec![c], before, 1);
+        }
+        let before = kernel_stats();
+        let (c0, c1) = multi(&x, &b, k).unwrap();
+        check_fused(&format!("multi {what}"), multi::compiled(), &[Arg::from(&x), Arg::from(&b), Arg::from(k)], vec![c0, c1], before, 2);
+        for (name, f, run) in [
+            ("softmax", softmax_k::compiled(), softmax_k as fn(&Tensor, &Tensor, i64) -> aot_runtime::Result<Tensor>),
+            ("log_softmax", log_softmax_k::compiled(), log_softmax_k),
+        ] {
+            let before = kernel_stats();
+            let c = run(&x, &b, d).unwrap();
+            check_fused(&format!("{name} {what}"), f, &[Arg::from(&x), Arg::from(&b), Arg::from(d)], vec![c], before, 1);
+        }
+        let g = b.expand(&shape.iter().map(|&n| n as i64).collect::<Vec<_>>()).unwrap();
+        let before = kernel_stats();
+        let c = row_k(&g, &x, d).unwrap();
+        check_fused(&format!("row {what}"), row_k::compiled(), &[Arg::from(&g), Arg::from(&x), Arg::from(d)], vec![c], before, 1);
+    }
+}
+
+#[test]
+fn large_reduction_kernels_split_rows_across_threads() {
+    let _g = STATS.lock().unwrap_or_else(|e| e.into_inner());
+    // Few long rows: each row split across threads.
+    for (shape, t) in [(vec![40usize, 30, 50], false), (vec![50, 40, 30], true), (vec![1, 2, 70000], false)] {
+        let x = input(&shape, DType::F32, 7, t, -2.0, 2.0);
+        let b = input(&shape[1..], DType::F32, 8, false, 0.5, 1.5);
+        for k in [false, true] {
+            let before = kernel_stats();
+            let (c0, c1) = multi(&x, &b, k).unwrap();
+            check_fused(
+                &format!("multi {shape:?} transposed={t}"),
+                multi::compiled(),
+                &[Arg::from(&x), Arg::from(&b), Arg::from(k)],
+                vec![c0, c1],
+                before,
+                2,
+            );
+        }
+    }
+    for (shape, t) in [([300usize, 257], false), ([300, 257], true), ([3, 40000], false), ([1, 100_000], false)] {
+        let x = input(&shape, DType::F32, 5, t, -2.0, 2.0);
+        let b = input(&shape[1..], DType::F32, 6, false, 0.5, 1.5);
+        for d in [0i64, 1] {
+            let what = format!("{shape:?} transposed={t} d {d}");
+            let before = kernel_stats();
+            let c = sum_k(&x, &b, d, false).unwrap();
+            check_fused(
+                &format!("sum {what}"),
+                sum_k::compiled(),
+                &[Arg::from(&x), Arg::from(&b), Arg::from(d), Arg::from(false)],
+                vec![c],
+                before,
+                1,
+            );
+            let before = kernel_stats();
+            let c = log_softmax_k(&x, &b, d).unwrap();
+            check_fused(
+                &format!("log_softmax {what}"),
+                log_softmax_k::compiled(),
+                &[Arg::from(&x), Arg::from(&b), Arg::from(d)],
+                vec![c],
+                before,
+                1,
+            );
+            let before = kernel_stats();
+            let c = var_k(&x, &b, d, true).unwrap();
+            check_fused(
+                &format!("var {what}"),
+                var_k::compiled(),
+                &[Arg::from(&x), Arg::from(&b), Arg::from(d), Arg::from(true)],
+                vec![c],
+                before,
+                1,
+            );
+        }
+    }
+}
+
+#[test]
+fn a_reduction_kernel_outside_the_fused_path_runs_op_by_op_with_eager_errors() {
+    let _g = STATS.lock().unwrap_or_else(|e| e.into_inner());
+    let x = input(&[3, 4], DType::F32, 1, false, -1.0, 1.0);
+    let b = input(&[4], DType::F32, 2, false, 0.5, 1.5);
+    // A dim out of range: eager's error, naming the op.
+    let e = sum_k(&x, &b, 5, false).unwrap_err().to_string();
+    let r = sum_k::compiled().run_eager(&[Arg::from(&x), Arg::from(&b), Arg::from(5i64), Arg::from(false)]).unwrap_err().to_string();
+    assert_eq!(e, r);
+    assert!(e.contains("sum_dim"), "{e}");
+    // Empty rows: op by op, eager's values.
+    let z = input(&[3, 0], DType::F32, 1, false, -1.0, 1.0);
+    let zb = input(&[0], DType::F32, 2, false, 0.5, 1.5);
+    let (fused, op_by_op) = kernel_stats();
+    let c = mean_k(&z, &zb, 1, false).unwrap();
+    assert_eq!(kernel_stats(), (fused, op_by_op + 1));
+    same("empty mean", &c, &mean_k::compiled().run_eager(&[Arg::from(&z), Arg::from(&zb), Arg::from(1i64), Arg::from(false)]).unwrap()[0]);
+}

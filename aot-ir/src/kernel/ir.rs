@@ -1,14 +1,26 @@
-//! The kernel stage's unit: a [`Kernel`], a group of elementwise nodes that
-//! one generated loop computes, reading each input once and writing its
-//! result once.
+//! The kernel stage's unit: a [`Kernel`], a group of nodes that one
+//! generated loop nest computes, reading each input once and writing its
+//! result once: elementwise nodes, and at most one reduction
+//! ([`is_reduction`]).
 //!
 //! A kernel is a node of the one IR: an [`Op::Kernel`] node whose
 //! arguments are the kernel's tensor inputs and whose value is its result.
 //! Its body is again [`Node`]s, over the kernel's own values: first one
-//! [`Op::Load`] per input, then DSL elementwise ops, whose scalar
+//! [`Op::Load`] per input, then DSL ops, whose scalar
 //! arguments are as in the graph (literals and scalar parameters). The
 //! result is the body value [`Kernel::out`]. The CPU backend evaluates a
 //! body block by block; the C renderer emits one statement per body node.
+//!
+//! A body with a reduction node (`sum_dim`, `mean_dim`, `amax_dim`,
+//! `var_dim`, `sum`, `mean`, `softmax`, `log_softmax`, with its dims as
+//! in the graph) splits in two ([`Kernel::prologue`]): the **prologue**,
+//! the nodes the reduction's operand is computed from, runs over the
+//! reduction's input shape; the **epilogue**, every other op, runs on the
+//! reduced value (or, for softmax and a `keepdim` reduction broadcast back
+//! against its rows, over the input's rows). The kernel walks the input
+//! row by row: a row is the elements one output of the reduction folds
+//! (the softmax dim's elements for softmax). The C renderer declines such
+//! kernels for now (its CUDA reductions are a later step).
 //!
 //! Shapes, strides and dtypes are not part of a kernel: they are read from
 //! the inputs at run time (the guard key holds neither shapes nor, for
@@ -16,12 +28,21 @@
 //! specialisation.
 //!
 //! ```text
-//! kernel fused_mul_add_tanh_0(%0) {
-//!     %0 = load(0)
+//! kernel fused_mul_add_tanh_0(in0) {
+//!     %0 = load(in0)
 //!     %1 = mul(%0, 1.5)
 //!     %2 = add(%1, 0.5)
 //!     %3 = tanh(%2)
 //!     store %3
+//! }
+//!
+//! kernel fused_mul_sum_dim_neg_1(in0, in1) {
+//!     %0 = load(in0)
+//!     %1 = load(in1)
+//!     %2 = mul(%0, %1)
+//!     %3 = sum_dim(%2, [1], false)
+//!     %4 = neg(%3)
+//!     store %4
 //! }
 //! ```
 
@@ -37,7 +58,7 @@ use std::fmt::Write;
 pub struct Kernel {
     /// Unique in its stage; the entry point of its generated source.
     pub name: String,
-    /// `load`s first, then elementwise DSL ops.
+    /// `load`s first, then elementwise DSL ops and at most one reduction.
     pub body: Vec<Node>,
     /// How many values the body defines (`%0 .. %{num_values - 1}`).
     pub num_values: usize,
@@ -60,6 +81,39 @@ impl Kernel {
         self.body.iter().filter_map(Node::kind)
     }
 
+    /// The index in [`body`](Self::body) of the kernel's reduction node,
+    /// if it has one (the verifier admits at most one).
+    pub fn reduction(&self) -> Option<usize> {
+        self.body.iter().position(|n| n.kind().is_some_and(is_reduction))
+    }
+
+    /// Per body node: whether it belongs to the reduction's prologue (the
+    /// reduction's operand or a node it is computed from, loads included).
+    /// All `false` without a reduction.
+    pub fn prologue(&self) -> Vec<bool> {
+        let mut pro = vec![false; self.body.len()];
+        let Some(r) = self.reduction() else { return pro };
+        // Values the prologue needs, walked backwards from the reduction.
+        let mut needed = vec![false; self.num_values];
+        for v in self.body[r].tensor_args() {
+            if let Some(x) = needed.get_mut(v.index()) {
+                *x = true;
+            }
+        }
+        for i in (0..r).rev() {
+            let n = &self.body[i];
+            if n.out.is_some_and(|o| needed.get(o.index()).copied().unwrap_or(false)) {
+                pro[i] = true;
+                for v in n.tensor_args() {
+                    if let Some(x) = needed.get_mut(v.index()) {
+                        *x = true;
+                    }
+                }
+            }
+        }
+        pro
+    }
+
     /// The kernel's listing (its source on the CPU, where the backend
     /// evaluates the body itself). `names` names the scalar parameters.
     pub fn listing(&self, names: Names<'_>) -> String {
@@ -71,6 +125,14 @@ impl Kernel {
         let _ = writeln!(s, "    store {}\n}}", self.out);
         s
     }
+}
+
+/// Whether `op` is a reduction a kernel body may hold (one at most): it
+/// folds the rows of its operand into one value each (`softmax` and
+/// `log_softmax`: normalises each row).
+pub fn is_reduction(op: OpKind) -> bool {
+    use OpKind::*;
+    matches!(op, Sum | Mean | SumDim | MeanDim | AmaxDim | VarDim | Softmax | LogSoftmax)
 }
 
 /// Whether a kernel body may compute `op`: elementwise ops whose result at

@@ -1,8 +1,9 @@
 //! The kernel stage: what generated kernels compute, written once for the
 //! CPU backend and the C renderer.
 //!
-//! - [`ir`]: the [`Kernel`], a group of elementwise nodes one generated
-//!   loop computes; a stage holds it as an [`crate::Op::Kernel`] node.
+//! - [`ir`]: the [`Kernel`], a group of elementwise nodes (and at most one
+//!   reduction, with its prologue and epilogue) one generated loop nest
+//!   computes; a stage holds it as an [`crate::Op::Kernel`] node.
 //! - [`schedule`]: the scheduler, which groups the fusible nodes of a
 //!   stage into kernels.
 //! - [`elementwise`]: the one definition of each elementwise op's
@@ -30,5 +31,5 @@ pub mod render;
 pub mod schedule;
 pub mod special;
 
-pub use ir::{is_elementwise, Kernel};
+pub use ir::{is_elementwise, is_reduction, Kernel};
 pub use schedule::{schedule, Scheduled};

@@ -1,6 +1,6 @@
 //! The scheduler: turns the node list of a stage (the functional graph,
 //! the forward or the backward partition) into the kernel stage, where
-//! each group of fusible elementwise nodes is one [`Op::Kernel`] node.
+//! each group of fusible nodes is one [`Op::Kernel`] node.
 //!
 //! A group is a tree with one result: a node joins the group of an operand
 //! it alone reads, when that operand is computed by a fusible node and no
@@ -12,8 +12,20 @@
 //! (`Mutate`) closes every open group, so no read moves past a write that
 //! may change what it reads. Groups of one node stay as they are (the
 //! runtime's direct kernels take the commonest single ops).
+//!
+//! Fusible nodes are elementwise ops and the reductions of
+//! [`super::is_reduction`]; a group holds at most one reduction. A
+//! reduction joins the group of its operand (its prologue, computed over
+//! the input's rows as they are folded, never stored); an elementwise node
+//! joins a group with a reduction (its epilogue, computed on each reduced
+//! value or, for softmax and a reduction kept as size-1 dims, along each
+//! row). Two groups that each hold a reduction never merge. The same
+//! tree rule holds, so a reduction's input or result that anything else
+//! reads (a softmax output saved for the backward, say) is stored and
+//! ends its group. Whether a kernel's shapes fit a fused pass is known only
+//! at run time; one that does not runs op by op, with eager's results.
 
-use super::ir::{is_elementwise, Kernel};
+use super::ir::{is_elementwise, is_reduction, Kernel};
 use crate::node::{Node, Op};
 use crate::types::{Arg, ValueId};
 
@@ -41,7 +53,11 @@ impl Scheduled {
 }
 
 fn fusible(n: &Node) -> bool {
-    matches!(n.op, Op::Dsl { op, check_alias: None } if is_elementwise(op)) && n.out.is_some()
+    matches!(n.op, Op::Dsl { op, check_alias: None } if is_elementwise(op) || is_reduction(op)) && n.out.is_some()
+}
+
+fn reduces(n: &Node) -> bool {
+    n.kind().is_some_and(is_reduction)
 }
 
 /// Schedules `nodes` (values below `num_values`); `live_out` are the
@@ -61,6 +77,8 @@ pub fn schedule(nodes: &[Node], num_values: usize, live_out: &[ValueId], first: 
     let mut group: Vec<Option<usize>> = vec![None; nodes.len()];
     let mut members: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     let mut epoch_of = vec![0usize; nodes.len()];
+    // Per group root: whether the group holds a reduction.
+    let mut has_reduction = vec![false; nodes.len()];
     let mut epoch = 0;
     for (i, n) in nodes.iter().enumerate() {
         if let Some(out) = n.out.filter(|o| o.index() < num_values) {
@@ -74,12 +92,19 @@ pub fn schedule(nodes: &[Node], num_values: usize, live_out: &[ValueId], first: 
             continue;
         }
         let mut mine = vec![i];
+        let mut reduction = reduces(n);
         for v in n.tensor_args() {
             let read_here = n.tensor_args().filter(|&w| w == v).count();
             let Some(p) = producer.get(v.index()).copied().flatten() else { continue };
             let Some(root) = group[p] else { continue };
             if root == i || epoch_of[root] != epoch || uses[v.index()] != read_here {
                 continue;
+            }
+            if has_reduction[root] {
+                if reduction {
+                    continue; // one reduction per kernel
+                }
+                reduction = true;
             }
             for m in std::mem::take(&mut members[root]) {
                 group[m] = Some(i);
@@ -88,6 +113,7 @@ pub fn schedule(nodes: &[Node], num_values: usize, live_out: &[ValueId], first: 
         }
         group[i] = Some(i);
         epoch_of[i] = epoch;
+        has_reduction[i] = reduction;
         mine.sort_unstable();
         members[i] = mine;
     }

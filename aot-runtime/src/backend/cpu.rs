@@ -105,4 +105,7 @@ impl Backend for CpuStorage {
     fn fused(op: &'static str, p: &super::FusedProgram<'_>, inputs: &[(&Self, Layout)], out: &Layout) -> Option<Result<Self>> {
         cpu::fused::fused(op, p, inputs, out)
     }
+    fn fused_reduce(op: &'static str, p: &super::FusedReduceProgram<'_>, inputs: &[(&Self, Layout)], out: &Layout) -> Option<Result<Self>> {
+        cpu::fused_reduce::fused_reduce(op, p, inputs, out)
+    }
 }

@@ -19,6 +19,7 @@
 mod cpu;
 
 pub use crate::cpu::fused::{Program as FusedProgram, Rhs as FusedRhs, Step as FusedStep};
+pub use crate::cpu::fused_reduce::{ReduceProgram as FusedReduceProgram, RowOp as FusedRowOp};
 /// The op kinds and the generator the primitives take; the eager ops name
 /// them from here, so they import nothing from the CPU kernels.
 pub use crate::cpu::{BinaryOp, ReduceOp, Rng, UnaryOp};
@@ -125,6 +126,16 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
     /// out as `out` (dense, offset 0). `None`: not for these dtypes (the
     /// caller runs the kernel's ops one by one, which also reports errors).
     fn fused(op: &'static str, p: &FusedProgram<'_>, inputs: &[(&Self, Layout)], out: &Layout) -> Option<Result<Self>>;
+
+    /// A reduction kernel ([`FusedReduceProgram`]: a reduction with its
+    /// fused prologue and epilogue) over `inputs`, each laid out over the
+    /// reduction's input shape, into a new contiguous buffer for `out`.
+    /// `None`: the backend has no reduction kernels, or not for these
+    /// dtypes (the caller runs the ops one by one). Declined by default:
+    /// CUDA renders no reductions yet.
+    fn fused_reduce(_op: &'static str, _p: &FusedReduceProgram<'_>, _inputs: &[(&Self, Layout)], _out: &Layout) -> Option<Result<Self>> {
+        None
+    }
 }
 
 #[cfg(test)]

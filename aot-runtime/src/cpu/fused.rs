@@ -233,7 +233,7 @@ where
 
 /// `dst[i] = buf[off + i * stride]` in the compute type.
 #[inline]
-fn load<T: FloatElem>(buf: &[T], off: usize, stride: usize, dst: &mut [T::C]) {
+pub(crate) fn load<T: FloatElem>(buf: &[T], off: usize, stride: usize, dst: &mut [T::C]) {
     match stride {
         0 => dst.fill(buf[off].to_c()),
         1 => {
@@ -251,7 +251,7 @@ fn load<T: FloatElem>(buf: &[T], off: usize, stride: usize, dst: &mut [T::C]) {
 }
 
 /// One body op over the first `len` elements of the block.
-fn eval_step<T: FloatElem>(s: &Step, values: &mut [Vec<T::C>], len: usize)
+pub(crate) fn eval_step<T: FloatElem>(s: &Step, values: &mut [Vec<T::C>], len: usize)
 where
     T::C: Compute,
 {

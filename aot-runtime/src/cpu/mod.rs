@@ -28,6 +28,8 @@
 //! - `matmul`: batched [`matmul`] on the `gemm` crate.
 //! - `fused`: the kernel stage's fused elementwise kernels, one pass per
 //!   kernel, built from the one op definition (`aot_ir::kernel::elementwise`).
+//! - `fused_reduce`: the kernel stage's reduction kernels (a reduction with
+//!   its fused prologue and epilogue), one pass over the input, row by row.
 //! - `random`: the seeded [`Rng`], [`rand_uniform`], [`randn`] and [`dropout_mask`].
 //!
 //! Floating math follows PyTorch: f16/bf16 compute in f32 and round once,
@@ -37,6 +39,7 @@ mod binary;
 mod copy;
 mod elem;
 pub(crate) mod fused;
+pub(crate) mod fused_reduce;
 mod matmul;
 mod output;
 mod random;

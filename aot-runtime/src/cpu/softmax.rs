@@ -113,7 +113,7 @@ fn finish<C: Float>(rows: &mut [C], sums: &[f64], log: bool) {
 }
 
 /// Softmax in place over the first axis of a row-major `[len, inner]` block.
-fn softmax_block<C: Float>(b: &mut [C], inner: usize, log: bool) {
+pub(crate) fn softmax_block<C: Float>(b: &mut [C], inner: usize, log: bool) {
     let m = col_max(b, inner);
     shift(b, &m, log);
     let sums = col_sum(b, inner, log);

@@ -9,6 +9,9 @@
 //! which also reports every error exactly as eager does. Both paths count
 //! themselves ([`stats`]), so tests can check that the fused path is taken.
 //!
+//! A kernel with a reduction is planned in [`reduce`]: the same, with
+//! eager's contiguous layout of the reduced (or softmax) result.
+//!
 //! A backward some of whose tangents never arrived tracks which values
 //! are zero (see `interp::zero_result`); a kernel with a zero input runs
 //! op by op then, tracking zeros through its body.
@@ -25,6 +28,8 @@ use crate::tensor::Tensor;
 use aot_ir::kernel::Kernel;
 use aot_ir::{Arg as IrArg, Node, Op, OpKind, ScalarValue};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+mod reduce;
 
 static FUSED: AtomicU64 = AtomicU64::new(0);
 static OP_BY_OP: AtomicU64 = AtomicU64::new(0);
@@ -117,6 +122,9 @@ fn internal(msg: String) -> AotError {
 /// it outside what the fused path computes as eager does, or the backend
 /// declines.
 fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<Result<Tensor>> {
+    if let Some(r) = k.reduction() {
+        return reduce::fused(k, r, inputs, scalars);
+    }
     let (steps, out, loaded) = plan(k, inputs, scalars)?;
     let program = FusedProgram { steps: &steps, num_values: k.num_values, stored: k.out.index() };
     let operands: Vec<(&Storage, Layout)> =
@@ -129,10 +137,7 @@ fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Opt
 /// (read once), when every input has one float dtype and the shapes
 /// broadcast.
 fn plan(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<(Vec<FusedStep>, Layout, Vec<Layout>)> {
-    let dtype = inputs.first()?.dtype();
-    if !dtype.is_float() || inputs.iter().any(|t| t.dtype() != dtype) {
-        return None;
-    }
+    float_inputs(inputs)?;
     let mut layouts: Vec<Option<Layout>> = vec![None; k.num_values];
     let mut steps = Vec::with_capacity(k.body.len());
     for n in &k.body {
@@ -140,25 +145,8 @@ fn plan(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Opti
         let layout = match &n.op {
             Op::Load(i) => inputs.get(*i)?.layout(),
             Op::Dsl { op, .. } => {
-                let a = n.args.first()?.as_tensor()?.index();
-                let la = layouts.get(a)?.as_ref()?;
-                let (rhs, layout) = match n.args.get(1) {
-                    None => (FusedRhs::None, elementwise_layout(&la.shape, &[la])),
-                    Some(IrArg::Tensor(b)) => {
-                        let lb = layouts.get(b.index())?.as_ref()?;
-                        let shape = broadcast_shapes(op.name(), &la.shape, &lb.shape).ok()?;
-                        (FusedRhs::Value(b.index()), elementwise_layout(&shape, &[la, lb]))
-                    }
-                    Some(arg) => {
-                        let v = match scalar(Some(arg), scalars).ok()? {
-                            ScalarValue::F64(v) => v,
-                            ScalarValue::I64(v) => v as f64,
-                            ScalarValue::Bool(v) => f64::from(u8::from(v)),
-                        };
-                        (FusedRhs::Scalar(v), scalar_result_layout(binary_op(*op)?, la))
-                    }
-                };
-                steps.push(FusedStep { op: *op, a, rhs, out });
+                let (step, layout) = elementwise_step(*op, n, &layouts, scalars)?;
+                steps.push(step);
                 layout
             }
             _ => return None,
@@ -169,6 +157,37 @@ fn plan(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Opti
     // The loads are the body's first values, in input order (verified).
     let loaded = layouts.into_iter().take(inputs.len()).collect::<Option<Vec<Layout>>>()?;
     Some((steps, out, loaded))
+}
+
+/// `Some` when every input has one float dtype.
+fn float_inputs(inputs: &[&Tensor]) -> Option<()> {
+    let dtype = inputs.first()?.dtype();
+    (dtype.is_float() && inputs.iter().all(|t| t.dtype() == dtype)).then_some(())
+}
+
+/// The fused step of elementwise node `n` and eager's layout of its
+/// result, from its operands' layouts.
+fn elementwise_step(op: OpKind, n: &Node, layouts: &[Option<Layout>], scalars: &[Option<ScalarValue>]) -> Option<(FusedStep, Layout)> {
+    let out = n.out?.index();
+    let a = n.args.first()?.as_tensor()?.index();
+    let la = layouts.get(a)?.as_ref()?;
+    let (rhs, layout) = match n.args.get(1) {
+        None => (FusedRhs::None, elementwise_layout(&la.shape, &[la])),
+        Some(IrArg::Tensor(b)) => {
+            let lb = layouts.get(b.index())?.as_ref()?;
+            let shape = broadcast_shapes(op.name(), &la.shape, &lb.shape).ok()?;
+            (FusedRhs::Value(b.index()), elementwise_layout(&shape, &[la, lb]))
+        }
+        Some(arg) => {
+            let v = match scalar(Some(arg), scalars).ok()? {
+                ScalarValue::F64(v) => v,
+                ScalarValue::I64(v) => v as f64,
+                ScalarValue::Bool(v) => f64::from(u8::from(v)),
+            };
+            (FusedRhs::Scalar(v), scalar_result_layout(binary_op(op)?, la))
+        }
+    };
+    Some((FusedStep { op, a, rhs, out }, layout))
 }
 
 /// The binary op of a DSL op that takes a scalar operand.
