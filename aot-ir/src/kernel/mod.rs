@@ -26,5 +26,5 @@ pub mod render;
 pub mod schedule;
 pub mod special;
 
-pub use ir::{is_elementwise, Kernel};
+pub use ir::{is_elementwise, is_elementwise_prim, Kernel};
 pub use schedule::{schedule, Scheduled};

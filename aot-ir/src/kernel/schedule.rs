@@ -13,7 +13,7 @@
 //! may change what it reads. Groups of one node stay as they are (the
 //! runtime's direct kernels take the commonest single ops).
 
-use super::ir::{is_elementwise, Kernel};
+use super::ir::{is_elementwise, is_elementwise_prim, Kernel};
 use crate::node::{Node, Op};
 use crate::types::{Arg, ValueId};
 
@@ -41,7 +41,12 @@ impl Scheduled {
 }
 
 fn fusible(n: &Node) -> bool {
-    matches!(n.op, Op::Dsl { op, check_alias: None } if is_elementwise(op)) && n.out.is_some()
+    let op_ok = match &n.op {
+        Op::Dsl { op, check_alias: None } => is_elementwise(*op),
+        Op::Prim(p) => is_elementwise_prim(p),
+        _ => false,
+    };
+    op_ok && n.out.is_some()
 }
 
 /// Schedules `nodes` (values below `num_values`); `live_out` are the
