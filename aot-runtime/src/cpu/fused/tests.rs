@@ -102,3 +102,42 @@ fn unfit_programs_decline_and_bad_layouts_are_errors() {
     let short = CpuStorage::F32(vec![1.0, 2.0]);
     assert!(matches!(fused("test", &p, &[(&short, l.clone())], &l), Some(Err(_))), "a layout past the buffer is an error, not a panic");
 }
+
+/// A bool mask, casts, `where` with a scalar and i64 arithmetic over f16
+/// inputs (one transposed), large enough for rayon tasks: the bits eager's
+/// ops give one by one.
+#[test]
+fn mixed_dtype_programs_match_eager_ops() {
+    use crate::dtype::DType as D;
+    use crate::tensor::Tensor;
+    let (rows, cols) = (300, 400);
+    let dev = crate::device::Device::Cpu;
+    let f16s = |seed| values(rows * cols, seed).into_iter().map(half::f16::from_f32).collect::<Vec<_>>();
+    let (vg, vh) = (f16s(3), f16s(4));
+    let g = Tensor::from_vec(vg.clone(), &[rows, cols], &dev).unwrap();
+    let h = Tensor::from_vec(vh.clone(), &[cols, rows], &dev).unwrap().t().unwrap();
+    let m = h.gt(0.0).unwrap();
+    let p = g.mul(&m.to_dtype(D::F16).unwrap()).unwrap();
+    let want = p.where_(&m, -1.5).unwrap().to_dtype(D::I64).unwrap().maximum(-1i64).unwrap();
+    let steps = [
+        Step::new(OpKind::Gt, 1, Rhs::Scalar(0.0), 2, D::F16),
+        Step::new(OpKind::ToDtype, 2, Rhs::None, 3, D::F16),
+        Step::new(OpKind::Mul, 0, Rhs::Value(3), 4, D::F16),
+        Step { cond: Some(2), ..Step::new(OpKind::Where, 4, Rhs::Scalar(-1.5), 5, D::F16) },
+        Step::new(OpKind::ToDtype, 5, Rhs::None, 6, D::I64),
+        Step::new(OpKind::Maximum, 6, Rhs::Scalar(-1.0), 7, D::I64),
+    ];
+    let dtypes = [D::F16, D::F16, D::Bool, D::F16, D::F16, D::F16, D::I64, D::I64];
+    let p = Program { steps: &steps, num_values: 8, stored: 7, dtypes: &dtypes, read: &[true, true] };
+    let (sg, sh) = (CpuStorage::F16(vg), CpuStorage::F16(vh));
+    let out = Layout::contiguous(&[rows, cols]);
+    let inputs = [(&sg, Layout::contiguous(&[rows, cols])), (&sh, Layout::new(vec![rows, cols], vec![1, rows], 0))];
+    let got = fused("test", &p, &inputs, &out).expect("runs fused").expect("no error");
+    let CpuStorage::I64(got) = got else { panic!("an i64 result") };
+    assert_eq!(got, want.to_vec::<i64>().unwrap());
+    // A program whose value dtypes disagree with its steps declines.
+    let mut wrong = dtypes;
+    wrong[2] = D::F16;
+    let p = Program { dtypes: &wrong, ..p };
+    assert!(fused("test", &p, &inputs, &out).is_none());
+}
