@@ -111,7 +111,7 @@ impl Stage {
             Op::Tangent(_) => self == Joint,
             Op::Cow | Op::Mutate { .. } => matches!(self, Functional | Joint | Forward),
             Op::Regen(_) => self != Source,
-            Op::Prim(_) => matches!(self, Joint | Forward | Backward),
+            Op::Prim(p) => matches!(self, Joint | Forward | Backward) || (self == Kernel && crate::kernel::is_elementwise_prim(p)),
             Op::Load(_) => self == Kernel,
             Op::Kernel(_) => matches!(self, Functional | Joint | Forward | Backward),
         }

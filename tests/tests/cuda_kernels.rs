@@ -37,6 +37,19 @@ fn sgd_momentum(p: &mut Tensor, buf: &mut Tensor, g: &Tensor, lr: f64, momentum:
 
 #[cfg(feature = "cuda")]
 #[aot_fn]
+fn relu_layer(x: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+    (x.matmul(w) + b).relu().relu().sum()
+}
+
+#[cfg(feature = "cuda")]
+#[aot_fn]
+fn ints(a: &Tensor, b: &Tensor) -> Tensor {
+    let m = (a * 3 + b).maximum(b).abs();
+    a.neg().where_(&m.gt(b), 7)
+}
+
+#[cfg(feature = "cuda")]
+#[aot_fn]
 fn layer(x: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
     ((x.matmul(w) + b).tanh() * 0.5 + 0.5).gelu()
 }
@@ -67,6 +80,11 @@ fn sources() -> aot_runtime::Result<Vec<Vec<KernelSource>>> {
     let training = layer::compiled().kernels_for(&[Arg::from(&x), Arg::from(&w), Arg::from(&b)], &cuda)?;
     assert!(w.grad().is_none(), "kernels_for wrote a gradient of the caller's tensor");
     all.push(training);
+    // Bool masks and casts in a training backward (relu's), i64 kernels.
+    let w = t(&[5, 3], DType::F32, 10).requires_grad_(true)?;
+    all.push(relu_layer::compiled().kernels_for(&[Arg::from(&x), Arg::from(&w), Arg::from(&b)], &cuda)?);
+    let (a, b) = (t(&[4, 3], DType::I64, 11), t(&[3], DType::I64, 12));
+    all.push(ints::compiled().kernels_for(&[Arg::from(&a), Arg::from(&b)], &cuda)?);
     Ok(all)
 }
 

@@ -11,6 +11,12 @@
 //!   eager does) takes its transcendental functions from [`super::math`];
 //! - f64 takes std's, and `erf`/`erfc` from [`super::special`];
 //! - a scalar operand is rounded to the compute type first.
+//!
+//! The ops that are not float arithmetic have their one definition here as
+//! well, each with its C: [`Comparison`] (eq ne lt le gt ge, in any
+//! compute type, giving bool), [`IntOp`] (the integer arithmetic that is
+//! exact in i64, wrapping on overflow as eager does) and [`BoolOp`] (bool
+//! `add`/`maximum` is or, `mul`/`minimum` is and).
 
 use super::math::{self, Lanes};
 use crate::op::OpKind;
@@ -181,6 +187,166 @@ pub fn with_op<C: Compute, V: OpVisitor<C>>(op: OpKind, v: V) -> Option<V::Out> 
         ),
         _ => return None,
     })
+}
+
+/// A comparison: IEEE semantics on floats (NaN is unequal to everything,
+/// and neither less nor greater), `false < true` on bools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Comparison {
+    /// The comparison `op` computes, if it is one.
+    pub fn of(op: OpKind) -> Option<Comparison> {
+        Some(match op {
+            OpKind::Eq => Comparison::Eq,
+            OpKind::Ne => Comparison::Ne,
+            OpKind::Lt => Comparison::Lt,
+            OpKind::Le => Comparison::Le,
+            OpKind::Gt => Comparison::Gt,
+            OpKind::Ge => Comparison::Ge,
+            _ => return None,
+        })
+    }
+
+    /// `a <op> b`.
+    #[inline(always)]
+    pub fn eval<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            Comparison::Eq => a == b,
+            Comparison::Ne => a != b,
+            Comparison::Lt => a < b,
+            Comparison::Le => a <= b,
+            Comparison::Gt => a > b,
+            Comparison::Ge => a >= b,
+        }
+    }
+
+    /// The C operator (the same semantics on `float`, `double`, `long
+    /// long` and `bool`).
+    pub fn c_op(self) -> &'static str {
+        match self {
+            Comparison::Eq => "==",
+            Comparison::Ne => "!=",
+            Comparison::Lt => "<",
+            Comparison::Le => "<=",
+            Comparison::Gt => ">",
+            Comparison::Ge => ">=",
+        }
+    }
+}
+
+/// Integer (i64) arithmetic a kernel computes exactly: eager's integer
+/// kernels, wrapping on overflow. (Integer `div` and the float functions
+/// promote to f32, as eager does; integer `pow` is not fused.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntOp {
+    Add,
+    Sub,
+    Mul,
+    Maximum,
+    Minimum,
+    Neg,
+    Abs,
+    Square,
+    Relu,
+}
+
+impl IntOp {
+    /// The integer op `op` computes on i64 operands, if it keeps them i64.
+    pub fn of(op: OpKind) -> Option<IntOp> {
+        Some(match op {
+            OpKind::Add => IntOp::Add,
+            OpKind::Sub => IntOp::Sub,
+            OpKind::Mul => IntOp::Mul,
+            OpKind::Maximum => IntOp::Maximum,
+            OpKind::Minimum => IntOp::Minimum,
+            OpKind::Neg => IntOp::Neg,
+            OpKind::Abs => IntOp::Abs,
+            OpKind::Square => IntOp::Square,
+            OpKind::Relu => IntOp::Relu,
+            _ => return None,
+        })
+    }
+
+    /// Whether the op reads a second operand.
+    pub fn is_binary(self) -> bool {
+        matches!(self, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::Maximum | IntOp::Minimum)
+    }
+
+    /// The op at one position (`b` ignored by unary ops).
+    #[inline(always)]
+    pub fn eval(self, a: i64, b: i64) -> i64 {
+        match self {
+            IntOp::Add => a.wrapping_add(b),
+            IntOp::Sub => a.wrapping_sub(b),
+            IntOp::Mul => a.wrapping_mul(b),
+            IntOp::Maximum => a.max(b),
+            IntOp::Minimum => a.min(b),
+            IntOp::Neg => a.wrapping_neg(),
+            IntOp::Abs => a.wrapping_abs(),
+            IntOp::Square => a.wrapping_mul(a),
+            IntOp::Relu => a.max(0),
+        }
+    }
+
+    /// The op as a C expression of the `long long` expressions `a` and
+    /// `b`. Wrapping arithmetic goes through `unsigned long long`, where
+    /// C defines it (signed overflow is undefined).
+    pub fn c_expr(self, a: &str, b: &str) -> String {
+        let u = |x: &str| format!("(unsigned long long)({x})");
+        match self {
+            IntOp::Add => format!("(long long)({} + {})", u(a), u(b)),
+            IntOp::Sub => format!("(long long)({} - {})", u(a), u(b)),
+            IntOp::Mul => format!("(long long)({} * {})", u(a), u(b)),
+            IntOp::Maximum => format!("({a} >= {b} ? {a} : {b})"),
+            IntOp::Minimum => format!("({a} <= {b} ? {a} : {b})"),
+            IntOp::Neg => format!("(long long)(0ULL - {})", u(a)),
+            IntOp::Abs => format!("({a} < 0 ? (long long)(0ULL - {}) : {a})", u(a)),
+            IntOp::Square => format!("(long long)({} * {})", u(a), u(a)),
+            IntOp::Relu => format!("({a} > 0 ? {a} : 0LL)"),
+        }
+    }
+}
+
+/// Bool arithmetic: eager computes `add`/`maximum` of bools as or and
+/// `mul`/`minimum` as and (the rest of arithmetic is an error on bools).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BoolOp {
+    Or,
+    And,
+}
+
+impl BoolOp {
+    pub fn of(op: OpKind) -> Option<BoolOp> {
+        match op {
+            OpKind::Add | OpKind::Maximum => Some(BoolOp::Or),
+            OpKind::Mul | OpKind::Minimum => Some(BoolOp::And),
+            _ => None,
+        }
+    }
+
+    #[inline(always)]
+    pub fn eval(self, a: bool, b: bool) -> bool {
+        match self {
+            BoolOp::Or => a | b,
+            BoolOp::And => a & b,
+        }
+    }
+
+    /// The op as a C expression of the `bool` expressions `a` and `b`.
+    pub fn c_expr(self, a: &str, b: &str) -> String {
+        match self {
+            BoolOp::Or => format!("({a} || {b})"),
+            BoolOp::And => format!("({a} && {b})"),
+        }
+    }
 }
 
 impl Compute for f32 {

@@ -6,8 +6,9 @@
 //! A kernel is a node of the one IR: an [`Op::Kernel`] node whose
 //! arguments are the kernel's tensor inputs and whose value is its result.
 //! Its body is again [`Node`]s, over the kernel's own values: first one
-//! [`Op::Load`] per input, then DSL ops, whose scalar
-//! arguments are as in the graph (literals and scalar parameters). The
+//! [`Op::Load`] per input, then DSL ops (elementwise ops and at most one
+//! reduction), whose scalar arguments are as in the graph (literals and
+//! scalar parameters), and `cast_like` primitives ([`is_elementwise_prim`]). The
 //! result is the body value [`Kernel::out`]. The CPU backend evaluates a
 //! body block by block; the C renderer emits one statement per body node.
 //!
@@ -46,7 +47,7 @@
 //! }
 //! ```
 
-use crate::node::{Node, Op};
+use crate::node::{Node, Op, Prim};
 use crate::op::OpKind;
 use crate::print::Names;
 use crate::types::ValueId;
@@ -137,12 +138,22 @@ pub fn is_reduction(op: OpKind) -> bool {
 
 /// Whether a kernel body may compute `op`: elementwise ops whose result at
 /// each position depends only on their operands at that position, and
-/// which draw no random numbers.
+/// which draw no random numbers. Comparisons give bool values, `where_`
+/// selects, `to_dtype` casts; operands of different dtypes promote as in
+/// eager (the runtime decides per call which dtypes it fuses).
 pub fn is_elementwise(op: OpKind) -> bool {
     use OpKind::*;
     matches!(
         op,
         Add | Sub
+            | Eq
+            | Ne
+            | Lt
+            | Le
+            | Gt
+            | Ge
+            | Where
+            | ToDtype
             | Mul
             | Div
             | Pow
@@ -164,4 +175,11 @@ pub fn is_elementwise(op: OpKind) -> bool {
             | Reciprocal
             | Square
     )
+}
+
+/// Whether a kernel body may compute the backward primitive `p`: only
+/// `cast_like` (a cast to another value's dtype, which reads nothing of
+/// that value but its dtype).
+pub fn is_elementwise_prim(p: &Prim) -> bool {
+    matches!(p, Prim::CastLike)
 }

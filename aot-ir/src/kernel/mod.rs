@@ -31,5 +31,5 @@ pub mod render;
 pub mod schedule;
 pub mod special;
 
-pub use ir::{is_elementwise, is_reduction, Kernel};
+pub use ir::{is_elementwise, is_elementwise_prim, is_reduction, Kernel};
 pub use schedule::{schedule, Scheduled};

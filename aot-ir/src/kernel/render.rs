@@ -10,17 +10,29 @@
 //! [`super::c_math`], rendered once per unit from [`super::math`].
 //!
 //! # Types
-//! One [`KernelDType`] for every input and the output. f32 computes in
-//! `float`, f64 in `double`; f16 and bf16 load and store `__half` and
-//! `__nv_bfloat16` (from `cuda_fp16.h`/`cuda_bf16.h`, included only for
-//! them), compute in `float`, and round each op's result to the half type,
-//! as eager does. A literal scalar operand is rendered inline, rounded to
-//! the compute type as `Compute::of` rounds it (`1.5f` for `(float)1.5`).
+//! Every body value has a [`KernelDType`] and every op a compute dtype
+//! ([`KernelTypes`]: the runtime's plan of a call, or
+//! [`KernelTypes::infer`]'s from the inputs' dtypes). f32 computes in
+//! `float`, f64 in `double`, i64 in `long long`, bool in `bool`; f16 and
+//! bf16 load and store `__half` and `__nv_bfloat16` (from
+//! `cuda_fp16.h`/`cuda_bf16.h`, included only for them), compute in
+//! `float`, and round each op's result to the half type, as eager does.
+//! An operand of another dtype than its op's compute dtype is cast first,
+//! as eager casts: to f16/bf16 from a double or an integer with a single
+//! rounding (through a float rounded to odd), to i64 truncating and
+//! saturating (NaN to 0), to bool as `!= 0`, from bool as 0 or 1.
+//! Comparisons give `bool`, `where_` selects, `to_dtype`/`cast_like` are
+//! the cast alone. Integer arithmetic wraps (through `unsigned long long`,
+//! where C defines overflow). A literal scalar of float arithmetic is
+//! rendered inline, rounded to the compute type as `Compute::of` rounds it
+//! (`1.5f` for `(float)1.5`); a scalar of a comparison, `where_` or integer
+//! arithmetic is cast to the compute dtype itself, as eager takes it.
 //!
 //! # ABI
-//! The entry point is `extern "C" __global__ void <name>(T *out, const T
-//! *in0, .., const aot_params_<name> p)`, with `T` the storage type and
-//! one pointer per kernel input, in the order of the kernel's loads.
+//! The entry point is `extern "C" __global__ void <name>(T *out, const T0
+//! *in0, .., const aot_params_<name> p)`, with `T`, `T0`, .. the storage
+//! types of the result and of each input, one pointer per kernel input, in
+//! the order of the kernel's loads.
 //! `p` is passed by value; every field is 8 bytes, so it is a flat
 //! sequence of 8-byte words, in this order ([`pack_params`] builds it):
 //!
@@ -75,26 +87,34 @@
 //! for sm_80 and sm_90.
 //!
 //! # Not covered yet
-//! Integer and bool dtypes, mixed input dtypes (promotion), reductions and
-//! other non-elementwise kernels, vectorised (multi-element) loads, and
-//! 32-bit index arithmetic for small tensors.
+//! Integer `pow`, reductions and other non-elementwise kernels, vectorised
+//! (multi-element) loads, and 32-bit index arithmetic for small tensors.
+//! The integer/bool units and the f64-to-half conversions were checked
+//! through the host shim only (not yet with NVRTC).
 
 mod body;
 pub mod fibers;
 pub mod host;
+mod types;
+
+pub use types::KernelTypes;
 
 use super::Kernel;
 use crate::node::Op;
 use crate::types::{Arg, ScalarError, ScalarExpr, ScalarValue};
 use std::fmt::Write as _;
 
-/// The element type of a rendered kernel's inputs and output.
+/// The element type of a rendered kernel's values, inputs and output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KernelDType {
     F32,
     F64,
     F16,
     BF16,
+    I64,
+    /// One byte per element, 0 or 1 (the runtime's bool storage), as C++'s
+    /// `bool` on every ABI CUDA supports.
+    Bool,
 }
 
 impl KernelDType {
@@ -105,6 +125,8 @@ impl KernelDType {
             KernelDType::F64 => "double",
             KernelDType::F16 => "__half",
             KernelDType::BF16 => "__nv_bfloat16",
+            KernelDType::I64 => "long long",
+            KernelDType::Bool => "bool",
         }
     }
 
@@ -112,7 +134,9 @@ impl KernelDType {
     pub fn compute(self) -> &'static str {
         match self {
             KernelDType::F64 => "double",
-            _ => "float",
+            KernelDType::I64 => "long long",
+            KernelDType::Bool => "bool",
+            KernelDType::F32 | KernelDType::F16 | KernelDType::BF16 => "float",
         }
     }
 
@@ -218,9 +242,23 @@ pub enum RenderError {
     Params(String),
 }
 
-/// `k` as CUDA C for `dtype`, with outputs of rank `rank`; `scalars` are
-/// the body's slots ([`ScalarSlots::of`]). See the module doc for the ABI.
+/// `k` as CUDA C for inputs of `dtype`, with outputs of rank `rank`;
+/// `scalars` are the body's slots ([`ScalarSlots::of`]). The values' types
+/// are [`KernelTypes::infer`]'s. See the module doc for the ABI.
 pub fn render_cuda(k: &Kernel, dtype: KernelDType, rank: usize, scalars: &ScalarSlots) -> Result<RenderedKernel, RenderError> {
+    render_cuda_typed(k, &KernelTypes::infer(k, &vec![dtype; k.num_inputs()])?, rank, scalars)
+}
+
+/// [`render_cuda`] with the body values' types given (the runtime's plan of
+/// a call, see [`KernelTypes`]).
+pub fn render_cuda_typed(k: &Kernel, types: &KernelTypes, rank: usize, scalars: &ScalarSlots) -> Result<RenderedKernel, RenderError> {
+    if types.values.len() != k.num_values || types.compute.len() != k.num_values {
+        return Err(RenderError::Body {
+            kernel: k.name.clone(),
+            node: 0,
+            msg: format!("types for {} of {} values", types.values.len(), k.num_values),
+        });
+    }
     let name: String = k.name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
     let name = if name.starts_with(|c: char| c.is_ascii_digit()) || name.is_empty() { format!("k_{name}") } else { name };
     let inputs = k.num_inputs();
@@ -237,10 +275,14 @@ pub fn render_cuda(k: &Kernel, dtype: KernelDType, rank: usize, scalars: &Scalar
             msg: format!("`{op}`: reductions are not rendered to CUDA C yet"),
         });
     }
-    let body = body::render_body(k, dtype, scalars)?;
+    let body = body::render_body(k, types, scalars)?;
 
-    let mut s = format!("// Kernel `{}` ({dtype:?}, rank {rank}), generated by aot. NVRTC: --fmad=false.\n", k.name);
-    if let Some(h) = dtype.header() {
+    let dtypes: Vec<KernelDType> = types.values.iter().take(inputs).chain(types.values.get(k.out.index())).copied().collect();
+    let mut s = format!("// Kernel `{}` ({dtypes:?}, rank {rank}), generated by aot. NVRTC: --fmad=false.\n", k.name);
+    let mut headers: Vec<&str> = types.values.iter().chain(&types.compute).filter_map(|d| d.header()).collect();
+    headers.sort_unstable();
+    headers.dedup();
+    for h in headers {
         let _ = writeln!(s, "#include <{h}>");
     }
     let mut helpers = body.helpers.clone();
@@ -250,8 +292,9 @@ pub fn render_cuda(k: &Kernel, dtype: KernelDType, rank: usize, scalars: &Scalar
         let _ = write!(s, "#ifndef {guard}\n#define {guard}\n{}#endif\n", h.render());
     }
     params_struct(&mut s, &name, rank, inputs, scalars.exprs().len());
-    body_fn(&mut s, &name, dtype, inputs, &body);
-    entry(&mut s, &name, dtype, rank, inputs);
+    let (ins, out) = (&types.values[..inputs], types.values[k.out.index()]);
+    body_fn(&mut s, &name, ins, out, &body);
+    entry(&mut s, &name, ins, out, rank);
     Ok(RenderedKernel { name, source: s })
 }
 
@@ -274,9 +317,9 @@ fn params_struct(s: &mut String, name: &str, rank: usize, inputs: usize, slots: 
 }
 
 /// `aot_body_<name>(c0, .., p)`: the stored value from the loaded inputs.
-fn body_fn(s: &mut String, name: &str, dtype: KernelDType, inputs: usize, body: &body::Body) {
-    let (st, ct) = (dtype.storage(), dtype.compute());
-    let mut params: Vec<String> = (0..inputs).map(|j| format!("const {ct} c{j}")).collect();
+fn body_fn(s: &mut String, name: &str, ins: &[KernelDType], out: KernelDType, body: &body::Body) {
+    let st = out.storage();
+    let mut params: Vec<String> = ins.iter().enumerate().map(|(j, d)| format!("const {} c{j}", d.compute())).collect();
     params.push(format!("const aot_params_{name} &p"));
     let _ = writeln!(s, "static __device__ __forceinline__ {st} aot_body_{name}({}) {{", params.join(", "));
     if !body.lines.iter().any(|l| l.contains("p.scalars")) {
@@ -285,17 +328,17 @@ fn body_fn(s: &mut String, name: &str, dtype: KernelDType, inputs: usize, body: 
     for l in &body.lines {
         let _ = writeln!(s, "{l}");
     }
-    let _ = writeln!(s, "    return {};\n}}", dtype.store(&format!("c{}", body.out)));
+    let _ = writeln!(s, "    return {};\n}}", out.store(&format!("c{}", body.out)));
 }
 
 /// The entry point: the grid-stride loop, with the contiguous fast path.
-fn entry(s: &mut String, name: &str, dtype: KernelDType, rank: usize, inputs: usize) {
-    let st = dtype.storage();
-    let mut params = vec![format!("{st} *out")];
-    params.extend((0..inputs).map(|j| format!("const {st} *in{j}")));
+fn entry(s: &mut String, name: &str, ins: &[KernelDType], out: KernelDType, rank: usize) {
+    let inputs = ins.len();
+    let mut params = vec![format!("{} *out", out.storage())];
+    params.extend(ins.iter().enumerate().map(|(j, d)| format!("const {} *in{j}", d.storage())));
     params.push(format!("const aot_params_{name} p"));
     let call = |idx: &dyn Fn(usize) -> String| -> String {
-        let mut args: Vec<String> = (0..inputs).map(|j| dtype.load(&format!("in{j}[{}]", idx(j)))).collect();
+        let mut args: Vec<String> = ins.iter().enumerate().map(|(j, d)| d.load(&format!("in{j}[{}]", idx(j)))).collect();
         args.push("p".into());
         format!("aot_body_{name}({})", args.join(", "))
     };

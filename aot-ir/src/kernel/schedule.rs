@@ -25,7 +25,7 @@
 //! ends its group. Whether a kernel's shapes fit a fused pass is known only
 //! at run time; one that does not runs op by op, with eager's results.
 
-use super::ir::{is_elementwise, is_reduction, Kernel};
+use super::ir::{is_elementwise, is_elementwise_prim, is_reduction, Kernel};
 use crate::node::{Node, Op};
 use crate::types::{Arg, ValueId};
 
@@ -53,7 +53,12 @@ impl Scheduled {
 }
 
 fn fusible(n: &Node) -> bool {
-    matches!(n.op, Op::Dsl { op, check_alias: None } if is_elementwise(op) || is_reduction(op)) && n.out.is_some()
+    let op_ok = match &n.op {
+        Op::Dsl { op, check_alias: None } => is_elementwise(*op) || is_reduction(*op),
+        Op::Prim(p) => is_elementwise_prim(p),
+        _ => false,
+    };
+    op_ok && n.out.is_some()
 }
 
 fn reduces(n: &Node) -> bool {

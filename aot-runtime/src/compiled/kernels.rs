@@ -16,7 +16,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
-use aot_ir::kernel::render::{render_cuda, KernelDType, ScalarSlots};
+use aot_ir::kernel::render::{render_cuda_typed, KernelDType, KernelTypes, ScalarSlots};
 use aot_ir::kernel::Kernel;
 use aot_ir::print::Names;
 use aot_ir::Node;
@@ -90,6 +90,10 @@ impl CompiledFn {
 struct RanKernel {
     kernel: Kernel,
     inputs: Vec<DType>,
+    /// Per body value, its dtype and the dtype its op computes in, from
+    /// the executor's plan (eager's promotion); `None` when the kernel ran
+    /// op by op (then they are inferred from the inputs' dtypes).
+    types: Option<Vec<(DType, DType)>>,
     rank: usize,
 }
 
@@ -98,12 +102,14 @@ thread_local! {
     static RAN: RefCell<Option<Vec<RanKernel>>> = const { RefCell::new(None) };
 }
 
-/// Called by the executor for every kernel node it runs; records it while
-/// [`CompiledFn::ran_kernels`] runs a call (cheap otherwise).
-pub(crate) fn note_kernel(k: &Kernel, inputs: &[&Tensor], out: &Tensor) {
+/// Called by the executor for every kernel node it runs (`types`: see
+/// [`RanKernel::types`]); records it while [`CompiledFn::ran_kernels`]
+/// runs a call (cheap otherwise).
+pub(crate) fn note_kernel(k: &Kernel, inputs: &[&Tensor], out: &Tensor, types: Option<Vec<(DType, DType)>>) {
     RAN.with(|r| {
         if let Some(ran) = r.borrow_mut().as_mut() {
-            ran.push(RanKernel { kernel: k.clone(), inputs: inputs.iter().map(|t| t.dtype()).collect(), rank: out.rank() });
+            let inputs = inputs.iter().map(|t| t.dtype()).collect();
+            ran.push(RanKernel { kernel: k.clone(), inputs, types, rank: out.rank() });
         }
     });
 }
@@ -168,18 +174,30 @@ impl RanKernel {
     fn cuda_source(&self) -> Result<KernelSource> {
         let k = &self.kernel;
         let unsupported = |msg: String| AotError::Unsupported { op: "kernels_for", msg: format!("kernel `{}`: {msg}", k.name) };
-        let dtype = match self.inputs.first() {
-            Some(&d) if self.inputs.iter().all(|&e| e == d) => d,
-            _ => return Err(unsupported(format!("inputs of dtypes {:?} are not rendered for CUDA yet", self.inputs))),
+        let kd = |d: DType| kernel_dtype(d).ok_or_else(|| unsupported(format!("{d} values are not rendered for CUDA")));
+        let types = match &self.types {
+            Some(t) => KernelTypes {
+                values: t.iter().map(|&(v, _)| kd(v)).collect::<Result<_>>()?,
+                compute: t.iter().map(|&(_, c)| kd(c)).collect::<Result<_>>()?,
+            },
+            None => {
+                let inputs = self.inputs.iter().map(|&d| kd(d)).collect::<Result<Vec<_>>>()?;
+                KernelTypes::infer(k, &inputs).map_err(|e| unsupported(e.to_string()))?
+            }
         };
-        let dtype = match dtype {
-            DType::F32 => KernelDType::F32,
-            DType::F64 => KernelDType::F64,
-            DType::F16 => KernelDType::F16,
-            DType::BF16 => KernelDType::BF16,
-            other => return Err(unsupported(format!("{other} kernels are not rendered for CUDA yet"))),
-        };
-        let rendered = render_cuda(k, dtype, self.rank, &ScalarSlots::of(k)).map_err(|e| unsupported(e.to_string()))?;
+        let rendered = render_cuda_typed(k, &types, self.rank, &ScalarSlots::of(k)).map_err(|e| unsupported(e.to_string()))?;
         Ok(KernelSource { name: rendered.name, source: rendered.source })
     }
+}
+
+/// The renderer's dtype of `d`.
+fn kernel_dtype(d: DType) -> Option<KernelDType> {
+    Some(match d {
+        DType::F32 => KernelDType::F32,
+        DType::F64 => KernelDType::F64,
+        DType::F16 => KernelDType::F16,
+        DType::BF16 => KernelDType::BF16,
+        DType::I64 => KernelDType::I64,
+        DType::Bool => KernelDType::Bool,
+    })
 }

@@ -10,22 +10,38 @@
 //! a dense input of the output's order is read as one run.
 //!
 //! Work proceeds in blocks of [`BLOCK`] elements: each input's block is
-//! loaded into a buffer of the compute type, then each body op runs over
-//! the whole block as one loop of the op's function (from the one op
-//! definition, `aot_ir::kernel::elementwise`), so the loops vectorise and
-//! a fused chain stays in L1. f16/bf16 round after every op, as eager
-//! does. Outputs of at least [`PAR_MIN`] elements are split across rayon
-//! threads; smaller ones stay on the calling thread.
+//! loaded into a buffer of its compute representation, then each body op
+//! runs over the whole block as one loop of the op's function (from the
+//! one op definition, `aot_ir::kernel::elementwise`), so the loops
+//! vectorise and a fused chain stays in L1. Outputs of at least
+//! [`PAR_MIN`] elements are split across rayon threads; smaller ones stay
+//! on the calling thread.
+//!
+//! # Dtypes
+//! Every body value has a dtype, and every step a compute dtype (the
+//! caller's plan: eager's promotion). Values live as f32 (f32, f16, bf16),
+//! f64, i64 or bool blocks; an operand of another dtype than its step's is
+//! cast first exactly as eager casts it (`Elem::cast`), f16/bf16 round
+//! after every op, as eager does. So floats match eager within the op
+//! definitions' bits, and comparisons, `where`, casts and integer
+//! arithmetic (add, sub, mul, neg, abs, square, relu, maximum, minimum,
+//! wrapping as eager does) match bit for bit. Integer `div` and float
+//! functions of integers compute in f32 (the plan promotes them, as eager
+//! does); integer `pow` and bool arithmetic other than or/and are not
+//! fused (the caller runs them op by op, which reports eager's errors).
 
-use super::elem::FloatElem;
 use super::strided::PAR_MIN;
+use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::storage::{try_buffer, CpuStorage};
-use aot_ir::kernel::elementwise::{with_op, Compute, OpVisitor};
+use aot_ir::kernel::elementwise::{Compute, OpVisitor};
 use aot_ir::OpKind;
+use block::{Block, Stored};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
+
+mod block;
 
 /// Elements per block: a few body values of f32 stay in L1.
 pub(crate) const BLOCK: usize = 1024;
@@ -40,13 +56,27 @@ pub enum Rhs {
     Scalar(f64),
 }
 
-/// One body op over kernel values: `values[out] = op(values[a], rhs)`.
+/// One body op over kernel values: `values[out] = op(values[a], rhs)`,
+/// computed in the dtype `compute` (each operand of another dtype is cast
+/// to it first, as eager promotes). Comparisons give a bool value; a cast
+/// (`op` is `to_dtype`) converts `a` to `compute`; `where_` is
+/// `where(values[cond], values[a], rhs)`.
 #[derive(Clone, Copy, Debug)]
 pub struct Step {
     pub op: OpKind,
     pub a: usize,
     pub rhs: Rhs,
     pub out: usize,
+    pub compute: DType,
+    /// `where_`'s condition (a bool value).
+    pub cond: Option<usize>,
+}
+
+impl Step {
+    /// `op(a, rhs)` computed in `compute`.
+    pub fn new(op: OpKind, a: usize, rhs: Rhs, out: usize, compute: DType) -> Step {
+        Step { op, a, rhs, out, compute, cond: None }
+    }
 }
 
 /// A kernel ready to run: the values `0..inputs` are the loads, `steps`
@@ -55,33 +85,49 @@ pub struct Program<'a> {
     pub steps: &'a [Step],
     pub num_values: usize,
     pub stored: usize,
+    /// Per value, its dtype (a load's is its input's).
+    pub dtypes: &'a [DType],
+    /// Per input, whether the body reads its elements (an input only a
+    /// cast reads the dtype of is not loaded, and its layout is ignored).
+    pub read: &'a [bool],
 }
 
 /// One input: its buffer and its layout broadcast to the output's shape.
 pub(crate) type Input<'a> = (&'a CpuStorage, Layout);
 
-/// Runs `p` on `inputs` (one float dtype, the output's) into a new buffer
-/// laid out as `out` (dense, offset 0). `None`: the inputs are not of one
-/// float dtype (the caller runs the ops one by one).
+/// Runs `p` on `inputs` into a new buffer laid out as `out` (dense, offset
+/// 0). `None`: the program does not fit its inputs (their dtypes are not
+/// the program's, or a step is not one the evaluator computes); the caller
+/// runs the ops one by one.
 pub(crate) fn fused(name: &'static str, p: &Program<'_>, inputs: &[Input<'_>], out: &Layout) -> Option<Result<CpuStorage>> {
-    let first = inputs.first()?.0;
-    for (s, l) in inputs {
+    let n = inputs.len();
+    let fits = p.dtypes.len() == p.num_values
+        && p.read.len() == n
+        && p.stored < p.num_values
+        && n <= p.num_values
+        && inputs.iter().zip(p.dtypes).all(|((s, _), &d)| s.dtype() == d)
+        && p.steps.iter().all(|s| block::supported(s, p.dtypes, n));
+    if !fits {
+        return None;
+    }
+    for ((s, l), _) in inputs.iter().zip(p.read).filter(|(_, &r)| r) {
         if let Err(e) = super::strided::check_layout(name, l, s.len()) {
             return Some(Err(e));
         }
     }
+    let bufs: Vec<&CpuStorage> = inputs.iter().map(|(s, _)| *s).collect();
     macro_rules! go {
-        ($t:ty) => {{
-            let bufs: Option<Vec<&[$t]>> = inputs.iter().map(|(s, _)| <$t as crate::storage::CpuElem>::slice(s)).collect();
-            Some(run::<$t>(name, p, &bufs?, inputs, out).map(<$t as crate::storage::CpuElem>::into_storage))
-        }};
+        ($t:ty) => {
+            Some(run::<$t>(name, p, &bufs, inputs, out).map(<$t as crate::storage::CpuElem>::into_storage))
+        };
     }
-    match first {
-        CpuStorage::F32(_) => go!(f32),
-        CpuStorage::F64(_) => go!(f64),
-        CpuStorage::F16(_) => go!(half::f16),
-        CpuStorage::BF16(_) => go!(half::bf16),
-        _ => None,
+    match p.dtypes[p.stored] {
+        DType::F32 => go!(f32),
+        DType::F64 => go!(f64),
+        DType::F16 => go!(half::f16),
+        DType::BF16 => go!(half::bf16),
+        DType::I64 => go!(i64),
+        DType::Bool => go!(bool),
     }
 }
 
@@ -97,13 +143,16 @@ pub(crate) fn single(
     rhs: Rhs,
     out: &Layout,
 ) -> Option<Result<CpuStorage>> {
-    if !crate::layout::is_dense_output(out) || !a.0.dtype().is_float() {
+    let dtype = a.0.dtype();
+    if !crate::layout::is_dense_output(out) || !dtype.is_float() || b.as_ref().is_some_and(|b| b.0.dtype() != dtype) {
         return None;
     }
     let stored = if b.is_some() { 2 } else { 1 };
-    let steps = [Step { op, a: 0, rhs, out: stored }];
+    let steps = [Step::new(op, 0, rhs, stored, dtype)];
+    let dtypes = [dtype; 3];
     let inputs: Vec<Input<'_>> = std::iter::once(a).chain(b).collect();
-    fused(name, &Program { steps: &steps, num_values: stored + 1, stored }, &inputs, out)
+    let p = Program { steps: &steps, num_values: stored + 1, stored, dtypes: &dtypes[..stored + 1], read: &[true, true][..stored] };
+    fused(name, &p, &inputs, out)
 }
 
 /// The iteration space: sizes outermost first, with per operand (output
@@ -159,10 +208,7 @@ impl Space {
     }
 }
 
-fn run<T: FloatElem>(name: &'static str, p: &Program<'_>, bufs: &[&[T]], inputs: &[Input<'_>], out: &Layout) -> Result<Vec<T>>
-where
-    T::C: Compute,
-{
+fn run<T: Stored>(name: &'static str, p: &Program<'_>, bufs: &[&CpuStorage], inputs: &[Input<'_>], out: &Layout) -> Result<Vec<T>> {
     let n = out.numel();
     if out.offset != 0 {
         return Err(AotError::internal(name, "a fused kernel writes a dense output at offset 0"));
@@ -171,43 +217,55 @@ where
     let mut dst: Vec<T> = try_buffer(name, n)?;
     {
         let spare = &mut dst.spare_capacity_mut()[..n];
-        let task = |start: usize, chunk: &mut [MaybeUninit<T>]| block_range(p, bufs, &space, start, chunk);
+        let task = |start: usize, chunk: &mut [MaybeUninit<T>]| block_range(name, p, bufs, &space, start, chunk);
         if n >= PAR_MIN {
-            spare.par_chunks_mut(TASK).enumerate().for_each(|(i, c)| task(i * TASK, c));
+            spare.par_chunks_mut(TASK).enumerate().try_for_each(|(i, c)| task(i * TASK, c))?;
         } else {
-            task(0, spare);
+            task(0, spare)?;
         }
     }
     // SAFETY: `block_range` wrote every element of the first `n` slots
-    // (each task writes its whole chunk, and the chunks cover `0..n`).
+    // (each task writes its whole chunk or fails, failing the whole run,
+    // and the chunks cover `0..n`).
     unsafe { dst.set_len(n) };
     Ok(dst)
 }
 
 /// Computes the output positions `start .. start + chunk.len()` (in the
 /// output's memory order) into `chunk`.
-fn block_range<T: FloatElem>(p: &Program<'_>, bufs: &[&[T]], space: &Space, start: usize, chunk: &mut [MaybeUninit<T>])
-where
-    T::C: Compute,
-{
+fn block_range<T: Stored>(
+    name: &'static str,
+    p: &Program<'_>,
+    bufs: &[&CpuStorage],
+    space: &Space,
+    start: usize,
+    chunk: &mut [MaybeUninit<T>],
+) -> Result<()> {
+    let bug = |what: &str| AotError::internal(name, format!("fused kernel: {what} (the program was checked)"));
     let rank = space.sizes.len();
     let inner = space.sizes.last().copied().unwrap_or(1);
     let (mut offs, mut idx) = space.locate(start);
-    // Block buffers no longer than the chunk: a small tensor's op allocates little.
-    let mut values: Vec<Vec<T::C>> = vec![vec![T::C::of(0.0); BLOCK.min(chunk.len())]; p.num_values];
+    // Block buffers no longer than the chunk: a small tensor's op allocates
+    // little; inputs read only for their dtype get none.
+    let cap = BLOCK.min(chunk.len());
+    let mut values: Vec<Block> =
+        p.dtypes.iter().enumerate().map(|(v, &d)| Block::new(d, if p.read.get(v) == Some(&false) { 0 } else { cap })).collect();
+    let mut scratch = [Block::default(), Block::default()];
     let mut done = 0;
     while done < chunk.len() {
         let at = idx.last().copied().unwrap_or(0);
         let len = (inner - at).min(BLOCK).min(chunk.len() - done);
-        for (k, buf) in bufs.iter().enumerate() {
+        for (k, buf) in bufs.iter().enumerate().filter(|(k, _)| p.read[*k]) {
             let stride = space.strides[k + 1].last().copied().unwrap_or(0);
-            load(buf, offs[k + 1], stride, &mut values[k][..len]);
+            if !block::load(buf, offs[k + 1], stride, &mut values[k], len) {
+                return Err(bug("an input of another dtype"));
+            }
         }
         for s in p.steps {
-            eval_step::<T>(s, &mut values, len);
+            block::eval_step(s, p.dtypes, &mut values, &mut scratch, len).ok_or_else(|| bug(&format!("step {s:?} failed")))?;
         }
-        for (o, &v) in chunk[done..done + len].iter_mut().zip(&values[p.stored][..len]) {
-            o.write(T::from_c(v));
+        if !T::store(&values[p.stored], &mut chunk[done..done + len]) {
+            return Err(bug("a result of another dtype"));
         }
         done += len;
         // Advance the index by `len` along the inner dim, carrying outwards.
@@ -229,49 +287,7 @@ where
             d -= 1;
         }
     }
-}
-
-/// `dst[i] = buf[off + i * stride]` in the compute type.
-#[inline]
-pub(crate) fn load<T: FloatElem>(buf: &[T], off: usize, stride: usize, dst: &mut [T::C]) {
-    match stride {
-        0 => dst.fill(buf[off].to_c()),
-        1 => {
-            let n = dst.len();
-            for (d, &x) in dst.iter_mut().zip(&buf[off..off + n]) {
-                *d = x.to_c();
-            }
-        }
-        _ => {
-            for (i, d) in dst.iter_mut().enumerate() {
-                *d = buf[off + i * stride].to_c();
-            }
-        }
-    }
-}
-
-/// One body op over the first `len` elements of the block.
-pub(crate) fn eval_step<T: FloatElem>(s: &Step, values: &mut [Vec<T::C>], len: usize)
-where
-    T::C: Compute,
-{
-    let mut out = std::mem::take(&mut values[s.out]);
-    {
-        let a = &values[s.a][..len];
-        let o = &mut out[..len];
-        let _ = match s.rhs {
-            Rhs::None => with_op(s.op, Unary { a, o }),
-            Rhs::Scalar(v) => with_op(s.op, WithScalar { a, b: T::C::of(v), o }),
-            Rhs::Value(b) => with_op(s.op, Binary { a, b: &values[b][..len], o }),
-        };
-    }
-    if T::DTYPE != crate::dtype::DType::F32 && T::DTYPE != crate::dtype::DType::F64 {
-        // Eager rounds every op's result to the storage type.
-        for x in &mut out[..len] {
-            *x = T::from_c(*x).to_c();
-        }
-    }
-    values[s.out] = out;
+    Ok(())
 }
 
 /// Runs `f` compiled for the best instruction set this CPU has (pulp's
@@ -282,9 +298,9 @@ fn simd(f: impl FnOnce()) {
     pulp::Arch::new().dispatch(f);
 }
 
-struct Unary<'a, C> {
-    a: &'a [C],
-    o: &'a mut [C],
+pub(crate) struct Unary<'a, C> {
+    pub(crate) a: &'a [C],
+    pub(crate) o: &'a mut [C],
 }
 
 impl<C: Compute> OpVisitor<C> for Unary<'_, C> {
@@ -324,10 +340,10 @@ fn fix_rare<C: Compute>(a: &[C], o: &mut [C], rare: impl Fn(C) -> bool, slow: im
     }
 }
 
-struct WithScalar<'a, C> {
-    a: &'a [C],
-    b: C,
-    o: &'a mut [C],
+pub(crate) struct WithScalar<'a, C> {
+    pub(crate) a: &'a [C],
+    pub(crate) b: C,
+    pub(crate) o: &'a mut [C],
 }
 
 impl<C: Compute> OpVisitor<C> for WithScalar<'_, C> {

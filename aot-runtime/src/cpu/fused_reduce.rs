@@ -34,12 +34,12 @@
 //! reduction).
 
 use super::elem::{max_nan, Float, FloatElem};
-use super::fused::{eval_step, load, Input, Step, BLOCK};
+use super::fused::{Binary, Input, Rhs, Step, Unary, WithScalar, BLOCK};
 use super::strided::PAR_MIN;
 use crate::error::{AotError, Result};
 use crate::layout::{contiguous_strides, Layout};
 use crate::storage::{try_buffer, CpuElem, CpuStorage};
-use aot_ir::kernel::elementwise::Compute;
+use aot_ir::kernel::elementwise::{with_op, Compute};
 use rayon::prelude::*;
 
 /// What the reduction computes per row.
@@ -448,6 +448,53 @@ fn lanes_sum<T: FloatElem>(x: &[T::C]) -> f64 {
         lanes[k] += v.f64();
     }
     (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
+}
+
+// The prologue and epilogue of a reduction kernel are float ops of the
+// storage dtype (the planner declines others), evaluated as the
+// elementwise evaluator did before it grew typed blocks.
+
+/// `dst[i] = buf[off + i * stride]` in the compute type.
+#[inline]
+pub(crate) fn load<T: FloatElem>(buf: &[T], off: usize, stride: usize, dst: &mut [T::C]) {
+    match stride {
+        0 => dst.fill(buf[off].to_c()),
+        1 => {
+            let n = dst.len();
+            for (d, &x) in dst.iter_mut().zip(&buf[off..off + n]) {
+                *d = x.to_c();
+            }
+        }
+        _ => {
+            for (i, d) in dst.iter_mut().enumerate() {
+                *d = buf[off + i * stride].to_c();
+            }
+        }
+    }
+}
+
+/// One body op over the first `len` elements of the block.
+pub(crate) fn eval_step<T: FloatElem>(s: &Step, values: &mut [Vec<T::C>], len: usize)
+where
+    T::C: Compute,
+{
+    let mut out = std::mem::take(&mut values[s.out]);
+    {
+        let a = &values[s.a][..len];
+        let o = &mut out[..len];
+        let _ = match s.rhs {
+            Rhs::None => with_op(s.op, Unary { a, o }),
+            Rhs::Scalar(v) => with_op(s.op, WithScalar { a, b: <T::C as Compute>::of(v), o }),
+            Rhs::Value(b) => with_op(s.op, Binary { a, b: &values[b][..len], o }),
+        };
+    }
+    if T::DTYPE != crate::dtype::DType::F32 && T::DTYPE != crate::dtype::DType::F64 {
+        // Eager rounds every op's result to the storage type.
+        for x in &mut out[..len] {
+            *x = T::from_c(*x).to_c();
+        }
+    }
+    values[s.out] = out;
 }
 
 #[cfg(test)]

@@ -112,8 +112,8 @@ mod dummy {
         }
         // A fused kernel is declined, so its ops run one by one and the
         // first reports itself.
-        let steps = [crate::backend::FusedStep { op: aot_ir::OpKind::Neg, a: 0, rhs: crate::backend::FusedRhs::None, out: 1 }];
-        let p = crate::backend::FusedProgram { steps: &steps, num_values: 2, stored: 1 };
+        let steps = [crate::backend::FusedStep::new(aot_ir::OpKind::Neg, 0, crate::backend::FusedRhs::None, 1, DType::F32)];
+        let p = crate::backend::FusedProgram { steps: &steps, num_values: 2, stored: 1, dtypes: &[DType::F32; 2], read: &[true] };
         assert!(CudaStorage::fused("fused kernel", &p, &[(&x, l.clone())], &l).is_none());
     }
 

@@ -1,12 +1,15 @@
 //! Runs the kernel stage's [`Op::Kernel`] nodes.
 //!
 //! A kernel runs as one fused pass on its inputs' backend
-//! ([`Storage::fused`]) when its inputs share one float dtype: the result
-//! then has eager's dtype, shape and layout, which [`plan`] works out by
-//! following each body op as eager would lay out its result. Otherwise
-//! (integer or mixed dtypes, shapes that do not broadcast, a backend
-//! without fused kernels) its body runs op by op through the dispatcher,
-//! which also reports every error exactly as eager does. Both paths count
+//! ([`Storage::fused`]) when [`plan`] can follow each body op as eager
+//! would compute it: each value's dtype by eager's promotion (mixed float
+//! dtypes, bool masks, i64 values; integer `div` and float functions of
+//! integers in f32), each step's compute dtype, and each value's layout as
+//! eager lays out that op's result. The result then has eager's dtype,
+//! shape and layout. Otherwise (an op eager refuses for its dtypes, such as
+//! float math on bools, integer `pow`, shapes that do not broadcast, a
+//! backend without fused kernels) its body runs op by op through the
+//! dispatcher, which also reports every error exactly as eager does. Both paths count
 //! themselves ([`stats`]), so tests can check that the fused path is taken.
 //!
 //! A kernel with a reduction is planned in [`reduce`]: the same, with
@@ -20,13 +23,15 @@ use super::dispatch::{exec_node, ArgGeometrySource};
 use super::interp::{blame, get, zero_result, Ctx, Stop};
 use crate::autograd::prims::scalar;
 use crate::backend::{BinaryOp, FusedProgram, FusedRhs, FusedStep};
+use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};
-use crate::layout::{broadcast_shapes, elementwise_layout, Layout};
+use crate::layout::{broadcast_shapes, elementwise_layout, is_dense_output, preserve_layout, Layout};
 use crate::ops::binary::{broadcast_layout, scalar_result_layout};
+use crate::ops::result_type_ranked;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 use aot_ir::kernel::Kernel;
-use aot_ir::{Arg as IrArg, Node, Op, OpKind, ScalarValue};
+use aot_ir::{Arg as IrArg, Node, Op, OpKind, Prim, ScalarValue};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod reduce;
@@ -53,9 +58,7 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
     if !any_zero {
         if let Some(t) = fused(k, &inputs, cx.scalars) {
             FUSED.fetch_add(1, Ordering::Relaxed);
-            let t = t?;
-            crate::compiled::kernels::note_kernel(k, &inputs, &t);
-            return Ok(t);
+            return Ok(t?);
         }
     }
     OP_BY_OP.fetch_add(1, Ordering::Relaxed);
@@ -73,7 +76,7 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
             *slot = true;
         }
     }
-    crate::compiled::kernels::note_kernel(k, &inputs, &t);
+    crate::compiled::kernels::note_kernel(k, &inputs, &t, None);
     Ok(t)
 }
 
@@ -96,9 +99,13 @@ fn op_by_op(
                 zero[out] = zin.get(*i).copied().unwrap_or(false);
                 (*inputs.get(*i).ok_or_else(|| (internal(format!("kernel `{}` has no input {i}", k.name)), None))?).clone()
             }
-            Op::Dsl { op, .. } => {
+            Op::Dsl { .. } | Op::Prim(Prim::CastLike) => {
                 let at = |e: AotError| (e, n.out);
-                let t = exec_node(*op, &n.args, local.as_slice(), scalars).map_err(at)?;
+                let t = match &n.op {
+                    Op::Dsl { op, .. } => exec_node(*op, &n.args, local.as_slice(), scalars),
+                    _ => cast_like(&n.args, &local),
+                }
+                .map_err(at)?;
                 if tracking && zero_result(n, &zero) {
                     zero[out] = true;
                     t.storage_as_1d().zeros_like().map_err(at)?.alias_with_layout(t.layout())
@@ -114,6 +121,15 @@ fn op_by_op(
     Ok((t, zero.get(k.out.index()).copied().unwrap_or(false)))
 }
 
+/// `cast_like(x, like)`: `x` cast to `like`'s dtype, as eager's primitive.
+fn cast_like(args: &[IrArg], local: &[Option<Tensor>]) -> Result<Tensor> {
+    let t = |i: usize| match args.get(i) {
+        Some(IrArg::Tensor(v)) => get(local, *v),
+        _ => Err(internal(format!("cast_like: argument {i} is not a tensor"))),
+    };
+    t(0)?.to_dtype(t(1)?.dtype())
+}
+
 fn internal(msg: String) -> AotError {
     AotError::Internal { op: "kernel", msg }
 }
@@ -123,40 +139,117 @@ fn internal(msg: String) -> AotError {
 /// declines.
 fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<Result<Tensor>> {
     if let Some(r) = k.reduction() {
-        return reduce::fused(k, r, inputs, scalars);
+        let t = reduce::fused(k, r, inputs, scalars)?;
+        if let Ok(t) = &t {
+            crate::compiled::kernels::note_kernel(k, inputs, t, None);
+        }
+        return Some(t);
     }
-    let (steps, out, loaded) = plan(k, inputs, scalars)?;
-    let program = FusedProgram { steps: &steps, num_values: k.num_values, stored: k.out.index() };
-    let operands: Vec<(&Storage, Layout)> =
-        inputs.iter().zip(&loaded).map(|(t, l)| (&**t.storage(), broadcast_layout(l, &out.shape))).collect();
-    let storage = Storage::fused("fused kernel", &program, &operands, &out)?;
-    Some(storage.map(|s| Tensor::from_storage(s, out)))
+    let p = plan(k, inputs, scalars)?;
+    let program = FusedProgram { steps: &p.steps, num_values: k.num_values, stored: k.out.index(), dtypes: &p.dtypes, read: &p.read };
+    // An input read only for its dtype: any layout of the output's shape.
+    let unread = || broadcast_layout(&Layout::new(vec![], vec![], 0), &p.out.shape);
+    let operands: Vec<(&Storage, Layout)> = inputs
+        .iter()
+        .zip(&p.loaded)
+        .zip(&p.read)
+        .map(|((t, l), &r)| (&**t.storage(), if r { broadcast_layout(l, &p.out.shape) } else { unread() }))
+        .collect();
+    let storage = Storage::fused("fused kernel", &program, &operands, &p.out)?;
+    let t = storage.map(|s| Tensor::from_storage(s, p.out));
+    if let Ok(t) = &t {
+        // Per body value: its dtype and the dtype its op computes in.
+        let mut compute = p.dtypes.clone();
+        for s in &p.steps {
+            if let Some(c) = compute.get_mut(s.out) {
+                *c = s.compute;
+            }
+        }
+        let types: Vec<(DType, DType)> = p.dtypes.iter().copied().zip(compute).collect();
+        crate::compiled::kernels::note_kernel(k, inputs, t, Some(types));
+    }
+    Some(t)
 }
 
-/// The fused program, eager's layout of the result and the inputs' layouts
-/// (read once), when every input has one float dtype and the shapes
-/// broadcast.
-fn plan(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<(Vec<FusedStep>, Layout, Vec<Layout>)> {
-    float_inputs(inputs)?;
-    let mut layouts: Vec<Option<Layout>> = vec![None; k.num_values];
+/// A kernel's fused program, with what eager would make of its result.
+struct Plan {
+    steps: Vec<FusedStep>,
+    /// Per body value, its dtype.
+    dtypes: Vec<DType>,
+    /// Per input, whether the body reads its elements.
+    read: Vec<bool>,
+    /// Eager's layout of the result.
+    out: Layout,
+    /// The inputs' layouts (read once).
+    loaded: Vec<Layout>,
+}
+
+/// A body value as eager would have it: layout and dtype.
+#[derive(Clone)]
+struct Val {
+    layout: Layout,
+    dtype: DType,
+}
+
+/// One planned step: its operands, compute dtype and eager's result.
+struct Planned {
+    a: usize,
+    rhs: FusedRhs,
+    cond: Option<usize>,
+    compute: DType,
+    result: Val,
+}
+
+/// The fused program, when every op's result (dtype and layout, from its
+/// operands') is one the fused path computes as eager does and the shapes
+/// broadcast. Each value's dtype follows eager's promotion, and its layout
+/// eager's layout of that op (of the operands cast to the computing
+/// dtype, as eager casts them first).
+fn plan(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<Plan> {
+    let mut vals: Vec<Option<Val>> = vec![None; k.num_values];
     let mut steps = Vec::with_capacity(k.body.len());
+    let mut read = vec![false; inputs.len()];
     for n in &k.body {
         let out = n.out?.index();
-        let layout = match &n.op {
-            Op::Load(i) => inputs.get(*i)?.layout(),
-            Op::Dsl { op, .. } => {
-                let (step, layout) = elementwise_step(*op, n, &layouts, scalars)?;
-                steps.push(step);
-                layout
+        let val = match &n.op {
+            Op::Load(i) => {
+                let t = inputs.get(*i)?;
+                Val { layout: t.layout(), dtype: t.dtype() }
             }
-            _ => return None,
+            op => {
+                let p = match op {
+                    Op::Dsl { op, .. } => plan_dsl(*op, &n.args, &vals, scalars)?,
+                    Op::Prim(Prim::CastLike) => {
+                        let like = vals.get(n.args.get(1)?.as_tensor()?.index())?.as_ref()?.dtype;
+                        plan_cast(&n.args, &vals, like)?
+                    }
+                    _ => return None,
+                };
+                let op = if matches!(n.op, Op::Prim(_)) { OpKind::ToDtype } else { n.kind()? };
+                for v in std::iter::once(p.a).chain(p.cond).chain(match p.rhs {
+                    FusedRhs::Value(b) => Some(b),
+                    _ => None,
+                }) {
+                    if let Some(r) = read.get_mut(v) {
+                        *r = true;
+                    }
+                }
+                steps.push(FusedStep { op, a: p.a, rhs: p.rhs, out, compute: p.compute, cond: p.cond });
+                p.result
+            }
         };
-        *layouts.get_mut(out)? = Some(layout);
+        *vals.get_mut(out)? = Some(val);
     }
-    let out = layouts.get(k.out.index())?.clone()?;
+    let out = vals.get(k.out.index())?.clone()?.layout;
+    // A result that is an input's layout unchanged (casts to its own
+    // dtype) may be a view; the fused path writes dense outputs only.
+    if !is_dense_output(&out) {
+        return None;
+    }
+    let dtypes = vals.iter().map(|v| v.as_ref().map(|v| v.dtype)).collect::<Option<Vec<DType>>>()?;
     // The loads are the body's first values, in input order (verified).
-    let loaded = layouts.into_iter().take(inputs.len()).collect::<Option<Vec<Layout>>>()?;
-    Some((steps, out, loaded))
+    let loaded = vals.into_iter().take(inputs.len()).map(|v| v.map(|v| v.layout)).collect::<Option<Vec<Layout>>>()?;
+    Some(Plan { steps, dtypes, read, out, loaded })
 }
 
 /// `Some` when every input has one float dtype.
@@ -165,9 +258,20 @@ fn float_inputs(inputs: &[&Tensor]) -> Option<()> {
     (dtype.is_float() && inputs.iter().all(|t| t.dtype() == dtype)).then_some(())
 }
 
-/// The fused step of elementwise node `n` and eager's layout of its
-/// result, from its operands' layouts.
-fn elementwise_step(op: OpKind, n: &Node, layouts: &[Option<Layout>], scalars: &[Option<ScalarValue>]) -> Option<(FusedStep, Layout)> {
+/// The fused step of elementwise node `n` of a reduction kernel, all of
+/// whose values have the float dtype `dtype`, and eager's layout of its
+/// result, from its operands' layouts. Only float arithmetic and math
+/// (comparisons, `where_` and casts change dtypes: the planner declines).
+fn elementwise_step(
+    op: OpKind,
+    n: &Node,
+    layouts: &[Option<Layout>],
+    scalars: &[Option<ScalarValue>],
+    dtype: DType,
+) -> Option<(FusedStep, Layout)> {
+    if matches!(op, OpKind::Eq | OpKind::Ne | OpKind::Lt | OpKind::Le | OpKind::Gt | OpKind::Ge | OpKind::Where | OpKind::ToDtype) {
+        return None;
+    }
     let out = n.out?.index();
     let a = n.args.first()?.as_tensor()?.index();
     let la = layouts.get(a)?.as_ref()?;
@@ -187,10 +291,135 @@ fn elementwise_step(op: OpKind, n: &Node, layouts: &[Option<Layout>], scalars: &
             (FusedRhs::Scalar(v), scalar_result_layout(binary_op(op)?, la))
         }
     };
-    Some((FusedStep { op, a, rhs, out }, layout))
+    Some((FusedStep::new(op, a, rhs, out, dtype), layout))
 }
 
-/// The binary op of a DSL op that takes a scalar operand.
+/// The value of a tensor argument.
+fn arg_val<'a>(vals: &'a [Option<Val>], a: &IrArg) -> Option<(usize, &'a Val)> {
+    let v = a.as_tensor()?.index();
+    Some((v, vals.get(v)?.as_ref()?))
+}
+
+/// `layout` as eager reads an operand of dtype `from` computed in `to`:
+/// itself, or its cast copy (`preserve_layout`).
+fn as_computed(layout: &Layout, from: DType, to: DType) -> Layout {
+    if from == to {
+        layout.clone()
+    } else {
+        preserve_layout(layout)
+    }
+}
+
+/// `to_dtype(x, dtype)` (`cast_like` gives the dtype of its second
+/// argument): a copy laid out as eager's `.to()`, or `x` itself.
+fn plan_cast(args: &[IrArg], vals: &[Option<Val>], to: DType) -> Option<Planned> {
+    let (a, x) = arg_val(vals, args.first()?)?;
+    let result = Val { layout: as_computed(&x.layout, x.dtype, to), dtype: to };
+    Some(Planned { a, rhs: FusedRhs::None, cond: None, compute: to, result })
+}
+
+fn plan_dsl(op: OpKind, args: &[IrArg], vals: &[Option<Val>], scalars: &[Option<ScalarValue>]) -> Option<Planned> {
+    let (a, x) = arg_val(vals, args.first()?)?;
+    match op {
+        OpKind::ToDtype => match args.get(1)? {
+            IrArg::DType(d) => plan_cast(args, vals, dtype_of(*d)),
+            _ => None,
+        },
+        OpKind::Where => plan_where(args, vals, scalars),
+        _ if args.len() == 1 => {
+            let compute = match x.dtype {
+                DType::Bool => return None,
+                DType::I64 if !matches!(op, OpKind::Neg | OpKind::Abs | OpKind::Square | OpKind::Relu) => DType::F32,
+                d => d,
+            };
+            let l = as_computed(&x.layout, x.dtype, compute);
+            let result = Val { layout: elementwise_layout(&l.shape, &[&l]), dtype: compute };
+            Some(Planned { a, rhs: FusedRhs::None, cond: None, compute, result })
+        }
+        _ => plan_binary(op, a, x, args.get(1)?, vals, scalars),
+    }
+}
+
+/// Arithmetic and comparisons of a tensor and a tensor or scalar.
+fn plan_binary(op: OpKind, a: usize, x: &Val, rhs: &IrArg, vals: &[Option<Val>], scalars: &[Option<ScalarValue>]) -> Option<Planned> {
+    let bop = binary_op(op)?;
+    let compute_of = |promoted: DType| match bop {
+        // true division of integers happens in the default float dtype
+        BinaryOp::Div if !promoted.is_float() => DType::F32,
+        _ => promoted,
+    };
+    let (rhs, compute, layout) = match rhs {
+        IrArg::Tensor(_) => {
+            let (b, y) = arg_val(vals, rhs)?;
+            let promoted = result_type_ranked(x.dtype, x.layout.rank(), y.dtype, y.layout.rank());
+            let c = compute_of(promoted);
+            let shape = broadcast_shapes(op.name(), &x.layout.shape, &y.layout.shape).ok()?;
+            let (la, lb) = (as_computed(&x.layout, x.dtype, c), as_computed(&y.layout, y.dtype, c));
+            (FusedRhs::Value(b), c, elementwise_layout(&shape, &[&la, &lb]))
+        }
+        arg => {
+            let s = dtype_scalar(scalar(Some(arg), scalars).ok()?);
+            let c = compute_of(s.promote_with(x.dtype));
+            (FusedRhs::Scalar(s.to_f64()), c, scalar_result_layout(bop, &as_computed(&x.layout, x.dtype, c)))
+        }
+    };
+    // Integer `pow` is eager's own kernel (with its errors): op by op.
+    if op == OpKind::Pow && compute == DType::I64 {
+        return None;
+    }
+    let dtype = if bop.is_comparison() { DType::Bool } else { compute };
+    Some(Planned { a, rhs, cond: None, compute, result: Val { layout, dtype } })
+}
+
+/// `x.where_(cond, other)`: computed in the dtype of `x` and `other` (a
+/// scalar `other` is a 0-dim tensor of its promotion with `x`), laid out
+/// from the condition and the two cast operands, in that order.
+fn plan_where(args: &[IrArg], vals: &[Option<Val>], scalars: &[Option<ScalarValue>]) -> Option<Planned> {
+    let (a, x) = arg_val(vals, args.first()?)?;
+    let (cond, c) = arg_val(vals, args.get(1)?)?;
+    if c.dtype != DType::Bool {
+        return None;
+    }
+    let (rhs, other) = match args.get(2)? {
+        IrArg::Tensor(_) => {
+            let (b, y) = arg_val(vals, args.get(2)?)?;
+            (FusedRhs::Value(b), y.clone())
+        }
+        arg => {
+            let s = dtype_scalar(scalar(Some(arg), scalars).ok()?);
+            (FusedRhs::Scalar(s.to_f64()), Val { layout: Layout::new(vec![], vec![], 0), dtype: s.promote_with(x.dtype) })
+        }
+    };
+    let compute = result_type_ranked(x.dtype, x.layout.rank(), other.dtype, other.layout.rank());
+    let shape = broadcast_shapes("where", &x.layout.shape, &other.layout.shape).ok()?;
+    let shape = broadcast_shapes("where", &shape, &c.layout.shape).ok()?;
+    let (la, lb) = (as_computed(&x.layout, x.dtype, compute), as_computed(&other.layout, other.dtype, compute));
+    let layout = elementwise_layout(&shape, &[&c.layout, &la, &lb]);
+    Some(Planned { a, rhs, cond: Some(cond), compute, result: Val { layout, dtype: compute } })
+}
+
+fn dtype_of(d: aot_ir::IrDType) -> DType {
+    use aot_ir::IrDType as I;
+    match d {
+        I::F32 => DType::F32,
+        I::F64 => DType::F64,
+        I::F16 => DType::F16,
+        I::BF16 => DType::BF16,
+        I::I64 => DType::I64,
+        I::Bool => DType::Bool,
+    }
+}
+
+/// A graph scalar as eager's scalar operand.
+fn dtype_scalar(v: ScalarValue) -> Scalar {
+    match v {
+        ScalarValue::F64(v) => Scalar::F64(v),
+        ScalarValue::I64(v) => Scalar::I64(v),
+        ScalarValue::Bool(v) => Scalar::Bool(v),
+    }
+}
+
+/// The binary op of a DSL op that takes a tensor or scalar operand.
 fn binary_op(op: OpKind) -> Option<BinaryOp> {
     Some(match op {
         OpKind::Add => BinaryOp::Add,
@@ -200,6 +429,12 @@ fn binary_op(op: OpKind) -> Option<BinaryOp> {
         OpKind::Pow => BinaryOp::Pow,
         OpKind::Maximum => BinaryOp::Maximum,
         OpKind::Minimum => BinaryOp::Minimum,
+        OpKind::Eq => BinaryOp::Eq,
+        OpKind::Ne => BinaryOp::Ne,
+        OpKind::Lt => BinaryOp::Lt,
+        OpKind::Le => BinaryOp::Le,
+        OpKind::Gt => BinaryOp::Gt,
+        OpKind::Ge => BinaryOp::Ge,
         _ => return None,
     })
 }

@@ -4,11 +4,12 @@
 //! its one definition in [`elementwise::with_op`].
 
 use super::super::c_math::{self, CVal};
-use super::super::elementwise::{self, Compute, OpVisitor};
+use super::super::elementwise::{self, BoolOp, Comparison, Compute, IntOp, OpVisitor};
 use super::super::math;
-use super::{KernelDType, RenderError, ScalarSlots};
+use super::{KernelDType, KernelTypes, RenderError, ScalarSlots};
 use crate::kernel::Kernel;
 use crate::node::Op;
+use crate::op::OpKind;
 use crate::types::{Arg, ValueId};
 use std::cell::RefCell;
 use std::ops::{Add, Div, Mul, Neg, Sub};
@@ -29,6 +30,12 @@ pub(super) enum Helper {
     Gelu,
     Sin,
     Cos,
+    /// `double` to `long long` as Rust's `as` (eager's cast): truncation,
+    /// saturating, NaN to 0 (C leaves the out-of-range cases undefined).
+    F64ToI64,
+    /// `double` to `float` rounded to odd: a float that then rounds to a
+    /// half type (fewer than 23 bits) gives the double's single rounding.
+    F64ToF32Odd,
 }
 
 impl Helper {
@@ -42,12 +49,39 @@ impl Helper {
             Helper::Gelu => "aot_gelu",
             Helper::Sin => "aot_sin",
             Helper::Cos => "aot_cos",
+            Helper::F64ToI64 => "aot_f64_to_i64",
+            Helper::F64ToF32Odd => "aot_f64_to_f32_odd",
         }
     }
 
-    /// The C function, from the one definition in [`math`].
+    /// The C function, from the one definition in [`math`] (the
+    /// conversions are written here).
     pub(super) fn render(self) -> String {
         let f: fn(CVal) -> CVal = match self {
+            Helper::F64ToI64 => {
+                return "static __device__ __forceinline__ long long aot_f64_to_i64(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775808.0) return 0x7fffffffffffffffLL;
+    if (x < -9223372036854775808.0) return -0x7fffffffffffffffLL - 1;
+    return (long long)x;
+}
+"
+                .into()
+            }
+            Helper::F64ToF32Odd => {
+                return "static __device__ __forceinline__ float aot_f64_to_f32_odd(double x) {
+    float f = (float)x;
+    if ((double)f != x && x == x) {
+        unsigned u = __float_as_uint(f);
+        /* Rounded away from zero: step back; then make the last bit odd. */
+        if (fabs((double)f) > fabs(x)) u -= 1u;
+        f = __uint_as_float(u | 1u);
+    }
+    return f;
+}
+"
+                .into()
+            }
             Helper::Exp => math::exp,
             Helper::Log => math::log,
             Helper::Tanh => math::tanh,
@@ -88,6 +122,22 @@ fn val(expr: String) -> KVal {
         c.lines.push(format!("    const {ty} c{n} = {expr};"));
         KVal(n)
     })
+}
+
+/// Appends `const <ty> cN = <expr>;`.
+fn typed(ty: &str, expr: String) -> KVal {
+    CTX.with(|c| {
+        let mut c = c.borrow_mut();
+        let n = c.next;
+        c.next += 1;
+        c.lines.push(format!("    const {ty} c{n} = {expr};"));
+        KVal(n)
+    })
+}
+
+/// Sets the float type the recorded float ops compute in.
+fn set_double(double: bool) {
+    CTX.with(|c| c.borrow_mut().double = double);
 }
 
 /// Notes that the unit needs the f32 math helper `h`.
@@ -263,68 +313,175 @@ pub(super) struct Body {
     pub helpers: Vec<Helper>,
 }
 
-/// Records `k`'s body for `dtype`; scalar arguments are literals or
-/// `p.scalars[slot]`.
-pub(super) fn render_body(k: &Kernel, dtype: KernelDType, slots: &ScalarSlots) -> Result<Body, RenderError> {
+/// Records `k`'s body for its values' `types`; scalar arguments are
+/// literals or `p.scalars[slot]`.
+pub(super) fn render_body(k: &Kernel, types: &KernelTypes, slots: &ScalarSlots) -> Result<Body, RenderError> {
     let inputs = k.num_inputs();
-    let double = dtype == KernelDType::F64;
-    CTX.with(|c| *c.borrow_mut() = Ctx { lines: vec![], next: inputs as u32, double, helpers: vec![] });
-    let result = record(k, dtype, slots);
+    CTX.with(|c| *c.borrow_mut() = Ctx { lines: vec![], next: inputs as u32, double: false, helpers: vec![] });
+    let result = record(k, types, slots);
     let ctx = CTX.with(|c| std::mem::take(&mut *c.borrow_mut()));
     let out = result?;
     Ok(Body { lines: ctx.lines, out: out.0, helpers: ctx.helpers })
 }
 
-fn record(k: &Kernel, dtype: KernelDType, slots: &ScalarSlots) -> Result<KVal, RenderError> {
+fn record(k: &Kernel, types: &KernelTypes, slots: &ScalarSlots) -> Result<KVal, RenderError> {
     let fail = |node: usize, msg: String| RenderError::Body { kernel: k.name.clone(), node, msg };
     let mut vals: Vec<Option<KVal>> = vec![None; k.num_values];
     let num_inputs = k.num_inputs();
     for (i, n) in k.body.iter().enumerate() {
-        let slot = |v: ValueId| vals.get(v.index()).copied().flatten().ok_or_else(|| fail(i, format!("{v} is not defined")));
+        let out = n.out.ok_or_else(|| fail(i, "no result".into()))?;
+        let c = *types.compute.get(out.index()).ok_or_else(|| fail(i, format!("{out} is beyond the body's values")))?;
+        // A tensor argument converted to the compute dtype, as eager casts it.
+        let tensor = |v: ValueId| -> Result<KVal, RenderError> {
+            let x = vals.get(v.index()).copied().flatten().ok_or_else(|| fail(i, format!("{v} is not defined")))?;
+            Ok(convert(x, types.values[v.index()], c))
+        };
         let value = match &n.op {
             Op::Load(j) if *j < num_inputs => KVal(*j as u32),
+            Op::Prim(p) if crate::kernel::is_elementwise_prim(p) => tensor(arg_tensor(n, 0).ok_or_else(|| fail(i, "no operand".into()))?)?,
             Op::Dsl { op, check_alias: None } if crate::kernel::is_elementwise(*op) => {
-                let mut args = Vec::with_capacity(2);
-                for a in &n.args {
+                let name = op.name();
+                let mut args = Vec::with_capacity(3);
+                for (j, a) in n.args.iter().enumerate() {
                     args.push(match a {
-                        Arg::Tensor(v) => slot(*v)?,
-                        Arg::Scalar(e) => {
-                            scalar(e, slots).ok_or_else(|| fail(i, format!("`{}`: scalar {e:?} has no value or slot", op.name())))?
+                        // `where_`'s condition stays bool.
+                        Arg::Tensor(v) if *op == OpKind::Where && j == 1 => {
+                            Operand::Value(vals.get(v.index()).copied().flatten().ok_or_else(|| fail(i, format!("{v} is not defined")))?)
                         }
-                        other => return Err(fail(i, format!("`{}`: unexpected argument {other:?}", op.name()))),
+                        Arg::Tensor(v) => Operand::Value(tensor(*v)?),
+                        Arg::Scalar(e) => Operand::Scalar {
+                            literal: e.as_const().map(super::scalar_f64),
+                            expr: scalar64(e, slots).ok_or_else(|| fail(i, format!("`{name}`: scalar {e:?} has no value or slot")))?,
+                        },
+                        Arg::DType(_) if *op == OpKind::ToDtype => continue,
+                        other => return Err(fail(i, format!("`{name}`: unexpected argument {other:?}"))),
                     });
                 }
-                let (a, b) = match args[..] {
-                    [a] => (a, a),
-                    [a, b] => (a, b),
-                    _ => return Err(fail(i, format!("`{}` with {} arguments", op.name(), args.len()))),
-                };
-                let r = elementwise::with_op(*op, Apply(a, b)).ok_or_else(|| fail(i, format!("`{}` is not elementwise", op.name())))?;
-                round(r, dtype)
+                typed_op(*op, &args, c).map_err(|m| fail(i, format!("`{name}`: {m}")))?
             }
             other => return Err(fail(i, format!("`{}` in a kernel body", other.name()))),
         };
-        let out = n.out.ok_or_else(|| fail(i, "no result".into()))?;
         *vals.get_mut(out.index()).ok_or_else(|| fail(i, format!("{out} is beyond the body's values")))? = Some(value);
     }
     vals.get(k.out.index()).copied().flatten().ok_or_else(|| fail(k.body.len(), format!("the stored {} is not defined", k.out)))
 }
 
-/// A scalar operand: a literal rounded to the compute type (`C::of`), or
-/// its parameter slot converted to it.
-fn scalar(e: &crate::types::ScalarExpr, slots: &ScalarSlots) -> Option<KVal> {
-    if let Some(v) = e.as_const() {
-        return Some(KVal::of(super::scalar_f64(v)));
+fn arg_tensor(n: &crate::node::Node, i: usize) -> Option<ValueId> {
+    n.args.get(i).and_then(Arg::as_tensor)
+}
+
+/// An operand of a body op: a value (already in the compute dtype), or a
+/// scalar: its value if a literal, and a `double` C expression.
+#[derive(Clone)]
+enum Operand {
+    Value(KVal),
+    Scalar { literal: Option<f64>, expr: String },
+}
+
+/// One op in the compute dtype `c`, from its one definition.
+fn typed_op(op: OpKind, args: &[Operand], c: KernelDType) -> Result<KVal, String> {
+    // A scalar as eager's comparisons, `where` and integer ops take it:
+    // converted to the compute dtype itself.
+    let exact = |o: &Operand| match o {
+        Operand::Value(v) => *v,
+        Operand::Scalar { expr, .. } => convert(typed("double", expr.clone()), KernelDType::F64, c),
+    };
+    let operand = |k: usize| args.get(k).ok_or_else(|| format!("{} operands", args.len()));
+    if op == OpKind::ToDtype {
+        return Ok(exact(operand(0)?));
     }
-    let s = slots.slot(e)?;
-    Some(if is_double() { val(format!("p.scalars[{s}]")) } else { val(format!("(float)p.scalars[{s}]")) })
+    if op == OpKind::Where {
+        let (x, cond, y) = (exact(operand(0)?), exact_bool(operand(1)?)?, exact(operand(2)?));
+        return Ok(typed(c.compute(), format!("c{} ? c{} : c{}", cond.0, x.0, y.0)));
+    }
+    if let Some(k) = Comparison::of(op) {
+        let (a, b) = (exact(operand(0)?), exact(operand(1)?));
+        return Ok(typed("bool", format!("c{} {} c{}", a.0, k.c_op(), b.0)));
+    }
+    let b = args.get(1).unwrap_or(operand(0)?);
+    match c {
+        KernelDType::I64 => {
+            let k = IntOp::of(op).ok_or("not an integer op")?;
+            let (a, b) = (exact(operand(0)?), exact(b));
+            Ok(typed("long long", k.c_expr(&format!("c{}", a.0), &format!("c{}", b.0))))
+        }
+        KernelDType::Bool => {
+            let k = BoolOp::of(op).ok_or("not a bool op")?;
+            let (a, b) = (exact(operand(0)?), exact(b));
+            Ok(typed("bool", k.c_expr(&format!("c{}", a.0), &format!("c{}", b.0))))
+        }
+        _ => {
+            set_double(c == KernelDType::F64);
+            // Float arithmetic takes a scalar in the compute type
+            // (`Compute::of`): a literal inline, a slot converted.
+            let float = |o: &Operand| match o {
+                Operand::Value(v) => *v,
+                Operand::Scalar { literal: Some(x), .. } => KVal::of(*x),
+                Operand::Scalar { expr, .. } if c == KernelDType::F64 => typed("double", expr.clone()),
+                Operand::Scalar { expr, .. } => typed("float", format!("(float){expr}")),
+            };
+            let r = elementwise::with_op(op, Apply(float(operand(0)?), float(b))).ok_or("not elementwise")?;
+            Ok(round(r, c))
+        }
+    }
+}
+
+fn exact_bool(o: &Operand) -> Result<KVal, String> {
+    match o {
+        Operand::Value(v) => Ok(*v),
+        Operand::Scalar { .. } => Err("a scalar condition".into()),
+    }
+}
+
+/// A scalar operand as a `double` expression: a literal, or its slot.
+fn scalar64(e: &crate::types::ScalarExpr, slots: &ScalarSlots) -> Option<String> {
+    if let Some(v) = e.as_const() {
+        return Some(literal64(super::scalar_f64(v)));
+    }
+    Some(format!("p.scalars[{}]", slots.slot(e)?))
+}
+
+/// `x` (a value of dtype `from`, in its compute type) cast to `to` as eager
+/// casts, in `to`'s compute type: f16/bf16 round from a float directly and
+/// from a double (or an integer, through double as eager) with a single
+/// rounding (through float rounded to odd); to i64 truncates and
+/// saturates; to bool is `!= 0`; from bool is 0 or 1.
+fn convert(x: KVal, from: KernelDType, to: KernelDType) -> KVal {
+    use KernelDType as D;
+    let float_repr = |d: D| matches!(d, D::F32 | D::F16 | D::BF16);
+    if from == to || (to == D::F32 && float_repr(from)) {
+        return x;
+    }
+    let v = format!("c{}", x.0);
+    let expr = match (from, to) {
+        (D::Bool, D::F64) => format!("{v} ? 1.0 : 0.0"),
+        (D::Bool, D::I64) => format!("{v} ? 1LL : 0LL"),
+        (D::Bool, _) => format!("{v} ? 1.0f : 0.0f"),
+        (_, D::Bool) => format!("{v} != 0"),
+        (_, D::F32) => format!("(float){v}"),
+        (_, D::F64) => format!("(double){v}"),
+        (_, D::I64) => {
+            need(Helper::F64ToI64);
+            format!("aot_f64_to_i64((double){v})")
+        }
+        (f, D::F16 | D::BF16) => {
+            let from_float = if float_repr(f) {
+                v
+            } else {
+                need(Helper::F64ToF32Odd);
+                format!("aot_f64_to_f32_odd((double){v})")
+            };
+            return round(typed("float", from_float), to);
+        }
+    };
+    typed(to.compute(), expr)
 }
 
 /// f16/bf16 round every op's result to the half type, as eager does.
 fn round(v: KVal, dtype: KernelDType) -> KVal {
     match dtype {
-        KernelDType::F16 => val(format!("__half2float(__float2half_rn(c{}))", v.0)),
-        KernelDType::BF16 => val(format!("__bfloat162float(__float2bfloat16_rn(c{}))", v.0)),
-        KernelDType::F32 | KernelDType::F64 => v,
+        KernelDType::F16 => typed("float", format!("__half2float(__float2half_rn(c{}))", v.0)),
+        KernelDType::BF16 => typed("float", format!("__bfloat162float(__float2bfloat16_rn(c{}))", v.0)),
+        _ => v,
     }
 }

@@ -5,6 +5,7 @@
 
 mod half;
 mod harness;
+mod typed;
 
 use super::*;
 use crate::kernel::elementwise::{self, Compute, OpVisitor};
@@ -72,7 +73,9 @@ const BINARY: [OpKind; 7] = [OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
 /// Every elementwise op: per op `neg(op(x[, y]))`, so that each is a kernel
 /// of its own (`neg` is exact), then one chain through all of them.
 fn every_op() -> Vec<Kernel> {
-    let ops: Vec<OpKind> = crate::OP_TABLE.iter().map(|s| s.kind).filter(|&o| is_elementwise(o)).collect();
+    // The float arithmetic (comparisons, `where_` and casts: `typed`).
+    let typed = [OpKind::Eq, OpKind::Ne, OpKind::Lt, OpKind::Le, OpKind::Gt, OpKind::Ge, OpKind::Where, OpKind::ToDtype];
+    let ops: Vec<OpKind> = crate::OP_TABLE.iter().map(|s| s.kind).filter(|&o| is_elementwise(o) && !typed.contains(&o)).collect();
     assert_eq!(ops.len(), 22);
     let mut ks: Vec<Kernel> = ops
         .iter()
@@ -144,6 +147,7 @@ fn reference(k: &Kernel, dtype: KernelDType, loads: &[u64], params: &[Option<Sca
         }
         KernelDType::F16 => u64::from(half::to_f16(eval_body(k, &f32s(half::f16_value), params, &half::round_f16))),
         KernelDType::BF16 => u64::from(half::to_bf16(eval_body(k, &f32s(half::bf16_value), params, &half::round_bf16))),
+        KernelDType::I64 | KernelDType::Bool => unreachable!("float kernels only"),
     }
 }
 
@@ -153,6 +157,7 @@ fn is_nan(dtype: KernelDType, b: u64) -> bool {
         KernelDType::F64 => f64::from_bits(b).is_nan(),
         KernelDType::F16 => (b & 0x7fff) > 0x7c00,
         KernelDType::BF16 => (b & 0x7fff) > 0x7f80,
+        KernelDType::I64 | KernelDType::Bool => false,
     }
 }
 
@@ -211,6 +216,13 @@ impl Rng {
             KernelDType::F64 => v.to_bits(),
             KernelDType::F16 => u64::from(half::to_f16(v as f32)),
             KernelDType::BF16 => u64::from(half::to_bf16(v as f32)),
+            // Integers: the value truncated (saturating), or an extreme.
+            KernelDType::I64 => match self.below(8) {
+                0 => i64::MAX as u64,
+                1 => i64::MIN as u64,
+                _ => (v as i64) as u64,
+            },
+            KernelDType::Bool => self.below(2),
         }
     }
 }
@@ -304,8 +316,9 @@ fn launch(rng: &mut Rng, case: &Case<'_>, unit: usize, sizes: &[i64], kinds: &[S
 fn bytes_of(d: KernelDType) -> u32 {
     match d {
         KernelDType::F32 => 4,
-        KernelDType::F64 => 8,
+        KernelDType::F64 | KernelDType::I64 => 8,
         KernelDType::F16 | KernelDType::BF16 => 2,
+        KernelDType::Bool => 1,
     }
 }
 
@@ -356,7 +369,7 @@ fn run_cases(tag: &str, cases: &[Case<'_>]) {
             // Units in one program need distinct names.
             let k = Kernel { name: format!("{}_{ci}_{si}", c.kernel.name), ..c.kernel.clone() };
             let r = render_cuda(&k, c.dtype, sizes.len(), &ScalarSlots::of(c.kernel)).unwrap();
-            units.push((r, c.dtype, c.kernel.num_inputs()));
+            units.push((r, vec![c.dtype; 1 + c.kernel.num_inputs()]));
         }
     }
     let Some(program) = Program::build(tag, &units) else { return };

@@ -34,14 +34,15 @@ fn at(l: &Layout, idx: &[usize]) -> usize {
 }
 
 fn check(shape: &[usize], a: Layout, b: Layout, out: Layout) {
+    let f = DType::F32;
     let steps = [
-        Step { op: OpKind::Mul, a: 0, rhs: Rhs::Value(1), out: 2 },
-        Step { op: OpKind::Add, a: 2, rhs: Rhs::Scalar(0.5), out: 3 },
-        Step { op: OpKind::Tanh, a: 3, rhs: Rhs::None, out: 4 },
-        Step { op: OpKind::Maximum, a: 4, rhs: Rhs::Value(0), out: 5 },
-        Step { op: OpKind::Sin, a: 5, rhs: Rhs::None, out: 6 },
+        Step::new(OpKind::Mul, 0, Rhs::Value(1), 2, f),
+        Step::new(OpKind::Add, 2, Rhs::Scalar(0.5), 3, f),
+        Step::new(OpKind::Tanh, 3, Rhs::None, 4, f),
+        Step::new(OpKind::Maximum, 4, Rhs::Value(0), 5, f),
+        Step::new(OpKind::Sin, 5, Rhs::None, 6, f),
     ];
-    let p = Program { steps: &steps, num_values: 7, stored: 6 };
+    let p = Program { steps: &steps, num_values: 7, stored: 6, dtypes: &[f; 7], read: &[true, true] };
     let (va, vb) = (values(a.storage_extent(), 1), values(b.storage_extent(), 2));
     let (sa, sb) = (CpuStorage::F32(va.clone()), CpuStorage::F32(vb.clone()));
     let got = fused("test", &p, &[(&sa, a.clone()), (&sb, b.clone())], &out).expect("f32 runs fused").expect("no error");
@@ -89,12 +90,54 @@ fn strided_broadcast_and_permuted_layouts_match_the_op_definition() {
 }
 
 #[test]
-fn other_dtypes_decline_and_bad_layouts_are_errors() {
-    let steps = [Step { op: OpKind::Neg, a: 0, rhs: Rhs::None, out: 1 }];
-    let p = Program { steps: &steps, num_values: 2, stored: 1 };
+fn unfit_programs_decline_and_bad_layouts_are_errors() {
+    let steps = [Step::new(OpKind::Neg, 0, Rhs::None, 1, DType::F32)];
+    let p = Program { steps: &steps, num_values: 2, stored: 1, dtypes: &[DType::F32; 2], read: &[true] };
     let l = Layout::contiguous(&[3]);
     let ints = CpuStorage::I64(vec![1, 2, 3]);
-    assert!(fused("test", &p, &[(&ints, l.clone())], &l).is_none(), "integers run op by op");
+    assert!(fused("test", &p, &[(&ints, l.clone())], &l).is_none(), "an input of another dtype than the program's declines");
+    let exp = [Step::new(OpKind::Exp, 0, Rhs::None, 1, DType::I64)];
+    let p_int = Program { steps: &exp, num_values: 2, stored: 1, dtypes: &[DType::I64; 2], read: &[true] };
+    assert!(fused("test", &p_int, &[(&ints, l.clone())], &l).is_none(), "a float function computed in i64 declines");
     let short = CpuStorage::F32(vec![1.0, 2.0]);
     assert!(matches!(fused("test", &p, &[(&short, l.clone())], &l), Some(Err(_))), "a layout past the buffer is an error, not a panic");
+}
+
+/// A bool mask, casts, `where` with a scalar and i64 arithmetic over f16
+/// inputs (one transposed), large enough for rayon tasks: the bits eager's
+/// ops give one by one.
+#[test]
+fn mixed_dtype_programs_match_eager_ops() {
+    use crate::dtype::DType as D;
+    use crate::tensor::Tensor;
+    let (rows, cols) = (300, 400);
+    let dev = crate::device::Device::Cpu;
+    let f16s = |seed| values(rows * cols, seed).into_iter().map(half::f16::from_f32).collect::<Vec<_>>();
+    let (vg, vh) = (f16s(3), f16s(4));
+    let g = Tensor::from_vec(vg.clone(), &[rows, cols], &dev).unwrap();
+    let h = Tensor::from_vec(vh.clone(), &[cols, rows], &dev).unwrap().t().unwrap();
+    let m = h.gt(0.0).unwrap();
+    let p = g.mul(&m.to_dtype(D::F16).unwrap()).unwrap();
+    let want = p.where_(&m, -1.5).unwrap().to_dtype(D::I64).unwrap().maximum(-1i64).unwrap();
+    let steps = [
+        Step::new(OpKind::Gt, 1, Rhs::Scalar(0.0), 2, D::F16),
+        Step::new(OpKind::ToDtype, 2, Rhs::None, 3, D::F16),
+        Step::new(OpKind::Mul, 0, Rhs::Value(3), 4, D::F16),
+        Step { cond: Some(2), ..Step::new(OpKind::Where, 4, Rhs::Scalar(-1.5), 5, D::F16) },
+        Step::new(OpKind::ToDtype, 5, Rhs::None, 6, D::I64),
+        Step::new(OpKind::Maximum, 6, Rhs::Scalar(-1.0), 7, D::I64),
+    ];
+    let dtypes = [D::F16, D::F16, D::Bool, D::F16, D::F16, D::F16, D::I64, D::I64];
+    let p = Program { steps: &steps, num_values: 8, stored: 7, dtypes: &dtypes, read: &[true, true] };
+    let (sg, sh) = (CpuStorage::F16(vg), CpuStorage::F16(vh));
+    let out = Layout::contiguous(&[rows, cols]);
+    let inputs = [(&sg, Layout::contiguous(&[rows, cols])), (&sh, Layout::new(vec![rows, cols], vec![1, rows], 0))];
+    let got = fused("test", &p, &inputs, &out).expect("runs fused").expect("no error");
+    let CpuStorage::I64(got) = got else { panic!("an i64 result") };
+    assert_eq!(got, want.to_vec::<i64>().unwrap());
+    // A program whose value dtypes disagree with its steps declines.
+    let mut wrong = dtypes;
+    wrong[2] = D::F16;
+    let p = Program { dtypes: &wrong, ..p };
+    assert!(fused("test", &p, &inputs, &out).is_none());
 }

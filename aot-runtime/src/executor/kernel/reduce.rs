@@ -65,6 +65,7 @@ pub(super) fn fused(k: &Kernel, r: usize, inputs: &[&Tensor], scalars: &[Option<
 
 fn plan(k: &Kernel, r: usize, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<Plan> {
     float_inputs(inputs)?;
+    let dtype = inputs.first()?.dtype();
     let pro = k.prologue();
     let mut layouts: Vec<Option<Layout>> = vec![None; k.num_values];
     let (mut prologue, mut epilogue) = (Vec::new(), Vec::new());
@@ -86,7 +87,7 @@ fn plan(k: &Kernel, r: usize, inputs: &[&Tensor], scalars: &[Option<ScalarValue>
                 Layout::contiguous(&out_shape)
             }
             Op::Dsl { op, .. } => {
-                let (step, layout) = elementwise_step(*op, n, &layouts, scalars)?;
+                let (step, layout) = elementwise_step(*op, n, &layouts, scalars, dtype)?;
                 if pro[i] {
                     prologue.push(step);
                 } else {

@@ -3,13 +3,13 @@
 //! an algorithm independent of the shim's bit arithmetic.
 
 /// The value of a 16-bit code whose positive codes `0..=top` are ordered.
-fn round(x: f32, top: u16, value: fn(u16) -> f64, overflow: f64) -> u16 {
+fn round(x: f64, top: u16, value: fn(u16) -> f64, overflow: f64) -> u16 {
     let sign = if x.is_sign_negative() { 0x8000 } else { 0 };
     if x.is_nan() {
         // Signaling (the quiet bit clear): the kernels must quiet it.
         return sign | top | 1;
     }
-    let a = f64::from(x.abs());
+    let a = x.abs();
     // The largest finite code whose value is at most `a`.
     let (mut lo, mut hi) = (0u16, top);
     while hi - lo > 1 {
@@ -48,10 +48,20 @@ pub fn bf16_value(b: u16) -> f32 {
 }
 
 pub fn to_f16(x: f32) -> u16 {
-    round(x, 0x7c00, |h| f64::from(f16_value(h)), 65536.0)
+    to_f16_64(f64::from(x))
 }
 
 pub fn to_bf16(x: f32) -> u16 {
+    to_bf16_64(f64::from(x))
+}
+
+/// A double rounded once to f16 (as `half::f16::from_f64`).
+pub fn to_f16_64(x: f64) -> u16 {
+    round(x, 0x7c00, |h| f64::from(f16_value(h)), 65536.0)
+}
+
+/// A double rounded once to bf16.
+pub fn to_bf16_64(x: f64) -> u16 {
     round(x, 0x7f80, |b| f64::from(bf16_value(b)), 2f64.powi(128))
 }
 

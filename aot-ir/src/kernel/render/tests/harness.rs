@@ -39,21 +39,24 @@ pub struct Program {
 fn bytes(d: KernelDType) -> usize {
     match d {
         KernelDType::F32 => 4,
-        KernelDType::F64 => 8,
+        KernelDType::F64 | KernelDType::I64 => 8,
         KernelDType::F16 | KernelDType::BF16 => 2,
+        KernelDType::Bool => 1,
     }
 }
 
 /// The per-kernel runner: the params struct from the words (checking that
 /// the ABI's word count is the struct's size), then the launch.
-fn runner(i: usize, k: &RenderedKernel, dtype: KernelDType, inputs: usize) -> String {
-    let (name, st) = (&k.name, dtype.storage());
+/// `dtypes`: the output's, then each input's.
+fn runner(i: usize, k: &RenderedKernel, dtypes: &[KernelDType]) -> String {
+    let (name, st) = (&k.name, dtypes[0].storage());
     let mut s = format!("static void aot_run_{i}(const unsigned long long *w, size_t nw, void **bufs, unsigned grid, unsigned block) {{\n");
     let _ = writeln!(s, "    aot_params_{name} p;\n    if (nw * 8 != sizeof p) {{ fprintf(stderr, \"ABI: %zu words for %zu bytes\\n\", nw, sizeof p); exit(3); }}");
     s.push_str("    memcpy(&p, w, sizeof p);\n");
     let _ = writeln!(s, "    {st} *out = ({st} *)bufs[0];");
     let mut args = vec!["out".to_string()];
-    for j in 0..inputs {
+    for (j, d) in dtypes[1..].iter().enumerate() {
+        let st = d.storage();
         let _ = writeln!(s, "    const {st} *in{j} = (const {st} *)bufs[{}];", j + 1);
         args.push(format!("in{j}"));
     }
@@ -63,14 +66,16 @@ fn runner(i: usize, k: &RenderedKernel, dtype: KernelDType, inputs: usize) -> St
 }
 
 /// `main`: reads launches as hex words (unit, grid, block, params, then
-/// per buffer its length and elements), prints each output buffer as a line.
-fn main_fn(sizes: &[usize]) -> String {
+/// per buffer its length and elements), prints each output buffer as a
+/// line. `sizes`: per unit, its buffers' element sizes (output first).
+fn main_fn(sizes: &[Vec<usize>]) -> String {
     let n = sizes.len();
     let mut s = String::from("typedef void (*aot_runner)(const unsigned long long *, size_t, void **, unsigned, unsigned);\n");
     let runners: Vec<String> = (0..n).map(|i| format!("aot_run_{i}")).collect();
-    let bytes: Vec<String> = sizes.iter().map(|b| b.to_string()).collect();
+    let bytes: Vec<String> =
+        sizes.iter().map(|u| format!("{{{}}}", u.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(", "))).collect();
     let _ = writeln!(s, "static const aot_runner aot_runners[] = {{{}}};", runners.join(", "));
-    let _ = writeln!(s, "static const int aot_bytes[] = {{{}}};", bytes.join(", "));
+    let _ = writeln!(s, "static const int aot_bytes[][16] = {{{}}};", bytes.join(", "));
     s.push_str(
         "static unsigned long long rd(void) { unsigned long long v; if (scanf(\"%llx\", &v) != 1) exit(2); return v; }
 int main(void) {
@@ -84,8 +89,8 @@ int main(void) {
         if (nb < 1 || nb > 16) exit(2);
         void *bufs[16] = {0};
         size_t lens[16] = {0};
-        const int b = aot_bytes[unit];
         for (size_t j = 0; j < nb; j++) {
+            const int b = aot_bytes[unit][j];
             lens[j] = (size_t)rd();
             bufs[j] = malloc(b * lens[j] + 8);
             for (size_t i = 0; i < lens[j]; i++) {
@@ -96,7 +101,7 @@ int main(void) {
         aot_runners[unit](w, nw, bufs, grid, block);
         for (size_t i = 0; i < lens[0]; i++) {
             unsigned long long v = 0;
-            memcpy(&v, (char *)bufs[0] + b * i, b);
+            memcpy(&v, (char *)bufs[0] + aot_bytes[unit][0] * i, aot_bytes[unit][0]);
             printf(\"%llx \", v);
         }
         printf(\"\\n\");
@@ -118,9 +123,10 @@ fn compiler() -> Option<String> {
 }
 
 impl Program {
-    /// Compiles `kernels` (each with its dtype and input count) into one
-    /// program; `None`, with a printed note, without a C++ compiler.
-    pub fn build(tag: &str, kernels: &[(RenderedKernel, KernelDType, usize)]) -> Option<Program> {
+    /// Compiles `kernels` (each with its buffers' dtypes: the output's,
+    /// then each input's) into one program; `None`, with a printed note,
+    /// without a C++ compiler.
+    pub fn build(tag: &str, kernels: &[(RenderedKernel, Vec<KernelDType>)]) -> Option<Program> {
         let Some(cxx) = compiler() else {
             // Straight to stderr: the test harness captures `eprintln!`.
             let _ = writeln!(std::io::stderr(), "note: no host C++ compiler (`$CXX` or `c++`): the CPU shim test `{tag}` is skipped");
@@ -133,13 +139,13 @@ impl Program {
         let mut src = host_prelude();
         src.push_str("#include <stdio.h>\n#include <stdlib.h>\n");
         // The rendered units, concatenated, exactly as rendered.
-        for (k, _, _) in kernels {
+        for (k, _) in kernels {
             src.push_str(&k.source);
         }
-        for (i, (k, d, n)) in kernels.iter().enumerate() {
-            src.push_str(&runner(i, k, *d, *n));
+        for (i, (k, d)) in kernels.iter().enumerate() {
+            src.push_str(&runner(i, k, d));
         }
-        src.push_str(&main_fn(&kernels.iter().map(|(_, d, _)| bytes(*d)).collect::<Vec<_>>()));
+        src.push_str(&main_fn(&kernels.iter().map(|(_, d)| d.iter().map(|&d| bytes(d)).collect()).collect::<Vec<_>>()));
         let (file, exe) = (dir.join("kernels.cpp"), dir.join("kernels"));
         std::fs::write(&file, &src).unwrap();
         let out = Command::new(&cxx)
