@@ -1,25 +1,23 @@
 //! `impl Backend for CudaStorage` (feature `cuda`).
 //!
-//! Elementwise float ops run as kernels of the kernel stage: each is a
-//! one-op [`Kernel`], rendered to CUDA C by the one renderer
-//! (`aot_ir::kernel::render`) for the operands' dtype and rank, compiled
-//! once per (op, dtype, rank) and launched with the operands' layouts as
-//! run-time parameters, so the GPU computes what the CPU backend computes
-//! from the same op definition. Scalar operands are a parameter slot, so
-//! one compiled kernel serves every value.
+//! Elementwise ops run as one-op kernels of the kernel stage (`kernels.rs`),
+//! rendered from the one op definition, so the device computes what the CPU
+//! backend computes: float ops of every float dtype, i64 ops with exact
+//! integer semantics, comparisons, `where`, casts, strided copies (a cast
+//! to the destination's dtype written through its layout) and fills (a
+//! copy from a one-element buffer read with stride 0). Matmul on a GPU goes
+//! through cuBLAS (`cublas.rs`); the simulator, which has no cuBLAS,
+//! computes it on the host with the CPU's gemm.
 //!
-//! Matmul on a GPU goes through cuBLAS (`cublas.rs`); the simulator, which
-//! has no cuBLAS, computes it on the host with the CPU's gemm.
-//!
-//! The other primitives (integer and bool elementwise ops, casts, copies,
-//! reductions, softmax, random fills) do not have kernels yet.
-//! They run on the host: the operands are downloaded, the CPU backend
-//! computes, and the result is uploaded. That is correct everywhere and
-//! slow on a GPU; [`host_round_trips`] counts them, so tests can tell
-//! which ops ran kernels.
+//! The rest (clamp, scatter_add, reductions, softmax, random fills, scalar
+//! ops of integer tensors) do not have kernels yet. They run on the host:
+//! the operands are downloaded, the CPU backend computes, the result is
+//! uploaded. That is correct everywhere and slow on a GPU;
+//! [`host_round_trips`] counts them, so tests can tell which ops ran
+//! kernels.
 
 use super::device::Gpu;
-use super::sim::Entry;
+use super::kernels::{self, Buf, OneOp, Use, KERNEL_LAUNCHES};
 use super::CudaStorage;
 use crate::backend::{Backend, BinaryOp, Distribution, FusedProgram, ReduceOp, Rng, UnaryOp};
 use crate::device::Device;
@@ -27,14 +25,11 @@ use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::storage::CpuStorage;
-use aot_ir::kernel::render::{pack_params, render_cuda, KernelDType, Operand, ScalarSlots};
-use aot_ir::kernel::Kernel;
-use aot_ir::{Arg, Node, Op, OpKind, ScalarExpr, ValueId};
+use aot_ir::OpKind;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static HOST_ROUND_TRIPS: AtomicU64 = AtomicU64::new(0);
-static KERNEL_LAUNCHES: AtomicU64 = AtomicU64::new(0);
 
 /// How many CUDA primitives ran on the host (no kernel yet), and how many
 /// launched a kernel, in this process.
@@ -110,115 +105,41 @@ impl CudaStorage {
     }
 }
 
-/// The renderer's dtype for `d`, if it renders it.
-fn kernel_dtype(d: DType) -> Option<KernelDType> {
-    Some(match d {
-        DType::F32 => KernelDType::F32,
-        DType::F64 => KernelDType::F64,
-        DType::F16 => KernelDType::F16,
-        DType::BF16 => KernelDType::BF16,
-        _ => return None,
-    })
-}
-
-/// The second operand of a one-op kernel.
-#[derive(Clone, Copy)]
-enum Rhs<'a> {
-    None,
-    Tensor(&'a CudaStorage, &'a Layout),
-    Scalar(f64),
-}
-
-/// The one-op kernel `op(in0[, in1 | scalar slot 0])`.
-fn one_op_kernel(op: OpKind, rhs: &Rhs<'_>) -> Kernel {
-    let t = |v: u32| Arg::Tensor(ValueId(v));
-    let mut body = vec![Node::new(Op::Load(0), vec![], Some(ValueId(0)))];
-    let (args, out) = match rhs {
-        Rhs::None => (vec![t(0)], 1),
-        Rhs::Tensor(..) => {
-            body.push(Node::new(Op::Load(1), vec![], Some(ValueId(1))));
-            (vec![t(0), t(1)], 2)
-        }
-        Rhs::Scalar(_) => (vec![t(0), Arg::Scalar(ScalarExpr::Param(0))], 1),
-    };
-    body.push(Node::new(op, args, Some(ValueId(out))));
-    let num_values = out as usize + 1;
-    Kernel {
-        name: format!("aot_{}", op.name()),
-        body,
-        num_values,
-        out: ValueId(out),
-        stage_values: (0..num_values as u32).map(ValueId).collect(),
+/// Whether one-op kernels of `op` exist for `dtype`: every elementwise
+/// op of a float dtype; of i64, the ops with exact integer semantics.
+fn renders(op: OpKind, dtype: DType) -> bool {
+    use OpKind::*;
+    match dtype {
+        d if d.is_float() => true,
+        DType::I64 => matches!(op, Add | Sub | Mul | Maximum | Minimum | Neg | Abs | Square | Relu | Eq | Ne | Lt | Le | Gt | Ge),
+        _ => false,
     }
-}
-
-fn operand(l: &Layout) -> (i64, Vec<i64>) {
-    let strides = l.stride.iter().zip(l.shape.iter()).map(|(&s, &n)| if n == 1 { 0 } else { s as i64 }).collect();
-    (l.offset as i64, strides)
-}
-
-/// Launches `op` over `a` (and `rhs`) into `out` laid out as `lo`. `out`
-/// may be `a`'s buffer only with `a`'s exact layout (an in-place op).
-fn launch_one_op(
-    name: &'static str,
-    op: OpKind,
-    a: (u64, &Layout),
-    rhs: &Rhs<'_>,
-    dtype: KernelDType,
-    out: (u64, &Layout),
-    gpu: &Gpu,
-) -> Result<()> {
-    let k = one_op_kernel(op, rhs);
-    let (lo, rank) = (out.1, out.1.shape.len());
-    let r = render_cuda(&k, dtype, rank, &ScalarSlots::of(&k)).map_err(|e| AotError::internal(name, e.to_string()))?;
-    let st = dtype.storage();
-    let mut bufs = vec![out.0, a.0];
-    let mut layouts = vec![operand(a.1)];
-    let mut scalars = Vec::new();
-    match rhs {
-        Rhs::Tensor(b, lb) => {
-            bufs.push(b.mem.address(gpu));
-            layouts.push(operand(lb));
-        }
-        Rhs::Scalar(s) => scalars.push(*s),
-        Rhs::None => {}
-    }
-    let mut pointers = vec![format!("{st} *")];
-    pointers.extend((1..bufs.len()).map(|_| format!("const {st} *")));
-    let entry = Entry { name: r.name.clone(), pointers, sync: false };
-    let sizes: Vec<i64> = lo.shape.iter().map(|&n| n as i64).collect();
-    let (oo, os) = operand(lo);
-    let ins: Vec<Operand<'_>> = layouts.iter().map(|(o, s)| Operand { offset: *o, strides: s }).collect();
-    let words =
-        pack_params(&sizes, Operand { offset: oo, strides: &os }, &ins, &scalars).map_err(|e| AotError::internal(name, e.to_string()))?;
-    let numel: usize = lo.shape.iter().product();
-    let block = 256u32;
-    let grid = u32::try_from(numel.div_ceil(256).clamp(1, 1024)).unwrap_or(1024);
-    KERNEL_LAUNCHES.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: the buffers are live buffers of `gpu` of the storage type;
-    // the layouts were checked against them by the eager op that called
-    // the backend; `out` is borrowed mutably by the caller, or is `a` with
-    // `a`'s layout.
-    unsafe { gpu.launch(name, &r.source, &entry, (grid, block), &bufs, &words) }
 }
 
 impl CudaStorage {
-    /// `op(self[l], rhs)` into a new buffer laid out as `out`; `None` when
-    /// the dtype has no rendered kernels.
-    fn one_op(&self, name: &'static str, op: OpKind, l: &Layout, rhs: Rhs<'_>, out: &Layout) -> Option<Result<CudaStorage>> {
-        let dtype = kernel_dtype(self.dtype)?;
-        if matches!(rhs, Rhs::Tensor(b, _) if b.dtype != self.dtype) {
-            return None;
-        }
-        Some((|| {
-            let gpu = self.gpu(name)?;
-            let n: usize = out.shape.iter().product();
-            let mem = gpu.alloc(name, n * self.dtype.size_in_bytes())?;
-            if n > 0 {
-                launch_one_op(name, op, (self.mem.address(gpu), l), &rhs, dtype, (mem.address(gpu), out), gpu)?;
-            }
-            Ok(CudaStorage { mem, dtype: self.dtype, len: n, ordinal: self.ordinal })
-        })())
+    fn buf<'a>(&self, gpu: &Gpu, layout: &'a Layout) -> Buf<'a> {
+        Buf { addr: self.mem.address(gpu), layout, dtype: self.dtype }
+    }
+
+    /// A new buffer of `dtype` laid out as `out`, written by `one` over
+    /// `inputs` (each with its layout).
+    fn launch_new(
+        name: &'static str,
+        ordinal: usize,
+        one: &OneOp<'_>,
+        inputs: &[(&CudaStorage, &Layout)],
+        scalars: &[f64],
+        dtype: DType,
+        out: &Layout,
+    ) -> Result<CudaStorage> {
+        let gpu = super::device::gpu(name, ordinal)?;
+        let n: usize = out.shape.iter().product();
+        let mem = gpu.alloc(name, n * dtype.size_in_bytes())?;
+        let bufs: Vec<Buf<'_>> = inputs.iter().map(|(s, l)| s.buf(gpu, l)).collect();
+        // SAFETY: the inputs are live buffers of this device whose layouts
+        // the eager op checked; `mem` is new and holds `out`'s elements.
+        unsafe { kernels::launch(name, gpu, one, &bufs, scalars, Buf { addr: mem.address(gpu), layout: out, dtype }) }?;
+        Ok(CudaStorage { mem, dtype, len: n, ordinal })
     }
 }
 
@@ -242,9 +163,8 @@ fn unary_kind(op: UnaryOp) -> OpKind {
     }
 }
 
-/// The arithmetic binary ops, which render; comparisons do not yet.
-fn binary_kind(op: BinaryOp) -> Option<OpKind> {
-    Some(match op {
+fn binary_kind(op: BinaryOp) -> OpKind {
+    match op {
         BinaryOp::Add => OpKind::Add,
         BinaryOp::Sub => OpKind::Sub,
         BinaryOp::Mul => OpKind::Mul,
@@ -252,8 +172,13 @@ fn binary_kind(op: BinaryOp) -> Option<OpKind> {
         BinaryOp::Pow => OpKind::Pow,
         BinaryOp::Maximum => OpKind::Maximum,
         BinaryOp::Minimum => OpKind::Minimum,
-        _ => return None,
-    })
+        BinaryOp::Eq => OpKind::Eq,
+        BinaryOp::Ne => OpKind::Ne,
+        BinaryOp::Lt => OpKind::Lt,
+        BinaryOp::Le => OpKind::Le,
+        BinaryOp::Gt => OpKind::Gt,
+        BinaryOp::Ge => OpKind::Ge,
+    }
 }
 
 /// A contiguous layout of `range` (for the dense primitives).
@@ -299,8 +224,10 @@ impl Backend for CudaStorage {
         self.host(op)?.to_host(op, l, dtype)
     }
     fn unary(&self, op: UnaryOp, l: &Layout, out: &Layout) -> Result<Self> {
-        if let Some(r) = self.one_op(op.name(), unary_kind(op), l, Rhs::None, out) {
-            return r;
+        let kind = unary_kind(op);
+        if renders(kind, self.dtype) {
+            let one = OneOp { op: kind, uses: &[Use::Input(0)], cast: None, compute: self.dtype };
+            return CudaStorage::launch_new(op.name(), self.ordinal, &one, &[(self, l)], &[], self.dtype, out);
         }
         self.on_host(op.name(), |h| h.unary(op, l, out))
     }
@@ -308,19 +235,24 @@ impl Backend for CudaStorage {
         self.on_host(op, |h| h.clamp(op, l, min, max, out))
     }
     fn binary(&self, op: BinaryOp, la: &Layout, rhs: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
-        if let Some(r) = binary_kind(op).and_then(|k| self.one_op(op.name(), k, la, Rhs::Tensor(rhs, lb), out)) {
-            return r;
+        let kind = binary_kind(op);
+        if rhs.dtype == self.dtype && renders(kind, self.dtype) {
+            let dtype = if op.is_comparison() { DType::Bool } else { self.dtype };
+            let one = OneOp { op: kind, uses: &[Use::Input(0), Use::Input(1)], cast: None, compute: self.dtype };
+            return CudaStorage::launch_new(op.name(), self.ordinal, &one, &[(self, la), (rhs, lb)], &[], dtype, out);
         }
         let b = rhs.host(op.name())?;
         self.on_host(op.name(), |h| h.binary(op, la, &b, lb, out))
     }
     fn binary_assign(&mut self, op: BinaryOp, l: &Layout, rhs: &Self, lr: &Layout) -> Result<()> {
-        if let (Some(kind), Some(dtype)) = (binary_kind(op), kernel_dtype(self.dtype)) {
-            if rhs.dtype == self.dtype {
-                let gpu = self.gpu(op.name())?;
-                let at = self.mem.address(gpu);
-                return launch_one_op(op.name(), kind, (at, l), &Rhs::Tensor(rhs, lr), dtype, (at, l), gpu);
-            }
+        let kind = binary_kind(op);
+        if rhs.dtype == self.dtype && !op.is_comparison() && renders(kind, self.dtype) {
+            let gpu = self.gpu(op.name())?;
+            let one = OneOp { op: kind, uses: &[Use::Input(0), Use::Input(1)], cast: None, compute: self.dtype };
+            let (me, other) = (self.buf(gpu, l), rhs.buf(gpu, lr));
+            // SAFETY: `self` is borrowed mutably, and written where it is
+            // read, with the same layout; `rhs` is another live buffer.
+            return unsafe { kernels::launch(op.name(), gpu, &one, &[me, other], &[], me) };
         }
         let r = rhs.host(op.name())?;
         let mut me = self.host(op.name())?;
@@ -337,35 +269,47 @@ impl Backend for CudaStorage {
         self.binary_assign(op, &run(&ra), rhs, &run(&rb))
     }
     fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self> {
-        if !scalar_first {
-            if let Some(r) = binary_kind(op).and_then(|k| self.one_op(op.name(), k, la, Rhs::Scalar(s), out)) {
-                return r;
-            }
+        // Float tensors: the scalar converts to the tensor's dtype, as
+        // eager converts it.
+        if !scalar_first && self.dtype.is_float() {
+            let dtype = if op.is_comparison() { DType::Bool } else { self.dtype };
+            let one = OneOp { op: binary_kind(op), uses: &[Use::Input(0), Use::Scalar(0)], cast: None, compute: self.dtype };
+            return CudaStorage::launch_new(op.name(), self.ordinal, &one, &[(self, la)], &[s], dtype, out);
         }
         self.on_host(op.name(), |h| h.binary_scalar(op, la, s, scalar_first, out))
     }
     fn where_cond(&self, op: &'static str, lc: &Layout, a: &Self, la: &Layout, b: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
+        if self.dtype == DType::Bool && a.dtype == b.dtype {
+            // `a.where_(cond, b)`: the inputs are loaded as (a, cond, b).
+            let one = OneOp { op: OpKind::Where, uses: &[Use::Input(0), Use::Input(1), Use::Input(2)], cast: None, compute: a.dtype };
+            return CudaStorage::launch_new(op, a.ordinal, &one, &[(a, la), (self, lc), (b, lb)], &[], a.dtype, out);
+        }
         let (ha, hb) = (a.host(op)?, b.host(op)?);
-        let ordinal = a.ordinal;
         HOST_ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
         let r = self.host(op)?.where_cond(op, lc, &ha, la, &hb, lb, out)?;
-        CudaStorage::upload(op, ordinal, &r)
+        CudaStorage::upload(op, a.ordinal, &r)
     }
     fn cast(&self, op: &'static str, l: &Layout, dtype: DType, out: &Layout) -> Result<Self> {
-        self.on_host(op, |h| h.cast(op, l, dtype, out))
+        let one = OneOp { op: OpKind::ToDtype, uses: &[Use::Input(0)], cast: Some(dtype), compute: dtype };
+        CudaStorage::launch_new(op, self.ordinal, &one, &[(self, l)], &[], dtype, out)
     }
     fn copy_strided(&self, op: &'static str, ls: &Layout, dst: &mut Self, ld: &Layout) -> Result<()> {
-        self.write_on_host(op, dst, |s, d| s.copy_strided(op, ls, d, ld))
+        let gpu = self.gpu(op)?;
+        let one = OneOp { op: OpKind::ToDtype, uses: &[Use::Input(0)], cast: Some(dst.dtype), compute: dst.dtype };
+        let (src, to) = (self.buf(gpu, ls), dst.buf(gpu, ld));
+        // SAFETY: `dst` is borrowed mutably and is another buffer than
+        // `self`; both are live buffers of this device.
+        unsafe { kernels::launch(op, gpu, &one, &[src], &[], to) }
     }
     fn scatter_add(&self, op: &'static str, ls: &Layout, dst: &mut Self, ld: &Layout) -> Result<()> {
         self.write_on_host(op, dst, |s, d| s.scatter_add(op, ls, d, ld))
     }
     fn fill(&mut self, op: &'static str, l: &Layout, value: f64) -> Result<()> {
-        HOST_ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
-        let mut me = self.host(op)?;
-        me.fill(op, l, value)?;
-        *self = CudaStorage::upload(op, self.ordinal, &me)?;
-        Ok(())
+        // A one-element buffer of the value, read through stride 0.
+        let one_value = <CpuStorage as Backend>::full(op, &Device::Cpu, self.dtype, 1, value)?;
+        let src = CudaStorage::upload(op, self.ordinal, &one_value)?;
+        let broadcast = Layout::new(l.shape.to_vec(), vec![0; l.shape.len()], 0);
+        src.copy_strided(op, &broadcast, self, l)
     }
     fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Self> {
         self.on_host(op.name(), |h| h.reduce(op, l, dims, keepdim))

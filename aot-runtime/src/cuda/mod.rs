@@ -35,6 +35,8 @@ mod cublas;
 #[cfg(feature = "cuda")]
 mod device;
 #[cfg(feature = "cuda")]
+mod kernels;
+#[cfg(feature = "cuda")]
 pub mod nvrtc;
 #[cfg(feature = "cuda")]
 pub mod sim;

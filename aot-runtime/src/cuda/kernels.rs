@@ -1,0 +1,138 @@
+//! The CUDA backend's primitives as kernels of the kernel stage: each is a
+//! one-op [`Kernel`] (the same IR the scheduler fuses), rendered to CUDA C
+//! by the one renderer for the operands' dtypes and rank, compiled once
+//! per (op, dtypes, rank) and launched with the layouts as run-time
+//! parameters. Scalar operands are parameter slots, so one compiled kernel
+//! serves every value.
+
+use super::device::Gpu;
+use super::sim::Entry;
+use crate::dtype::DType;
+use crate::error::{AotError, Result};
+use crate::layout::Layout;
+use aot_ir::kernel::render::{pack_params, render_cuda_typed, KernelDType, KernelTypes, Operand, ScalarSlots};
+use aot_ir::kernel::Kernel;
+use aot_ir::{Arg, IrDType, Node, Op, OpKind, ScalarExpr, ValueId};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub(super) static KERNEL_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+/// A buffer of a launch: its address on the device, layout and dtype.
+#[derive(Clone, Copy)]
+pub(super) struct Buf<'a> {
+    pub addr: u64,
+    pub layout: &'a Layout,
+    pub dtype: DType,
+}
+
+/// An operand of the kernel's op after the loads: input `i`, or scalar
+/// parameter slot `k`.
+#[derive(Clone, Copy)]
+pub(super) enum Use {
+    Input(u32),
+    Scalar(usize),
+}
+
+/// One op over loaded inputs: `op(uses..)` computed in `compute`; `cast`
+/// is `to_dtype`'s target.
+pub(super) struct OneOp<'a> {
+    pub op: OpKind,
+    pub uses: &'a [Use],
+    pub cast: Option<DType>,
+    pub compute: DType,
+}
+
+/// The renderer's dtype of `d`.
+pub(super) fn kernel_dtype(d: DType) -> KernelDType {
+    match d {
+        DType::F32 => KernelDType::F32,
+        DType::F64 => KernelDType::F64,
+        DType::F16 => KernelDType::F16,
+        DType::BF16 => KernelDType::BF16,
+        DType::I64 => KernelDType::I64,
+        DType::Bool => KernelDType::Bool,
+    }
+}
+
+fn ir_dtype(d: DType) -> IrDType {
+    match d {
+        DType::F32 => IrDType::F32,
+        DType::F64 => IrDType::F64,
+        DType::F16 => IrDType::F16,
+        DType::BF16 => IrDType::BF16,
+        DType::I64 => IrDType::I64,
+        DType::Bool => IrDType::Bool,
+    }
+}
+
+/// The kernel and its types.
+fn kernel(one: &OneOp<'_>, inputs: &[Buf<'_>], out: DType) -> (Kernel, KernelTypes) {
+    let n = inputs.len() as u32;
+    let mut body: Vec<Node> = (0..n).map(|i| Node::new(Op::Load(i as usize), vec![], Some(ValueId(i)))).collect();
+    let mut args: Vec<Arg> = one
+        .uses
+        .iter()
+        .map(|u| match u {
+            Use::Input(i) => Arg::Tensor(ValueId(*i)),
+            Use::Scalar(k) => Arg::Scalar(ScalarExpr::Param(*k)),
+        })
+        .collect();
+    if let Some(d) = one.cast {
+        args.push(Arg::DType(ir_dtype(d)));
+    }
+    body.push(Node::new(one.op, args, Some(ValueId(n))));
+    let num_values = n as usize + 1;
+    let name = match one.cast {
+        Some(d) => format!("aot_to_{}", d.name()),
+        None => format!("aot_{}", one.op.name()),
+    };
+    let k = Kernel { name, body, num_values, out: ValueId(n), stage_values: (0..num_values as u32).map(ValueId).collect() };
+    let values: Vec<KernelDType> = inputs.iter().map(|b| kernel_dtype(b.dtype)).chain([kernel_dtype(out)]).collect();
+    let mut compute = values.clone();
+    compute[n as usize] = kernel_dtype(one.compute);
+    (k, KernelTypes { values, compute })
+}
+
+/// The renderer's view of a layout: offset and strides (0 on size-1 dims).
+fn operand(l: &Layout) -> (i64, Vec<i64>) {
+    let strides = l.stride.iter().zip(l.shape.iter()).map(|(&s, &n)| if n == 1 { 0 } else { s as i64 }).collect();
+    (l.offset as i64, strides)
+}
+
+/// Launches `one` over `inputs` (laid out with `out`'s shape) into `out`.
+/// `out` may be an input's buffer only with that input's exact layout.
+///
+/// # Safety
+/// The buffers must be live buffers of `gpu`, of their dtypes, holding
+/// their layouts' elements (the eager op that called the backend checked
+/// the layouts), and `out` must not be used elsewhere during the launch.
+pub(super) unsafe fn launch(
+    name: &'static str,
+    gpu: &Gpu,
+    one: &OneOp<'_>,
+    inputs: &[Buf<'_>],
+    scalars: &[f64],
+    out: Buf<'_>,
+) -> Result<()> {
+    let numel: usize = out.layout.shape.iter().product();
+    if numel == 0 {
+        return Ok(());
+    }
+    let (k, types) = kernel(one, inputs, out.dtype);
+    let rank = out.layout.shape.len();
+    let r = render_cuda_typed(&k, &types, rank, &ScalarSlots::of(&k)).map_err(|e| AotError::internal(name, e.to_string()))?;
+    let mut pointers = vec![format!("{} *", kernel_dtype(out.dtype).storage())];
+    pointers.extend(inputs.iter().map(|b| format!("const {} *", kernel_dtype(b.dtype).storage())));
+    let entry = Entry { name: r.name.clone(), pointers, sync: false };
+    let bufs: Vec<u64> = std::iter::once(out.addr).chain(inputs.iter().map(|b| b.addr)).collect();
+    let layouts: Vec<(i64, Vec<i64>)> = inputs.iter().map(|b| operand(b.layout)).collect();
+    let ins: Vec<Operand<'_>> = layouts.iter().map(|(o, s)| Operand { offset: *o, strides: s }).collect();
+    let sizes: Vec<i64> = out.layout.shape.iter().map(|&n| n as i64).collect();
+    let (oo, os) = operand(out.layout);
+    let words =
+        pack_params(&sizes, Operand { offset: oo, strides: &os }, &ins, scalars).map_err(|e| AotError::internal(name, e.to_string()))?;
+    let grid = u32::try_from(numel.div_ceil(256).clamp(1, 1024)).unwrap_or(1024);
+    KERNEL_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: this function's contract, which the launch's is.
+    unsafe { gpu.launch(name, &r.source, &entry, (grid, 256), &bufs, &words) }
+}
