@@ -73,7 +73,7 @@ pub(crate) fn fused(name: &'static str, p: &Program<'_>, inputs: &[Input<'_>], o
     macro_rules! go {
         ($t:ty) => {{
             let bufs: Option<Vec<&[$t]>> = inputs.iter().map(|(s, _)| <$t as crate::storage::CpuElem>::slice(s)).collect();
-            Some(run::<$t>(name, p, &bufs?, inputs, out).map(<$t as crate::storage::CpuElem>::into_storage))
+            Some(run::<$t>(name, p, &bufs?, inputs, out, None).map(<$t as crate::storage::CpuElem>::into_storage))
         }};
     }
     match first {
@@ -82,6 +82,52 @@ pub(crate) fn fused(name: &'static str, p: &Program<'_>, inputs: &[Input<'_>], o
         CpuStorage::F16(_) => go!(half::f16),
         CpuStorage::BF16(_) => go!(half::bf16),
         _ => None,
+    }
+}
+
+/// [`fused`] with the result written over input `k`'s buffer `dst`, which
+/// the caller took out of a storage no other tensor holds and nothing reads
+/// after this kernel; input `k` has exactly `out`'s layout (its entry in
+/// `inputs` stands for it; that storage is not read). Each block of input
+/// `k` is loaded before the output block at the same positions is stored,
+/// so reading and writing one buffer is exact. `Err(dst)`: declined (not
+/// the inputs' float dtype, or not `out`'s length), `dst` untouched.
+pub(crate) fn fused_over(
+    name: &'static str,
+    p: &Program<'_>,
+    inputs: &[Input<'_>],
+    k: usize,
+    dst: CpuStorage,
+    out: &Layout,
+) -> std::result::Result<Result<CpuStorage>, CpuStorage> {
+    // Another input of another dtype declines below (its slice is `None`).
+    if k >= inputs.len() || dst.len() != out.numel() || inputs[k].1 != *out {
+        return Err(dst);
+    }
+    for (i, (s, l)) in inputs.iter().enumerate() {
+        if let Err(e) = super::strided::check_layout(name, l, if i == k { dst.len() } else { s.len() }) {
+            return Ok(Err(e));
+        }
+    }
+    macro_rules! go {
+        ($t:ty, $v:expr) => {{
+            let bufs: Option<Vec<&[$t]>> = inputs
+                .iter()
+                .enumerate()
+                .map(|(i, (s, _))| if i == k { Some(&[][..]) } else { <$t as crate::storage::CpuElem>::slice(s) })
+                .collect();
+            match bufs {
+                Some(bufs) => Ok(run::<$t>(name, p, &bufs, inputs, out, Some((k, $v))).map(<$t as crate::storage::CpuElem>::into_storage)),
+                None => Err(<$t as crate::storage::CpuElem>::into_storage($v)),
+            }
+        }};
+    }
+    match dst {
+        CpuStorage::F32(v) => go!(f32, v),
+        CpuStorage::F64(v) => go!(f64, v),
+        CpuStorage::F16(v) => go!(half::f16, v),
+        CpuStorage::BF16(v) => go!(half::bf16, v),
+        other => Err(other),
     }
 }
 
@@ -159,7 +205,16 @@ impl Space {
     }
 }
 
-fn run<T: FloatElem>(name: &'static str, p: &Program<'_>, bufs: &[&[T]], inputs: &[Input<'_>], out: &Layout) -> Result<Vec<T>>
+/// `over`: input `k` is read from, and the result written over, this
+/// buffer (see [`fused_over`]).
+fn run<T: FloatElem>(
+    name: &'static str,
+    p: &Program<'_>,
+    bufs: &[&[T]],
+    inputs: &[Input<'_>],
+    out: &Layout,
+    over: Option<(usize, Vec<T>)>,
+) -> Result<Vec<T>>
 where
     T::C: Compute,
 {
@@ -168,10 +223,19 @@ where
         return Err(AotError::internal(name, "a fused kernel writes a dense output at offset 0"));
     }
     let space = Space::new(out, inputs);
-    let mut dst: Vec<T> = try_buffer(name, n)?;
+    let (own, mut dst) = match over {
+        Some((k, mut v)) if v.len() == n => {
+            // SAFETY: the elements stay as they are (every bit pattern of a
+            // float is a value); the blocks read them before writing them.
+            unsafe { v.set_len(0) };
+            (Some(k), v)
+        }
+        Some(_) => return Err(AotError::internal(name, "a fused kernel's own buffer has another length")),
+        None => (None, try_buffer(name, n)?),
+    };
     {
         let spare = &mut dst.spare_capacity_mut()[..n];
-        let task = |start: usize, chunk: &mut [MaybeUninit<T>]| block_range(p, bufs, &space, start, chunk);
+        let task = |start: usize, chunk: &mut [MaybeUninit<T>]| block_range(p, bufs, &space, own, start, chunk);
         if n >= PAR_MIN {
             spare.par_chunks_mut(TASK).enumerate().for_each(|(i, c)| task(i * TASK, c));
         } else {
@@ -185,8 +249,9 @@ where
 }
 
 /// Computes the output positions `start .. start + chunk.len()` (in the
-/// output's memory order) into `chunk`.
-fn block_range<T: FloatElem>(p: &Program<'_>, bufs: &[&[T]], space: &Space, start: usize, chunk: &mut [MaybeUninit<T>])
+/// output's memory order) into `chunk`; input `own` (if any) is read from
+/// `chunk` itself, each block before it is overwritten.
+fn block_range<T: FloatElem>(p: &Program<'_>, bufs: &[&[T]], space: &Space, own: Option<usize>, start: usize, chunk: &mut [MaybeUninit<T>])
 where
     T::C: Compute,
 {
@@ -200,6 +265,14 @@ where
         let at = idx.last().copied().unwrap_or(0);
         let len = (inner - at).min(BLOCK).min(chunk.len() - done);
         for (k, buf) in bufs.iter().enumerate() {
+            if own == Some(k) {
+                for (d, x) in values[k][..len].iter_mut().zip(&chunk[done..done + len]) {
+                    // SAFETY: `run` handed over an initialised buffer, and
+                    // this block of it is read before it is written.
+                    *d = unsafe { x.assume_init_read() }.to_c();
+                }
+                continue;
+            }
             let stride = space.strides[k + 1].last().copied().unwrap_or(0);
             load(buf, offs[k + 1], stride, &mut values[k][..len]);
         }

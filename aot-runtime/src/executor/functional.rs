@@ -7,6 +7,7 @@
 //! ([`crate::wrappers::epilogue`]) applies the effects afterwards.
 
 use super::interp::{run, Blame, Ctx, Inputs, Mode, Stop, Track};
+use super::liveness::Liveness;
 use crate::arg::{Arg, Bases};
 use crate::error::Result;
 use aot_ir::kernel::Scheduled;
@@ -20,7 +21,8 @@ pub(crate) use super::interp::get;
 
 /// Executes `fg` in its kernel stage `kernels`, but for the nodes `skip`
 /// marks (by their index in `fg`: writes deferred to the epilogue,
-/// `deferred.rs`). `Ok(None)`: a `reshape`/`contiguous` did not alias as
+/// `deferred.rs`), dropping each value after its last use (`live`, the
+/// stage's liveness from the plan). `Ok(None)`: a `reshape`/`contiguous` did not alias as
 /// the pass assumed; nothing was written, and the caller must take the
 /// reference path.
 pub(crate) fn execute(
@@ -31,6 +33,7 @@ pub(crate) fn execute(
     bases: &Bases,
     scalars: &[Option<ScalarValue>],
     skip: &[bool],
+    live: &Liveness,
 ) -> Result<Option<Env>> {
     let mut env = Env::new(fg.num_values);
     let cx = Ctx {
@@ -41,6 +44,7 @@ pub(crate) fn execute(
         skip,
         origin: &kernels.origin,
         fresh: &kernels.fresh,
+        live,
         blame: Blame::Mapped { graph: g, src_node: &fg.src_node },
     };
     match run(&kernels.nodes, &mut env, &cx, &mut Track::Nothing) {

@@ -35,18 +35,21 @@ pub fn stats() -> (u64, u64) {
 }
 
 /// The value of kernel node `node`. `zeros`: the backward's zero tracking,
-/// if on (the kernel's own entry is set here).
+/// if on (the kernel's own entry is set here). `over`: an input that dies
+/// here and that nothing else holds, whose buffer the fused pass may write
+/// its result over (`Storage::fused_over`).
 pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
     k: &Kernel,
     node: &Node,
     env: &[Option<Tensor>],
     cx: &Ctx<'_, G>,
     zeros: Option<&mut [bool]>,
+    over: Option<usize>,
 ) -> std::result::Result<Tensor, Stop> {
     let inputs = node.tensor_args().map(|v| get(env, v)).collect::<Result<Vec<_>>>()?;
     let any_zero = zeros.as_ref().is_some_and(|z| node.tensor_args().any(|v| z.get(v.index()).copied().unwrap_or(false)));
     if !any_zero {
-        if let Some(t) = fused(k, &inputs, cx.scalars) {
+        if let Some(t) = fused(k, &inputs, cx.scalars, over) {
             FUSED.fetch_add(1, Ordering::Relaxed);
             return Ok(t?);
         }
@@ -113,12 +116,14 @@ fn internal(msg: String) -> AotError {
 /// The kernel fused on its inputs' backend; `None` where [`plan`] finds
 /// it outside what the fused path computes as eager does, or the backend
 /// declines.
-fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<Result<Tensor>> {
+fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>], over: Option<usize>) -> Option<Result<Tensor>> {
     let (steps, out, loaded) = plan(k, inputs, scalars)?;
     let program = FusedProgram { steps: &steps, num_values: k.num_values, stored: k.out.index() };
     let operands: Vec<(&Storage, Layout)> =
         inputs.iter().zip(&loaded).map(|(t, l)| (&**t.storage(), broadcast_layout(l, &out.shape))).collect();
-    let storage = Storage::fused("fused kernel", &program, &operands, &out)?;
+    let storage = over
+        .and_then(|i| Storage::fused_over("fused kernel", &program, &operands, i, &out))
+        .or_else(|| Storage::fused("fused kernel", &program, &operands, &out))?;
     Some(storage.map(|s| Tensor::from_storage(s, out)))
 }
 
