@@ -261,7 +261,7 @@ impl CompiledFn {
         let deferred = plan.runtime.deferred(&bases, |p| probe.geom(p));
         let skip = deferred.as_ref().map_or(&[][..], |d| d.skip());
         let env =
-            crate::executor::functional::execute(&plan.graph, &plan.kernels, &self.graph, args, &bases, &scalars, skip, &plan.liveness)?;
+            crate::executor::functional::execute(&plan.graph, (&plan.kernels, &plan.liveness), &self.graph, args, &bases, &scalars, skip)?;
         drop(no_grad);
         match env {
             Some(env) => {

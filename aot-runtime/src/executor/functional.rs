@@ -19,21 +19,19 @@ pub(crate) use super::values::Env;
 
 pub(crate) use super::interp::get;
 
-/// Executes `fg` in its kernel stage `kernels`, but for the nodes `skip`
-/// marks (by their index in `fg`: writes deferred to the epilogue,
-/// `deferred.rs`), dropping each value after its last use (`live`, the
-/// stage's liveness from the plan). `Ok(None)`: a `reshape`/`contiguous` did not alias as
-/// the pass assumed; nothing was written, and the caller must take the
-/// reference path.
+/// Executes `fg` in its kernel stage `kernels`, dropping each value after
+/// its last use (`live`), but for the nodes `skip` marks (by their index
+/// in `fg`: writes deferred to the epilogue, `deferred.rs`). `Ok(None)`: a
+/// `reshape`/`contiguous` did not alias as the pass assumed; nothing was
+/// written, and the caller must take the reference path.
 pub(crate) fn execute(
     fg: &FunctionalGraph,
-    kernels: &Scheduled,
+    (kernels, live): (&Scheduled, &Liveness),
     g: &Graph,
     args: &[Arg],
     bases: &Bases,
     scalars: &[Option<ScalarValue>],
     skip: &[bool],
-    live: &Liveness,
 ) -> Result<Option<Env>> {
     let mut env = Env::new(fg.num_values);
     let cx = Ctx {

@@ -223,7 +223,8 @@ mod tests {
         let a = dense(&[4, 5], &[0, 1], DType::F32, 3);
         let t = a.t().unwrap();
         let wide = a.to_dtype(DType::F64).unwrap();
-        let cases: [(&str, [(&Storage, Layout); 2], Layout); 3] = [
+        type Inputs<'a> = [(&'a Storage, Layout); 2];
+        let cases: [(&str, Inputs<'_>, Layout); 3] = [
             ("transposed", [(&**t.storage(), t.layout()), (&**t.storage(), t.layout())], a.layout()),
             ("one buffer twice", [(&**a.storage(), a.layout()), (&**a.storage(), a.layout())], a.layout()),
             ("dtypes differ", [(&**a.storage(), a.layout()), (&**wide.storage(), wide.layout())], a.layout()),
