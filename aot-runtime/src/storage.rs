@@ -26,6 +26,8 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+mod over;
+
 /// An empty vector with room for exactly `n` elements of `T`. A byte size
 /// beyond `isize::MAX`, or one the allocator refuses, is an `OutOfMemory`
 /// error naming `op` (the bytes saturate at `usize::MAX` if they overflow).
@@ -312,12 +314,6 @@ impl Storage {
         std::mem::swap(&mut *a, &mut *b);
         true
     }
-    /// The length of the buffer itself (a storage written over by
-    /// [`Storage::fused_over`] holds none).
-    #[cfg(test)]
-    pub(crate) fn read_len(&self) -> usize {
-        self.read().len()
-    }
     pub(crate) fn bump_version(&self) {
         self.version.fetch_add(1, Ordering::AcqRel);
     }
@@ -554,59 +550,5 @@ impl Storage {
             })
             .collect();
         CudaStorage::fused(name, p, &cuda?, out).map(|r| r.map(|d| Storage::new(StorageData::Cuda(d))))
-    }
-
-    /// [`Storage::fused`] computed over the buffer of input `k`, which the
-    /// caller vouches no other tensor holds and nothing reads after this
-    /// kernel, laid out exactly as `out` (dense, offset 0, the storage's
-    /// whole length): the result is a new storage that takes the buffer,
-    /// and `inputs[k]`'s storage is left empty, to be dropped. `None`:
-    /// declined (not all CPU buffers of one float dtype, the layout or
-    /// length differs, or the buffer is also another input's); nothing
-    /// changed.
-    pub(crate) fn fused_over(
-        name: &'static str,
-        p: &FusedProgram<'_>,
-        inputs: &[(&Storage, Layout)],
-        k: usize,
-        out: &Layout,
-    ) -> Option<Result<Storage>> {
-        let (donor, layout) = inputs.get(k)?;
-        let others_cpu = inputs.iter().enumerate().all(|(i, (s, _))| s.device == Device::Cpu && (i == k || !std::ptr::eq(*s, *donor)));
-        if !others_cpu || *layout != *out || !crate::layout::is_dense_output(out) || donor.len != out.numel() {
-            return None;
-        }
-        let mut held = donor.write();
-        let StorageData::Cpu(own) = &mut *held else { return None };
-        let dst = std::mem::replace(own, CpuStorage::Bool(Vec::new()));
-        // The donor's entry stands for it and is not read.
-        let hole = CpuStorage::Bool(Vec::new());
-        let mut distinct: Vec<(&Storage, RwLockReadGuard<'_, StorageData>)> = Vec::new();
-        for (i, (s, _)) in inputs.iter().enumerate() {
-            if i != k && !distinct.iter().any(|(d, _)| std::ptr::eq(*d, *s)) {
-                distinct.push((s, s.read()));
-            }
-        }
-        let cpu: Vec<(&CpuStorage, Layout)> = inputs
-            .iter()
-            .enumerate()
-            .map(|(i, (s, l))| {
-                let data = distinct.iter().find(|(d, _)| i != k && std::ptr::eq(*d, *s)).map(|(_, g)| &**g);
-                match data {
-                    Some(StorageData::Cpu(c)) => (c, l.clone()),
-                    _ => (&hole, l.clone()),
-                }
-            })
-            .collect();
-        match crate::cpu::fused::fused_over(name, p, &cpu, k, dst, out) {
-            Ok(r) => {
-                crate::executor::reuse::counted();
-                Some(r.map(|d| Storage::new(StorageData::Cpu(d))))
-            }
-            Err(dst) => {
-                *own = dst;
-                None
-            }
-        }
     }
 }

@@ -5,6 +5,8 @@
 //! covers its whole storage densely from offset 0, and the result has
 //! `p`'s dtype, shape and strides. One pass over `p` instead of a copy and
 //! then an in-place pass; nothing of the caller's is written either way.
+//! When `x` (or `p` itself) dies at the write and nothing else holds it,
+//! the pass writes over its buffer ([`over_dying`]): no new buffer at all.
 
 use super::dispatch::{exec, Values};
 use crate::tensor::Tensor;

@@ -21,6 +21,12 @@
 //!   `as_strided` view reaching outside its receiver falls back; a backward
 //!   with missing tangents tracks which values are zero.
 //!
+//! After each node, the values that die there (`liveness.rs`, computed
+//! once per plan) are dropped, so a run holds only what is still to be
+//! read. In the functional and joint stages an elementwise node may write
+//! its result over the buffer of an operand that dies there and that
+//! nothing else holds (`reuse.rs`); the source stage never does.
+//!
 //! Every node runs under its own `no_grad`. Each op runs through the one
 //! dispatcher ([`super::dispatch`]), or a direct kernel (`fast.rs`) where
 //! one computes the same and the mode allows it. A node whose assumption
