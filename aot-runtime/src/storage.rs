@@ -26,6 +26,8 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+mod over;
+
 /// An empty vector with room for exactly `n` elements of `T`. A byte size
 /// beyond `isize::MAX`, or one the allocator refuses, is an `OutOfMemory`
 /// error naming `op` (the bytes saturate at `usize::MAX` if they overflow).

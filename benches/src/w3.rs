@@ -69,6 +69,8 @@ pub struct Report {
     pub first_loss: [f32; 3],
     pub last_loss: [f32; 3],
     pub peak: [Option<usize>; 3],
+    /// Median ms of a step's six `sgd_momentum` calls, compiled and eager.
+    pub optimizer_ms: [f64; 2],
 }
 
 impl Report {
@@ -104,6 +106,8 @@ impl Report {
                 mib(peak)
             );
         }
+        let [oc, oe] = self.optimizer_ms;
+        println!("  of which the six sgd_momentum calls: compiled {oc:.2} ms, eager {oe:.2} ms");
         let (a, c) = (self.compiled_ms(), self.candle_ms());
         println!(
             "  ratio aot/candle {:.3}x (candle/aot {:.2}x; the target is candle/aot >= 4.5x)  eager/compiled {:.2}x",
@@ -145,6 +149,8 @@ struct AotStep {
     y: Tensor,
     params: Vec<Tensor>,
     bufs: Vec<Tensor>,
+    /// Each step's ms in the optimizer calls.
+    optimizer_ms: Vec<f64>,
 }
 
 impl AotStep {
@@ -162,7 +168,7 @@ impl AotStep {
         let bufs = params.iter().map(|p| Tensor::zeros(&p.shape(), DType::F32, &dev)).collect::<Result<Vec<_>>>()?;
         let x = Tensor::from_vec(x.to_vec(), &[BATCH, IN], &dev)?;
         let y = Tensor::from_vec(y.to_vec(), &[BATCH, CLASSES], &dev)?;
-        Ok(AotStep { compiled, x, y, params, bufs })
+        Ok(AotStep { compiled, x, y, params, bufs, optimizer_ms: Vec::new() })
     }
 
     fn loss(&self) -> BenchResult<Tensor> {
@@ -181,6 +187,7 @@ impl AotStep {
             p.set_grad(None);
         }
         loss.backward()?;
+        let st = Instant::now();
         for (p, buf) in self.params.iter_mut().zip(self.bufs.iter_mut()) {
             let g = p.grad().ok_or("a parameter got no gradient")?;
             if self.compiled {
@@ -190,6 +197,7 @@ impl AotStep {
                 sgd_momentum::compiled().run_eager(&args)?;
             }
         }
+        self.optimizer_ms.push(st.elapsed().as_secs_f64() * 1e3);
         Ok(loss.item::<f32>()?)
     }
 }
@@ -287,6 +295,10 @@ pub fn run(steps: usize) -> BenchResult<Report> {
     let mut t: [Vec<f64>; 3] = Default::default();
     let (mut first_loss, mut last_loss) = ([0.0f32; 3], [0.0f32; 3]);
     for step in 0..WARMUP + steps {
+        if step == WARMUP {
+            s.compiled.optimizer_ms.clear();
+            s.eager.optimizer_ms.clear();
+        }
         for (i, times) in t.iter_mut().enumerate() {
             let (ms, loss) = s.timed(i)?;
             if step == 0 {
@@ -299,7 +311,8 @@ pub fn run(steps: usize) -> BenchResult<Report> {
         }
     }
     let ms = [0, 1, 2].map(|i| median(&mut t[i]));
-    Ok(Report { steps, ms, first_loss, last_loss, peak })
+    let optimizer_ms = [median(&mut s.compiled.optimizer_ms), median(&mut s.eager.optimizer_ms)];
+    Ok(Report { steps, ms, first_loss, last_loss, peak, optimizer_ms })
 }
 
 /// Times one variant alone (`aot`, `eager` or `candle`), for a profiler:

@@ -260,10 +260,17 @@ impl CompiledFn {
         let no_grad = crate::autograd::NoGradGuard::new();
         let deferred = plan.runtime.deferred(&bases, |p| probe.geom(p));
         let skip = deferred.as_ref().map_or(&[][..], |d| d.skip());
-        let env = crate::executor::functional::execute(&plan.graph, &plan.kernels, &self.graph, args, &bases, &scalars, skip)?;
+        let env =
+            crate::executor::functional::execute(&plan.graph, (&plan.kernels, &plan.liveness), &self.graph, args, &bases, &scalars, skip)?;
         drop(no_grad);
         match env {
-            Some(env) => plan.runtime.apply(&plan.graph, &self.meta, args, &bases, &env, deferred.as_ref()),
+            Some(env) => {
+                let outs = plan.runtime.apply(&plan.graph, &self.meta, args, &bases, &env, deferred.as_ref());
+                // The run's last values, and the old buffers of inputs
+                // whose new buffers the epilogue handed over, for the next call.
+                crate::buffer_cache::recycling(|| drop(env));
+                outs
+            }
             None => {
                 // A `reshape`/`contiguous` aliased otherwise than assumed:
                 // give back the random numbers drawn and run the reference.
@@ -363,6 +370,20 @@ pub mod __private {
     /// out of place, without copying the input first, in this process.
     pub fn fresh_writes() -> u64 {
         crate::executor::fresh::count()
+    }
+
+    /// How many results of compiled calls were written over the buffer of
+    /// an operand that died at their node, instead of a new buffer, in this
+    /// process.
+    pub fn reused_buffers() -> u64 {
+        crate::executor::reuse::count()
+    }
+
+    /// The most values the executor's table held at once during the last
+    /// run of a graph (any stage) that finished on this thread: values are
+    /// dropped after their last use.
+    pub fn last_peak_values() -> usize {
+        crate::executor::interp::last_peak_values()
     }
 
     /// The joint executors, for tests that run joint graphs directly.

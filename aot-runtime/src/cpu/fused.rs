@@ -118,7 +118,7 @@ pub(crate) fn fused(name: &'static str, p: &Program<'_>, inputs: &[Input<'_>], o
     let bufs: Vec<&CpuStorage> = inputs.iter().map(|(s, _)| *s).collect();
     macro_rules! go {
         ($t:ty) => {
-            Some(run::<$t>(name, p, &bufs, inputs, out).map(<$t as crate::storage::CpuElem>::into_storage))
+            Some(run::<$t>(name, p, &bufs, inputs, out, None).map(<$t as crate::storage::CpuElem>::into_storage))
         };
     }
     match p.dtypes[p.stored] {
@@ -128,6 +128,49 @@ pub(crate) fn fused(name: &'static str, p: &Program<'_>, inputs: &[Input<'_>], o
         DType::BF16 => go!(half::bf16),
         DType::I64 => go!(i64),
         DType::Bool => go!(bool),
+    }
+}
+
+/// [`fused`] with the result written over input `k`'s buffer `dst`, which
+/// the caller took out of a storage no other tensor holds and nothing reads
+/// after this kernel; input `k` has exactly `out`'s layout and `out`'s
+/// dtype (its entry in `inputs` stands for it; that storage is not read).
+/// Each block of input `k` is loaded before the output block at the same
+/// positions is stored, so reading and writing one buffer is exact.
+/// `Err(dst)`: declined (the program does not write `dst`'s dtype, or
+/// `dst` is not `out`'s length), `dst` untouched.
+pub(crate) fn fused_over(
+    name: &'static str,
+    p: &Program<'_>,
+    inputs: &[Input<'_>],
+    k: usize,
+    dst: CpuStorage,
+    out: &Layout,
+) -> std::result::Result<Result<CpuStorage>, CpuStorage> {
+    let same_dtype = p.dtypes.get(k) == Some(&dst.dtype())
+        && p.dtypes.get(p.stored) == Some(&dst.dtype())
+        && inputs.iter().enumerate().all(|(i, (s, _))| i == k || p.dtypes.get(i) == Some(&s.dtype()));
+    if k >= inputs.len() || dst.len() != out.numel() || inputs[k].1 != *out || !same_dtype {
+        return Err(dst);
+    }
+    for (i, (s, l)) in inputs.iter().enumerate() {
+        if let Err(e) = super::strided::check_layout(name, l, if i == k { dst.len() } else { s.len() }) {
+            return Ok(Err(e));
+        }
+    }
+    let bufs: Vec<&CpuStorage> = inputs.iter().map(|(s, _)| *s).collect();
+    macro_rules! go {
+        ($t:ty, $v:expr) => {
+            Ok(run::<$t>(name, p, &bufs, inputs, out, Some((k, $v))).map(<$t as crate::storage::CpuElem>::into_storage))
+        };
+    }
+    match dst {
+        CpuStorage::F32(v) => go!(f32, v),
+        CpuStorage::F64(v) => go!(f64, v),
+        CpuStorage::F16(v) => go!(half::f16, v),
+        CpuStorage::BF16(v) => go!(half::bf16, v),
+        CpuStorage::I64(v) => go!(i64, v),
+        CpuStorage::Bool(v) => go!(bool, v),
     }
 }
 
@@ -208,16 +251,34 @@ impl Space {
     }
 }
 
-fn run<T: Stored>(name: &'static str, p: &Program<'_>, bufs: &[&CpuStorage], inputs: &[Input<'_>], out: &Layout) -> Result<Vec<T>> {
+/// `over`: input `k` is read from, and the result written over, this
+/// buffer (see [`fused_over`]).
+fn run<T: Stored>(
+    name: &'static str,
+    p: &Program<'_>,
+    bufs: &[&CpuStorage],
+    inputs: &[Input<'_>],
+    out: &Layout,
+    over: Option<(usize, Vec<T>)>,
+) -> Result<Vec<T>> {
     let n = out.numel();
     if out.offset != 0 {
         return Err(AotError::internal(name, "a fused kernel writes a dense output at offset 0"));
     }
     let space = Space::new(out, inputs);
-    let mut dst: Vec<T> = try_buffer(name, n)?;
+    let (own, mut dst) = match over {
+        Some((k, mut v)) if v.len() == n => {
+            // SAFETY: the elements stay as they are (every bit pattern of a
+            // float is a value); the blocks read them before writing them.
+            unsafe { v.set_len(0) };
+            (Some(k), v)
+        }
+        Some(_) => return Err(AotError::internal(name, "a fused kernel's own buffer has another length")),
+        None => (None, try_buffer(name, n)?),
+    };
     {
         let spare = &mut dst.spare_capacity_mut()[..n];
-        let task = |start: usize, chunk: &mut [MaybeUninit<T>]| block_range(name, p, bufs, &space, start, chunk);
+        let task = |start: usize, chunk: &mut [MaybeUninit<T>]| block_range(name, p, bufs, &space, own, start, chunk);
         if n >= PAR_MIN {
             spare.par_chunks_mut(TASK).enumerate().try_for_each(|(i, c)| task(i * TASK, c))?;
         } else {
@@ -232,12 +293,14 @@ fn run<T: Stored>(name: &'static str, p: &Program<'_>, bufs: &[&CpuStorage], inp
 }
 
 /// Computes the output positions `start .. start + chunk.len()` (in the
-/// output's memory order) into `chunk`.
+/// output's memory order) into `chunk`; input `own` (if any) is read from
+/// `chunk` itself, each block before it is overwritten.
 fn block_range<T: Stored>(
     name: &'static str,
     p: &Program<'_>,
     bufs: &[&CpuStorage],
     space: &Space,
+    own: Option<usize>,
     start: usize,
     chunk: &mut [MaybeUninit<T>],
 ) -> Result<()> {
@@ -256,6 +319,14 @@ fn block_range<T: Stored>(
         let at = idx.last().copied().unwrap_or(0);
         let len = (inner - at).min(BLOCK).min(chunk.len() - done);
         for (k, buf) in bufs.iter().enumerate().filter(|(k, _)| p.read[*k]) {
+            if own == Some(k) {
+                // SAFETY: `run` handed over an initialised buffer, and this
+                // block of it is read here, before it is written below.
+                if !unsafe { T::load_own(&chunk[done..done + len], &mut values[k]) } {
+                    return Err(bug("an own buffer of another dtype"));
+                }
+                continue;
+            }
             let stride = space.strides[k + 1].last().copied().unwrap_or(0);
             if !block::load(buf, offs[k + 1], stride, &mut values[k], len) {
                 return Err(bug("an input of another dtype"));

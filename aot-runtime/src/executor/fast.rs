@@ -4,7 +4,8 @@
 //! allocations that go with them) for work that needs none of it:
 //!
 //! - `add`/`sub`/`mul`/`div` and their in-place forms on two f32 or f64
-//!   tensors of one shape, both dense row-major;
+//!   tensors of one shape, both dense row-major, below the size at which
+//!   the eager kernels split work across threads;
 //! - the plan's copies: a `Cow` of an input's storage, and the epilogue's
 //!   write-back of a final version over the caller's storage.
 //!
@@ -193,6 +194,11 @@ pub(crate) fn binary_on(op: OpKind, a: &Tensor, b: &Tensor) -> Option<Tensor> {
     }
     with_layouts(a, b, |la, lb| {
         let (ra, rb) = dense_runs(a, la, b, lb)?;
+        // A large op runs the eager kernel, which splits it across threads
+        // (the dense primitives here run on the calling thread).
+        if ra.len() >= crate::cpu::PAR_MIN {
+            return None;
+        }
         if inplace {
             a.storage().binary_assign_dense(bop, ra, b.storage(), rb).ok()?;
             a.storage().bump_version();
@@ -309,6 +315,11 @@ mod tests {
             let env = env(b);
             assert!(binary(op, &args(), &env).is_none(), "{what}");
         }
+        // A large op runs the eager kernel (which uses every thread).
+        let big = f32s(crate::cpu::PAR_MIN, 0.0);
+        assert!(binary(OpKind::Add, &args(), &[Some(big.clone()), Some(big.clone())]).is_none(), "large");
+        let small = big.narrow(0, 0, crate::cpu::PAR_MIN as i64 - 1).unwrap();
+        assert!(binary(OpKind::Add, &args(), &[Some(small.clone()), Some(small)]).is_some(), "just below");
         drop(_no_grad);
         // With grad mode on the eager op records history.
         assert!(binary(OpKind::Add, &args(), &env(a.clone())).is_none(), "grad mode on");

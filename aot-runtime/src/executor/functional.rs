@@ -7,6 +7,7 @@
 //! ([`crate::wrappers::epilogue`]) applies the effects afterwards.
 
 use super::interp::{run, Blame, Ctx, Inputs, Mode, Stop, Track};
+use super::liveness::Liveness;
 use crate::arg::{Arg, Bases};
 use crate::error::Result;
 use aot_ir::kernel::Scheduled;
@@ -18,14 +19,14 @@ pub(crate) use super::values::Env;
 
 pub(crate) use super::interp::get;
 
-/// Executes `fg` in its kernel stage `kernels`, but for the nodes `skip`
-/// marks (by their index in `fg`: writes deferred to the epilogue,
-/// `deferred.rs`). `Ok(None)`: a `reshape`/`contiguous` did not alias as
-/// the pass assumed; nothing was written, and the caller must take the
-/// reference path.
+/// Executes `fg` in its kernel stage `kernels`, dropping each value after
+/// its last use (`live`), but for the nodes `skip` marks (by their index
+/// in `fg`: writes deferred to the epilogue, `deferred.rs`). `Ok(None)`: a
+/// `reshape`/`contiguous` did not alias as the pass assumed; nothing was
+/// written, and the caller must take the reference path.
 pub(crate) fn execute(
     fg: &FunctionalGraph,
-    kernels: &Scheduled,
+    (kernels, live): (&Scheduled, &Liveness),
     g: &Graph,
     args: &[Arg],
     bases: &Bases,
@@ -41,6 +42,7 @@ pub(crate) fn execute(
         skip,
         origin: &kernels.origin,
         fresh: &kernels.fresh,
+        live,
         blame: Blame::Mapped { graph: g, src_node: &fg.src_node },
     };
     match run(&kernels.nodes, &mut env, &cx, &mut Track::Nothing) {

@@ -21,6 +21,12 @@
 //!   `as_strided` view reaching outside its receiver falls back; a backward
 //!   with missing tangents tracks which values are zero.
 //!
+//! After each node, the values that die there (`liveness.rs`, computed
+//! once per plan) are dropped, so a run holds only what is still to be
+//! read. In the functional and joint stages an elementwise node may write
+//! its result over the buffer of an operand that dies there and that
+//! nothing else holds (`reuse.rs`); the source stage never does.
+//!
 //! Every node runs under its own `no_grad`. Each op runs through the one
 //! dispatcher ([`super::dispatch`]), or a direct kernel (`fast.rs`) where
 //! one computes the same and the mode allows it. A node whose assumption
@@ -28,6 +34,7 @@
 //! assumed) stops the run with [`Stop::Fallback`] before it is stored.
 
 use super::dispatch::{exec, exec_node, replay, ArgGeometrySource, Values};
+use super::liveness::Liveness;
 use crate::arg::{scalar_values, Arg, Bases};
 use crate::autograd::prims::{eval_prim, scalar};
 use crate::autograd::view_prims::eval_view_prim;
@@ -128,6 +135,9 @@ pub(crate) struct Ctx<'a, G: ?Sized> {
     /// Per node: a copy and its one whole-root write that may run out of
     /// place (`aot_ir::kernel::Scheduled::fresh`); empty for none.
     pub fresh: &'a [bool],
+    /// Per node, the values that die there (dropped from the table right
+    /// after it; see `liveness.rs`).
+    pub live: &'a Liveness,
     pub blame: Blame<'a>,
 }
 
@@ -174,17 +184,24 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
     cx: &Ctx<'_, G>,
     track: &mut Track<'_>,
 ) -> std::result::Result<(), Stop> {
+    // How many values the table holds, and the most it held (for tests).
+    let mut held = env.iter().filter(|t| t.is_some()).count();
+    let mut peak = held;
     for (i, node) in nodes.iter().enumerate() {
         let before = if cx.origin.is_empty() { Some(i) } else { cx.origin.get(i).copied().flatten() };
         if before.and_then(|k| cx.skip.get(k)).copied().unwrap_or(false) {
+            held -= release(env, cx.live.after(i), cx.mode);
             continue;
         }
         let t = {
             let _no_grad = node.no_grad.then(NoGradGuard::new);
+            // An operand whose buffer the result may take (not in the
+            // source stage, which writes and returns the caller's tensors).
+            let over = if cx.mode.direct_kernels { super::reuse::donor(node, i, env, cx.live) } else { None };
             match (&node.op, &mut *track) {
                 // Zeros are tracked through the kernel's body.
-                (Op::Kernel(k), Track::Zeros(zero)) => super::kernel::run(k, node, env, cx, Some(zero))?,
-                _ => step(node, cx.fresh.get(i).copied().unwrap_or(false), env, cx)?,
+                (Op::Kernel(k), Track::Zeros(zero)) => super::kernel::run(k, node, env, cx, Some(zero), over)?,
+                _ => step(node, Reuse { fresh: cx.fresh.get(i).copied().unwrap_or(false), over, at: i }, env, cx)?,
             }
         };
         let t = match track {
@@ -212,16 +229,63 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
             Track::Zeros(_) => t,
         };
         if let Some(out) = node.out {
-            *env.get_mut(out.index()).ok_or_else(|| internal(format!("value {out} out of range")))? = Some(t);
+            let slot = env.get_mut(out.index()).ok_or_else(|| internal(format!("value {out} out of range")))?;
+            held += usize::from(slot.replace(t).is_none());
+            peak = peak.max(held);
         }
+        held -= release(env, cx.live.after(i), cx.mode);
     }
+    PEAK_VALUES.with(|p| p.set(peak));
     Ok(())
 }
 
-/// The value `node` computes (`fresh`: see [`Ctx::fresh`]).
+thread_local! {
+    static PEAK_VALUES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The most values the table held at once during the last run that
+/// finished on this thread.
+pub(crate) fn last_peak_values() -> usize {
+    PEAK_VALUES.with(std::cell::Cell::get)
+}
+
+/// Drops the values `dead` from the table (their last reader has run);
+/// how many it held. A compiled stage's buffers go back to the buffer
+/// cache (`buffer_cache::recycling`), for the next call of its plan.
+#[inline]
+fn release(env: &mut [Option<Tensor>], dead: &[ValueId], mode: Mode) -> usize {
+    let mut drop_all = || {
+        let mut n = 0;
+        for v in dead {
+            if let Some(slot) = env.get_mut(v.index()) {
+                n += usize::from(slot.take().is_some());
+            }
+        }
+        n
+    };
+    if dead.is_empty() {
+        0
+    } else if mode.direct_kernels {
+        crate::buffer_cache::recycling(drop_all)
+    } else {
+        drop_all()
+    }
+}
+
+/// What a node may reuse: `fresh` (see [`Ctx::fresh`]), and `over`, the
+/// position of a tensor argument that dies at node `at` and whose buffer
+/// its result may take (`reuse.rs`).
+#[derive(Clone, Copy)]
+struct Reuse {
+    fresh: bool,
+    over: Option<usize>,
+    at: usize,
+}
+
+/// The value `node` computes.
 fn step<G: ArgGeometrySource + ?Sized>(
     node: &Node,
-    fresh: bool,
+    Reuse { fresh, over, at }: Reuse,
     env: &[Option<Tensor>],
     cx: &Ctx<'_, G>,
 ) -> std::result::Result<Tensor, Stop> {
@@ -245,6 +309,12 @@ fn step<G: ArgGeometrySource + ?Sized>(
             })
         }
         Op::Regen(chain) => replay_checked(tensor(0)?, chain, cx),
+        Op::Dsl { op, check_alias: None } if over.is_some() => {
+            match over.and_then(|k| super::reuse::elementwise(*op, &node.args, k, env, cx.scalars)) {
+                Some(r) => Ok(r.map_err(blamed)?),
+                None => step(node, Reuse { fresh, over: None, at }, env, cx),
+            }
+        }
         Op::Dsl { op, check_alias } => {
             let direct = if cx.mode.direct_kernels { super::fast::binary(*op, &node.args, env) } else { None };
             let r = match direct {
@@ -263,6 +333,9 @@ fn step<G: ArgGeometrySource + ?Sized>(
         }
         Op::Mutate { op, .. } if fresh && cx.mode.mutate_in_place => {
             let original = tensor(0)?;
+            if let Some(r) = super::fresh::over_dying(*op, &node.args, at, env, cx) {
+                return Ok(r.map_err(blamed)?);
+            }
             if let Some(r) = super::fresh::out_of_place(*op, original, node.args.get(2..).unwrap_or(&[]), env, cx.scalars) {
                 return Ok(r);
             }
@@ -297,7 +370,7 @@ fn step<G: ArgGeometrySource + ?Sized>(
             Ok(root)
         }
         Op::Prim(p) => Ok(run_prim(p, node, env, cx)?),
-        Op::Kernel(k) => super::kernel::run(k, node, env, cx, None),
+        Op::Kernel(k) => super::kernel::run(k, node, env, cx, None, over),
         Op::Load(_) => Err(internal("`load` outside a kernel body".into()).into()),
     }
 }
@@ -425,6 +498,8 @@ pub(crate) fn run_recording(g: &Graph, args: &[Arg], outcomes: &mut Vec<Option<b
             env[v.index()] = Some(t.clone());
         }
     }
+    // The eager reference has no plan to keep its liveness in.
+    let live = Liveness::new(&g.nodes, g.values.len(), &g.outputs);
     let cx = Ctx {
         mode: Mode::SOURCE,
         inputs: Inputs::Bound,
@@ -433,6 +508,7 @@ pub(crate) fn run_recording(g: &Graph, args: &[Arg], outcomes: &mut Vec<Option<b
         skip: &[],
         origin: &[],
         fresh: &[],
+        live: &live,
         blame: Blame::Source(g),
     };
     run(&g.nodes, &mut env, &cx, &mut Track::Aliasing(outcomes)).map_err(Stop::into_error)?;

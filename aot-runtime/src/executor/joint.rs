@@ -9,6 +9,7 @@
 //! `aot_ir::transform::partition`).
 
 use super::interp::{get, run, Blame, Ctx, Inputs, Mode, Stop, Track};
+use super::liveness::Liveness;
 use crate::autograd::NoGradGuard;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
@@ -50,8 +51,19 @@ fn internal(msg: String) -> AotError {
     AotError::Internal { op: "joint graph", msg }
 }
 
-fn ctx<'a>(inputs: Inputs<'a>, scalars: &'a [Option<ScalarValue>], geometry: &'a [Option<Layout>]) -> Ctx<'a, [Option<Layout>]> {
-    Ctx { mode: Mode::JOINT, inputs, scalars, geometry, skip: &[], origin: &[], fresh: &[], blame: Blame::Nobody }
+fn ctx<'a>(
+    inputs: Inputs<'a>,
+    scalars: &'a [Option<ScalarValue>],
+    geometry: &'a [Option<Layout>],
+    live: &'a Liveness,
+) -> Ctx<'a, [Option<Layout>]> {
+    Ctx { mode: Mode::JOINT, inputs, scalars, geometry, skip: &[], origin: &[], fresh: &[], live, blame: Blame::Nobody }
+}
+
+/// The liveness of a forward or backward graph (its outputs are read
+/// after it), for a plan to keep (`TrainingPlan`).
+pub(crate) fn liveness(sg: &SubGraph, num_values: usize) -> Liveness {
+    Liveness::new(&sg.nodes, num_values, &sg.outputs)
 }
 
 /// Runs the whole joint graph: (forward outputs, per-parameter gradients).
@@ -64,7 +76,9 @@ pub fn run_joint(
 ) -> Result<(Vec<Tensor>, Vec<Option<Tensor>>)> {
     let _no_grad = NoGradGuard::new();
     let mut env: Vec<Option<Tensor>> = vec![None; jg.num_values];
-    let cx = ctx(Inputs::Tensors { primals, tangents }, scalars, geometry);
+    let live_out: Vec<_> = jg.fw_outputs.iter().map(|o| o.value).chain(jg.input_grads.iter().flatten().copied()).collect();
+    let live = Liveness::new(&jg.nodes, jg.num_values, &live_out);
+    let cx = ctx(Inputs::Tensors { primals, tangents }, scalars, geometry, &live);
     run(&jg.nodes, &mut env, &cx, &mut Track::Nothing).map_err(Stop::into_error)?;
     let outs = jg.fw_outputs.iter().map(|o| get(&env, o.value).cloned()).collect::<Result<Vec<_>>>()?;
     let grads = jg.input_grads.iter().map(|g| g.map(|g| get(&env, g).cloned()).transpose()).collect::<Result<Vec<_>>>()?;
@@ -79,11 +93,12 @@ pub fn run_subgraph(
     scalars: &[Option<ScalarValue>],
     geometry: &[Option<Layout>],
 ) -> Result<Outcome<Vec<Tensor>>> {
-    outcome(subgraph(sg, num_values, inputs, &[], scalars, geometry))
+    outcome(subgraph(sg, num_values, inputs, &[], scalars, geometry, None))
 }
 
 /// `zero_inputs[i]`: input `i` is a stand-in zero (a tangent that never
-/// arrived); see [`run_backward`].
+/// arrived); see [`run_backward`]. `live`: the graph's liveness, from its
+/// plan (computed here when there is none).
 fn subgraph(
     sg: &SubGraph,
     num_values: usize,
@@ -91,6 +106,7 @@ fn subgraph(
     zero_inputs: &[bool],
     scalars: &[Option<ScalarValue>],
     geometry: &[Option<Layout>],
+    live: Option<&Liveness>,
 ) -> std::result::Result<Vec<Tensor>, Stop> {
     let _no_grad = NoGradGuard::new();
     if inputs.len() != sg.inputs.len() {
@@ -108,7 +124,15 @@ fn subgraph(
     }
     // Only a backward with a missing tangent tracks zeros.
     let mut track = if zero_inputs.iter().any(|&z| z) { Track::Zeros(&mut zero) } else { Track::Nothing };
-    run(&sg.nodes, &mut env, &ctx(Inputs::Bound, scalars, geometry), &mut track)?;
+    let own;
+    let live = match live {
+        Some(l) => l,
+        None => {
+            own = liveness(sg, num_values);
+            &own
+        }
+    };
+    run(&sg.nodes, &mut env, &ctx(Inputs::Bound, scalars, geometry, live), &mut track)?;
     Ok(sg.outputs.iter().map(|v| get(&env, *v).cloned()).collect::<Result<Vec<_>>>()?)
 }
 
@@ -119,7 +143,18 @@ pub fn run_forward(
     scalars: &[Option<ScalarValue>],
     geometry: &[Option<Layout>],
 ) -> Result<Outcome<(Vec<Tensor>, Vec<Tensor>)>> {
-    Ok(match run_subgraph(&p.forward, p.num_values, primals, scalars, geometry)? {
+    forward(p, None, primals, scalars, geometry)
+}
+
+/// [`run_forward`] with the forward's liveness from its plan.
+pub(crate) fn forward(
+    p: &Partition,
+    live: Option<&Liveness>,
+    primals: &[Tensor],
+    scalars: &[Option<ScalarValue>],
+    geometry: &[Option<Layout>],
+) -> Result<Outcome<(Vec<Tensor>, Vec<Tensor>)>> {
+    Ok(match outcome(subgraph(&p.forward, p.num_values, primals, &[], scalars, geometry, live))? {
         Outcome::Done(mut outs) => {
             let saved = outs.split_off(p.num_fw_outputs);
             Outcome::Done((outs, saved))
@@ -144,9 +179,22 @@ pub fn run_backward(
     scalars: &[Option<ScalarValue>],
     geometry: &[Option<Layout>],
 ) -> Result<Vec<Option<Tensor>>> {
+    backward(p, None, saved, tangents, arrived, scalars, geometry)
+}
+
+/// [`run_backward`] with the backward's liveness from its plan.
+pub(crate) fn backward(
+    p: &Partition,
+    live: Option<&Liveness>,
+    saved: &[Tensor],
+    tangents: &[Tensor],
+    arrived: &[bool],
+    scalars: &[Option<ScalarValue>],
+    geometry: &[Option<Layout>],
+) -> Result<Vec<Option<Tensor>>> {
     let inputs: Vec<Tensor> = saved.iter().chain(tangents).cloned().collect();
     let zero_inputs: Vec<bool> =
         saved.iter().map(|_| false).chain((0..tangents.len()).map(|i| !arrived.get(i).copied().unwrap_or(true))).collect();
-    let outs = outcome(subgraph(&p.backward, p.num_values, &inputs, &zero_inputs, scalars, geometry))?.into_result()?;
+    let outs = outcome(subgraph(&p.backward, p.num_values, &inputs, &zero_inputs, scalars, geometry, live))?.into_result()?;
     p.grad_slots.iter().map(|s| s.map(|i| outs.get(i).cloned().ok_or_else(|| internal(format!("no gradient {i}")))).transpose()).collect()
 }

@@ -45,18 +45,21 @@ pub fn stats() -> (u64, u64) {
 }
 
 /// The value of kernel node `node`. `zeros`: the backward's zero tracking,
-/// if on (the kernel's own entry is set here).
+/// if on (the kernel's own entry is set here). `over`: an input that dies
+/// here and that nothing else holds, whose buffer the fused pass may write
+/// its result over (`Storage::fused_over`).
 pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
     k: &Kernel,
     node: &Node,
     env: &[Option<Tensor>],
     cx: &Ctx<'_, G>,
     zeros: Option<&mut [bool]>,
+    over: Option<usize>,
 ) -> std::result::Result<Tensor, Stop> {
     let inputs = node.tensor_args().map(|v| get(env, v)).collect::<Result<Vec<_>>>()?;
     let any_zero = zeros.as_ref().is_some_and(|z| node.tensor_args().any(|v| z.get(v.index()).copied().unwrap_or(false)));
     if !any_zero {
-        if let Some(t) = fused(k, &inputs, cx.scalars) {
+        if let Some(t) = fused(k, &inputs, cx.scalars, over) {
             FUSED.fetch_add(1, Ordering::Relaxed);
             return Ok(t?);
         }
@@ -137,7 +140,7 @@ fn internal(msg: String) -> AotError {
 /// The kernel fused on its inputs' backend; `None` where [`plan`] finds
 /// it outside what the fused path computes as eager does, or the backend
 /// declines.
-fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<Result<Tensor>> {
+fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>], over: Option<usize>) -> Option<Result<Tensor>> {
     if let Some(r) = k.reduction() {
         let t = reduce::fused(k, r, inputs, scalars)?;
         if let Ok(t) = &t {
@@ -155,7 +158,9 @@ fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Opt
         .zip(&p.read)
         .map(|((t, l), &r)| (&**t.storage(), if r { broadcast_layout(l, &p.out.shape) } else { unread() }))
         .collect();
-    let storage = Storage::fused("fused kernel", &program, &operands, &p.out)?;
+    let storage = over
+        .and_then(|i| Storage::fused_over("fused kernel", &program, &operands, i, &p.out))
+        .or_else(|| Storage::fused("fused kernel", &program, &operands, &p.out))?;
     let t = storage.map(|s| Tensor::from_storage(s, p.out));
     if let Ok(t) = &t {
         // Per body value: its dtype and the dtype its op computes in.

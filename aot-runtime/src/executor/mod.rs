@@ -15,6 +15,10 @@
 //!   or op by op.
 //! - [`fresh`]: a first write of an input computed out of place from the
 //!   original, without its copy.
+//! - [`liveness`]: per node, the values that die there; the interpreter
+//!   drops them, so a run holds only the values still to be read;
+//!   [`reuse`]: an elementwise result written over the buffer of an
+//!   operand that dies at its node.
 //! - [`fast`]: direct kernels for small dense elementwise nodes and the
 //!   plan's copies; [`deferred`]: in-place writes of an input that wait for
 //!   the epilogue and run on the caller's storage; [`values`]: the value
@@ -31,4 +35,6 @@ pub(crate) mod functional;
 pub(crate) mod interp;
 pub(crate) mod joint;
 pub(crate) mod kernel;
+pub(crate) mod liveness;
+pub(crate) mod reuse;
 pub(crate) mod values;

@@ -25,7 +25,7 @@
 use crate::arg::Arg;
 use crate::autograd::{record_multi, CustomBackward, NoGradGuard, SavedTensor};
 use crate::error::{AotError, Result};
-use crate::executor::joint::{run_backward, run_forward, Outcome};
+use crate::executor::joint::{backward, forward, Outcome};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
 use crate::wrappers::epilogue::TrainingEpilogue;
@@ -71,7 +71,8 @@ impl CustomBackward for CompiledBackward {
             })
             .collect::<Result<Vec<_>>>()?;
         let arrived: Vec<bool> = self.plan.joint.tangents.iter().map(|&oi| grads.get(oi).is_some_and(Option::is_some)).collect();
-        let mut input_grads = run_backward(&self.plan.partition, &saved, &tangents, &arrived, &self.scalars, &self.geometry)?;
+        let mut input_grads =
+            backward(&self.plan.partition, Some(&self.plan.backward_live), &saved, &tangents, &arrived, &self.scalars, &self.geometry)?;
         for (p, (g, deps)) in input_grads.iter_mut().zip(&self.plan.grad_tangents).enumerate() {
             if !deps.iter().any(|&t| arrived[t]) {
                 *g = None;
@@ -136,7 +137,7 @@ pub(crate) fn run(
     let Some(synthetic) = admit(plan, cp, meta, args)? else { return Ok(None) };
     let geometry: Vec<Option<Layout>> = args.iter().map(|a| a.tensor().map(Tensor::layout)).collect();
     let bases = cp.synthetic_base.collect_bases(args);
-    let (outs, saved) = match run_forward(&plan.partition, &bases, scalars, &geometry) {
+    let (outs, saved) = match forward(&plan.partition, Some(&plan.forward_live), &bases, scalars, &geometry) {
         Ok(Outcome::Done(r)) => r,
         // A `reshape`/`contiguous` aliased otherwise than the plan assumed,
         // or an `as_strided` outside its receiver: nothing was written; the

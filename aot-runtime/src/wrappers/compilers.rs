@@ -10,6 +10,7 @@
 //! `TORCH_LOGS=output_code` does.
 
 use crate::error::{AotError, Result};
+use crate::executor::liveness::Liveness;
 use aot_ir::kernel::{schedule, Scheduled};
 use aot_ir::print::Names;
 use aot_ir::transform::partition::{Partition, SubGraph};
@@ -77,6 +78,13 @@ fn compile(
 /// The inference stage: `fg` scheduled (its outputs, copy-backs and
 /// metadata mutations are read after it).
 pub(crate) fn inference_compiler(fg: &FunctionalGraph) -> Result<Scheduled> {
+    let live = inference_live_out(fg);
+    compile(&format!("`{}` (inference)", fg.name), Stage::Functional, &fg.nodes, fg.num_values, &[], &live, &fg.params)
+}
+
+/// The values of `fg` read after its stage: outputs, copy-backs and
+/// metadata mutations.
+pub(crate) fn inference_live_out(fg: &FunctionalGraph) -> Vec<ValueId> {
     let mut live: Vec<ValueId> = fg.mutated_groups.iter().map(|&(_, v)| v).chain(fg.metadata_mutations.iter().map(|&(_, v)| v)).collect();
     for o in &fg.outputs {
         match o {
@@ -85,7 +93,12 @@ pub(crate) fn inference_compiler(fg: &FunctionalGraph) -> Result<Scheduled> {
             FOutput::ViewOfIntermediate { base, value } => live.extend([*base, *value]),
         }
     }
-    compile(&format!("`{}` (inference)", fg.name), Stage::Functional, &fg.nodes, fg.num_values, &[], &live, &fg.params)
+    live
+}
+
+/// The liveness of an inference stage (`kernels`, scheduled from `fg`).
+pub(crate) fn inference_liveness(fg: &FunctionalGraph, kernels: &Scheduled) -> Liveness {
+    Liveness::new(&kernels.nodes, fg.num_values, &inference_live_out(fg))
 }
 
 fn subgraph(what: &str, stage: Stage, sg: &SubGraph, num_values: usize, params: &[Param]) -> Result<SubGraph> {

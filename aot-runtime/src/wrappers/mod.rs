@@ -136,6 +136,8 @@ pub(crate) struct CallPlan {
     /// The functional graph's kernel stage (`compilers::inference_compiler`),
     /// what an inference call runs.
     pub(crate) kernels: aot_ir::kernel::Scheduled,
+    /// Per node of `kernels`, the values that die there.
+    pub(crate) liveness: crate::executor::liveness::Liveness,
     pub(crate) runtime: RuntimeWrapper,
     pub(crate) autograd: AOTDispatchAutograd,
 }
@@ -152,8 +154,9 @@ impl CallPlan {
         graph.verify().map_err(|e| AotError::Internal { op: "functionalize", msg: e.to_string() })?;
         let runtime = RuntimeWrapper::pre_compile(&graph);
         let kernels = compilers::inference_compiler(&graph)?;
+        let liveness = compilers::inference_liveness(&graph, &kernels);
         let autograd = AOTDispatchAutograd::pre_compile();
-        Ok(CallPlan { debug_assert, mutations, dedupe, synthetic_base, graph, kernels, runtime, autograd })
+        Ok(CallPlan { debug_assert, mutations, dedupe, synthetic_base, graph, kernels, liveness, runtime, autograd })
     }
 }
 

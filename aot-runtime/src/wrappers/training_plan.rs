@@ -16,6 +16,9 @@ pub(crate) struct TrainingPlan {
     /// The partition, its forward and backward scheduled into kernels
     /// (`compilers::training_compilers`).
     pub(crate) partition: Partition,
+    /// The liveness of the scheduled forward and backward.
+    pub(crate) forward_live: crate::executor::liveness::Liveness,
+    pub(crate) backward_live: crate::executor::liveness::Liveness,
     /// Per source parameter, the tangents its gradient depends on. A
     /// gradient none of whose tangents arrived is `None`, not zeros, as in
     /// PyTorch (the leaf's `.grad` stays unset).
@@ -84,7 +87,9 @@ impl TrainingPlan {
         }
         let grad_tangents = grad_tangent_deps(&partition, joint.tangents.len());
         let partition = super::compilers::training_compilers(&joint, &partition, &source.params).map_err(|e| e.to_string())?;
-        Ok(TrainingPlan { joint, partition, grad_tangents, metadata_mutated_storages })
+        let forward_live = crate::executor::joint::liveness(&partition.forward, partition.num_values);
+        let backward_live = crate::executor::joint::liveness(&partition.backward, partition.num_values);
+        Ok(TrainingPlan { joint, partition, forward_live, backward_live, grad_tangents, metadata_mutated_storages })
     }
 }
 

@@ -140,11 +140,25 @@ pub(crate) trait Stored: CpuElem + Send {
     /// Writes the first `o.len()` elements of `b` (of this dtype) to `o`;
     /// `false`: `b` is not of this dtype's representation.
     fn store(b: &Block, o: &mut [MaybeUninit<Self>]) -> bool;
+    /// Loads `src` into `dst` (this dtype's representation); `false`:
+    /// `dst` is not of it.
+    ///
+    /// # Safety
+    /// Every element of `src` is initialised.
+    unsafe fn load_own(src: &[MaybeUninit<Self>], dst: &mut Block) -> bool;
 }
 
 macro_rules! stored {
-    ($t:ty, $variant:ident, $conv:expr) => {
+    ($t:ty, $variant:ident, $conv:expr, $back:expr) => {
         impl Stored for $t {
+            unsafe fn load_own(src: &[MaybeUninit<$t>], dst: &mut Block) -> bool {
+                let Block::$variant(d) = dst else { return false };
+                for (d, x) in d.iter_mut().zip(src) {
+                    // SAFETY: the caller's guarantee.
+                    *d = $back(unsafe { x.assume_init_read() });
+                }
+                d.len() >= src.len()
+            }
             fn store(b: &Block, o: &mut [MaybeUninit<$t>]) -> bool {
                 let Block::$variant(v) = b else { return false };
                 for (o, &x) in o.iter_mut().zip(v) {
@@ -155,13 +169,13 @@ macro_rules! stored {
         }
     };
 }
-stored!(f32, F32, |x: f32| x);
+stored!(f32, F32, |x: f32| x, |x: f32| x);
 // Exact: every f16/bf16 value was rounded to its type when computed.
-stored!(f16, F32, f16::from_f32);
-stored!(bf16, F32, bf16::from_f32);
-stored!(f64, F64, |x: f64| x);
-stored!(i64, I64, |x: i64| x);
-stored!(bool, Bool, |x: bool| x);
+stored!(f16, F32, f16::from_f32, f16::to_f32);
+stored!(bf16, F32, bf16::from_f32, bf16::to_f32);
+stored!(f64, F64, |x: f64| x, |x: f64| x);
+stored!(i64, I64, |x: i64| x, |x: i64| x);
+stored!(bool, Bool, |x: bool| x, |x: bool| x);
 
 /// `src` cast to `to` as eager casts, into `dst` (of `to`'s representation).
 fn convert(src: Slice<'_>, to: DType, dst: &mut Block) -> bool {
