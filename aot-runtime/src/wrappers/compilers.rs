@@ -1,7 +1,9 @@
 //! The compilers of the chain (PyTorch's `inference_compiler`,
 //! `fw_compiler` and `bw_compiler`): each turns a stage into the kernel
-//! stage by scheduling its fusible elementwise nodes into kernels
-//! (`aot_ir::kernel::schedule`), and checks the result with the verifier.
+//! stage by scheduling its fusible nodes (elementwise ops, casts, and one
+//! reduction per kernel with its prologue and epilogue) into kernels
+//! (`aot_ir::kernel::schedule`), checks the result with the verifier, and
+//! works out each stage's liveness (`executor::liveness`) once per plan.
 //! `AOT_LOG=graphs` prints the scheduled partitions of training calls.
 //!
 //! `AOT_KERNELS=0` in the environment turns scheduling off (every node
