@@ -276,6 +276,14 @@ pub(crate) fn call_refusal(sb: &AOTSyntheticBaseWrapper, meta: &StaticMeta, args
         let g = groups.group_of.get(p).copied().flatten();
         g.is_some() && groups.group_of.iter().enumerate().any(|(q, h)| q != p && *h == g)
     };
+    // A write into an integer or bool argument is not differentiable (its
+    // result never requires grad), which the joint graph, blind to dtypes,
+    // does not know: it would send gradients through the cast.
+    let integral_written =
+        |(p, a): (usize, &Arg)| a.tensor().is_some_and(|t| !t.dtype().is_float()) && meta.inputs.get(p).is_some_and(|m| m.mutates_data());
+    if args.iter().enumerate().any(integral_written) {
+        return Some("a write into an integer or bool argument in a training call runs eagerly for now");
+    }
     if meta.mutates_inputs && meta.outputs.iter().any(|o| o.no_grad_view && o.grad_deps.iter().any(|&p| shared(p))) {
         return Some("a view made under no_grad of an argument that another argument aliases, in a function that writes its arguments");
     }
