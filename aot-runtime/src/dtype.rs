@@ -192,6 +192,33 @@ impl From<bool> for Scalar {
     }
 }
 
+/// The IR's and the CUDA renderer's names of the dtypes.
+impl DType {
+    pub(crate) fn from_ir(d: aot_ir::IrDType) -> DType {
+        use aot_ir::IrDType as I;
+        match d {
+            I::F32 => DType::F32,
+            I::F64 => DType::F64,
+            I::F16 => DType::F16,
+            I::BF16 => DType::BF16,
+            I::I64 => DType::I64,
+            I::Bool => DType::Bool,
+        }
+    }
+    /// The renderer's element type of this dtype.
+    pub(crate) fn kernel_dtype(self) -> aot_ir::kernel::render::KernelDType {
+        use aot_ir::kernel::render::KernelDType as K;
+        match self {
+            DType::F32 => K::F32,
+            DType::F64 => K::F64,
+            DType::F16 => K::F16,
+            DType::BF16 => K::BF16,
+            DType::I64 => K::I64,
+            DType::Bool => K::Bool,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

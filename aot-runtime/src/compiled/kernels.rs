@@ -174,30 +174,17 @@ impl RanKernel {
     fn cuda_source(&self) -> Result<KernelSource> {
         let k = &self.kernel;
         let unsupported = |msg: String| AotError::Unsupported { op: "kernels_for", msg: format!("kernel `{}`: {msg}", k.name) };
-        let kd = |d: DType| kernel_dtype(d).ok_or_else(|| unsupported(format!("{d} values are not rendered for CUDA")));
         let types = match &self.types {
             Some(t) => KernelTypes {
-                values: t.iter().map(|&(v, _)| kd(v)).collect::<Result<_>>()?,
-                compute: t.iter().map(|&(_, c)| kd(c)).collect::<Result<_>>()?,
+                values: t.iter().map(|&(v, _)| v.kernel_dtype()).collect(),
+                compute: t.iter().map(|&(_, c)| c.kernel_dtype()).collect(),
             },
             None => {
-                let inputs = self.inputs.iter().map(|&d| kd(d)).collect::<Result<Vec<_>>>()?;
+                let inputs: Vec<KernelDType> = self.inputs.iter().map(|&d| d.kernel_dtype()).collect();
                 KernelTypes::infer(k, &inputs).map_err(|e| unsupported(e.to_string()))?
             }
         };
         let rendered = render_cuda_typed(k, &types, self.rank, &ScalarSlots::of(k)).map_err(|e| unsupported(e.to_string()))?;
         Ok(KernelSource { name: rendered.name, source: rendered.source })
     }
-}
-
-/// The renderer's dtype of `d`.
-fn kernel_dtype(d: DType) -> Option<KernelDType> {
-    Some(match d {
-        DType::F32 => KernelDType::F32,
-        DType::F64 => KernelDType::F64,
-        DType::F16 => KernelDType::F16,
-        DType::BF16 => KernelDType::BF16,
-        DType::I64 => KernelDType::I64,
-        DType::Bool => KernelDType::Bool,
-    })
 }

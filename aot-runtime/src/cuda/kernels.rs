@@ -42,18 +42,6 @@ pub(super) struct OneOp<'a> {
     pub compute: DType,
 }
 
-/// The renderer's dtype of `d`.
-pub(super) fn kernel_dtype(d: DType) -> KernelDType {
-    match d {
-        DType::F32 => KernelDType::F32,
-        DType::F64 => KernelDType::F64,
-        DType::F16 => KernelDType::F16,
-        DType::BF16 => KernelDType::BF16,
-        DType::I64 => KernelDType::I64,
-        DType::Bool => KernelDType::Bool,
-    }
-}
-
 fn ir_dtype(d: DType) -> IrDType {
     match d {
         DType::F32 => IrDType::F32,
@@ -87,9 +75,9 @@ fn kernel(one: &OneOp<'_>, inputs: &[Buf<'_>], out: DType) -> (Kernel, KernelTyp
         None => format!("aot_{}", one.op.name()),
     };
     let k = Kernel { name, body, num_values, out: ValueId(n), stage_values: (0..num_values as u32).map(ValueId).collect() };
-    let values: Vec<KernelDType> = inputs.iter().map(|b| kernel_dtype(b.dtype)).chain([kernel_dtype(out)]).collect();
+    let values: Vec<KernelDType> = inputs.iter().map(|b| b.dtype.kernel_dtype()).chain([out.kernel_dtype()]).collect();
     let mut compute = values.clone();
-    compute[n as usize] = kernel_dtype(one.compute);
+    compute[n as usize] = one.compute.kernel_dtype();
     (k, KernelTypes { values, compute })
 }
 
@@ -121,8 +109,8 @@ pub(super) unsafe fn launch(
     let (k, types) = kernel(one, inputs, out.dtype);
     let rank = out.layout.shape.len();
     let r = render_cuda_typed(&k, &types, rank, &ScalarSlots::of(&k)).map_err(|e| AotError::internal(name, e.to_string()))?;
-    let mut pointers = vec![format!("{} *", kernel_dtype(out.dtype).storage())];
-    pointers.extend(inputs.iter().map(|b| format!("const {} *", kernel_dtype(b.dtype).storage())));
+    let mut pointers = vec![format!("{} *", out.dtype.kernel_dtype().storage())];
+    pointers.extend(inputs.iter().map(|b| format!("const {} *", b.dtype.kernel_dtype().storage())));
     let entry = Entry { name: r.name.clone(), pointers, sync: false };
     let bufs: Vec<u64> = std::iter::once(out.addr).chain(inputs.iter().map(|b| b.addr)).collect();
     let layouts: Vec<(i64, Vec<i64>)> = inputs.iter().map(|b| operand(b.layout)).collect();

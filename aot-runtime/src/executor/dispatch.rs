@@ -16,7 +16,7 @@ use crate::layout::Layout;
 use crate::ops::Operand;
 use crate::tensor::Tensor;
 use aot_ir::transform::ChainStep;
-use aot_ir::{Arg as IrArg, IrDType, OpKind, ScalarValue, ValueId};
+use aot_ir::{Arg as IrArg, OpKind, ScalarValue, ValueId};
 use std::borrow::Cow;
 
 /// Where the dispatcher reads the tensor of an `IrArg::Tensor(v)`.
@@ -202,14 +202,7 @@ impl<'e, E: Values + ?Sized> Ctx<'e, E> {
 
     fn dtype(&self, i: usize) -> Result<DType> {
         match self.arg(i)? {
-            IrArg::DType(d) => Ok(match d {
-                IrDType::F32 => DType::F32,
-                IrDType::F64 => DType::F64,
-                IrDType::F16 => DType::F16,
-                IrDType::BF16 => DType::BF16,
-                IrDType::I64 => DType::I64,
-                IrDType::Bool => DType::Bool,
-            }),
+            IrArg::DType(d) => Ok(DType::from_ir(*d)),
             _ => Err(self.internal(format!("argument {i} is not a dtype"))),
         }
     }
@@ -315,6 +308,7 @@ mod tests {
     use super::*;
     use crate::Device;
     use aot_ir::graph::args::{b, dtype, f, i, ints, t};
+    use aot_ir::IrDType;
     use aot_ir::ScalarExpr;
 
     fn m23() -> Tensor {

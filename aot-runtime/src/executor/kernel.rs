@@ -327,7 +327,7 @@ fn plan_dsl(op: OpKind, args: &[IrArg], vals: &[Option<Val>], scalars: &[Option<
     let (a, x) = arg_val(vals, args.first()?)?;
     match op {
         OpKind::ToDtype => match args.get(1)? {
-            IrArg::DType(d) => plan_cast(args, vals, dtype_of(*d)),
+            IrArg::DType(d) => plan_cast(args, vals, DType::from_ir(*d)),
             _ => None,
         },
         OpKind::Where => plan_where(args, vals, scalars),
@@ -403,18 +403,6 @@ fn plan_where(args: &[IrArg], vals: &[Option<Val>], scalars: &[Option<ScalarValu
     Some(Planned { a, rhs, cond: Some(cond), compute, result: Val { layout, dtype: compute } })
 }
 
-fn dtype_of(d: aot_ir::IrDType) -> DType {
-    use aot_ir::IrDType as I;
-    match d {
-        I::F32 => DType::F32,
-        I::F64 => DType::F64,
-        I::F16 => DType::F16,
-        I::BF16 => DType::BF16,
-        I::I64 => DType::I64,
-        I::Bool => DType::Bool,
-    }
-}
-
 /// A graph scalar as eager's scalar operand.
 fn dtype_scalar(v: ScalarValue) -> Scalar {
     match v {
@@ -425,7 +413,7 @@ fn dtype_scalar(v: ScalarValue) -> Scalar {
 }
 
 /// The binary op of a DSL op that takes a tensor or scalar operand.
-fn binary_op(op: OpKind) -> Option<BinaryOp> {
+pub(crate) fn binary_op(op: OpKind) -> Option<BinaryOp> {
     Some(match op {
         OpKind::Add => BinaryOp::Add,
         OpKind::Sub => BinaryOp::Sub,

@@ -14,10 +14,11 @@
 //! (`liveness.rs`). The evaluator reads each block of the operand before it
 //! writes the block at the same positions (`cpu::fused::fused_over`).
 
+use super::kernel::binary_op;
 use super::liveness::Liveness;
 use crate::autograd::is_grad_enabled;
 use crate::autograd::prims::scalar;
-use crate::backend::{BinaryOp, FusedProgram, FusedRhs, FusedStep};
+use crate::backend::{FusedProgram, FusedRhs, FusedStep};
 use crate::error::Result;
 use crate::layout::{elementwise_layout, Layout};
 use crate::ops::binary::scalar_result_layout;
@@ -54,17 +55,6 @@ pub(crate) fn donor(node: &Node, i: usize, env: &[Option<Tensor>], live: &Livene
     }
     // No allocation: this runs for every node of a call.
     node.tensor_args().position(|v| dying(v, i, env, live) && node.tensor_args().filter(|&w| w == v).count() == 1)
-}
-
-/// The arithmetic of a scalar operand's op, for eager's result layout.
-fn binary_op(op: OpKind) -> Option<BinaryOp> {
-    Some(match op {
-        OpKind::Add => BinaryOp::Add,
-        OpKind::Sub => BinaryOp::Sub,
-        OpKind::Mul => BinaryOp::Mul,
-        OpKind::Div => BinaryOp::Div,
-        _ => return None,
-    })
 }
 
 fn tensor<'a>(args: &[IrArg], k: usize, env: &'a [Option<Tensor>]) -> Option<&'a Tensor> {
@@ -143,11 +133,7 @@ pub(crate) fn fresh(
 }
 
 fn scalar_f64(arg: &IrArg, scalars: &[Option<ScalarValue>]) -> Option<f64> {
-    Some(match scalar(Some(arg), scalars).ok()? {
-        ScalarValue::F64(v) => v,
-        ScalarValue::I64(v) => v as f64,
-        ScalarValue::Bool(v) => f64::from(u8::from(v)),
-    })
+    Some(aot_ir::kernel::render::scalar_f64(scalar(Some(arg), scalars).ok()?))
 }
 
 /// Runs the one-step program `step` on `inputs` over input `k`'s buffer,
