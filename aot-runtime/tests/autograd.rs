@@ -342,3 +342,22 @@ fn copy_across_dtypes_gradient() -> Result<()> {
     assert_eq!(vals(&g), vec![3.0, 4.0]);
     Ok(())
 }
+
+/// Writing a float that requires grad into an integer tensor, or into a
+/// view of one, gives it no history (its dtype is not differentiable), as
+/// in PyTorch; what is computed from it does not require grad.
+#[test]
+fn integer_tensors_written_from_grad_tensors_get_no_history() -> Result<()> {
+    let b = Tensor::from_vec(vec![1.5f32, -2.5, 3.0, 0.25], &[4], &Device::Cpu)?.requires_grad_(true)?;
+    let a = Tensor::zeros(&[4], DType::I64, &Device::Cpu)?;
+    a.copy_(&b)?;
+    assert!(!a.requires_grad());
+    assert_eq!(a.to_vec::<i64>()?, vec![1, -2, 3, 0]);
+    assert!(!a.sigmoid()?.requires_grad());
+    let base = Tensor::zeros(&[2, 4], DType::I64, &Device::Cpu)?;
+    let row = base.select(0, 1)?;
+    row.copy_(&b)?;
+    assert!(!row.requires_grad() && !base.requires_grad());
+    assert_eq!(base.to_vec::<i64>()?, vec![0, 0, 0, 0, 1, -2, 3, 0]);
+    Ok(())
+}

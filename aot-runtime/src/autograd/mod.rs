@@ -322,8 +322,11 @@ impl Tensor {
 
 /// Records `op` as the history of `out` if grad mode is on and any input
 /// requires grad. `inputs` are the differentiable inputs, in the op's order.
+/// An integer or bool `out` gets no history, as in PyTorch: its dtype is not
+/// differentiable (a float requiring grad copied into an integer tensor
+/// leaves that tensor without a gradient).
 pub(crate) fn record(out: &Tensor, inputs: &[Option<&Tensor>], op: impl FnOnce() -> Result<BackwardOp>) -> Result<()> {
-    if !is_grad_enabled() || inputs.iter().all(|t| t.is_none_or(Tensor::has_no_history)) {
+    if !is_grad_enabled() || !out.dtype().is_float() || inputs.iter().all(|t| t.is_none_or(Tensor::has_no_history)) {
         return Ok(());
     }
     let edges: Vec<Option<Edge>> = inputs.iter().map(|t| t.and_then(|t| t.grad_edge())).collect();

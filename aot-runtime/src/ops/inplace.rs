@@ -103,7 +103,9 @@ fn inplace_unchecked_overlap(
     others: &[&Tensor],
     compute: impl FnOnce(&Tensor) -> Result<Tensor>,
 ) -> Result<Tensor> {
-    let recording = is_grad_enabled() && (target.requires_grad() || others.iter().any(|t| t.requires_grad()));
+    // An integer or bool target never gets history (its dtype is not
+    // differentiable), whatever it is written from.
+    let recording = is_grad_enabled() && target.dtype().is_float() && (target.requires_grad() || others.iter().any(|t| t.requires_grad()));
     if !recording {
         let value = with_grad_mode(false, || compute(target))?;
         write_into(op, target, &value)?;
