@@ -57,7 +57,7 @@ pub use compiled::{Arg, CallReport, CompiledFn, KernelSource};
 pub use device::Device;
 pub use dtype::{DType, Scalar, WithDType};
 pub use error::{AotError, Result};
-pub use ops::{manual_seed, Operand};
+pub use ops::{manual_seed, rng_state, set_rng_state, Operand};
 pub(crate) use storage::dispatch_cpu;
 pub use tensor::Tensor;
 

@@ -54,5 +54,45 @@ static __device__ inline void aot_philox4x32_10(unsigned c0, unsigned c1, unsign
 #endif
 ";
 
+/// The stream of a generator: element `i` of a draw that starts at block
+/// `offset` is computed from block `offset + i / per` (the Philox output of
+/// counter `[b lo, b hi, 0, 0]` under key `[seed lo, seed hi]`), lane
+/// `i % per`. A draw of `n` elements advances the offset by
+/// `ceil(n / per)`. Every value is a pure function of (seed, block, lane),
+/// so a device computes any element on its own, and the CPU and CUDA give
+/// the same bits.
+pub fn block(seed: u64, b: u64) -> [u32; 4] {
+    philox4x32_10([b as u32, (b >> 32) as u32, 0, 0], [seed as u32, (seed >> 32) as u32])
+}
+
+/// `2^-24`: the spacing of the uniform f32 values.
+const TWO_M24: f32 = 5.960_464_5e-8;
+
+/// A uniform f32 on `[0, 1)` from one word: its top 24 bits, so the value
+/// is exact and never rounds up to 1.
+pub fn uniform_f32(w: u32) -> f32 {
+    (w >> 8) as f32 * TWO_M24
+}
+
+/// A uniform f64 on `[0, 1)` from two words (53 bits).
+pub fn uniform_f64(hi: u32, lo: u32) -> f64 {
+    ((u64::from(hi) << 32 | u64::from(lo)) >> 11) as f64 * f64::from_bits(0x3CA0_0000_0000_0000)
+}
+
+/// Two standard normals from two words, by the Box-Muller transform in
+/// f32 with the kernel stage's own `log`, `sin` and `cos` (bit-identical
+/// on the CPU and in CUDA C) and the correctly rounded `sqrt`:
+/// `r = sqrt(-2 ln u1)`, `u1 = 1 - uniform(w0)` in `(0, 1]`, and
+/// `(r cos t, r sin t)`, `t = 2 pi uniform(w1)`. Their magnitude is below
+/// 5.8 (the tail beyond has probability 8e-9). Wider dtypes get these
+/// values widened, so a stream is the same in every dtype and on every
+/// device.
+pub fn normal_pair(w0: u32, w1: u32) -> (f32, f32) {
+    let u1 = 1.0 - uniform_f32(w0);
+    let r = (-2.0 * super::math::log(u1)).sqrt();
+    let t = std::f32::consts::TAU * uniform_f32(w1);
+    (r * super::math::cos(t), r * super::math::sin(t))
+}
+
 #[cfg(test)]
 mod tests;

@@ -11,9 +11,37 @@ use std::sync::Mutex;
 
 static GLOBAL_RNG: Mutex<Option<Rng>> = Mutex::new(None);
 
-/// Seeds the generator behind `rand_like` and `dropout` (PyTorch's `manual_seed`).
+/// Seeds the generator behind `rand_like` and `dropout` (PyTorch's
+/// `manual_seed`): its state becomes `(seed, 0)`.
+///
+/// The generator is counter-based (Philox4x32-10): its state is the seed
+/// and an offset, the number of 128-bit blocks drawn so far. A draw of `n`
+/// values advances the offset by `n / 4` blocks rounded up (`n / 2` for
+/// uniform f64), and the values depend only on the state, on every device.
+/// Before the first call the seed is 0.
+///
+/// ```
+/// use aot_runtime::prelude::*;
+/// aot_runtime::manual_seed(7);
+/// let x = Tensor::zeros(&[10], DType::F32, &Device::Cpu)?;
+/// let a = x.rand_like()?;
+/// assert_eq!(aot_runtime::rng_state(), (7, 3));
+/// aot_runtime::set_rng_state(7, 0);
+/// assert_eq!(x.rand_like()?.to_vec::<f32>()?, a.to_vec::<f32>()?);
+/// # Ok::<(), aot_runtime::AotError>(())
+/// ```
 pub fn manual_seed(seed: u64) {
-    *GLOBAL_RNG.lock().unwrap_or_else(|e| e.into_inner()) = Some(Rng::new(seed));
+    set_rng_state(seed, 0);
+}
+
+/// The global generator's state, `(seed, offset)` (see [`manual_seed`]).
+pub fn rng_state() -> (u64, u64) {
+    with_rng(|r| r.state())
+}
+
+/// Sets the global generator's state, as returned by [`rng_state`].
+pub fn set_rng_state(seed: u64, offset: u64) {
+    *GLOBAL_RNG.lock().unwrap_or_else(|e| e.into_inner()) = Some(Rng::at(seed, offset));
 }
 
 fn with_rng<R>(f: impl FnOnce(&mut Rng) -> R) -> R {
