@@ -27,6 +27,7 @@ pub mod elementwise;
 pub mod ir;
 pub mod math;
 pub mod philox;
+pub mod random;
 pub mod render;
 pub mod schedule;
 pub mod special;

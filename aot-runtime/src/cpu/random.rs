@@ -19,6 +19,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::storage::{try_vec, CpuStorage};
 use aot_ir::kernel::philox::{block, normal_pair, uniform_f32, uniform_f64};
+use aot_ir::kernel::random::{lanes, RandomKind};
 use half::{bf16, f16};
 use rayon::prelude::*;
 
@@ -53,6 +54,15 @@ impl Rng {
         let w = block(self.seed, self.offset);
         self.offset = self.offset.wrapping_add(1);
         uniform_f64(w[0], w[1])
+    }
+
+    /// Takes the blocks of a draw of `n` elements, `per` to a block, that
+    /// a device computes itself: returns `(seed, first block)`.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // the CUDA backend's
+    pub(crate) fn take(&mut self, n: usize, per: usize) -> (u64, u64) {
+        let start = self.offset;
+        self.offset = start.wrapping_add(n.div_ceil(per.max(1)) as u64);
+        (self.seed, start)
     }
 
     /// `n` elements, `per` to a block, lane `k` of block `w` giving
@@ -90,6 +100,11 @@ impl Rng {
     }
 }
 
+/// Elements per block ([`lanes`]: two for uniform f64, else four).
+fn per(kind: RandomKind, dtype: DType) -> usize {
+    lanes(kind, dtype.kernel_dtype())
+}
+
 /// Lane `k` of a normal block.
 fn normal_lane(w: &[u32; 4], k: usize) -> f32 {
     let (c, s) = normal_pair(w[k & 2], w[(k & 2) + 1]);
@@ -105,12 +120,16 @@ fn normal_lane(w: &[u32; 4], k: usize) -> f32 {
 pub fn rand_uniform(dtype: DType, n: usize, rng: &mut Rng) -> Result<CpuStorage> {
     const OP: &str = "rand";
     Ok(match dtype {
-        DType::F32 => CpuStorage::F32(rng.draw(OP, n, 4, |w, k| uniform_f32(w[k]))?),
-        DType::F64 => CpuStorage::F64(rng.draw(OP, n, 2, |w, k| uniform_f64(w[2 * k], w[2 * k + 1]))?),
-        DType::F16 => CpuStorage::F16(rng.draw(OP, n, 4, |w, k| f16::from_f32((w[k] >> 21) as f32 * (2f32).powi(-11)))?),
-        DType::BF16 => CpuStorage::BF16(rng.draw(OP, n, 4, |w, k| bf16::from_f32((w[k] >> 24) as f32 * (2f32).powi(-8)))?),
-        DType::I64 => CpuStorage::I64(rng.draw(OP, n, 4, |_, _| 0)?),
-        DType::Bool => CpuStorage::Bool(rng.draw(OP, n, 4, |w, k| w[k] != 0)?),
+        DType::F32 => CpuStorage::F32(rng.draw(OP, n, per(RandomKind::Uniform, dtype), |w, k| uniform_f32(w[k]))?),
+        DType::F64 => CpuStorage::F64(rng.draw(OP, n, per(RandomKind::Uniform, dtype), |w, k| uniform_f64(w[2 * k], w[2 * k + 1]))?),
+        DType::F16 => {
+            CpuStorage::F16(rng.draw(OP, n, per(RandomKind::Uniform, dtype), |w, k| f16::from_f32((w[k] >> 21) as f32 * (2f32).powi(-11)))?)
+        }
+        DType::BF16 => CpuStorage::BF16(
+            rng.draw(OP, n, per(RandomKind::Uniform, dtype), |w, k| bf16::from_f32((w[k] >> 24) as f32 * (2f32).powi(-8)))?,
+        ),
+        DType::I64 => CpuStorage::I64(rng.draw(OP, n, per(RandomKind::Uniform, dtype), |_, _| 0)?),
+        DType::Bool => CpuStorage::Bool(rng.draw(OP, n, per(RandomKind::Uniform, dtype), |w, k| w[k] != 0)?),
     })
 }
 
@@ -118,12 +137,12 @@ pub fn rand_uniform(dtype: DType, n: usize, rng: &mut Rng) -> Result<CpuStorage>
 pub fn randn(dtype: DType, n: usize, rng: &mut Rng) -> Result<CpuStorage> {
     const OP: &str = "randn";
     Ok(match dtype {
-        DType::F32 => CpuStorage::F32(rng.draw(OP, n, 4, normal_lane)?),
-        DType::F64 => CpuStorage::F64(rng.draw(OP, n, 4, |w, k| f64::from(normal_lane(w, k)))?),
-        DType::F16 => CpuStorage::F16(rng.draw(OP, n, 4, |w, k| f16::from_f32(normal_lane(w, k)))?),
-        DType::BF16 => CpuStorage::BF16(rng.draw(OP, n, 4, |w, k| bf16::from_f32(normal_lane(w, k)))?),
-        DType::I64 => CpuStorage::I64(rng.draw(OP, n, 4, |w, k| normal_lane(w, k) as i64)?),
-        DType::Bool => CpuStorage::Bool(rng.draw(OP, n, 4, |w, k| normal_lane(w, k) != 0.0)?),
+        DType::F32 => CpuStorage::F32(rng.draw(OP, n, per(RandomKind::Normal, dtype), normal_lane)?),
+        DType::F64 => CpuStorage::F64(rng.draw(OP, n, per(RandomKind::Normal, dtype), |w, k| f64::from(normal_lane(w, k)))?),
+        DType::F16 => CpuStorage::F16(rng.draw(OP, n, per(RandomKind::Normal, dtype), |w, k| f16::from_f32(normal_lane(w, k)))?),
+        DType::BF16 => CpuStorage::BF16(rng.draw(OP, n, per(RandomKind::Normal, dtype), |w, k| bf16::from_f32(normal_lane(w, k)))?),
+        DType::I64 => CpuStorage::I64(rng.draw(OP, n, per(RandomKind::Normal, dtype), |w, k| normal_lane(w, k) as i64)?),
+        DType::Bool => CpuStorage::Bool(rng.draw(OP, n, per(RandomKind::Normal, dtype), |w, k| normal_lane(w, k) != 0.0)?),
     })
 }
 
@@ -133,12 +152,20 @@ pub fn dropout_mask(dtype: DType, n: usize, p: f64, scale: f64, rng: &mut Rng) -
     const OP: &str = "dropout";
     let keep = move |w: &[u32; 4], k: usize| f64::from(uniform_f32(w[k])) >= p;
     Ok(match dtype {
-        DType::F32 => CpuStorage::F32(rng.draw(OP, n, 4, |w, k| if keep(w, k) { scale as f32 } else { 0.0 })?),
-        DType::F64 => CpuStorage::F64(rng.draw(OP, n, 4, |w, k| if keep(w, k) { scale } else { 0.0 })?),
-        DType::F16 => CpuStorage::F16(rng.draw(OP, n, 4, |w, k| f16::from_f64(if keep(w, k) { scale } else { 0.0 }))?),
-        DType::BF16 => CpuStorage::BF16(rng.draw(OP, n, 4, |w, k| bf16::from_f64(if keep(w, k) { scale } else { 0.0 }))?),
-        DType::I64 => CpuStorage::I64(rng.draw(OP, n, 4, |w, k| if keep(w, k) { scale as i64 } else { 0 })?),
-        DType::Bool => CpuStorage::Bool(rng.draw(OP, n, 4, |w, k| keep(w, k) && scale != 0.0)?),
+        DType::F32 => {
+            CpuStorage::F32(rng.draw(OP, n, per(RandomKind::Dropout, dtype), |w, k| if keep(w, k) { scale as f32 } else { 0.0 })?)
+        }
+        DType::F64 => CpuStorage::F64(rng.draw(OP, n, per(RandomKind::Dropout, dtype), |w, k| if keep(w, k) { scale } else { 0.0 })?),
+        DType::F16 => {
+            CpuStorage::F16(rng.draw(OP, n, per(RandomKind::Dropout, dtype), |w, k| f16::from_f64(if keep(w, k) { scale } else { 0.0 }))?)
+        }
+        DType::BF16 => {
+            CpuStorage::BF16(rng.draw(OP, n, per(RandomKind::Dropout, dtype), |w, k| bf16::from_f64(if keep(w, k) { scale } else { 0.0 }))?)
+        }
+        DType::I64 => {
+            CpuStorage::I64(rng.draw(OP, n, per(RandomKind::Dropout, dtype), |w, k| if keep(w, k) { scale as i64 } else { 0 })?)
+        }
+        DType::Bool => CpuStorage::Bool(rng.draw(OP, n, per(RandomKind::Dropout, dtype), |w, k| keep(w, k) && scale != 0.0)?),
     })
 }
 

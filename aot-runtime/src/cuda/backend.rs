@@ -9,7 +9,8 @@
 //! through cuBLAS (`cublas.rs`); the simulator, which has no cuBLAS,
 //! computes it on the host with the CPU's gemm.
 //!
-//! The rest (clamp, scatter_add, reductions, softmax, random fills, scalar
+//! Random fills are kernels of the generator's Philox stream (`random.rs`).
+//! The rest (clamp, scatter_add, reductions, softmax, scalar
 //! ops of integer tensors) do not have kernels yet. They run on the host:
 //! the operands are downloaded, the CPU backend computes, the result is
 //! uploaded. That is correct everywhere and slow on a GPU;
@@ -214,11 +215,7 @@ impl Backend for CudaStorage {
         CudaStorage::upload(op, expect_cuda(op, device)?, &data)
     }
     fn random(op: &'static str, device: &Device, dist: Distribution, dtype: DType, n: usize, rng: &mut Rng) -> Result<Self> {
-        let ordinal = expect_cuda(op, device)?;
-        // The device must exist before anything is drawn.
-        super::device::gpu(op, ordinal)?;
-        let host = <CpuStorage as Backend>::random(op, &Device::Cpu, dist, dtype, n, rng)?;
-        CudaStorage::upload(op, ordinal, &host)
+        super::random::fill(op, expect_cuda(op, device)?, dist, dtype, n, rng)
     }
     fn to_host(&self, op: &'static str, l: &Layout, dtype: DType) -> Result<CpuStorage> {
         self.host(op)?.to_host(op, l, dtype)

@@ -39,6 +39,8 @@ mod kernels;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
 #[cfg(feature = "cuda")]
+mod random;
+#[cfg(feature = "cuda")]
 pub mod sim;
 #[cfg(test)]
 mod tests;

@@ -100,6 +100,37 @@ pub fn ptxas() -> Option<PathBuf> {
     candidates.into_iter().flatten().find(|p| p.is_file())
 }
 
+/// Compiles `unit` with NVRTC for `compute_80` and `compute_90` and
+/// assembles each PTX with [`ptxas`] for `sm_80` and `sm_90`: the check
+/// that generated CUDA C builds for the GPUs aot targets, without a GPU.
+pub fn compile_and_assemble(name: &str, unit: &str) -> Result<()> {
+    let ptxas = ptxas().ok_or_else(|| AotError::DeviceUnavailable {
+        op: "ptxas",
+        msg: "ptxas was not found: set AOT_CUDA_TOOLS to the folder `.ci/cuda-tools` prints, or CUDA_HOME".into(),
+    })?;
+    for (arch, sm) in [("compute_80", "sm_80"), ("compute_90", "sm_90")] {
+        let ptx = compile_ptx(name, unit, arch)?;
+        let dir = std::env::temp_dir().join(format!("aot-ptxas-{}-{name}", std::process::id()));
+        let io = |e: std::io::Error| AotError::Internal { op: "ptxas", msg: format!("{}: {e}", dir.display()) };
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let file = dir.join(format!("{sm}.ptx"));
+        std::fs::write(&file, &ptx).map_err(io)?;
+        let out = std::process::Command::new(&ptxas)
+            .arg(format!("-arch={sm}"))
+            .arg("-o")
+            .arg(dir.join(format!("{sm}.cubin")))
+            .arg(&file)
+            .output()
+            .map_err(io)?;
+        let _ = std::fs::remove_dir_all(&dir);
+        if !out.status.success() {
+            let log = String::from_utf8_lossy(&out.stderr).into_owned();
+            return Err(AotError::KernelCompile { op: "ptxas", kernel: name.to_string(), arch: sm.to_string(), log });
+        }
+    }
+    Ok(())
+}
+
 /// Whether NVRTC loads, or why not. Computed once per process; never
 /// panics.
 pub fn nvrtc_status() -> std::result::Result<(), String> {

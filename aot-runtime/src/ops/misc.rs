@@ -150,7 +150,7 @@ impl Tensor {
 /// effects (a fallback to the reference path) can give back the random
 /// numbers it drew.
 pub(crate) fn rng_snapshot() -> Option<Rng> {
-    GLOBAL_RNG.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    *GLOBAL_RNG.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Restores a state taken by [`rng_snapshot`].
