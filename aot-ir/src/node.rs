@@ -267,9 +267,16 @@ pub enum Prim {
     /// `[x]`: a one-element stand-in with `x`'s shape and dtype (stride 0),
     /// saved for the backward when only `x`'s metadata is read there.
     MetaOf,
-    /// `[x, p]`: dropout's mask for `x` (`1/(1-p)` where kept, 0 where
-    /// dropped), drawn from the generator exactly as eager `dropout` draws
-    /// it. Random: never recomputed, never merged with another.
+    /// `[x, p]`: takes dropout's draw for `x` from the generator: its state
+    /// `(seed, offset)` before the draw, as a two-element i64 tensor, and
+    /// advances it by what the mask consumes, as eager `dropout` does
+    /// (PyTorch's functionalized RNG: the state becomes a value). Random:
+    /// runs once, in the forward, in program order; never merged.
+    RngTake,
+    /// `[x, state, p]`: dropout's mask for `x` (`1/(1-p)` where kept, 0
+    /// where dropped) drawn at `state` (an `RngTake`'s value): a pure
+    /// function of it, so the backward may recompute the mask from the
+    /// saved state instead of saving the mask.
     DropoutMask,
 }
 
@@ -288,20 +295,22 @@ impl Prim {
             Prim::MatmulGrad { rhs: false } => "matmul_grad_a",
             Prim::MatmulGrad { rhs: true } => "matmul_grad_b",
             Prim::MetaOf => "meta_of",
+            Prim::RngTake => "rng_take",
             Prim::DropoutMask => "dropout_mask",
         }
     }
 
-    /// Elementwise or layout-only: cheap to recompute in the backward.
+    /// Elementwise, layout-only or a pure draw: cheap to recompute in the
+    /// backward.
     pub fn is_cheap(&self) -> bool {
-        !matches!(self, Prim::MatmulGrad { .. } | Prim::DropoutMask)
+        !matches!(self, Prim::MatmulGrad { .. } | Prim::RngTake)
     }
 
     /// Argument positions of which only the shape and dtype are read.
     pub fn meta_args(&self) -> &'static [usize] {
         match self {
             Prim::SumToLike | Prim::CastLike | Prim::ReshapeLike | Prim::ExpandLike | Prim::KeepDims => &[1],
-            Prim::InvCount(_) | Prim::MetaOf | Prim::DropoutMask => &[0],
+            Prim::InvCount(_) | Prim::MetaOf | Prim::RngTake | Prim::DropoutMask => &[0],
             // as_strided addresses root's storage: its geometry is needed
             Prim::ViewGrad(c) | Prim::ViewOf(c) | Prim::ViewScatter(c) if !needs_geometry(c) => &[0],
             _ => &[],
@@ -313,8 +322,8 @@ impl Prim {
         match self {
             Prim::MetaOf => 1,
             Prim::SumToLike | Prim::CastLike | Prim::ReshapeLike | Prim::ExpandLike => 2,
-            Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::DropoutMask => 2,
-            Prim::InvCount(_) | Prim::ViewScatter(_) | Prim::MatmulGrad { .. } => 3,
+            Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::RngTake => 2,
+            Prim::InvCount(_) | Prim::ViewScatter(_) | Prim::MatmulGrad { .. } | Prim::DropoutMask => 3,
             Prim::KeepDims => 4,
         }
     }
@@ -323,8 +332,8 @@ impl Prim {
     /// are dims and scalars).
     pub fn num_tensors(&self) -> usize {
         match self {
-            Prim::KeepDims => 2,
-            Prim::InvCount(_) | Prim::DropoutMask => 1,
+            Prim::KeepDims | Prim::DropoutMask => 2,
+            Prim::InvCount(_) | Prim::RngTake => 1,
             _ => self.arity(),
         }
     }

@@ -86,7 +86,7 @@ fn prim_key(p: &Prim) -> Option<PrimKey> {
         Prim::MatmulGrad { rhs } => PrimKey::MatmulGrad(*rhs),
         Prim::MetaOf => PrimKey::MetaOf,
         // Each draw is its own value.
-        Prim::DropoutMask => return None,
+        Prim::RngTake | Prim::DropoutMask => return None,
     })
 }
 

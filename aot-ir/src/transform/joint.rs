@@ -149,10 +149,10 @@ struct Forward {
 /// The functional nodes, with requires-grad propagated.
 fn forward(fg: &FunctionalGraph, requires_grad: &[bool]) -> Result<Forward, JointError> {
     let err = |msg: String| JointError { name: fg.name.clone(), msg };
-    // Each dropout's mask is a forward value of its own, numbered after
-    // the functional graph's values.
+    // Each dropout's generator state and mask are forward values of their
+    // own, numbered after the functional graph's values.
     let num_dropouts = fg.nodes.iter().filter(|f| f.is(OpKind::Dropout)).count();
-    let n = fg.num_values + num_dropouts;
+    let n = fg.num_values + 2 * num_dropouts;
     let mut next_mask = fg.num_values;
     // A group of aliased arguments (`single == false`) is one primal, the
     // storage its arguments share (PyTorch's synthetic base); it requires
@@ -185,15 +185,18 @@ fn forward(fg: &FunctionalGraph, requires_grad: &[bool]) -> Result<Forward, Join
             Op::Load(_) | Op::Kernel(_) => return Err(err(format!("node {src}: a kernel before scheduling"))),
             Op::Dsl { op: OpKind::Dropout, .. } => {
                 // Dropout is `x * mask` with the mask drawn as a value of its
-                // own (PyTorch's `native_dropout`): the backward multiplies
-                // by the same mask.
-                let mask = ValueId(next_mask as u32);
-                next_mask += 1;
+                // own (PyTorch's `native_dropout`), at the generator state
+                // taken for it (functionalized RNG): the backward multiplies
+                // by the same mask, recomputed from the state or saved.
+                let (state, mask) = (ValueId(next_mask as u32), ValueId(next_mask as u32 + 1));
+                next_mask += 2;
                 let x = fnode.args.first().cloned().ok_or_else(|| err(format!("dropout {src} has no input")))?;
                 let p = fnode.args.get(1).cloned().ok_or_else(|| err(format!("dropout {src} has no probability")))?;
                 let r = arg_rg(0);
+                f.def[state.index()] = Some(f.nodes.len());
+                f.nodes.push(Node::new(Op::Prim(Prim::RngTake), vec![x.clone(), p.clone()], Some(state)));
                 f.def[mask.index()] = Some(f.nodes.len());
-                f.nodes.push(Node::new(Op::Prim(Prim::DropoutMask), vec![x.clone(), p], Some(mask)));
+                f.nodes.push(Node::new(Op::Prim(Prim::DropoutMask), vec![x.clone(), Arg::Tensor(state), p], Some(mask)));
                 node = Node { op: OpKind::Mul.into(), args: vec![x, Arg::Tensor(mask)], ..fnode.clone() };
                 (r, true)
             }
@@ -459,5 +462,29 @@ mod tests {
             .collect();
         assert_eq!(chains, vec![&select]);
         assert!(jg.nodes.iter().any(|n| matches!(n.op, Op::Prim(Prim::DropoutMask))));
+    }
+
+    /// Functionalized RNG: dropout's generator state is taken in the
+    /// forward and saved; the mask, a pure function of it, is recomputed
+    /// in the backward instead of saved.
+    #[test]
+    fn the_backward_recomputes_dropouts_mask_from_the_saved_state() {
+        let mut b = GraphBuilder::new("f");
+        let x = b.tensor("x", false);
+        let h = b.call(OpKind::Tanh, x, vec![]);
+        let d = b.call(OpKind::Dropout, h, vec![f(0.5)]);
+        let s = b.call(OpKind::Sum, d, vec![]);
+        let g = b.finish(vec![s], ReturnKind::Single);
+        let groups = InputGroups { group_of: vec![Some(0)], single: vec![true], object_of: vec![] };
+        let fg = functionalize(&g, &groups);
+        let jg = create_joint(&fg, &g, &[true]).unwrap();
+        let p = crate::transform::partition::partition(&jg).unwrap();
+        let def = |v: ValueId| jg.nodes.iter().find(|n| n.out == Some(v)).map(|n| n.op.clone());
+        let saved: Vec<Option<Op>> = p.saved.iter().map(|&v| def(v)).collect();
+        assert!(saved.contains(&Some(Op::Prim(Prim::RngTake))), "{saved:?}");
+        assert!(!saved.contains(&Some(Op::Prim(Prim::DropoutMask))), "{saved:?}");
+        let take = |sub: &[Node], prim: Prim| sub.iter().filter(|n| n.op == Op::Prim(prim.clone())).count();
+        assert_eq!((take(&p.forward.nodes, Prim::RngTake), take(&p.forward.nodes, Prim::DropoutMask)), (1, 1));
+        assert_eq!((take(&p.backward.nodes, Prim::RngTake), take(&p.backward.nodes, Prim::DropoutMask)), (0, 1));
     }
 }

@@ -9,9 +9,12 @@
 //! `in -> out` whose capacity is its estimated size; a minimum cut picks
 //! the cheapest set of values to save, and every value past the cut is
 //! recomputed in the backward. Values whose op is not cheap (matmul,
-//! softmax, var, random ops, mutations) cannot be recomputed: the source
+//! softmax, var, random draws, mutations) cannot be recomputed: the source
 //! reaches them directly, so they are either saved or only needed through
-//! something saved.
+//! something saved. Dropout's mask is not a draw but a pure function of
+//! the generator state its `rng_take` took (functionalized RNG): that state
+//! (two i64s) is saved, and the mask is recomputed from it and the input's
+//! shape.
 //!
 //! Shapes are only known at run time, so sizes are estimates in units of
 //! "one input-sized float tensor": an elementwise result is as large as its
@@ -317,7 +320,7 @@ fn estimate_sizes(jg: &JointGraph) -> Vec<f64> {
             Op::Prim(p) => {
                 use super::grad_rules::Prim as P;
                 match p {
-                    P::InvCount(_) => (1e-3, 1.0),
+                    P::InvCount(_) | P::RngTake => (1e-3, 1.0),
                     P::SumToLike | P::ReshapeLike | P::ExpandLike | P::KeepDims => (ins.get(1).copied().unwrap_or(first), 1.0),
                     _ => (largest, 1.0),
                 }

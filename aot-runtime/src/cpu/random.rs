@@ -57,8 +57,8 @@ impl Rng {
     }
 
     /// Takes the blocks of a draw of `n` elements, `per` to a block, that
-    /// a device computes itself: returns `(seed, first block)`.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // the CUDA backend's
+    /// is computed elsewhere (on a device, or later from the state):
+    /// returns `(seed, first block)`.
     pub(crate) fn take(&mut self, n: usize, per: usize) -> (u64, u64) {
         let start = self.offset;
         self.offset = start.wrapping_add(n.div_ceil(per.max(1)) as u64);

@@ -429,26 +429,31 @@ fn copy_storage(t: &Tensor) -> Result<Tensor> {
     Ok(t.storage_as_1d().copy()?.alias_with_layout(t.layout()))
 }
 
-/// A backward-only primitive: dropout's mask here, the others by the
-/// evaluators shared with eager backward.
+/// A backward-only primitive: dropout's generator state and mask here,
+/// the others by the evaluators shared with eager backward.
 fn run_prim<G: ArgGeometrySource + ?Sized>(p: &Prim, node: &Node, env: &[Option<Tensor>], cx: &Ctx<'_, G>) -> Result<Tensor> {
     let tensors = node.args.iter().map(|a| a.as_tensor().map(|v| get(env, v).cloned()).transpose()).collect::<Result<Vec<_>>>()?;
     match p {
         Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::ViewScatter(_) => {
             eval_view_prim(p, &tensors, &|t, chain| replay(t, chain, cx.geometry, cx.scalars))
         }
-        Prim::DropoutMask => {
-            let p = match scalar(node.args.get(1), cx.scalars)? {
+        Prim::RngTake | Prim::DropoutMask => {
+            let at = if matches!(p, Prim::RngTake) { 1 } else { 2 };
+            let prob = match scalar(node.args.get(at), cx.scalars)? {
                 ScalarValue::F64(p) => p,
                 ScalarValue::I64(p) => p as f64,
-                ScalarValue::Bool(_) => return Err(internal("dropout_mask: bool probability".into())),
+                ScalarValue::Bool(_) => return Err(internal("dropout: bool probability".into())),
             };
-            // The source op's checks, before anything is drawn.
-            let x = tensors.first().cloned().flatten().ok_or_else(|| internal("dropout_mask: no tensor argument".into()))?;
-            if !(0.0..=1.0).contains(&p) || !x.dtype().is_float() {
-                return x.dropout(p);
+            let x = tensors.first().cloned().flatten().ok_or_else(|| internal("dropout: no tensor argument".into()))?;
+            if matches!(p, Prim::RngTake) {
+                // The source op's checks, before anything is drawn.
+                if !(0.0..=1.0).contains(&prob) || !x.dtype().is_float() {
+                    return x.dropout(prob);
+                }
+                return x.take_dropout_draw();
             }
-            x.dropout_mask(p)
+            let state = tensors.get(1).cloned().flatten().ok_or_else(|| internal("dropout_mask: no generator state".into()))?;
+            x.dropout_mask_at(prob, &state)
         }
         _ => eval_prim(p, &node.args, &tensors, cx.scalars),
     }
