@@ -123,6 +123,17 @@ impl KernelTypes {
                     let c = with(dt(n.args.first())?, n.args.get(2))?;
                     (c, c)
                 }
+                // A reduction gives its operand's dtype; sums of integers
+                // and bools give i64, as eager's; the others take floats.
+                Op::Dsl { op, .. } if crate::kernel::is_reduction(*op) => {
+                    let c = match (op, dt(n.args.first())?) {
+                        (OpKind::Sum | OpKind::SumDim, KernelDType::I64 | KernelDType::Bool) => KernelDType::I64,
+                        (OpKind::AmaxDim, d) => d,
+                        (_, d) if category(d) == 2 => d,
+                        (_, d) => return Err(fail(i, format!("`{}` of a {d:?} tensor", op.name()))),
+                    };
+                    (c, c)
+                }
                 Op::Dsl { op, .. } if Comparison::of(*op).is_some() => (KernelDType::Bool, with(dt(n.args.first())?, n.args.get(1))?),
                 Op::Dsl { op, .. } if n.args.len() == 2 => {
                     let p = with(dt(n.args.first())?, n.args.get(1))?;
