@@ -126,7 +126,7 @@ pub(super) fn plan(row: EagerRow, dtype: DType, l: &Layout, dims: &[usize]) -> O
     let reduced: Vec<bool> = (0..rank).map(|d| dims.is_empty() || dims.contains(&d)).collect();
     let empty_dim = l.shape.iter().zip(&reduced).any(|(&n, &r)| r && n == 0);
     let ok = match row {
-        EagerRow::Reduce(ReduceOp::Amax) => !empty_dim,
+        EagerRow::Reduce(ReduceOp::Amax) => !empty_dim && dtype != DType::Bool,
         EagerRow::Reduce(ReduceOp::Sum) => true,
         _ => dtype.is_float(),
     };
@@ -136,7 +136,6 @@ pub(super) fn plan(row: EagerRow, dtype: DType, l: &Layout, dims: &[usize]) -> O
 /// Runs eager reduction `row` of the buffer at `input` (laid out as `l`,
 /// `reduced` from [`plan`]) into the new buffer `out` (its result, of
 /// `out_dtype`: contiguous, with the reduced shape or `l`'s for softmax).
-/// `Ok(false)`: no kernel for this dtype.
 ///
 /// # Safety
 /// `input` and `out` are live buffers of `gpu`; `input` holds `l`'s
@@ -148,8 +147,10 @@ pub(super) unsafe fn eager(
     input: Buf<'_>,
     reduced: &[bool],
     out: (u64, DType),
-) -> Result<bool> {
-    let Some((k, types, slots)) = one_op(row, input.dtype) else { return Ok(false) };
+) -> Result<()> {
+    let Some((k, types, slots)) = one_op(row, input.dtype) else {
+        return Err(AotError::internal(name, format!("no reduction kernel of {:?}: `plan` admits only what eager computes", input.dtype)));
+    };
     if types.values[1] != out.1.kernel_dtype() {
         return Err(AotError::internal(name, format!("a {:?} result buffer for {:?}", out.1, types.values[1])));
     }
@@ -157,8 +158,7 @@ pub(super) unsafe fn eager(
     let layout = out_over(&input.layout.shape, reduced, rows_out);
     let rows = Rows { reduced, rows_out };
     // SAFETY: the caller's guarantee.
-    unsafe { launch(name, gpu, &k, &types, &slots, &[input], Buf { addr: out.0, layout: &layout, dtype: out.1 }, &rows) }?;
-    Ok(true)
+    unsafe { launch(name, gpu, &k, &types, &slots, &[input], Buf { addr: out.0, layout: &layout, dtype: out.1 }, &rows) }
 }
 
 #[cfg(test)]

@@ -128,7 +128,7 @@ impl KernelTypes {
                 Op::Dsl { op, .. } if crate::kernel::is_reduction(*op) => {
                     let c = match (op, dt(n.args.first())?) {
                         (OpKind::Sum | OpKind::SumDim, KernelDType::I64 | KernelDType::Bool) => KernelDType::I64,
-                        (OpKind::AmaxDim, d) => d,
+                        (OpKind::AmaxDim, d) if d != KernelDType::Bool => d,
                         (_, d) if category(d) == 2 => d,
                         (_, d) => return Err(fail(i, format!("`{}` of a {d:?} tensor", op.name()))),
                     };
