@@ -200,9 +200,7 @@ fn operand(g: &mut Gen, shape: &[usize], dtype: DType, nan: bool) -> (Tensor, Te
     // The buffer holds the reversed shape; reversing the dims views it back.
     let rev: Vec<usize> = shape.iter().rev().copied().collect();
     let n: usize = shape.iter().product();
-    let vals: Vec<f32> = (0..n)
-        .map(|i| if nan && i % 7 == 3 { f32::NAN } else { (g.below(2001) as f32 - 1000.0) / 250.0 })
-        .collect();
+    let vals: Vec<f32> = (0..n).map(|i| if nan && i % 7 == 3 { f32::NAN } else { (g.below(2001) as f32 - 1000.0) / 250.0 }).collect();
     let base = Tensor::from_vec(vals, &rev, &Device::Cpu).unwrap().to_dtype(dtype).unwrap();
     let perm: Vec<i64> = (0..rank as i64).rev().collect();
     let cpu = base.permute(&perm).unwrap();
@@ -224,7 +222,10 @@ fn reductions_run_as_kernels_and_match_the_cpu() {
         // rank 2 for the half types.
         let (rank, cases) = if matches!(dtype, DType::F32 | DType::F64) { (3, 5) } else { (2, 3) };
         for case in 0..cases {
-            let shape: Vec<usize> = (0..rank).map(|_| [1, 3, 5, 70, 130][g.below(5) as usize]).map(|n: usize| n.min(if rank == 3 { 40 } else { 300 })).collect();
+            let shape: Vec<usize> = (0..rank)
+                .map(|_| [1, 3, 5, 70, 130][g.below(5) as usize])
+                .map(|n: usize| n.min(if rank == 3 { 40 } else { 300 }))
+                .collect();
             let (x, cx) = operand(&mut g, &shape, dtype, case % 2 == 1);
             let d = g.below(rank as u64) as i64;
             let dims: Vec<i64> = if case == 2 { vec![0, rank as i64 - 1] } else { vec![d] };

@@ -127,7 +127,13 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
     /// generates code renders `call`'s kernel. `None`: not for these dtypes
     /// (the caller runs the kernel's ops one by one, which also reports
     /// errors).
-    fn fused(op: &'static str, p: &FusedProgram<'_>, call: &KernelCall<'_>, inputs: &[(&Self, Layout)], out: &Layout) -> Option<Result<Self>>;
+    fn fused(
+        op: &'static str,
+        p: &FusedProgram<'_>,
+        call: &KernelCall<'_>,
+        inputs: &[(&Self, Layout)],
+        out: &Layout,
+    ) -> Option<Result<Self>>;
 
     /// A reduction kernel (a reduction with its fused prologue and
     /// epilogue: the program `p`, or `call`'s kernel) over `inputs`, each

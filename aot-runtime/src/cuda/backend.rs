@@ -23,8 +23,8 @@
 
 use super::device::Gpu;
 use super::kernels::{self, Buf, OneOp, Use, KERNEL_LAUNCHES};
-use super::CudaStorage;
 use super::reduce::{self, EagerRow};
+use super::CudaStorage;
 use crate::backend::{Backend, BinaryOp, Distribution, FusedProgram, FusedReduceProgram, KernelCall, ReduceOp, Rng, UnaryOp};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -354,7 +354,13 @@ impl Backend for CudaStorage {
         let b = rhs.host(op)?;
         self.on_host(op, |h| h.matmul(op, la, &b, lb))
     }
-    fn fused(op: &'static str, p: &FusedProgram<'_>, call: &KernelCall<'_>, inputs: &[(&Self, Layout)], out: &Layout) -> Option<Result<Self>> {
+    fn fused(
+        op: &'static str,
+        p: &FusedProgram<'_>,
+        call: &KernelCall<'_>,
+        inputs: &[(&Self, Layout)],
+        out: &Layout,
+    ) -> Option<Result<Self>> {
         super::fused::fused(op, p, call, inputs, out)
     }
     fn fused_reduce(

@@ -57,8 +57,7 @@ pub(super) unsafe fn launch(
     let layouts: Vec<(i64, Vec<i64>)> = inputs.iter().map(|b| operand(b.layout)).collect();
     let ins: Vec<Operand<'_>> = layouts.iter().map(|(o, s)| Operand { offset: *o, strides: s }).collect();
     let (oo, os) = operand(out.layout);
-    let l = pack_reduce_params(&shape, rows.reduced, rows.rows_out, Operand { offset: oo, strides: &os }, &ins, slots)
-        .map_err(internal)?;
+    let l = pack_reduce_params(&shape, rows.reduced, rows.rows_out, Operand { offset: oo, strides: &os }, &ins, slots).map_err(internal)?;
     if l.empty {
         return Ok(());
     }
@@ -91,7 +90,9 @@ fn one_op(row: EagerRow, dtype: DType) -> Option<(Kernel, KernelTypes, Vec<f64>)
         EagerRow::Reduce(ReduceOp::Mean) => (OpKind::MeanDim, vec![t, no_dims, keep], vec![]),
         EagerRow::Reduce(ReduceOp::Amax) => (OpKind::AmaxDim, vec![t, no_dims, keep], vec![]),
         // The correction is a slot, so one compiled kernel serves them all.
-        EagerRow::Var { correction } => (OpKind::VarDim, vec![t, no_dims, Arg::Scalar(ScalarExpr::Param(0)), keep], vec![correction as f64]),
+        EagerRow::Var { correction } => {
+            (OpKind::VarDim, vec![t, no_dims, Arg::Scalar(ScalarExpr::Param(0)), keep], vec![correction as f64])
+        }
         EagerRow::Softmax { log } => {
             let op = if log { OpKind::LogSoftmax } else { OpKind::Softmax };
             (op, vec![t, Arg::Scalar(ScalarExpr::I64(-1))], vec![])

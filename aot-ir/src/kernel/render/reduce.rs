@@ -167,7 +167,9 @@ pub(super) fn render(
     let (fin, fin_helpers) = body::convert_fn(&format!("aot_fin_{name}"), fin_from, rd);
     let correction = match op {
         Row::Var => Some(match n.args.get(2) {
-            Some(Arg::Scalar(e)) => body::scalar64(e, slots).ok_or_else(|| fail(r, format!("`{op_name}`: correction {e:?} has no slot")))?,
+            Some(Arg::Scalar(e)) => {
+                body::scalar64(e, slots).ok_or_else(|| fail(r, format!("`{op_name}`: correction {e:?} has no slot")))?
+            }
             other => return Err(fail(r, format!("`{op_name}`: correction {other:?}"))),
         }),
         _ => None,
@@ -246,14 +248,16 @@ fn args(ins: &[KernelDType], reads: &[bool]) -> Vec<String> {
         .collect()
 }
 
-/// Adds `index`'s position over dims `dims` (a C range) to the offsets
-/// `<out>` (output) and `<o><j>` (inputs).
+/// Adds `index`'s position over dims `from` down to `to` (C expressions)
+/// to the offsets `<out>` (output) and `<o><j>` (inputs). The walk stops
+/// where the rest of the index is 0, which also keeps an empty row's
+/// position 0 from dividing by its dims' size 0.
 #[allow(clippy::too_many_arguments)]
-fn unravel(s: &mut String, sh: &Shape<'_>, pad: &str, index: &str, dims: &str, out: &str, o: &str) {
+fn unravel(s: &mut String, sh: &Shape<'_>, pad: &str, index: &str, from: &str, to: &str, out: &str, o: &str) {
     if sh.rank == 0 {
         return;
     }
-    let _ = writeln!(s, "{pad}{{\n{pad}    long long rem = {index};\n{pad}    for (int d = {dims}) {{");
+    let _ = writeln!(s, "{pad}{{\n{pad}    long long rem = {index};\n{pad}    for (int d = {from}; rem != 0 && d >= {to}; d--) {{");
     let _ = writeln!(s, "{pad}        const long long q = rem / p.sizes[d];\n{pad}        const long long ix = rem - q * p.sizes[d];");
     let _ = writeln!(s, "{pad}        rem = q;\n{pad}        {out} += ix * p.out_strides[d];");
     for j in 0..sh.ins.len() {
@@ -269,7 +273,7 @@ fn each(s: &mut String, sh: &Shape<'_>, len: &str, body: &str) {
     for j in 0..sh.ins.len() {
         let _ = writeln!(s, "            long long o{j} = b{j};");
     }
-    unravel(s, sh, "            ", "j", &format!("{} - 1; d >= (int)p.nkept; d--", sh.rank), "o", "o");
+    unravel(s, sh, "            ", "j", &format!("{} - 1", sh.rank), "(int)p.nkept", "o", "o");
     // Not every pass reads every operand.
     let unused: Vec<String> = std::iter::once("(void)o;".to_string()).chain((0..sh.ins.len()).map(|j| format!("(void)o{j};"))).collect();
     let _ = writeln!(s, "            {}", unused.join(" "));
@@ -311,7 +315,7 @@ fn entry(
     for j in 0..sh.ins.len() {
         let _ = writeln!(s, "        long long b{j} = p.in{j}_offset;");
     }
-    unravel(s, sh, "        ", "row", "(int)p.nkept - 1; d >= 0; d--", "bo", "b");
+    unravel(s, sh, "        ", "row", "(int)p.nkept - 1", "0", "bo", "b");
     let pro = format!("aot_pro_{name}({}, p)", args(sh.ins, &sh.pro_reads).join(", "));
     let epi = |v: &str| format!("aot_epi_{name}({}, {v}, p)", args(sh.ins, &sh.epi_reads).join(", "));
     let fold = |s: &mut String, body: &str| each(s, sh, "row_len", &format!("            const {vc} x = {pro};\n{body}"));
@@ -360,7 +364,10 @@ fn entry(
                 (format!("({vc})acc"), format!("{exp}(({vc})(x - mc)) / fin"))
             };
             let _ = writeln!(s, "        const {vc} fin = {fin};");
-            let body = format!("            const {vc} x = {pro};\n            const {rc} y = aot_fin_{name}({y});\n            out[o] = {};\n", epi("y"));
+            let body = format!(
+                "            const {vc} x = {pro};\n            const {rc} y = aot_fin_{name}({y});\n            out[o] = {};\n",
+                epi("y")
+            );
             each(s, sh, "epi_len", &body);
         }
     }

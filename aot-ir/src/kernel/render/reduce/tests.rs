@@ -49,7 +49,10 @@ fn every_reduction_renders_a_block_reduction_with_its_prologue_and_epilogue() {
             let r = render_cuda(&k, dtype, 2, &ScalarSlots::of(&k)).unwrap_or_else(|e| panic!("{op:?} {dtype:?}: {e}"));
             let s = &r.source;
             let st = dtype.storage();
-            assert!(s.contains(&format!("extern \"C\" __global__ void {}({st} *out, const {st} *in0, const aot_params_{} p)", r.name, r.name)), "{s}");
+            assert!(
+                s.contains(&format!("extern \"C\" __global__ void {}({st} *out, const {st} *in0, const aot_params_{} p)", r.name, r.name)),
+                "{s}"
+            );
             for part in ["aot_pro_", "aot_epi_", "aot_fin_"] {
                 assert!(s.contains(&format!("{part}{}(", r.name)), "{op:?}: {part}\n{s}");
             }
