@@ -117,7 +117,7 @@ pub(super) fn fused_reduce(
         // SAFETY: the inputs are live buffers of this device laid out over
         // `S` within their storages (the executor's plan); `mem` is new and
         // holds `out`'s `n` elements, which `over` addresses.
-        unsafe { reduce::launch(name, g, call.kernel, call.types, call.slots, &bufs, to, &rows) }?;
+        unsafe { reduce::launch(name, g, call, &bufs, to, &rows) }?;
         Ok(CudaStorage { mem, dtype, len: n, ordinal })
     };
     Some(run())

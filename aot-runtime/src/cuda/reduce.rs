@@ -13,7 +13,7 @@
 use super::device::Gpu;
 use super::kernels::{operand, Buf, KERNEL_LAUNCHES};
 use super::sim::Entry;
-use crate::backend::ReduceOp;
+use crate::backend::{KernelCall, ReduceOp};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{contiguous_strides, Layout};
@@ -31,10 +31,10 @@ pub(super) struct Rows<'a> {
     pub rows_out: bool,
 }
 
-/// Launches the reduction kernel `k` (with `types` and the slot values
-/// `slots`) over `inputs`, each laid out over `S` (the first input's
-/// shape), into `out`, laid out over `S` too (stride 0 along the reduced
-/// dims when it holds one value per row).
+/// Launches the reduction kernel of `call` (with its types and slot
+/// values) over `inputs`, each laid out over `S`, into `out`, laid out
+/// over `S` too (stride 0 along the reduced dims when it holds one value
+/// per row).
 ///
 /// # Safety
 /// As [`super::kernels::launch`]: live buffers of `gpu` holding their
@@ -42,13 +42,12 @@ pub(super) struct Rows<'a> {
 pub(super) unsafe fn launch(
     name: &'static str,
     gpu: &Gpu,
-    k: &Kernel,
-    types: &KernelTypes,
-    slots: &[f64],
+    call: &KernelCall<'_>,
     inputs: &[Buf<'_>],
     out: Buf<'_>,
     rows: &Rows<'_>,
 ) -> Result<()> {
+    let KernelCall { kernel: k, types, slots } = *call;
     let internal = |e: aot_ir::kernel::render::RenderError| AotError::internal(name, e.to_string());
     let shape: Vec<i64> = out.layout.shape.iter().map(|&n| n as i64).collect();
     if inputs.iter().any(|b| b.layout.shape != out.layout.shape) {
@@ -158,8 +157,9 @@ pub(super) unsafe fn eager(
     let rows_out = matches!(row, EagerRow::Softmax { .. });
     let layout = out_over(&input.layout.shape, reduced, rows_out);
     let rows = Rows { reduced, rows_out };
+    let call = KernelCall { kernel: &k, types: &types, slots: &slots };
     // SAFETY: the caller's guarantee.
-    unsafe { launch(name, gpu, &k, &types, &slots, &[input], Buf { addr: out.0, layout: &layout, dtype: out.1 }, &rows) }
+    unsafe { launch(name, gpu, &call, &[input], Buf { addr: out.0, layout: &layout, dtype: out.1 }, &rows) }
 }
 
 #[cfg(test)]

@@ -151,7 +151,8 @@ pub(super) fn render(
     let dtype = |v: ValueId| types.values.get(v.index()).copied().ok_or_else(|| fail(r, format!("{v} has no type")));
     let (vd, rd, od) = (dtype(arg)?, dtype(result)?, dtype(k.out)?);
     let float = |d: KernelDType| matches!(d, KernelDType::F32 | KernelDType::F64 | KernelDType::F16 | KernelDType::BF16);
-    if !matches!(op, Row::Sum | Row::Amax) && !(float(vd) && vd == rd) {
+    let eager_float = float(vd) && vd == rd;
+    if !matches!(op, Row::Sum | Row::Amax) && !eager_float {
         return Err(fail(r, format!("`{op_name}` of {vd:?} to {rd:?}: only floats, to their own dtype")));
     }
     // Folds accumulate in double, integer and bool sums and maxima in long long.
@@ -180,7 +181,7 @@ pub(super) fn render(
     s.push_str(ROW_REDUCE);
     params_struct(&mut s, &name, rank, inputs, slots.exprs().len());
     let ins = &types.values[..inputs];
-    part_fn(&mut s, &format!("aot_pro_{name}"), &name, ins, None, &vd.compute(), &pro_body, &|v| v);
+    part_fn(&mut s, &format!("aot_pro_{name}"), &name, ins, None, vd.compute(), &pro_body, &|v| v);
     let store = |v: String| od.store(&v);
     part_fn(&mut s, &format!("aot_epi_{name}"), &name, ins, Some(rd), od.storage(), &epi_body, &store);
     s.push_str(&fin);
