@@ -65,7 +65,7 @@
 //! that the in-place case stays defined.
 //!
 //! # Launch and compilation
-//! A one-dimensional grid of any size: a grid-stride loop covers `numel`
+//! Elementwise kernels: a one-dimensional grid of any size: a grid-stride loop covers `numel`
 //! (for example 256 threads a block, and blocks up to a few per
 //! multiprocessor). No shared memory, no synchronisation.
 //!
@@ -86,8 +86,15 @@
 //! concatenated into one program, and its PTX assembles with ptxas 12.9
 //! for sm_80 and sm_90.
 //!
+//! # Reductions
+//! A kernel with a reduction (and its prologue and epilogue) is rendered by
+//! the `reduce` module: a block (or, for short rows, a warp) per row,
+//! shuffles and shared memory, f64 accumulation; its ABI extends this one
+//! with the row geometry ([`pack_reduce_params`]) and its launch needs
+//! synchronisation (the host shim's fibers).
+//!
 //! # Not covered yet
-//! Integer `pow`, reductions and other non-elementwise kernels, vectorised
+//! Integer `pow`, non-elementwise kernels other than reductions, vectorised
 //! (multi-element) loads, and 32-bit index arithmetic for small tensors.
 //! The integer/bool units and the f64-to-half conversions were checked
 //! through the host shim only (not yet with NVRTC).

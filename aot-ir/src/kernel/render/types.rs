@@ -8,7 +8,10 @@
 //! that are not 0-dim: comparisons give bool; arithmetic promotes bool <
 //! integer < float (f64 over the rest; f16 with bf16 is f32); integer
 //! `div` and float functions of integers compute in f32; a literal scalar
-//! promotes only a tensor of a lower category (float literals to f32).
+//! promotes only a tensor of a lower category (float literals to f32). A
+//! reduction keeps its operand's dtype, except that sums of i64 and bool
+//! give i64; means, variances and softmaxes take floats only, and amax
+//! refuses bools, as eager does.
 
 use super::{KernelDType, RenderError};
 use crate::kernel::elementwise::Comparison;
