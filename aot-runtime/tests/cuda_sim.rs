@@ -111,8 +111,10 @@ fn elementwise_float_ops_run_rendered_kernels_bit_for_bit() {
     }
 }
 
+/// Matmul (on the host: the simulator has no cuBLAS), a reduction and a
+/// softmax (kernels), comparisons, casts and copies.
 #[test]
-fn other_ops_agree_through_the_host() {
+fn other_ops_agree() {
     let _one = serial();
     if !on() {
         return;
