@@ -15,7 +15,7 @@
 //! `try_reserve_exact`: a request that is too large is an
 //! [`AotError::OutOfMemory`] naming the op, never an abort.
 
-use crate::backend::{Backend, BinaryOp, Distribution, FusedProgram, ReduceOp, Rng, UnaryOp};
+use crate::backend::{Backend, BinaryOp, Distribution, FusedProgram, KernelCall, ReduceOp, Rng, UnaryOp};
 use crate::cuda::CudaStorage;
 use crate::device::Device;
 use crate::dtype::{DType, WithDType};
@@ -515,7 +515,30 @@ impl Storage {
     /// layouts; a storage may appear more than once). `None`: the backend
     /// declined, or the inputs are not on one device (the caller's
     /// op-by-op path reports that).
+    pub(crate) fn fused_kernel(
+        name: &'static str,
+        p: &FusedProgram<'_>,
+        call: &KernelCall<'_>,
+        inputs: &[(&Storage, Layout)],
+        out: &Layout,
+    ) -> Option<Result<Storage>> {
+        Storage::fused_on(name, p, Some(call), inputs, out)
+    }
+
+    /// [`Storage::fused_kernel`] of the CPU's program alone (tests of the
+    /// evaluator, which have no kernel to render: CUDA declines).
+    #[cfg(test)]
     pub(crate) fn fused(name: &'static str, p: &FusedProgram<'_>, inputs: &[(&Storage, Layout)], out: &Layout) -> Option<Result<Storage>> {
+        Storage::fused_on(name, p, None, inputs, out)
+    }
+
+    fn fused_on(
+        name: &'static str,
+        p: &FusedProgram<'_>,
+        call: Option<&KernelCall<'_>>,
+        inputs: &[(&Storage, Layout)],
+        out: &Layout,
+    ) -> Option<Result<Storage>> {
         // One read lock per distinct storage.
         let mut distinct: Vec<&Storage> = Vec::new();
         let slot: Vec<usize> = inputs
@@ -539,7 +562,7 @@ impl Storage {
             })
             .collect();
         if let Some(cpu) = cpu {
-            return CpuStorage::fused(name, p, &cpu, out).map(|r| r.map(|d| Storage::new(StorageData::Cpu(d))));
+            return crate::cpu::fused::fused(name, p, &cpu, out).map(|r| r.map(|d| Storage::new(StorageData::Cpu(d))));
         }
         let cuda: Option<Vec<(&CudaStorage, Layout)>> = slot
             .iter()
@@ -549,15 +572,16 @@ impl Storage {
                 StorageData::Cpu(_) => None,
             })
             .collect();
-        CudaStorage::fused(name, p, &cuda?, out).map(|r| r.map(|d| Storage::new(StorageData::Cuda(d))))
+        CudaStorage::fused(name, p, call?, &cuda?, out).map(|r| r.map(|d| Storage::new(StorageData::Cuda(d))))
     }
 
-    /// [`Backend::fused_reduce`] over `inputs` (as for [`Storage::fused`]).
-    /// `None`: the backend declined (CUDA does, for now), or the inputs
-    /// are not all on the CPU.
+    /// [`Backend::fused_reduce`] over `inputs` (as for
+    /// [`Storage::fused_kernel`]). `None`: the backend declined, or the
+    /// inputs are not on one device.
     pub(crate) fn fused_reduce(
         name: &'static str,
         p: &crate::backend::FusedReduceProgram<'_>,
+        call: &KernelCall<'_>,
         inputs: &[(&Storage, Layout)],
         out: &Layout,
     ) -> Option<Result<Storage>> {
@@ -568,13 +592,24 @@ impl Storage {
             }
         }
         let guards: Vec<RwLockReadGuard<'_, StorageData>> = distinct.iter().map(|s| s.read()).collect();
+        let data = |s: &Storage| distinct.iter().position(|d| std::ptr::eq(*d, s)).map(|k| &*guards[k]);
         let cpu: Option<Vec<(&CpuStorage, Layout)>> = inputs
             .iter()
-            .map(|(s, l)| match &*guards[distinct.iter().position(|d| std::ptr::eq(*d, *s))?] {
+            .map(|(s, l)| match data(s)? {
                 StorageData::Cpu(c) => Some((c, l.clone())),
                 StorageData::Cuda(_) => None,
             })
             .collect();
-        CpuStorage::fused_reduce(name, p, &cpu?, out).map(|r| r.map(|d| Storage::new(StorageData::Cpu(d))))
+        if let Some(cpu) = cpu {
+            return CpuStorage::fused_reduce(name, p, call, &cpu, out).map(|r| r.map(|d| Storage::new(StorageData::Cpu(d))));
+        }
+        let cuda: Option<Vec<(&CudaStorage, Layout)>> = inputs
+            .iter()
+            .map(|(s, l)| match data(s)? {
+                StorageData::Cuda(c) => Some((c, l.clone())),
+                StorageData::Cpu(_) => None,
+            })
+            .collect();
+        CudaStorage::fused_reduce(name, p, call, &cuda?, out).map(|r| r.map(|d| Storage::new(StorageData::Cuda(d))))
     }
 }

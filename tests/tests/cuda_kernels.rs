@@ -54,12 +54,29 @@ fn layer(x: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
     ((x.matmul(w) + b).tanh() * 0.5 + 0.5).gelu()
 }
 
+#[cfg(feature = "cuda")]
+#[aot_fn]
+fn reductions(x: &Tensor) -> Tensor {
+    let whole = x.sum() + x.mean();
+    let rows = (x * 2.0).sum_dim(&[1], true).exp();
+    let soft = x.softmax(1) + x.log_softmax(0);
+    let var = x.var_dim(&[0], 1, false);
+    ((soft * rows).sum_dim(&[0], false) + var + whole).mean_dim(&[0], false)
+}
+
+#[cfg(feature = "cuda")]
+#[aot_fn]
+fn int_sums(a: &Tensor) -> Tensor {
+    (a * 2).sum_dim(&[1], false).abs()
+}
+
 fn t(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
     Tensor::randn(shape, DType::F32, &Device::Cpu, seed).and_then(|t| t.to_dtype(dtype)).expect("randn")
 }
 
-/// The CUDA sources of the test functions, over dtypes and ranks, and of a
-/// training call (forward, then backward kernels); one list per call.
+/// The CUDA sources of the test functions, over dtypes and ranks, and of
+/// training calls (forward, then backward kernels; the MLP's loss last);
+/// one list per call.
 #[cfg(feature = "cuda")]
 fn sources() -> aot_runtime::Result<Vec<Vec<KernelSource>>> {
     let cuda = Device::Cuda(0);
@@ -73,7 +90,12 @@ fn sources() -> aot_runtime::Result<Vec<Vec<KernelSource>>> {
         all.push(
             sgd_momentum::compiled().kernels_for(&[Arg::from(&mut p), Arg::from(&mut m), Arg::from(&g), 0.1.into(), 0.9.into()], &cuda)?,
         );
+        // sum, mean, sum_dim, mean_dim, softmax, log_softmax, var_dim.
+        let x = t(&[3, 70], dtype, 13);
+        all.push(reductions::compiled().kernels_for(&[Arg::from(&x)], &cuda)?);
     }
+    let a = t(&[4, 3], DType::I64, 14);
+    all.push(int_sums::compiled().kernels_for(&[Arg::from(&a)], &cuda)?);
     let x = t(&[8, 5], DType::F32, 7);
     let w = t(&[5, 3], DType::F32, 8).requires_grad_(true)?;
     let b = t(&[3], DType::F32, 9).requires_grad_(true)?;
@@ -85,6 +107,16 @@ fn sources() -> aot_runtime::Result<Vec<Vec<KernelSource>>> {
     all.push(relu_layer::compiled().kernels_for(&[Arg::from(&x), Arg::from(&w), Arg::from(&b)], &cuda)?);
     let (a, b) = (t(&[4, 3], DType::I64, 11), t(&[3], DType::I64, 12));
     all.push(ints::compiled().kernels_for(&[Arg::from(&a), Arg::from(&b)], &cuda)?);
+    // The MLP's loss: a training call's forward and backward kernels.
+    let x = t(&[16, 8], DType::F32, 15);
+    let y = (t(&[16, 4], DType::F32, 16).gt(0.0)?).to_dtype(DType::F32)?;
+    let params: Vec<Tensor> = [(&[8usize, 12][..], 17u64), (&[12], 18), (&[12, 4], 19), (&[4], 20)]
+        .iter()
+        .map(|(s, seed)| t(s, DType::F32, *seed).requires_grad_(true))
+        .collect::<aot_runtime::Result<_>>()?;
+    let mut args = vec![Arg::from(&x), Arg::from(&y)];
+    args.extend(params.iter().map(Arg::from));
+    all.push(forward_loss::compiled().kernels_for(&args, &cuda)?);
     Ok(all)
 }
 
@@ -129,6 +161,13 @@ fn every_cuda_source_compiles_with_nvrtc_and_ptxas() {
     let ptxas = nvrtc::ptxas().expect("ptxas next to NVRTC");
     let count: usize = sources.iter().map(Vec::len).sum();
     assert!(count >= 12, "{count} sources");
+    // Reduction kernels are listed (and compiled below), the MLP's loss
+    // among them, forward and backward.
+    let reductions = sources.iter().flatten().filter(|k| k.source.contains("aot_row_reduce(")).count();
+    assert!(reductions >= 20, "{reductions} reduction kernels");
+    let loss = sources.last().expect("the loss's kernels");
+    assert!(loss.iter().any(|k| k.name.contains("log_softmax")), "{:?}", loss.iter().map(|k| &k.name).collect::<Vec<_>>());
+    assert!(loss.iter().filter(|k| k.source.contains("aot_row_reduce(")).count() >= 3, "forward and backward reductions");
     for (call, kernels) in sources.iter().enumerate() {
         for k in kernels {
             // Each source is complete by itself.

@@ -20,8 +20,8 @@
 //! reduced value (or, for softmax and a `keepdim` reduction broadcast back
 //! against its rows, over the input's rows). The kernel walks the input
 //! row by row: a row is the elements one output of the reduction folds
-//! (the softmax dim's elements for softmax). The C renderer declines such
-//! kernels for now (its CUDA reductions are a later step).
+//! (the softmax dim's elements for softmax). The C renderer emits such a
+//! kernel as a block (or warp) reduction per row (`render::reduce`).
 //!
 //! Shapes, strides and dtypes are not part of a kernel: they are read from
 //! the inputs at run time (the guard key holds neither shapes nor, for

@@ -102,10 +102,22 @@ impl Backend for CpuStorage {
     fn matmul(&self, _op: &'static str, la: &Layout, rhs: &Self, lb: &Layout) -> Result<Self> {
         cpu::matmul(self, la, rhs, lb)
     }
-    fn fused(op: &'static str, p: &super::FusedProgram<'_>, inputs: &[(&Self, Layout)], out: &Layout) -> Option<Result<Self>> {
+    fn fused(
+        op: &'static str,
+        p: &super::FusedProgram<'_>,
+        _: &super::KernelCall<'_>,
+        inputs: &[(&Self, Layout)],
+        out: &Layout,
+    ) -> Option<Result<Self>> {
         cpu::fused::fused(op, p, inputs, out)
     }
-    fn fused_reduce(op: &'static str, p: &super::FusedReduceProgram<'_>, inputs: &[(&Self, Layout)], out: &Layout) -> Option<Result<Self>> {
+    fn fused_reduce(
+        op: &'static str,
+        p: &super::FusedReduceProgram<'_>,
+        _: &super::KernelCall<'_>,
+        inputs: &[(&Self, Layout)],
+        out: &Layout,
+    ) -> Option<Result<Self>> {
         cpu::fused_reduce::fused_reduce(op, p, inputs, out)
     }
 }

@@ -121,21 +121,47 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
 
     // ---- the kernel stage ---------------------------------------------------
 
-    /// A fused elementwise kernel ([`FusedProgram`]) over `inputs`, each
-    /// with its layout broadcast to `out`'s shape, into a new buffer laid
-    /// out as `out` (dense, offset 0). `None`: not for these dtypes (the
-    /// caller runs the kernel's ops one by one, which also reports errors).
-    fn fused(op: &'static str, p: &FusedProgram<'_>, inputs: &[(&Self, Layout)], out: &Layout) -> Option<Result<Self>>;
+    /// A fused elementwise kernel over `inputs`, each with its layout
+    /// broadcast to `out`'s shape, into a new buffer laid out as `out`
+    /// (dense, offset 0): the CPU evaluates the program `p`, a backend that
+    /// generates code renders `call`'s kernel. `None`: not for these dtypes
+    /// (the caller runs the kernel's ops one by one, which also reports
+    /// errors).
+    fn fused(
+        op: &'static str,
+        p: &FusedProgram<'_>,
+        call: &KernelCall<'_>,
+        inputs: &[(&Self, Layout)],
+        out: &Layout,
+    ) -> Option<Result<Self>>;
 
-    /// A reduction kernel ([`FusedReduceProgram`]: a reduction with its
-    /// fused prologue and epilogue) over `inputs`, each laid out over the
-    /// reduction's input shape, into a new contiguous buffer for `out`.
-    /// `None`: the backend has no reduction kernels, or not for these
-    /// dtypes (the caller runs the ops one by one). Declined by default:
-    /// CUDA renders no reductions yet.
-    fn fused_reduce(_op: &'static str, _p: &FusedReduceProgram<'_>, _inputs: &[(&Self, Layout)], _out: &Layout) -> Option<Result<Self>> {
+    /// A reduction kernel (a reduction with its fused prologue and
+    /// epilogue: the program `p`, or `call`'s kernel) over `inputs`, each
+    /// laid out over the reduction's input shape, into a new buffer for
+    /// `out` (contiguous for one value per row). `None`: the backend has no
+    /// reduction kernels, or not for these dtypes (the caller runs the ops
+    /// one by one). Declined by default.
+    fn fused_reduce(
+        _op: &'static str,
+        _p: &FusedReduceProgram<'_>,
+        _call: &KernelCall<'_>,
+        _inputs: &[(&Self, Layout)],
+        _out: &Layout,
+    ) -> Option<Result<Self>> {
         None
     }
+}
+
+/// A kernel of the kernel stage as one call runs it, for a backend that
+/// renders its own code (CUDA): the kernel, the plan's types of its values
+/// (storage and compute dtypes, eager's promotion for this call), and the
+/// values of its scalar slots (`ScalarSlots::of(kernel).values(..)`). The
+/// CPU backend evaluates the [`FusedProgram`] instead and ignores it.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelCall<'a> {
+    pub kernel: &'a aot_ir::kernel::Kernel,
+    pub types: &'a aot_ir::kernel::render::KernelTypes,
+    pub slots: &'a [f64],
 }
 
 #[cfg(test)]

@@ -94,6 +94,8 @@ struct RanKernel {
     /// the executor's plan (eager's promotion); `None` when the kernel ran
     /// op by op (then they are inferred from the inputs' dtypes).
     types: Option<Vec<(DType, DType)>>,
+    /// The rank it renders for: its result's, or for a reduction kernel its
+    /// reduction's input's.
     rank: usize,
 }
 
@@ -108,8 +110,14 @@ thread_local! {
 pub(crate) fn note_kernel(k: &Kernel, inputs: &[&Tensor], out: &Tensor, types: Option<Vec<(DType, DType)>>) {
     RAN.with(|r| {
         if let Some(ran) = r.borrow_mut().as_mut() {
+            // A reduction kernel is rendered for the rank of the reduction's
+            // input, the broadcast of its prologue's inputs.
+            let rank = match k.reduction() {
+                Some(_) => inputs.iter().zip(k.prologue()).filter(|(_, pro)| *pro).map(|(t, _)| t.rank()).max().unwrap_or(0),
+                None => out.rank(),
+            };
             let inputs = inputs.iter().map(|t| t.dtype()).collect();
-            ran.push(RanKernel { kernel: k.clone(), inputs, types, rank: out.rank() });
+            ran.push(RanKernel { kernel: k.clone(), inputs, types, rank });
         }
     });
 }

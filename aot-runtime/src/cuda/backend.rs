@@ -9,9 +9,14 @@
 //! through cuBLAS (`cublas.rs`); the simulator, which has no cuBLAS,
 //! computes it on the host with the CPU's gemm.
 //!
-//! Random fills are kernels of the generator's Philox stream (`random.rs`).
-//! The rest (clamp, scatter_add, reductions, softmax, scalar
-//! ops of integer tensors) do not have kernels yet. They run on the host:
+//! Reductions (sum, mean, amax, var, softmax, log_softmax) run as one-op
+//! reduction kernels (`reduce.rs`), and the kernels of compiled calls,
+//! elementwise and reductions, are rendered from the kernel stage and
+//! launched as they are (`fused.rs`). Random fills are kernels of the
+//! generator's Philox stream (`random.rs`).
+//!
+//! The rest (clamp, scatter_add, scalar ops of integer tensors) do not
+//! have kernels yet. They run on the host:
 //! the operands are downloaded, the CPU backend computes, the result is
 //! uploaded. That is correct everywhere and slow on a GPU;
 //! [`host_round_trips`] counts them, so tests can tell which ops ran
@@ -19,8 +24,9 @@
 
 use super::device::Gpu;
 use super::kernels::{self, Buf, OneOp, Use, KERNEL_LAUNCHES};
+use super::reduce::{self, EagerRow};
 use super::CudaStorage;
-use crate::backend::{Backend, BinaryOp, Distribution, FusedProgram, ReduceOp, Rng, UnaryOp};
+use crate::backend::{Backend, BinaryOp, Distribution, FusedProgram, FusedReduceProgram, KernelCall, ReduceOp, Rng, UnaryOp};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
@@ -118,7 +124,7 @@ fn renders(op: OpKind, dtype: DType) -> bool {
 }
 
 impl CudaStorage {
-    fn buf<'a>(&self, gpu: &Gpu, layout: &'a Layout) -> Buf<'a> {
+    pub(super) fn buf<'a>(&self, gpu: &Gpu, layout: &'a Layout) -> Buf<'a> {
         Buf { addr: self.mem.address(gpu), layout, dtype: self.dtype }
     }
 
@@ -309,13 +315,22 @@ impl Backend for CudaStorage {
         src.copy_strided(op, &broadcast, self, l)
     }
     fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Self> {
-        self.on_host(op.name(), |h| h.reduce(op, l, dims, keepdim))
+        match self.reduce_kernel(op.name(), EagerRow::Reduce(op), l, dims) {
+            Some(r) => r,
+            None => self.on_host(op.name(), |h| h.reduce(op, l, dims, keepdim)),
+        }
     }
     fn var(&self, op: &'static str, l: &Layout, dims: &[usize], correction: i64, keepdim: bool) -> Result<Self> {
-        self.on_host(op, |h| h.var(op, l, dims, correction, keepdim))
+        match self.reduce_kernel(op, EagerRow::Var { correction }, l, dims) {
+            Some(r) => r,
+            None => self.on_host(op, |h| h.var(op, l, dims, correction, keepdim)),
+        }
     }
     fn softmax(&self, op: &'static str, l: &Layout, dim: usize, log: bool) -> Result<Self> {
-        self.on_host(op, |h| h.softmax(op, l, dim, log))
+        match self.reduce_kernel(op, EagerRow::Softmax { log }, l, &[dim]) {
+            Some(r) => r,
+            None => self.on_host(op, |h| h.softmax(op, l, dim, log)),
+        }
     }
     fn matmul(&self, op: &'static str, la: &Layout, rhs: &Self, lb: &Layout) -> Result<Self> {
         let gpu = self.gpu(op)?;
@@ -336,9 +351,47 @@ impl Backend for CudaStorage {
         let b = rhs.host(op)?;
         self.on_host(op, |h| h.matmul(op, la, &b, lb))
     }
-    /// Declined for now: the kernel's ops run one by one, each a kernel of
-    /// its own where it has one.
-    fn fused(_: &'static str, _: &FusedProgram<'_>, _: &[(&Self, Layout)], _: &Layout) -> Option<Result<Self>> {
-        None
+    fn fused(
+        op: &'static str,
+        p: &FusedProgram<'_>,
+        call: &KernelCall<'_>,
+        inputs: &[(&Self, Layout)],
+        out: &Layout,
+    ) -> Option<Result<Self>> {
+        super::fused::fused(op, p, call, inputs, out)
+    }
+    fn fused_reduce(
+        op: &'static str,
+        p: &FusedReduceProgram<'_>,
+        call: &KernelCall<'_>,
+        inputs: &[(&Self, Layout)],
+        out: &Layout,
+    ) -> Option<Result<Self>> {
+        super::fused::fused_reduce(op, p, call, inputs, out)
+    }
+}
+
+impl CudaStorage {
+    /// An eager reduction of `l` over `dims` as a kernel (`reduce.rs`), into
+    /// a new contiguous buffer; `None` where eager reports an error for it
+    /// (the caller's host path reports it as the CPU does).
+    fn reduce_kernel(&self, name: &'static str, row: EagerRow, l: &Layout, dims: &[usize]) -> Option<Result<Self>> {
+        let reduced = reduce::plan(row, self.dtype, l, dims)?;
+        let softmax = matches!(row, EagerRow::Softmax { .. });
+        let dtype = match row {
+            EagerRow::Reduce(ReduceOp::Sum) if !self.dtype.is_float() => DType::I64,
+            _ => self.dtype,
+        };
+        let n: usize = l.shape.iter().zip(&reduced).map(|(&n, &r)| if r && !softmax { 1 } else { n }).product();
+        let run = || -> Result<Self> {
+            let gpu = self.gpu(name)?;
+            let mem = gpu.alloc(name, n * dtype.size_in_bytes())?;
+            // SAFETY: `self` is a live buffer of this device holding `l`'s
+            // elements (checked by the eager op); `mem` is new and holds
+            // the result's `n` elements.
+            unsafe { reduce::eager(name, gpu, row, self.buf(gpu, l), &reduced, (mem.address(gpu), dtype)) }?;
+            Ok(CudaStorage { mem, dtype, len: n, ordinal: self.ordinal })
+        };
+        Some(run())
     }
 }

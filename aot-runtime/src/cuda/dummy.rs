@@ -137,7 +137,13 @@ macro_rules! unavailable_backend {
             }
             /// Declined: the caller runs the kernel's ops one by one, and
             /// the first reports why CUDA is unavailable, naming itself.
-            fn fused(_: &'static str, _: &$crate::backend::FusedProgram<'_>, _: &[(&Self, Layout)], _: &Layout) -> Option<Result<Self>> {
+            fn fused(
+                _: &'static str,
+                _: &$crate::backend::FusedProgram<'_>,
+                _: &$crate::backend::KernelCall<'_>,
+                _: &[(&Self, Layout)],
+                _: &Layout,
+            ) -> Option<Result<Self>> {
                 None
             }
         }

@@ -1,9 +1,11 @@
-//! The CUDA backend's primitives as kernels of the kernel stage: each is a
-//! one-op [`Kernel`] (the same IR the scheduler fuses), rendered to CUDA C
-//! by the one renderer for the operands' dtypes and rank, compiled once
-//! per (op, dtypes, rank) and launched with the layouts as run-time
-//! parameters. Scalar operands are parameter slots, so one compiled kernel
-//! serves every value.
+//! The CUDA backend's elementwise primitives as kernels of the kernel
+//! stage: each is a one-op [`Kernel`] (the same IR the scheduler fuses),
+//! rendered to CUDA C by the one renderer for the operands' dtypes and
+//! rank, compiled once per (op, dtypes, rank) (the device caches modules
+//! by their source) and launched with the layouts as run-time parameters.
+//! Scalar operands are parameter slots, so one compiled kernel serves
+//! every value. [`launch_kernel`] launches any elementwise kernel, so the
+//! fused kernels of compiled calls (`fused.rs`) go through it too.
 
 use super::device::Gpu;
 use super::sim::Entry;
@@ -82,7 +84,7 @@ fn kernel(one: &OneOp<'_>, inputs: &[Buf<'_>], out: DType) -> (Kernel, KernelTyp
 }
 
 /// The renderer's view of a layout: offset and strides (0 on size-1 dims).
-fn operand(l: &Layout) -> (i64, Vec<i64>) {
+pub(super) fn operand(l: &Layout) -> (i64, Vec<i64>) {
     let strides = l.stride.iter().zip(l.shape.iter()).map(|(&s, &n)| if n == 1 { 0 } else { s as i64 }).collect();
     (l.offset as i64, strides)
 }
@@ -102,13 +104,33 @@ pub(super) unsafe fn launch(
     scalars: &[f64],
     out: Buf<'_>,
 ) -> Result<()> {
+    let (k, types) = kernel(one, inputs, out.dtype);
+    // SAFETY: this function's contract.
+    unsafe { launch_kernel(name, gpu, &k, &types, scalars, inputs, out) }
+}
+
+/// Launches the elementwise kernel `k` (its values typed `types`, its
+/// slots' values `scalars`) over `inputs` (laid out with `out`'s shape)
+/// into `out`: the one-op kernels above, and the fused kernels of a
+/// compiled call (`fused.rs`).
+///
+/// # Safety
+/// As [`launch`].
+pub(super) unsafe fn launch_kernel(
+    name: &'static str,
+    gpu: &Gpu,
+    k: &Kernel,
+    types: &KernelTypes,
+    scalars: &[f64],
+    inputs: &[Buf<'_>],
+    out: Buf<'_>,
+) -> Result<()> {
     let numel: usize = out.layout.shape.iter().product();
     if numel == 0 {
         return Ok(());
     }
-    let (k, types) = kernel(one, inputs, out.dtype);
     let rank = out.layout.shape.len();
-    let r = render_cuda_typed(&k, &types, rank, &ScalarSlots::of(&k)).map_err(|e| AotError::internal(name, e.to_string()))?;
+    let r = render_cuda_typed(k, types, rank, &ScalarSlots::of(k)).map_err(|e| AotError::internal(name, e.to_string()))?;
     let mut pointers = vec![format!("{} *", out.dtype.kernel_dtype().storage())];
     pointers.extend(inputs.iter().map(|b| format!("const {} *", b.dtype.kernel_dtype().storage())));
     let entry = Entry { name: r.name.clone(), pointers, sync: false };

@@ -114,7 +114,16 @@ mod dummy {
         // first reports itself.
         let steps = [crate::backend::FusedStep::new(aot_ir::OpKind::Neg, 0, crate::backend::FusedRhs::None, 1, DType::F32)];
         let p = crate::backend::FusedProgram { steps: &steps, num_values: 2, stored: 1, dtypes: &[DType::F32; 2], read: &[true] };
-        assert!(CudaStorage::fused("fused kernel", &p, &[(&x, l.clone())], &l).is_none());
+        let body = vec![
+            aot_ir::Node::new(aot_ir::Op::Load(0), vec![], Some(aot_ir::ValueId(0))),
+            aot_ir::Node::new(aot_ir::OpKind::Neg, vec![aot_ir::Arg::Tensor(aot_ir::ValueId(0))], Some(aot_ir::ValueId(1))),
+        ];
+        let stage_values = vec![aot_ir::ValueId(0), aot_ir::ValueId(1)];
+        let kernel = aot_ir::kernel::Kernel { name: "neg".into(), body, num_values: 2, out: aot_ir::ValueId(1), stage_values };
+        let f32s = vec![DType::F32.kernel_dtype(); 2];
+        let types = aot_ir::kernel::render::KernelTypes { values: f32s.clone(), compute: f32s };
+        let call = crate::backend::KernelCall { kernel: &kernel, types: &types, slots: &[] };
+        assert!(CudaStorage::fused("fused kernel", &p, &call, &[(&x, l.clone())], &l).is_none());
     }
 
     /// Operands on two devices are a `DeviceMismatch` naming the op and

@@ -22,7 +22,7 @@
 use super::dispatch::{exec_node, ArgGeometrySource};
 use super::interp::{blame, get, zero_result, Ctx, Stop};
 use crate::autograd::prims::scalar;
-use crate::backend::{BinaryOp, FusedProgram, FusedRhs, FusedStep};
+use crate::backend::{BinaryOp, FusedProgram, FusedRhs, FusedStep, KernelCall};
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};
 use crate::layout::{broadcast_shapes, elementwise_layout, is_dense_output, preserve_layout, Layout};
@@ -30,6 +30,7 @@ use crate::ops::binary::{broadcast_layout, scalar_result_layout};
 use crate::ops::result_type_ranked;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+use aot_ir::kernel::render::{KernelTypes, ScalarSlots};
 use aot_ir::kernel::Kernel;
 use aot_ir::{Arg as IrArg, Node, Op, OpKind, Prim, ScalarValue};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -158,22 +159,35 @@ fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>], over: 
         .zip(&p.read)
         .map(|((t, l), &r)| (&**t.storage(), if r { broadcast_layout(l, &p.out.shape) } else { unread() }))
         .collect();
+    // Per body value: its dtype and the dtype its op computes in.
+    let mut compute = p.dtypes.clone();
+    for s in &p.steps {
+        if let Some(c) = compute.get_mut(s.out) {
+            *c = s.compute;
+        }
+    }
+    let types = KernelTypes {
+        values: p.dtypes.iter().map(|d| d.kernel_dtype()).collect(),
+        compute: compute.iter().map(|d| d.kernel_dtype()).collect(),
+    };
+    let slots = slot_values(k, scalars);
+    let call = KernelCall { kernel: k, types: &types, slots: &slots };
     let storage = over
         .and_then(|i| Storage::fused_over("fused kernel", &program, &operands, i, &p.out))
-        .or_else(|| Storage::fused("fused kernel", &program, &operands, &p.out))?;
+        .or_else(|| Storage::fused_kernel("fused kernel", &program, &call, &operands, &p.out))?;
     let t = storage.map(|s| Tensor::from_storage(s, p.out));
     if let Ok(t) = &t {
-        // Per body value: its dtype and the dtype its op computes in.
-        let mut compute = p.dtypes.clone();
-        for s in &p.steps {
-            if let Some(c) = compute.get_mut(s.out) {
-                *c = s.compute;
-            }
-        }
         let types: Vec<(DType, DType)> = p.dtypes.iter().copied().zip(compute).collect();
         crate::compiled::kernels::note_kernel(k, inputs, t, Some(types));
     }
     Some(t)
+}
+
+/// The values of `k`'s scalar slots for a call with these scalars; none
+/// where one does not evaluate (a backend that renders the kernel then
+/// declines, and the ops run one by one, reporting it).
+pub(super) fn slot_values(k: &Kernel, scalars: &[Option<ScalarValue>]) -> Vec<f64> {
+    ScalarSlots::of(k).values(scalars).unwrap_or_default()
 }
 
 /// A kernel's fused program, with what eager would make of its result.

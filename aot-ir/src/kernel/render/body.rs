@@ -157,7 +157,7 @@ fn call(h: Helper, a: KVal) -> KVal {
 }
 
 /// A double literal that C parses back to the same value.
-fn literal64(v: f64) -> String {
+pub(super) fn literal64(v: f64) -> String {
     if v.is_finite() {
         // Debug prints the shortest decimal that round-trips.
         format!("{v:?}")
@@ -316,19 +316,63 @@ pub(super) struct Body {
 /// Records `k`'s body for its values' `types`; scalar arguments are
 /// literals or `p.scalars[slot]`.
 pub(super) fn render_body(k: &Kernel, types: &KernelTypes, slots: &ScalarSlots) -> Result<Body, RenderError> {
-    let inputs = k.num_inputs();
-    CTX.with(|c| *c.borrow_mut() = Ctx { lines: vec![], next: inputs as u32, double: false, helpers: vec![] });
-    let result = record(k, types, slots);
+    render_part(k, types, slots, &|_| true, None, k.out)
+}
+
+/// Records the body nodes `include` selects (the loads are always the
+/// variables `c0 ..`), storing `out`. `preset`: a value defined outside
+/// the part (a reduction's result), which is the variable `c{inputs}`.
+pub(super) fn render_part(
+    k: &Kernel,
+    types: &KernelTypes,
+    slots: &ScalarSlots,
+    include: &dyn Fn(usize) -> bool,
+    preset: Option<ValueId>,
+    out: ValueId,
+) -> Result<Body, RenderError> {
+    let inputs = k.num_inputs() as u32;
+    let next = inputs + u32::from(preset.is_some());
+    CTX.with(|c| *c.borrow_mut() = Ctx { lines: vec![], next, double: false, helpers: vec![] });
+    let result = record(k, types, slots, include, preset.map(|v| (v, KVal(inputs))), out);
     let ctx = CTX.with(|c| std::mem::take(&mut *c.borrow_mut()));
     let out = result?;
     Ok(Body { lines: ctx.lines, out: out.0, helpers: ctx.helpers })
 }
 
-fn record(k: &Kernel, types: &KernelTypes, slots: &ScalarSlots) -> Result<KVal, RenderError> {
+/// `static __device__ __forceinline__ <to> <name>(const <from> c0)`: `c0`
+/// (a value of dtype `from`, in its compute type) cast as eager casts to
+/// `to` (in `to`'s compute type); the helpers it calls.
+pub(super) fn convert_fn(name: &str, from: KernelDType, to: KernelDType) -> (String, Vec<Helper>) {
+    CTX.with(|c| *c.borrow_mut() = Ctx { lines: vec![], next: 1, double: false, helpers: vec![] });
+    let v = convert(KVal(0), from, to);
+    let ctx = CTX.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    let mut s = format!("static __device__ __forceinline__ {} {name}(const {} c0) {{\n", to.compute(), from.compute());
+    for l in &ctx.lines {
+        s.push_str(l);
+        s.push('\n');
+    }
+    s.push_str(&format!("    return c{};\n}}\n", v.0));
+    (s, ctx.helpers)
+}
+
+fn record(
+    k: &Kernel,
+    types: &KernelTypes,
+    slots: &ScalarSlots,
+    include: &dyn Fn(usize) -> bool,
+    preset: Option<(ValueId, KVal)>,
+    stored: ValueId,
+) -> Result<KVal, RenderError> {
     let fail = |node: usize, msg: String| RenderError::Body { kernel: k.name.clone(), node, msg };
     let mut vals: Vec<Option<KVal>> = vec![None; k.num_values];
+    if let Some((v, x)) = preset {
+        *vals.get_mut(v.index()).ok_or_else(|| fail(0, format!("{v} is beyond the body's values")))? = Some(x);
+    }
     let num_inputs = k.num_inputs();
     for (i, n) in k.body.iter().enumerate() {
+        if !matches!(n.op, Op::Load(_)) && !include(i) {
+            continue;
+        }
         let out = n.out.ok_or_else(|| fail(i, "no result".into()))?;
         let c = *types.compute.get(out.index()).ok_or_else(|| fail(i, format!("{out} is beyond the body's values")))?;
         // A tensor argument converted to the compute dtype, as eager casts it.
@@ -363,7 +407,7 @@ fn record(k: &Kernel, types: &KernelTypes, slots: &ScalarSlots) -> Result<KVal, 
         };
         *vals.get_mut(out.index()).ok_or_else(|| fail(i, format!("{out} is beyond the body's values")))? = Some(value);
     }
-    vals.get(k.out.index()).copied().flatten().ok_or_else(|| fail(k.body.len(), format!("the stored {} is not defined", k.out)))
+    vals.get(stored.index()).copied().flatten().ok_or_else(|| fail(k.body.len(), format!("the stored {stored} is not defined")))
 }
 
 fn arg_tensor(n: &crate::node::Node, i: usize) -> Option<ValueId> {
@@ -434,7 +478,7 @@ fn exact_bool(o: &Operand) -> Result<KVal, String> {
 }
 
 /// A scalar operand as a `double` expression: a literal, or its slot.
-fn scalar64(e: &crate::types::ScalarExpr, slots: &ScalarSlots) -> Option<String> {
+pub(super) fn scalar64(e: &crate::types::ScalarExpr, slots: &ScalarSlots) -> Option<String> {
     if let Some(v) = e.as_const() {
         return Some(literal64(super::scalar_f64(v)));
     }

@@ -473,9 +473,9 @@ fn a_missing_slot_or_a_foreign_node_is_an_error() {
     let e = render_cuda(&k, KernelDType::F32, 1, &ScalarSlots::default()).unwrap_err();
     assert!(e.to_string().contains("`mul`") && e.to_string().contains("no value or slot"), "{e}");
     let mut bad = w2();
-    bad.body[3] = node(OpKind::Sum, vec![t(2)], 3);
+    bad.body[3] = node(OpKind::Matmul, vec![t(2), t(2)], 3);
     let e = render_cuda(&bad, KernelDType::F32, 1, &ScalarSlots::default()).unwrap_err();
-    assert!(e.to_string().contains("body node 3") && e.to_string().contains("`sum`"), "{e}");
+    assert!(e.to_string().contains("body node 3") && e.to_string().contains("`matmul`"), "{e}");
 }
 
 #[test]

@@ -8,7 +8,10 @@
 //! that are not 0-dim: comparisons give bool; arithmetic promotes bool <
 //! integer < float (f64 over the rest; f16 with bf16 is f32); integer
 //! `div` and float functions of integers compute in f32; a literal scalar
-//! promotes only a tensor of a lower category (float literals to f32).
+//! promotes only a tensor of a lower category (float literals to f32). A
+//! reduction keeps its operand's dtype, except that sums of i64 and bool
+//! give i64; means, variances and softmaxes take floats only, and amax
+//! refuses bools, as eager does.
 
 use super::{KernelDType, RenderError};
 use crate::kernel::elementwise::Comparison;
@@ -121,6 +124,17 @@ impl KernelTypes {
                         return Err(fail(i, "`where_` with a condition that is not bool".into()));
                     }
                     let c = with(dt(n.args.first())?, n.args.get(2))?;
+                    (c, c)
+                }
+                // A reduction gives its operand's dtype; sums of integers
+                // and bools give i64, as eager's; the others take floats.
+                Op::Dsl { op, .. } if crate::kernel::is_reduction(*op) => {
+                    let c = match (op, dt(n.args.first())?) {
+                        (OpKind::Sum | OpKind::SumDim, KernelDType::I64 | KernelDType::Bool) => KernelDType::I64,
+                        (OpKind::AmaxDim, d) if d != KernelDType::Bool => d,
+                        (_, d) if category(d) == 2 => d,
+                        (_, d) => return Err(fail(i, format!("`{}` of a {d:?} tensor", op.name()))),
+                    };
                     (c, c)
                 }
                 Op::Dsl { op, .. } if Comparison::of(*op).is_some() => (KernelDType::Bool, with(dt(n.args.first())?, n.args.get(1))?),

@@ -139,11 +139,10 @@ fn a_reduction_fuses_its_prologue_and_epilogue() {
     assert_eq!(sch.nodes.len(), 2);
     let k = sch.kernels().next().expect("one kernel");
     assert_eq!(k.reduction(), Some(3));
-    // Not rendered to CUDA C yet: a clear error naming the reduction.
-    let err = crate::kernel::render::render_cuda(k, crate::kernel::render::KernelDType::F32, 2, &crate::kernel::render::ScalarSlots::of(k))
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("`sum_dim`: reductions are not rendered"), "{err}");
+    // Rendered to CUDA C as one block reduction with its prologue and epilogue.
+    let r = crate::kernel::render::render_cuda(k, crate::kernel::render::KernelDType::F32, 2, &crate::kernel::render::ScalarSlots::of(k))
+        .expect("a reduction kernel renders");
+    assert!(r.source.contains("aot_row_reduce(") && r.source.contains("aot_epi_fused_exp_mul_sum_dim_sqrt_neg_0("), "{}", r.source);
     assert_eq!(k.prologue(), vec![true, true, true, false, false, false]);
     assert_eq!(
         kernels(&sch),

@@ -16,13 +16,14 @@
 
 use super::{elementwise_step, float_inputs};
 use crate::autograd::prims::{ints, scalar};
-use crate::backend::{FusedReduceProgram, FusedRowOp, FusedStep};
+use crate::backend::{FusedReduceProgram, FusedRowOp, FusedStep, KernelCall};
 use crate::error::Result;
 use crate::layout::{is_dense_output, wrap_dim, Layout};
 use crate::ops::binary::broadcast_layout;
 use crate::ops::normalize_dims;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+use aot_ir::kernel::render::KernelTypes;
 use aot_ir::kernel::Kernel;
 use aot_ir::{Node, Op, OpKind, ScalarValue};
 
@@ -59,7 +60,12 @@ pub(super) fn fused(k: &Kernel, r: usize, inputs: &[&Tensor], scalars: &[Option<
         rows_out: p.rows_out,
     };
     let operands: Vec<(&Storage, Layout)> = inputs.iter().zip(&p.operands).map(|(t, l)| (&**t.storage(), l.clone())).collect();
-    let storage = Storage::fused_reduce("fused kernel", &program, &operands, &p.out)?;
+    // Every value of a planned reduction kernel has the inputs' float dtype.
+    let d = inputs.first()?.dtype().kernel_dtype();
+    let types = KernelTypes { values: vec![d; k.num_values], compute: vec![d; k.num_values] };
+    let slots = super::slot_values(k, scalars);
+    let call = KernelCall { kernel: k, types: &types, slots: &slots };
+    let storage = Storage::fused_reduce("fused kernel", &program, &call, &operands, &p.out)?;
     Some(storage.map(|s| Tensor::from_storage(s, p.out)))
 }
 

@@ -1,0 +1,124 @@
+//! The kernels of a compiled call on the CUDA backend: `Backend::fused`
+//! and `Backend::fused_reduce` render the kernel stage's [`Kernel`] itself
+//! (not the CPU's evaluator program) with the plan's types and the call's
+//! scalar slot values ([`KernelCall`]), and launch it: an elementwise
+//! kernel through `kernels.rs`, a reduction kernel through `reduce.rs`.
+//! The device caches the compiled module by its source, which holds the
+//! kernel, its types and its rank, so a kernel compiles once per
+//! specialisation.
+//!
+//! A kernel is declined (`None`: the executor runs its ops one by one,
+//! each a kernel of its own where it has one) where the call does not fit
+//! what was planned: inputs of other dtypes than the plan's, scalar slots
+//! that did not evaluate, inputs on several devices, a kernel the renderer
+//! refuses.
+
+use super::device::{gpu, Gpu};
+use super::kernels::{self, Buf};
+use super::reduce::{self, Rows};
+use super::CudaStorage;
+use crate::backend::{FusedProgram, FusedReduceProgram, KernelCall};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::layout::{contiguous_strides, Layout};
+use aot_ir::kernel::render::ScalarSlots;
+
+/// The device and the output dtype, when the call fits its inputs (see
+/// the module doc).
+fn fits(call: &KernelCall<'_>, inputs: &[(&CudaStorage, Layout)]) -> Option<(usize, DType)> {
+    let k = call.kernel;
+    let (first, _) = inputs.first()?;
+    let ordinal = first.ordinal;
+    let same = inputs.len() == k.num_inputs()
+        && call.types.values.len() == k.num_values
+        && call.types.compute.len() == k.num_values
+        && inputs.iter().zip(&call.types.values).all(|((s, _), &d)| s.ordinal == ordinal && s.dtype.kernel_dtype() == d)
+        && call.slots.len() == ScalarSlots::of(k).exprs().len();
+    let out = *call.types.values.get(k.out.index())?;
+    let dtype = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::Bool].into_iter().find(|d| d.kernel_dtype() == out)?;
+    same.then_some((ordinal, dtype))
+}
+
+/// A new buffer of `n` elements of `dtype`, and the device.
+fn alloc(name: &'static str, ordinal: usize, dtype: DType, n: usize) -> Result<(&'static Gpu, super::device::Mem)> {
+    let g = gpu(name, ordinal)?;
+    let mem = g.alloc(name, n * dtype.size_in_bytes())?;
+    Ok((g, mem))
+}
+
+/// `Backend::fused` for CUDA: the elementwise kernel of `call` over
+/// `inputs` (broadcast to `out`'s shape) into a new buffer laid out as
+/// `out` (dense, offset 0).
+pub(super) fn fused(
+    name: &'static str,
+    p: &FusedProgram<'_>,
+    call: &KernelCall<'_>,
+    inputs: &[(&CudaStorage, Layout)],
+    out: &Layout,
+) -> Option<Result<CudaStorage>> {
+    let (ordinal, dtype) = fits(call, inputs)?;
+    // An input only cast reads (for its dtype) is still loaded at element
+    // 0 of its buffer: it must have one.
+    if inputs.iter().zip(p.read).any(|((s, _), &read)| !read && s.len == 0) {
+        return None;
+    }
+    let n: usize = out.shape.iter().product();
+    let run = || -> Result<CudaStorage> {
+        let (g, mem) = alloc(name, ordinal, dtype, n)?;
+        let bufs: Vec<Buf<'_>> = inputs.iter().map(|(s, l)| s.buf(g, l)).collect();
+        let to = Buf { addr: mem.address(g), layout: out, dtype };
+        // SAFETY: the inputs are live buffers of this device, laid out
+        // (as the executor planned) within their storages; `mem` is new and
+        // holds `out`'s elements (dense, offset 0).
+        unsafe { kernels::launch_kernel(name, g, call.kernel, call.types, call.slots, &bufs, to) }?;
+        Ok(CudaStorage { mem, dtype, len: n, ordinal })
+    };
+    Some(run())
+}
+
+/// `Backend::fused_reduce` for CUDA: the reduction kernel of `call` over
+/// `inputs` (laid out over the reduction's input shape `S`) into a new
+/// buffer for `out` (`S`'s shape, densely, when the program writes along
+/// rows; else contiguous, one value per row).
+pub(super) fn fused_reduce(
+    name: &'static str,
+    p: &FusedReduceProgram<'_>,
+    call: &KernelCall<'_>,
+    inputs: &[(&CudaStorage, Layout)],
+    out: &Layout,
+) -> Option<Result<CudaStorage>> {
+    let (ordinal, dtype) = fits(call, inputs)?;
+    let shape = inputs.first()?.1.shape.to_vec();
+    if p.reduced.len() != shape.len() || inputs.iter().any(|(_, l)| l.shape.as_slice() != shape.as_slice()) || out.offset != 0 {
+        return None;
+    }
+    // The output over `S`: its own layout along rows, else one value per
+    // row (contiguous over the kept dims, stride 0 along the reduced ones).
+    let over = if p.rows_out {
+        if out.shape.as_slice() != shape.as_slice() || !crate::layout::is_dense_output(out) {
+            return None;
+        }
+        out.clone()
+    } else {
+        if !out.is_contiguous() {
+            return None;
+        }
+        let kept: Vec<usize> = shape.iter().zip(p.reduced).map(|(&n, &r)| if r { 1 } else { n }).collect();
+        let mut stride = contiguous_strides(&kept);
+        stride.iter_mut().zip(p.reduced).filter(|(_, &r)| r).for_each(|(s, _)| *s = 0);
+        Layout::new(shape, stride, 0)
+    };
+    let n: usize = out.shape.iter().product();
+    let run = || -> Result<CudaStorage> {
+        let (g, mem) = alloc(name, ordinal, dtype, n)?;
+        let bufs: Vec<Buf<'_>> = inputs.iter().map(|(s, l)| s.buf(g, l)).collect();
+        let to = Buf { addr: mem.address(g), layout: &over, dtype };
+        let rows = Rows { reduced: p.reduced, rows_out: p.rows_out };
+        // SAFETY: the inputs are live buffers of this device laid out over
+        // `S` within their storages (the executor's plan); `mem` is new and
+        // holds `out`'s `n` elements, which `over` addresses.
+        unsafe { reduce::launch(name, g, call, &bufs, to, &rows) }?;
+        Ok(CudaStorage { mem, dtype, len: n, ordinal })
+    };
+    Some(run())
+}
