@@ -3,9 +3,10 @@
 //!
 //! - `driver` (feature `cuda`): a buffer of a CUDA device (`device.rs`: a
 //!   GPU through cudarc, or the simulator of `sim.rs` with
-//!   `AOT_CUDA_SIM=1`), and its primitives (`backend.rs`): elementwise float
-//!   ops as kernels rendered from the kernel stage, the others through the
-//!   host until their kernels land (issue 14). Without a GPU (and without
+//!   `AOT_CUDA_SIM=1`), and its primitives (`backend.rs`, `ops.rs`):
+//!   elementwise ops, clamp, scalar ops and scatter_add as kernels rendered
+//!   from the kernel stage, the others through the host until their
+//!   kernels land (issue 14). Without a GPU (and without
 //!   the simulator) every request is `AotError::DeviceUnavailable` naming
 //!   the op and the reason;
 //! - `dummy` (no feature): a stand-in whose every primitive returns
@@ -38,6 +39,8 @@ mod device;
 mod kernels;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
+#[cfg(feature = "cuda")]
+mod ops;
 #[cfg(feature = "cuda")]
 pub mod sim;
 #[cfg(test)]
