@@ -249,3 +249,46 @@ fn scatter_by_index(src: &CudaStorage, op: &'static str, ls: &Layout, dst: &mut 
     // holds `u` elements of `dst`'s dtype.
     unsafe { gpu.launch(op, &source, &entry, (grid(u), BLOCK), &bufs, &[u as u64]) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{gather_source, put_source};
+    use crate::cuda::nvrtc;
+    use crate::dtype::DType;
+
+    const ALL: [DType; 6] = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::Bool];
+
+    /// The scatter kernels are not the renderer's, so `kernels_for` never
+    /// reports them: every one compiles here, in one unit, with NVRTC and
+    /// ptxas for sm_80 and sm_90.
+    #[test]
+    fn scatter_kernels_compile_with_nvrtc_and_ptxas() {
+        if let Err(why) = nvrtc::nvrtc_status() {
+            assert!(std::env::var_os("CI").is_none(), "CI must install the CUDA tools (.ci/cuda-tools): {why}");
+            eprintln!("skipped: {why}");
+            return;
+        }
+        let mut unit: Vec<String> = ALL.iter().flat_map(|&s| ALL.iter().map(move |&d| gather_source(s, d).0)).collect();
+        unit.extend(ALL.iter().map(|&d| put_source(d).0));
+        // Each unit defines its own struct and kernel; the headers guard themselves.
+        let unit = unit.join("\n");
+        let ptxas = nvrtc::ptxas().expect("ptxas next to NVRTC");
+        let dir = std::env::temp_dir().join(format!("aot-scatter-ptx-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        for (arch, sm) in [("compute_80", "sm_80"), ("compute_90", "sm_90")] {
+            let ptx = nvrtc::compile_ptx("aot_scatter", &unit, arch).unwrap_or_else(|e| panic!("{e}"));
+            assert!(ptx.contains("aot_scatter_gather_bfloat16_int64") && ptx.contains("aot_scatter_put_bool"));
+            let file = dir.join(format!("{sm}.ptx"));
+            std::fs::write(&file, &ptx).expect("write ptx");
+            let out = std::process::Command::new(&ptxas)
+                .arg(format!("-arch={sm}"))
+                .arg("-o")
+                .arg(dir.join(format!("{sm}.cubin")))
+                .arg(&file)
+                .output()
+                .expect("run ptxas");
+            assert!(out.status.success(), "ptxas {sm}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
