@@ -35,7 +35,16 @@ const LOG_EVERY: usize = 25;
 /// `-mean_i sum_c y_ic log_softmax(logits)_ic`.
 #[aot_fn]
 #[allow(clippy::too_many_arguments)]
-fn forward_loss(x: &Tensor, y_onehot: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor, w3: &Tensor, b3: &Tensor) -> Tensor {
+pub(crate) fn forward_loss(
+    x: &Tensor,
+    y_onehot: &Tensor,
+    w1: &Tensor,
+    b1: &Tensor,
+    w2: &Tensor,
+    b2: &Tensor,
+    w3: &Tensor,
+    b3: &Tensor,
+) -> Tensor {
     let h1 = (x.matmul(w1) + b1).relu();
     let h2 = (h1.matmul(w2) + b2).relu();
     let logits = h2.matmul(w3) + b3;
@@ -46,7 +55,7 @@ fn forward_loss(x: &Tensor, y_onehot: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Te
 /// PyTorch's `SGD(momentum=m)` step for one parameter:
 /// `buf = m * buf + g; p -= lr * buf`.
 #[aot_fn]
-fn sgd_momentum(p: &mut Tensor, buf: &mut Tensor, g: &Tensor, lr: f64, momentum: f64) {
+pub(crate) fn sgd_momentum(p: &mut Tensor, buf: &mut Tensor, g: &Tensor, lr: f64, momentum: f64) {
     no_grad! {
         buf.mul_(momentum).add_(g);
         p.sub_(buf * lr);
