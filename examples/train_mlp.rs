@@ -14,10 +14,17 @@
 //!
 //! ```sh
 //! cargo run --release --example train_mlp
+//! # on CUDA (a GPU, or AOT_CUDA_SIM=1 for the simulated device):
+//! cargo run --release --features cuda --example train_mlp -- --device cuda
 //! ```
+//!
+//! `--device cpu|cuda|cuda:N` picks the device (default cpu); `--steps N`
+//! the number of steps (default 300). A device that cannot be used is an
+//! error that says why, and the exit status is non-zero.
 
 use aot_runtime::prelude::*;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::process::ExitCode;
 use std::time::Instant;
 
 const IN: usize = 784;
@@ -31,11 +38,23 @@ const MOMENTUM: f64 = 0.9;
 const CENTRE_SCALE: f64 = 0.15;
 const LOG_EVERY: usize = 25;
 
+// `pub(crate)`: tests/tests/cuda_sources.rs includes this file and compiles
+// these functions' CUDA kernels.
+
 /// Forward pass (two ReLU hidden layers) and the mean cross-entropy
 /// `-mean_i sum_c y_ic log_softmax(logits)_ic`.
 #[aot_fn]
 #[allow(clippy::too_many_arguments)]
-fn forward_loss(x: &Tensor, y_onehot: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor, w3: &Tensor, b3: &Tensor) -> Tensor {
+pub(crate) fn forward_loss(
+    x: &Tensor,
+    y_onehot: &Tensor,
+    w1: &Tensor,
+    b1: &Tensor,
+    w2: &Tensor,
+    b2: &Tensor,
+    w3: &Tensor,
+    b3: &Tensor,
+) -> Tensor {
     let h1 = (x.matmul(w1) + b1).relu();
     let h2 = (h1.matmul(w2) + b2).relu();
     let logits = h2.matmul(w3) + b3;
@@ -46,7 +65,7 @@ fn forward_loss(x: &Tensor, y_onehot: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Te
 /// PyTorch's `SGD(momentum=m)` step for one parameter:
 /// `buf = m * buf + g; p -= lr * buf`.
 #[aot_fn]
-fn sgd_momentum(p: &mut Tensor, buf: &mut Tensor, g: &Tensor, lr: f64, momentum: f64) {
+pub(crate) fn sgd_momentum(p: &mut Tensor, buf: &mut Tensor, g: &Tensor, lr: f64, momentum: f64) {
     no_grad! {
         buf.mul_(momentum).add_(g);
         p.sub_(buf * lr);
@@ -97,8 +116,43 @@ fn param(shape: &[usize], scale: f64, seed: u64, dev: &Device) -> Result<Tensor>
     t.requires_grad_(true)
 }
 
-fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let dev = Device::Cpu;
+/// The command line: `--device cpu|cuda|cuda:N`, `--steps N`.
+fn options() -> std::result::Result<(Device, usize), String> {
+    let usage = "usage: train_mlp [--device cpu|cuda|cuda:N] [--steps N]";
+    let (mut dev, mut steps) = (Device::Cpu, STEPS);
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or(format!("{flag} needs a value; {usage}"))?;
+        match flag.as_str() {
+            "--device" => {
+                dev = match value.as_str() {
+                    "cpu" => Device::Cpu,
+                    "cuda" => Device::Cuda(0),
+                    v => match v.strip_prefix("cuda:").map(str::parse) {
+                        Some(Ok(i)) => Device::Cuda(i),
+                        _ => return Err(format!("unknown device `{v}`; {usage}")),
+                    },
+                }
+            }
+            "--steps" => steps = value.parse().ok().filter(|&n| n > 0).ok_or(format!("--steps takes a positive count; {usage}"))?,
+            _ => return Err(format!("unknown argument `{flag}`; {usage}")),
+        }
+    }
+    Ok((dev, steps))
+}
+
+fn main() -> ExitCode {
+    match train() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("train_mlp: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn train() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let (dev, steps) = options()?;
     let he = |fan_in: usize| (2.0 / fan_in as f64).sqrt();
     let mut params = vec![
         param(&[IN, HIDDEN], he(IN), 1, &dev)?,
@@ -111,18 +165,18 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let mut momentum_bufs = params.iter().map(|p| Tensor::zeros(&p.shape(), DType::F32, &dev)).collect::<Result<Vec<_>>>()?;
     let n_params: usize = params.iter().map(Tensor::numel).sum();
     println!(
-        "MLP {IN}-{HIDDEN}-{HIDDEN}-{CLASSES} ({n_params} parameters), batch {BATCH}, {STEPS} steps of SGD (lr {LR}, momentum {MOMENTUM})"
+        "MLP {IN}-{HIDDEN}-{HIDDEN}-{CLASSES} ({n_params} parameters) on {dev}, batch {BATCH}, {steps} steps of SGD (lr {LR}, momentum {MOMENTUM})"
     );
 
     let mut data = Blobs::new(&dev)?;
-    let bar = ProgressBar::new(STEPS as u64);
+    let bar = ProgressBar::new(steps as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40.cyan/blue} {pos}/{len} [{elapsed_precise}<{eta_precise}] {msg}")?.progress_chars("=> "),
     );
 
-    let mut losses = Vec::with_capacity(STEPS);
+    let mut losses = Vec::with_capacity(steps);
     let start = Instant::now();
-    for step in 1..=STEPS {
+    for step in 1..=steps {
         let (x, y) = data.batch(step, &dev)?;
         let [w1, b1, w2, b2, w3, b3] = &params[..] else { unreachable!("six parameters") };
         let loss = forward_loss(&x, &y, w1, b1, w2, b2, w3, b3)?;
@@ -155,7 +209,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
 
     let first = losses[0];
     let last = *losses.last().ok_or("no steps")?;
-    println!("{STEPS} steps in {secs:.1} s ({:.2} steps/s, {:.1} samples/s)", STEPS as f64 / secs, (STEPS * BATCH) as f64 / secs);
+    println!("{steps} steps in {secs:.1} s ({:.2} steps/s, {:.1} samples/s)", steps as f64 / secs, (steps * BATCH) as f64 / secs);
     let tail = &losses[losses.len().saturating_sub(LOG_EVERY)..];
     let tail_mean = tail.iter().sum::<f32>() / tail.len() as f32;
     println!("loss: first {first:.4}, final {last:.4} (mean of the last {} steps {tail_mean:.4})", tail.len());

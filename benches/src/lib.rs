@@ -8,6 +8,7 @@
 //! binary that reports it declares as its global allocator.
 
 pub mod alloc;
+pub mod cuda;
 pub mod eager_unary;
 pub mod gemm_ceiling;
 pub mod summary;

@@ -151,6 +151,30 @@ pub fn run_case(choices: &[u32], opts: &CaseOptions, stats: &Stats) -> Result<()
     Ok(())
 }
 
+/// The compiled function and alias patterns that [`run_case`] draws from
+/// `choices`, without calling them; `None` where the program is refused.
+/// For tests of what the differential programs compile to
+/// (`tests/cuda_sources.rs`); keep the draws in `run_case`'s order.
+pub fn draw_case(choices: &[u32], opts: &CaseOptions) -> Option<(CompiledFn, Vec<ArgTemplate>)> {
+    let mut c = Choices::new(choices);
+    let prog = gen_program(&mut c, &opts.gen);
+    if !refusals::check(&prog.graph).is_empty() {
+        return None;
+    }
+    let f = CompiledFn::new(prog.graph.clone()).ok()?;
+    let grad = opts.grad_cases_percent > 0 && c.chance(opts.grad_cases_percent, 100);
+    let topts = TemplateOptions {
+        requires_grad_percent: if grad { 40 } else { 0 },
+        unusual_state_percent: opts.unusual_state_percent,
+        bad_arg_percent: opts.bad_arg_percent,
+    };
+    let mut tpls = vec![gen_template(&mut c, &prog.params, prog.dtype, &topts)];
+    if c.chance(1, 3) {
+        tpls.push(gen_template(&mut c, &prog.params, prog.dtype, &topts));
+    }
+    Some((f, tpls))
+}
+
 /// A choice vector; it prints as the command that replays it.
 #[derive(Clone)]
 pub struct Stream(&'static str, Vec<u32>);

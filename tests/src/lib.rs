@@ -12,6 +12,8 @@
 
 pub mod alias;
 pub mod choice;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod diff;
 pub mod diff_property;
 pub mod progen;

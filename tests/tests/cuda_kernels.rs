@@ -182,20 +182,7 @@ fn every_cuda_source_compiles_with_nvrtc_and_ptxas() {
 
 #[cfg(feature = "cuda")]
 fn assemble(ptxas: &std::path::Path, name: &str, unit: &str) {
-    use aot_runtime::cuda::nvrtc;
-    for (arch, sm) in [("compute_80", "sm_80"), ("compute_90", "sm_90")] {
-        let ptx = nvrtc::compile_ptx(name, unit, arch).unwrap_or_else(|e| panic!("{e}"));
-        let dir = std::env::temp_dir().join(format!("aot-ptxas-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let file = dir.join(format!("{sm}.ptx"));
-        std::fs::write(&file, &ptx).expect("write ptx");
-        let out = std::process::Command::new(ptxas)
-            .args([format!("-arch={sm}"), "-o".into(), dir.join(format!("{sm}.cubin")).display().to_string(), file.display().to_string()])
-            .output()
-            .expect("run ptxas");
-        assert!(out.status.success(), "ptxas {sm}: {}", String::from_utf8_lossy(&out.stderr));
-        let _ = std::fs::remove_dir_all(&dir);
-    }
+    aot_tests::cuda::assemble(ptxas, name, unit).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[cfg(feature = "cuda")]

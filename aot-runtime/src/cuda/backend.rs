@@ -13,10 +13,11 @@
 //! reduction kernels (`reduce.rs`), and the kernels of compiled calls,
 //! elementwise and reductions, are rendered from the kernel stage and
 //! launched as they are (`fused.rs`). Random fills are kernels of the
-//! generator's Philox stream (`random.rs`).
+//! generator's Philox stream (`random.rs`). `clamp`, scalar ops of every
+//! dtype and `scatter_add` have kernels of their own (`ops.rs`).
 //!
-//! The rest (clamp, scatter_add, scalar ops of integer tensors) do not
-//! have kernels yet. They run on the host:
+//! The rest (integer `pow`, and what eager refuses, which the host reports
+//! with the CPU's error) run on the host:
 //! the operands are downloaded, the CPU backend computes, the result is
 //! uploaded. That is correct everywhere and slow on a GPU;
 //! [`host_round_trips`] counts them, so tests can tell which ops ran
@@ -90,31 +91,16 @@ impl CudaStorage {
     }
 
     /// Runs `f` on the host copy of `self` and uploads its result.
-    fn on_host(&self, op: &'static str, f: impl FnOnce(&CpuStorage) -> Result<CpuStorage>) -> Result<CudaStorage> {
+    pub(super) fn on_host(&self, op: &'static str, f: impl FnOnce(&CpuStorage) -> Result<CpuStorage>) -> Result<CudaStorage> {
         HOST_ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
         let out = f(&self.host(op)?)?;
         CudaStorage::upload(op, self.ordinal, &out)
-    }
-
-    /// Runs `f` on host copies of `self` and `dst`, then writes `dst` back.
-    fn write_on_host(
-        &self,
-        op: &'static str,
-        dst: &mut CudaStorage,
-        f: impl FnOnce(&CpuStorage, &mut CpuStorage) -> Result<()>,
-    ) -> Result<()> {
-        HOST_ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
-        let src = self.host(op)?;
-        let mut d = dst.host(op)?;
-        f(&src, &mut d)?;
-        *dst = CudaStorage::upload(op, dst.ordinal, &d)?;
-        Ok(())
     }
 }
 
 /// Whether one-op kernels of `op` exist for `dtype`: every elementwise
 /// op of a float dtype; of i64, the ops with exact integer semantics.
-fn renders(op: OpKind, dtype: DType) -> bool {
+pub(super) fn renders(op: OpKind, dtype: DType) -> bool {
     use OpKind::*;
     match dtype {
         d if d.is_float() => true,
@@ -130,7 +116,7 @@ impl CudaStorage {
 
     /// A new buffer of `dtype` laid out as `out`, written by `one` over
     /// `inputs` (each with its layout).
-    fn launch_new(
+    pub(super) fn launch_new(
         name: &'static str,
         ordinal: usize,
         one: &OneOp<'_>,
@@ -170,7 +156,7 @@ fn unary_kind(op: UnaryOp) -> OpKind {
     }
 }
 
-fn binary_kind(op: BinaryOp) -> OpKind {
+pub(super) fn binary_kind(op: BinaryOp) -> OpKind {
     match op {
         BinaryOp::Add => OpKind::Add,
         BinaryOp::Sub => OpKind::Sub,
@@ -235,7 +221,7 @@ impl Backend for CudaStorage {
         self.on_host(op.name(), |h| h.unary(op, l, out))
     }
     fn clamp(&self, op: &'static str, l: &Layout, min: Option<f64>, max: Option<f64>, out: &Layout) -> Result<Self> {
-        self.on_host(op, |h| h.clamp(op, l, min, max, out))
+        super::ops::clamp(self, op, l, min, max, out)
     }
     fn binary(&self, op: BinaryOp, la: &Layout, rhs: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
         let kind = binary_kind(op);
@@ -272,14 +258,7 @@ impl Backend for CudaStorage {
         self.binary_assign(op, &run(&ra), rhs, &run(&rb))
     }
     fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self> {
-        // Float tensors: the scalar converts to the tensor's dtype, as
-        // eager converts it.
-        if !scalar_first && self.dtype.is_float() {
-            let dtype = if op.is_comparison() { DType::Bool } else { self.dtype };
-            let one = OneOp { op: binary_kind(op), uses: &[Use::Input(0), Use::Scalar(0)], cast: None, compute: self.dtype };
-            return CudaStorage::launch_new(op.name(), self.ordinal, &one, &[(self, la)], &[s], dtype, out);
-        }
-        self.on_host(op.name(), |h| h.binary_scalar(op, la, s, scalar_first, out))
+        super::ops::binary_scalar(self, op, la, s, scalar_first, out)
     }
     fn where_cond(&self, op: &'static str, lc: &Layout, a: &Self, la: &Layout, b: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
         if self.dtype == DType::Bool && a.dtype == b.dtype {
@@ -305,7 +284,7 @@ impl Backend for CudaStorage {
         unsafe { kernels::launch(op, gpu, &one, &[src], &[], to) }
     }
     fn scatter_add(&self, op: &'static str, ls: &Layout, dst: &mut Self, ld: &Layout) -> Result<()> {
-        self.write_on_host(op, dst, |s, d| s.scatter_add(op, ls, d, ld))
+        super::ops::scatter_add(self, op, ls, dst, ld)
     }
     fn fill(&mut self, op: &'static str, l: &Layout, value: f64) -> Result<()> {
         // A one-element buffer of the value, read through stride 0.

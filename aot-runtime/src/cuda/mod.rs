@@ -3,11 +3,12 @@
 //!
 //! - `driver` (feature `cuda`): a buffer of a CUDA device (`device.rs`: a
 //!   GPU through cudarc, or the simulator of `sim.rs` with
-//!   `AOT_CUDA_SIM=1`), and its primitives (`backend.rs`): elementwise ops
-//!   and reductions as kernels rendered from the kernel stage (`kernels.rs`,
-//!   `reduce.rs`), the kernels of compiled calls rendered as the kernel
-//!   stage fused them (`fused.rs`), the others through the host until
-//!   their kernels land (issue 14). Without a GPU (and without
+//!   `AOT_CUDA_SIM=1`), and its primitives (`backend.rs`, `ops.rs`):
+//!   elementwise ops, clamp, scalar ops, scatter_add and reductions as
+//!   kernels rendered from the kernel stage (`kernels.rs`, `reduce.rs`),
+//!   random fills from the generator's Philox stream (`random.rs`), the
+//!   kernels of compiled calls rendered as the kernel stage fused them
+//!   (`fused.rs`), the rest through the host (issue 14). Without a GPU (and without
 //!   the simulator) every request is `AotError::DeviceUnavailable` naming
 //!   the op and the reason;
 //! - `dummy` (no feature): a stand-in whose every primitive returns
@@ -42,6 +43,8 @@ mod fused;
 mod kernels;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
+#[cfg(feature = "cuda")]
+mod ops;
 #[cfg(feature = "cuda")]
 mod random;
 #[cfg(feature = "cuda")]

@@ -5,7 +5,8 @@
 //! summary table in Markdown with the targets.
 //!
 //! `cargo run --release --manifest-path benches/Cargo.toml --bin all`
-//! (`W3_STEPS=n` sets W3's number of timed steps.)
+//! (`W3_STEPS=n` sets W3's number of timed steps.) With `--features cuda`
+//! and `-- --device cuda`: W2 and W3 on a GPU instead ([`aot_benches::cuda`]).
 
 use aot_benches::{alloc::Counting, cores, eager_unary, gemm_ceiling, summary::All, w1, w2, w3, BenchResult};
 
@@ -14,6 +15,9 @@ static GLOBAL: Counting = Counting;
 
 fn main() -> BenchResult<()> {
     let steps: usize = std::env::var("W3_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(31);
+    if aot_benches::cuda::wants_cuda()? {
+        return aot_benches::cuda::run(steps);
+    }
     let w1 = w1::run()?;
     w1.print();
     println!();
