@@ -130,9 +130,24 @@ pub(crate) fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor
         if !dims.is_empty() {
             g = g.sum_dim(&dims, true)?;
         }
-        g = g.reshape(&i64s(shape))?;
+        g = reshaped(&g, shape)?;
     }
     g.to_dtype(dtype)
+}
+
+/// A gradient `g` reshaped to `shape`. Without history, and dense over its
+/// whole storage from offset 0, it is a plain alias rather than a view:
+/// a view's `_base` would hold the storage too, and AccumulateGrad would
+/// then copy the gradient into `.grad` instead of taking it (a full
+/// pass and a new buffer per parameter per step). Nothing can tell the
+/// two apart: same storage, same layout as `reshape`'s, no history.
+fn reshaped(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let l = g.layout();
+    let dense = l.offset == 0 && l.is_contiguous() && g.storage_len() == l.numel() && l.numel() == shape.iter().product::<usize>();
+    if dense && !g.requires_grad() {
+        return Ok(g.alias_with_layout(crate::layout::Layout::contiguous(shape)));
+    }
+    g.reshape(&i64s(shape))
 }
 
 /// The reduced dims of a reduction over `dims` (empty: all) of a rank-`rank`
@@ -166,9 +181,9 @@ fn matmul_grad(g: &Tensor, a: &Tensor, b: &Tensor, rhs: bool) -> Result<Tensor> 
     let g2 = g.reshape(&i64s(&out2))?;
     if rhs {
         let r = a2.transpose(-1, -2)?.matmul(&g2)?;
-        sum_to(&r, &b2.shape(), b.dtype())?.reshape(&i64s(&b.shape()))
+        reshaped(&sum_to(&r, &b2.shape(), b.dtype())?, &b.shape())
     } else {
         let r = g2.matmul(&b2.transpose(-1, -2)?)?;
-        sum_to(&r, &a2.shape(), a.dtype())?.reshape(&i64s(&a.shape()))
+        reshaped(&sum_to(&r, &a2.shape(), a.dtype())?, &a.shape())
     }
 }
