@@ -300,6 +300,26 @@ mod tests {
         }
     }
 
+    /// The output reuses a cached buffer without zeroing it: old contents
+    /// (NaN here) must not leak into the product, which `gemm` writes
+    /// over entirely.
+    #[test]
+    fn matmul_into_a_recycled_buffer_overwrites_it() {
+        // f64 and a size no other test uses, above the cache's minimum, so
+        // that this request finds the buffer given just before it.
+        let (m, k, n) = (600, 2, 900);
+        let stale = vec![f64::NAN; m * n];
+        let ptr = stale.as_ptr();
+        crate::buffer_cache::give(stale);
+        let (la, lb) = (operand(0, 1, m, k), operand(1, 1, k, n));
+        let (da, db) = (random_values(m * k, -1.0, 1.0, 31), random_values(k * n, -1.0, 1.0, 32));
+        let (a, b) = (storage(DType::F64, &da), storage(DType::F64, &db));
+        let out = matmul(&a, &la, &b, &lb).unwrap();
+        let CpuStorage::F64(v) = &out else { panic!("an f64 product") };
+        assert_eq!(v.as_ptr(), ptr, "the cached buffer");
+        assert_close(&values(&out), &reference(&values(&a), &la, &values(&b), &lb), tol(DType::F64) * 2.0, "recycled");
+    }
+
     #[test]
     fn matmul_with_stride_zero_rows_and_columns() {
         // a row broadcast down the matrix (stride 0 in dim 1) and a column
