@@ -15,6 +15,12 @@ static GLOBAL: Counting = Counting;
 
 fn main() -> BenchResult<()> {
     let steps: usize = std::env::var("W3_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(31);
+    if std::env::var("W3_PRE").is_ok_and(|v| v.contains("w1")) {
+        aot_benches::w1::run()?;
+    }
+    if std::env::var("W3_PRE").is_ok_and(|v| v.contains("aot")) {
+        w3::run_only("aot", 5)?;
+    }
     if let Ok(only) = std::env::var("W3_ONLY") {
         let ms = w3::run_only(&only, steps)?;
         println!("{only}: {ms:.2} ms/step (median of {steps})");
