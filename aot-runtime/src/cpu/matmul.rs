@@ -15,8 +15,8 @@ use super::strided::{check_layout, map1, par_chunks};
 use crate::error::{AotError, Result};
 use crate::layout::{checked_numel, Layout};
 use crate::storage::{try_buffer, try_filled, CpuStorage};
-use std::mem::MaybeUninit;
 use gemm::Parallelism;
+use std::mem::MaybeUninit;
 
 const OP: &str = "matmul";
 
