@@ -6,7 +6,8 @@
 //! `cargo run --release --manifest-path benches/Cargo.toml --bin w3`
 //! (`W3_STEPS=n` sets the number of timed steps; `W3_ONLY=aot`,
 //! `W3_ONLY=eager` or `W3_ONLY=candle` times one variant alone, for a
-//! profiler.)
+//! profiler; `W3_PRE=w1`, `aot` or `w1,aot` first runs W1 and/or five aot
+//! steps in the same process, as `--bin all` does before W3's variants.)
 
 use aot_benches::{alloc::Counting, gemm_ceiling, w3, BenchResult};
 
