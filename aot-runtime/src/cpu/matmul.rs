@@ -302,22 +302,36 @@ mod tests {
 
     /// The output reuses a cached buffer without zeroing it: old contents
     /// (NaN here) must not leak into the product, which `gemm` writes
-    /// over entirely.
+    /// over entirely, on each of its paths (a matrix-vector product, a
+    /// single row, k = 1, small k, the blocked kernels).
     #[test]
     fn matmul_into_a_recycled_buffer_overwrites_it() {
-        // f64 and a size no other test uses, above the cache's minimum, so
-        // that this request finds the buffer given just before it.
-        let (m, k, n) = (600, 2, 900);
-        let stale = vec![f64::NAN; m * n];
+        // f64 and sizes no other test uses, so that each request finds the
+        // buffer given just before it.
+        for (m, k, n) in [(600, 2, 900), (40_000, 3, 1), (1, 3, 40_001), (200, 1, 201), (257, 64, 255)] {
+            let stale = vec![f64::NAN; m * n];
+            let ptr = stale.as_ptr();
+            crate::buffer_cache::recycling(|| crate::buffer_cache::give(stale));
+            let (la, lb) = (operand(0, 1, m, k), operand(1, 1, k, n));
+            let (da, db) = (random_values(m * k, -1.0, 1.0, 31), random_values(k * n, -1.0, 1.0, 32));
+            let (a, b) = (storage(DType::F64, &da), storage(DType::F64, &db));
+            let out = matmul(&a, &la, &b, &lb).unwrap();
+            let CpuStorage::F64(v) = &out else { panic!("an f64 product") };
+            assert_eq!(v.as_ptr(), ptr, "{m}x{k}x{n}: the cached buffer");
+            let want = reference(&values(&a), &la, &values(&b), &lb);
+            assert_close(&values(&out), &want, tol(DType::F64) * k as f64, &format!("{m}x{k}x{n} recycled"));
+        }
+        // f32 (its own kernels), shaped as an MLP's last-layer backward
+        let (m, k, n) = (251, 10, 1021);
+        let stale = vec![f32::NAN; m * n];
         let ptr = stale.as_ptr();
-        crate::buffer_cache::give(stale);
+        crate::buffer_cache::recycling(|| crate::buffer_cache::give(stale));
         let (la, lb) = (operand(0, 1, m, k), operand(1, 1, k, n));
-        let (da, db) = (random_values(m * k, -1.0, 1.0, 31), random_values(k * n, -1.0, 1.0, 32));
-        let (a, b) = (storage(DType::F64, &da), storage(DType::F64, &db));
+        let (a, b) = (storage(DType::F32, &random_values(m * k, -1.0, 1.0, 33)), storage(DType::F32, &random_values(k * n, -1.0, 1.0, 34)));
         let out = matmul(&a, &la, &b, &lb).unwrap();
-        let CpuStorage::F64(v) = &out else { panic!("an f64 product") };
-        assert_eq!(v.as_ptr(), ptr, "the cached buffer");
-        assert_close(&values(&out), &reference(&values(&a), &la, &values(&b), &lb), tol(DType::F64) * 2.0, "recycled");
+        let CpuStorage::F32(v) = &out else { panic!("an f32 product") };
+        assert_eq!(v.as_ptr(), ptr, "f32: the cached buffer");
+        assert_close(&values(&out), &reference(&values(&a), &la, &values(&b), &lb), tol(DType::F32) * k as f64, "f32 recycled");
     }
 
     #[test]
