@@ -130,9 +130,24 @@ pub(crate) fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor
         if !dims.is_empty() {
             g = g.sum_dim(&dims, true)?;
         }
-        g = g.reshape(&i64s(shape))?;
+        g = reshaped(&g, shape)?;
     }
     g.to_dtype(dtype)
+}
+
+/// A gradient `g` reshaped to `shape`. Without history, and dense over its
+/// whole storage from offset 0, it is a plain alias rather than a view:
+/// a view's `_base` would hold the storage too, and AccumulateGrad would
+/// then copy the gradient into `.grad` instead of taking it (a full
+/// pass and a new buffer per parameter per step). Nothing can tell the
+/// two apart: same storage, same layout as `reshape`'s, no history.
+fn reshaped(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let l = g.layout();
+    let dense = l.offset == 0 && l.is_contiguous() && g.storage_len() == l.numel() && l.numel() == shape.iter().product::<usize>();
+    if dense && !g.requires_grad() {
+        return Ok(g.alias_with_layout(crate::layout::Layout::contiguous(shape)));
+    }
+    g.reshape(&i64s(shape))
 }
 
 /// The reduced dims of a reduction over `dims` (empty: all) of a rank-`rank`
@@ -166,9 +181,61 @@ fn matmul_grad(g: &Tensor, a: &Tensor, b: &Tensor, rhs: bool) -> Result<Tensor> 
     let g2 = g.reshape(&i64s(&out2))?;
     if rhs {
         let r = a2.transpose(-1, -2)?.matmul(&g2)?;
-        sum_to(&r, &b2.shape(), b.dtype())?.reshape(&i64s(&b.shape()))
+        reshaped(&sum_to(&r, &b2.shape(), b.dtype())?, &b.shape())
     } else {
         let r = g2.matmul(&b2.transpose(-1, -2)?)?;
-        sum_to(&r, &a2.shape(), a.dtype())?.reshape(&i64s(&a.shape()))
+        reshaped(&sum_to(&r, &a2.shape(), a.dtype())?, &a.shape())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::Device;
+    use std::sync::Arc;
+
+    fn t(values: &[f32], shape: &[usize]) -> Tensor {
+        Tensor::from_vec(values.to_vec(), shape, &Device::Cpu).unwrap()
+    }
+
+    /// The tensor is no view and nothing else holds its storage, so
+    /// AccumulateGrad may take it as `.grad` instead of copying it.
+    fn owns_its_storage(g: &Tensor) -> bool {
+        g.view_base().is_none() && Arc::strong_count(&g.0.storage) == 1 && g.storage_len() == g.numel()
+    }
+
+    #[test]
+    fn gradient_reshapes_are_not_views_of_temporaries() {
+        let x = t(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+        let w = t(&[1.0, 0.0, -1.0, 2.0, 0.5, 1.0], &[3, 2]);
+        let g = t(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+        let gw = matmul_grad(&g, &x, &w, true).unwrap();
+        assert_eq!(gw.shape(), vec![3, 2]);
+        // x^T g
+        assert_eq!(gw.to_vec::<f32>().unwrap(), vec![13.0, 18.0, 17.0, 24.0, 21.0, 30.0]);
+        assert!(owns_its_storage(&gw));
+        let gx = matmul_grad(&g, &x, &w, false).unwrap();
+        // g w^T
+        assert_eq!(gx.to_vec::<f32>().unwrap(), vec![1.0, 3.0, 2.5, 3.0, 5.0, 5.5]);
+        assert!(owns_its_storage(&gx));
+        // a bias gradient: the rows summed, the kept dim dropped
+        let gb = sum_to(&x, &[3], DType::F32).unwrap();
+        assert_eq!((gb.shape(), gb.to_vec::<f32>().unwrap()), (vec![3], vec![5.0, 7.0, 9.0]));
+        assert!(owns_its_storage(&gb));
+        // a 1-D operand's gradient (its matrix form reshaped back)
+        let v = t(&[1.0, -1.0, 2.0], &[3]);
+        let gv = matmul_grad(&t(&[1.0, 2.0], &[2]), &x, &v, true).unwrap();
+        assert_eq!((gv.shape(), gv.to_vec::<f32>().unwrap()), (vec![3], vec![9.0, 12.0, 15.0]));
+        assert!(owns_its_storage(&gv));
+    }
+
+    #[test]
+    fn a_gradient_with_history_is_reshaped_as_a_view() {
+        // Double backward: the gradient itself records history, so the
+        // reshape must too.
+        let x = t(&[1.0, 2.0, 3.0, 4.0], &[2, 2]).requires_grad_(true).unwrap();
+        let s = crate::autograd::with_grad_mode(true, || sum_to(&x, &[2], DType::F32)).unwrap();
+        assert!(s.requires_grad());
+        assert_eq!(s.to_vec::<f32>().unwrap(), vec![4.0, 6.0]);
     }
 }

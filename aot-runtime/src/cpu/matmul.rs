@@ -1,7 +1,8 @@
 //! Batched matrix multiply on the `gemm` crate.
 //!
 //! f32 and f64 go straight to `gemm` with the operands' own strides (a
-//! transposed operand is never copied); f16/bf16 are widened to f32,
+//! transposed operand is never copied), into a buffer from the buffer
+//! cache when one fits, not zeroed first (`gemm` overwrites it); f16/bf16 are widened to f32,
 //! multiplied, and rounded once; i64 uses a plain loop (wrapping, like
 //! PyTorch's integer matmul). `gemm` is built with its `x86-v4` feature, so
 //! it dispatches to AVX-512 kernels where the CPU has them (on stable Rust
@@ -13,8 +14,9 @@ use super::elem::{torch_type_name, FloatElem};
 use super::strided::{check_layout, map1, par_chunks};
 use crate::error::{AotError, Result};
 use crate::layout::{checked_numel, Layout};
-use crate::storage::{try_filled, CpuStorage};
+use crate::storage::{try_buffer, try_filled, CpuStorage};
 use gemm::Parallelism;
+use std::mem::MaybeUninit;
 
 const OP: &str = "matmul";
 
@@ -126,15 +128,19 @@ fn via_f32<T: FloatElem<C = f32>>(d: Dims, x: &[T], la: &Layout, y: &[T], lb: &L
 
 fn gemm_batched<T: GemmElem>(d: Dims, x: &[T], la: &Layout, y: &[T], lb: &Layout) -> Result<Vec<T>> {
     let Dims { batch, m, k, n } = d;
-    let mut out = try_filled(OP, checked_numel(OP, &[batch, m, n])?, T::ZERO)?;
-    if out.is_empty() || k == 0 {
-        return Ok(out);
+    let total = checked_numel(OP, &[batch, m, n])?;
+    if total == 0 || k == 0 {
+        return try_filled(OP, total, T::ZERO);
     }
+    // A recycled buffer where one fits (its pages are mapped: a fresh
+    // multi-MB output paid a page fault per 4 KiB), and no zero fill:
+    // `gemm` overwrites every element (see the SAFETY notes).
+    let mut out = try_buffer::<T>(OP, total)?;
     let (pa, pb) = (Operand::new(la)?, Operand::new(lb)?);
     // Only a scheduling heuristic: saturate rather than overflow.
     let work = m.saturating_mul(n).saturating_mul(k);
     // `dst` is the output matrix `bi` (m*n elements, row-major).
-    let one = |bi: usize, dst: &mut [T], par: Parallelism| {
+    let one = |bi: usize, dst: &mut [MaybeUninit<T>], par: Parallelism| {
         let lhs = &x[pa.offset + bi * pa.batch_stride..];
         let rhs = &y[pb.offset + bi * pb.batch_stride..];
         // SAFETY: `gemm` reads lhs[i*rs + p*cs] for i < m, p < k: with the
@@ -143,15 +149,17 @@ fn gemm_batched<T: GemmElem>(d: Dims, x: &[T], la: &Layout, y: &[T], lb: &Layout
         // same holds for `rhs` (p < k, j < n) with `lb` and `y`. `dst` is an
         // exclusively borrowed slice of exactly m*n elements written at
         // i*n + j (rs = n, cs = 1), disjoint from both inputs. m, n, k > 0
-        // here, strides are non-negative and fit in isize, `read_dst` is
-        // false so `dst` is only written, and `T` is f32 or f64, the types
-        // `gemm` supports without panicking.
+        // here, strides are non-negative and fit in isize, and `T` is f32
+        // or f64, the types `gemm` supports without panicking. With
+        // `read_dst` false `gemm` sets its dst factor to zero and then only
+        // stores to `dst` (every path of gemm-common 0.19 tests for a zero
+        // factor before any load of `dst`), so `dst` may be uninitialised.
         unsafe {
             gemm::gemm(
                 m,
                 n,
                 k,
-                dst.as_mut_ptr(),
+                dst.as_mut_ptr().cast::<T>(),
                 1,
                 n as isize,
                 false,
@@ -170,16 +178,20 @@ fn gemm_batched<T: GemmElem>(d: Dims, x: &[T], la: &Layout, y: &[T], lb: &Layout
             )
         }
     };
+    let spare = &mut out.spare_capacity_mut()[..total];
     let threads = rayon::current_num_threads();
     let threaded = threads > 1 && work >= GEMM_PAR_WORK && m.min(n).min(k) >= GEMM_PAR_MIN_DIM;
     if batch > 1 && threads > 1 && (work <= BATCH_PAR_MAX_WORK || !threaded) && batch.saturating_mul(work) >= GEMM_PAR_WORK {
-        par_chunks(&mut out, m * n, &|start, dst| one(start / (m * n), dst, Parallelism::None));
+        par_chunks(spare, m * n, &|start, dst| one(start / (m * n), dst, Parallelism::None));
     } else {
         let par = if threaded { Parallelism::Rayon(0) } else { Parallelism::None };
-        for (bi, dst) in out.chunks_mut(m * n).enumerate() {
+        for (bi, dst) in spare.chunks_mut(m * n).enumerate() {
             one(bi, dst, par);
         }
     }
+    // SAFETY: the chunks of m*n cover all `total` slots, and `gemm` wrote
+    // every element of each (above).
+    unsafe { out.set_len(total) };
     Ok(out)
 }
 
@@ -286,6 +298,40 @@ mod tests {
                 assert_close(&values(&out), &want, tol(DType::F32) * k as f64, &format!("{batch}x{m}x{k}x{n} kinds {ka}/{kb}"));
             }
         }
+    }
+
+    /// The output reuses a cached buffer without zeroing it: old contents
+    /// (NaN here) must not leak into the product, which `gemm` writes
+    /// over entirely, on each of its paths (a matrix-vector product, a
+    /// single row, k = 1, small k, the blocked kernels).
+    #[test]
+    fn matmul_into_a_recycled_buffer_overwrites_it() {
+        // f64 and sizes no other test uses, so that each request finds the
+        // buffer given just before it.
+        for (m, k, n) in [(600, 2, 900), (40_000, 3, 1), (1, 3, 40_001), (200, 1, 201), (257, 64, 255)] {
+            let stale = vec![f64::NAN; m * n];
+            let ptr = stale.as_ptr();
+            crate::buffer_cache::recycling(|| crate::buffer_cache::give(stale));
+            let (la, lb) = (operand(0, 1, m, k), operand(1, 1, k, n));
+            let (da, db) = (random_values(m * k, -1.0, 1.0, 31), random_values(k * n, -1.0, 1.0, 32));
+            let (a, b) = (storage(DType::F64, &da), storage(DType::F64, &db));
+            let out = matmul(&a, &la, &b, &lb).unwrap();
+            let CpuStorage::F64(v) = &out else { panic!("an f64 product") };
+            assert_eq!(v.as_ptr(), ptr, "{m}x{k}x{n}: the cached buffer");
+            let want = reference(&values(&a), &la, &values(&b), &lb);
+            assert_close(&values(&out), &want, tol(DType::F64) * k as f64, &format!("{m}x{k}x{n} recycled"));
+        }
+        // f32 (its own kernels), shaped as an MLP's last-layer backward
+        let (m, k, n) = (251, 10, 1021);
+        let stale = vec![f32::NAN; m * n];
+        let ptr = stale.as_ptr();
+        crate::buffer_cache::recycling(|| crate::buffer_cache::give(stale));
+        let (la, lb) = (operand(0, 1, m, k), operand(1, 1, k, n));
+        let (a, b) = (storage(DType::F32, &random_values(m * k, -1.0, 1.0, 33)), storage(DType::F32, &random_values(k * n, -1.0, 1.0, 34)));
+        let out = matmul(&a, &la, &b, &lb).unwrap();
+        let CpuStorage::F32(v) = &out else { panic!("an f32 product") };
+        assert_eq!(v.as_ptr(), ptr, "f32: the cached buffer");
+        assert_close(&values(&out), &reference(&values(&a), &la, &values(&b), &lb), tol(DType::F32) * k as f64, "f32 recycled");
     }
 
     #[test]
