@@ -115,6 +115,13 @@ pub fn scatter_add(src: &CpuStorage, ls: &Layout, dst: &mut CpuStorage, ld: &Lay
     }
     check_layout(OP, ls, src.len())?;
     check_layout(OP, ld, dst.len())?;
+    if let (CpuStorage::I64(s), CpuStorage::I64(d)) = (src, &mut *dst) {
+        // Integers add exactly (wrapping, as PyTorch's), not through f64.
+        for (o, i) in ld.offsets().zip(ls.offsets()) {
+            d[o] = d[o].wrapping_add(s[i]);
+        }
+        return Ok(());
+    }
     let mut adds = crate::storage::try_collect(OP, ld.offsets().zip(ls.offsets().map(|o| src.get_f64(o))))?;
     if !ld.is_non_overlapping() {
         // Each position's addends together, in their row-major order.
@@ -133,4 +140,19 @@ pub fn scatter_add(src: &CpuStorage, ls: &Layout, dst: &mut CpuStorage, ld: &Lay
         }
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_scatter_add_is_exact() {
+        let big = (1i64 << 60) + 1;
+        let src = CpuStorage::I64(vec![big, 1, -3]);
+        let mut dst = CpuStorage::I64(vec![big, 0]);
+        // All three addends into position 0 (stride 0), in order.
+        scatter_add(&src, &Layout::contiguous(&[3]), &mut dst, &Layout::new(vec![3], vec![0], 0)).unwrap();
+        assert_eq!(dst, CpuStorage::I64(vec![big.wrapping_add(big) - 2, 0]));
+    }
 }
