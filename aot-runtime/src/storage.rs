@@ -361,6 +361,7 @@ impl Storage {
     }
     /// `n` values of `dtype` on `device`, drawn from `dist` with `rng`.
     pub(crate) fn random(op: &'static str, device: &Device, dist: Distribution, dtype: DType, n: usize, rng: &mut Rng) -> Result<Storage> {
+        crate::compiled::kernels::note_random(dist, dtype);
         let data = match device {
             Device::Cpu => StorageData::Cpu(Backend::random(op, device, dist, dtype, n, rng)?),
             Device::Cuda(_) => StorageData::Cuda(Backend::random(op, device, dist, dtype, n, rng)?),

@@ -70,6 +70,13 @@ fn int_sums(a: &Tensor) -> Tensor {
     (a * 2).sum_dim(&[1], false).abs()
 }
 
+#[cfg(feature = "cuda")]
+#[aot_fn]
+fn noisy(x: &Tensor, w: &Tensor) -> Tensor {
+    let h = x.matmul(w).dropout(0.2);
+    (h + x.rand_like()).sum()
+}
+
 fn t(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
     Tensor::randn(shape, DType::F32, &Device::Cpu, seed).and_then(|t| t.to_dtype(dtype)).expect("randn")
 }
@@ -107,6 +114,17 @@ fn sources() -> aot_runtime::Result<Vec<Vec<KernelSource>>> {
     all.push(relu_layer::compiled().kernels_for(&[Arg::from(&x), Arg::from(&w), Arg::from(&b)], &cuda)?);
     let (a, b) = (t(&[4, 3], DType::I64, 11), t(&[3], DType::I64, 12));
     all.push(ints::compiled().kernels_for(&[Arg::from(&a), Arg::from(&b)], &cuda)?);
+    // Random fills: dropout's mask drawn in the forward and recomputed in
+    // the backward from the generator state, and rand_like.
+    for dtype in [DType::F32, DType::F16] {
+        let (x, w) = (t(&[6, 6], dtype, 21), t(&[6, 6], dtype, 22).requires_grad_(true)?);
+        let ks = noisy::compiled().kernels_for(&[Arg::from(&x), Arg::from(&w)], &cuda)?;
+        let names: Vec<&str> = ks.iter().map(|k| k.name.as_str()).collect();
+        let dropout = format!("aot_random_dropout_{}", if dtype == DType::F32 { "f32" } else { "f16" });
+        assert_eq!(names.iter().filter(|n| **n == dropout).count(), 2, "drawn, then recomputed: {names:?}");
+        assert!(names.iter().any(|n| n.starts_with("aot_random_uniform_")), "{names:?}");
+        all.push(ks);
+    }
     // The MLP's loss: a training call's forward and backward kernels.
     let x = t(&[16, 8], DType::F32, 15);
     let y = (t(&[16, 4], DType::F32, 16).gt(0.0)?).to_dtype(DType::F32)?;

@@ -112,6 +112,11 @@ pub fn render_random(kind: RandomKind, dtype: KernelDType) -> RenderedKernel {
     let per = lanes(kind, dtype);
     // Dropout writes raw bits; the others write the element type.
     let out_ty = if kind == RandomKind::Dropout { raw(dtype) } else { dtype.storage() };
+    // Guarded as a whole: a call that draws twice alike (a mask drawn in
+    // the forward and recomputed in the backward) lists one source twice,
+    // and a call's sources concatenate into one unit.
+    let guard = format!("AOT_KERNEL_{}", name.to_uppercase());
+    let _ = writeln!(s, "#ifndef {guard}\n#define {guard}");
     let _ = write!(
         s,
         "struct aot_params_{name} {{ unsigned long long n, seed, offset, p_bits, kept; }};\n\
@@ -132,5 +137,6 @@ pub fn render_random(kind: RandomKind, dtype: KernelDType) -> RenderedKernel {
         dtype.storage(),
         lane(kind, dtype),
     );
+    s.push_str("#endif\n");
     RenderedKernel { name, source: s }
 }

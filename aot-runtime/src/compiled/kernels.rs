@@ -6,16 +6,19 @@
 //! the kernel stage leaves to run time. So the CUDA sources come from a run
 //! of the call on copies of its arguments (as `explain()` observes one),
 //! during which the executor reports every kernel it runs ([`note_kernel`])
-//! with its inputs' dtypes and its result's rank; a call that records
-//! gradients also runs its compiled backward, with tangents of ones.
+//! with its inputs' dtypes and its result's rank, and every random fill
+//! ([`note_random`]); a call that records gradients also runs its compiled
+//! backward, with tangents of ones.
 
 use super::CompiledFn;
 use crate::arg::Arg;
 use crate::autograd::is_grad_enabled;
+use crate::backend::Distribution;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
+use aot_ir::kernel::random::{render_random, RandomKind};
 use aot_ir::kernel::render::{render_cuda_typed, KernelDType, KernelTypes, ScalarSlots};
 use aot_ir::kernel::Kernel;
 use aot_ir::print::Names;
@@ -64,7 +67,10 @@ impl CompiledFn {
     }
 
     /// [`kernels`](Self::kernels) as they would run on `device`, without
-    /// needing that device. The CUDA sources come with the CUDA backend:
+    /// needing that device. On CUDA the random fills (dropout's mask, drawn
+    /// in the forward and recomputed in the backward; `rand_like`) are
+    /// kernels too, and are listed where they run. The CUDA sources come
+    /// with the CUDA backend:
     /// without the `cuda` feature, `Device::Cuda` is
     /// `AotError::DeviceUnavailable`.
     pub fn kernels_for(&self, args: &[Arg], device: &Device) -> Result<Vec<KernelSource>> {
@@ -99,9 +105,32 @@ struct RanKernel {
     rank: usize,
 }
 
+/// A kernel run while a recording is on: one of the kernel stage's, or a
+/// random fill (dropout's mask, `rand_like`), which the CUDA backend runs as
+/// a kernel of the generator's stream (`aot_ir::kernel::random`).
+enum Ran {
+    Stage(RanKernel),
+    Random { kind: RandomKind, dtype: DType },
+}
+
 thread_local! {
     /// The kernels run on this thread while a recording is on.
-    static RAN: RefCell<Option<Vec<RanKernel>>> = const { RefCell::new(None) };
+    static RAN: RefCell<Option<Vec<Ran>>> = const { RefCell::new(None) };
+}
+
+/// Called for every random fill (`Storage::random`); records it while
+/// [`CompiledFn::ran_kernels`] runs a call.
+pub(crate) fn note_random(dist: Distribution, dtype: DType) {
+    RAN.with(|r| {
+        if let Some(ran) = r.borrow_mut().as_mut() {
+            let kind = match dist {
+                Distribution::Uniform => RandomKind::Uniform,
+                Distribution::Normal => RandomKind::Normal,
+                Distribution::Dropout { .. } => RandomKind::Dropout,
+            };
+            ran.push(Ran::Random { kind, dtype });
+        }
+    });
 }
 
 /// Called by the executor for every kernel node it runs (`types`: see
@@ -117,7 +146,7 @@ pub(crate) fn note_kernel(k: &Kernel, inputs: &[&Tensor], out: &Tensor, types: O
                 None => out.rank(),
             };
             let inputs = inputs.iter().map(|t| t.dtype()).collect();
-            ran.push(RanKernel { kernel: k.clone(), inputs, types, rank });
+            ran.push(Ran::Stage(RanKernel { kernel: k.clone(), inputs, types, rank }));
         }
     });
 }
@@ -130,7 +159,7 @@ impl Recording {
         RAN.with(|r| *r.borrow_mut() = Some(Vec::new()));
         Recording
     }
-    fn take(self) -> Vec<RanKernel> {
+    fn take(self) -> Vec<Ran> {
         RAN.with(|r| r.borrow_mut().take()).unwrap_or_default()
     }
 }
@@ -146,7 +175,7 @@ impl CompiledFn {
     /// on copies of the arguments (the caller's tensors are untouched):
     /// the compiled call, and for a call that records gradients its
     /// backward, from ones as the outputs' gradients.
-    fn ran_kernels(&self, args: &[Arg]) -> Result<Vec<RanKernel>> {
+    fn ran_kernels(&self, args: &[Arg]) -> Result<Vec<Ran>> {
         let copies = super::tangents::deep_copy_args(args)?;
         let mut leaves: Vec<Option<Tensor>> = Vec::with_capacity(args.len());
         for (a, c) in args.iter().zip(&copies) {
@@ -173,6 +202,19 @@ impl CompiledFn {
             total.backward()?;
         }
         Ok(recording.take())
+    }
+}
+
+impl Ran {
+    /// The kernel as one CUDA C translation unit.
+    fn cuda_source(&self) -> Result<KernelSource> {
+        match self {
+            Ran::Stage(k) => k.cuda_source(),
+            Ran::Random { kind, dtype } => {
+                let r = render_random(*kind, dtype.kernel_dtype());
+                Ok(KernelSource { name: r.name, source: r.source })
+            }
+        }
     }
 }
 
