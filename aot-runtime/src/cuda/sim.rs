@@ -17,6 +17,10 @@
 //! on disk by a hash of their source (under `$AOT_CUDA_SIM_CACHE`, or
 //! `aot-cuda-sim` in the temporary folder), so that a later process
 //! skips the compiler. Batch many kernels into one module.
+//!
+//! With `AOT_CUDA_SIM_NVRTC=1` (as `.ci/run` sets), each module is also
+//! compiled with NVRTC and assembled with ptxas before it runs here: what
+//! the simulator runs is what a GPU would be given.
 
 use crate::error::{AotError, Result};
 use aot_ir::kernel::render::{fibers::FIBERS, host};
@@ -71,6 +75,9 @@ impl SimModule {
         let _one = COMPILING.lock().map_err(|_| poisoned())?;
         if let Some(m) = loaded.lock().map_err(|_| poisoned())?.get(&key) {
             return Ok(m.clone());
+        }
+        if std::env::var_os("AOT_CUDA_SIM_NVRTC").is_some_and(|v| v == "1") {
+            check_with_nvrtc(units, key)?;
         }
         let path = compile(&source, key)?;
         // SAFETY: the library is our own compiled module; its initialisers
@@ -143,6 +150,24 @@ fn translation_unit(units: &[&str], entries: &[Entry]) -> String {
         );
     }
     s
+}
+
+/// With `AOT_CUDA_SIM_NVRTC=1`, every module the simulator builds is also
+/// compiled with the real NVRTC and assembled by ptxas for `sm_80` and
+/// `sm_90` (`nvrtc::compile_and_assemble`), so the suites that run on the
+/// simulated device check that every kernel they launch builds for a GPU.
+/// A module that passed leaves a marker in the cache, which later
+/// processes trust.
+fn check_with_nvrtc(units: &[&str], key: u64) -> Result<()> {
+    let marker = cache_dir().join(format!("{key:016x}.nvrtc-ok"));
+    if marker.is_file() {
+        return Ok(());
+    }
+    let unit = units.join("\n");
+    super::nvrtc::compile_and_assemble(&format!("sim_{key:016x}"), &unit)?;
+    let _ = std::fs::create_dir_all(cache_dir());
+    let _ = std::fs::write(&marker, b"");
+    Ok(())
 }
 
 /// The folder of compiled modules (and of the shim's headers).

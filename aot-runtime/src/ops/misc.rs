@@ -44,7 +44,7 @@ pub fn set_rng_state(seed: u64, offset: u64) {
     *GLOBAL_RNG.lock().unwrap_or_else(|e| e.into_inner()) = Some(Rng::at(seed, offset));
 }
 
-fn with_rng<R>(f: impl FnOnce(&mut Rng) -> R) -> R {
+pub(crate) fn with_rng<R>(f: impl FnOnce(&mut Rng) -> R) -> R {
     let mut g = GLOBAL_RNG.lock().unwrap_or_else(|e| e.into_inner());
     f(g.get_or_insert_with(|| Rng::new(0)))
 }
@@ -143,35 +143,6 @@ impl Tensor {
         let scale = if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
         let dist = Distribution::Dropout { p, scale };
         let data = with_rng(|r| Storage::random("dropout", &self.device(), dist, self.dtype(), n, r))?;
-        Ok(Tensor::from_storage(data, Layout::contiguous(&self.shape())))
-    }
-}
-
-impl Tensor {
-    /// Takes the generator's draw for dropout's mask of this tensor: the
-    /// state `(seed, offset)` before it, as a two-element i64 CPU tensor,
-    /// with the generator advanced past the draw as eager `dropout`
-    /// advances it. A compiled graph's `rng_take`; the mask is then
-    /// [`Tensor::dropout_mask_at`] of the state, in the forward and, when
-    /// the backward recomputes it, there too (functionalized RNG).
-    pub(crate) fn take_dropout_draw(&self) -> Result<Tensor> {
-        let per = aot_ir::kernel::random::lanes(aot_ir::kernel::random::RandomKind::Dropout, self.dtype().kernel_dtype());
-        let (seed, offset) = with_rng(|r| r.take(self.numel(), per));
-        // The state's bits: a seed or an offset above i64::MAX wraps.
-        Tensor::from_vec(vec![seed as i64, offset as i64], &[2], &crate::device::Device::Cpu)
-    }
-
-    /// Dropout's mask for this tensor drawn at `state` (see
-    /// [`Tensor::take_dropout_draw`]), leaving the global generator alone.
-    pub(crate) fn dropout_mask_at(&self, p: f64, state: &Tensor) -> Result<Tensor> {
-        let s = state.to_vec::<i64>()?;
-        let [seed, offset] = s[..] else {
-            return Err(AotError::internal("dropout", format!("a generator state of {} elements", s.len())));
-        };
-        let scale = if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
-        let dist = Distribution::Dropout { p, scale };
-        let mut rng = Rng::at(seed as u64, offset as u64);
-        let data = Storage::random("dropout", &self.device(), dist, self.dtype(), self.numel(), &mut rng)?;
         Ok(Tensor::from_storage(data, Layout::contiguous(&self.shape())))
     }
 }

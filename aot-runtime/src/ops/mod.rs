@@ -15,7 +15,7 @@ mod view;
 
 pub(crate) use inplace::write_into as write_into_raw;
 pub use misc::{manual_seed, rng_state, set_rng_state};
-pub(crate) use misc::{rng_restore, rng_snapshot};
+pub(crate) use misc::{rng_restore, rng_snapshot, with_rng};
 pub(crate) use view::ViewOp;
 
 use crate::dtype::{DType, Scalar};

@@ -27,6 +27,10 @@
 //!    partition), built on first use, and the compiled function that runs
 //!    it with one autograd node.
 //!
+//! [`functionalized_rng`]: `FunctionalizedRngRuntimeWrapper`, in the
+//! graph: dropout takes the generator's state as a value, so the backward
+//! recomputes its mask from the saved state.
+//!
 //! The arguments' alias pattern ([`AliasPattern`]) is computed once, with
 //! the guard key (`compiled/specialize.rs`), and handed to the
 //! pre-compile steps; only what the key does not hold (shapes, strides and
@@ -37,6 +41,7 @@ pub(crate) mod compilers;
 pub(crate) mod debug_assert;
 pub(crate) mod dedupe;
 pub(crate) mod epilogue;
+pub(crate) mod functionalized_rng;
 pub(crate) mod runtime_wrapper;
 pub(crate) mod synthetic_base;
 pub(crate) mod training_plan;
