@@ -107,7 +107,8 @@ pub fn fill(dst: &mut CpuStorage, l: &Layout, v: f64) {
 /// more than once (the gradient of an overlapping view) gets every addend,
 /// summed in f64 in row-major order and rounded to `dst`'s dtype once, as
 /// eager's reductions round a sum once (per-addend rounding drifts by
-/// ulps in f16/bf16). `src` and `dst` are different buffers.
+/// ulps in f16/bf16); i64 into i64 adds exactly (wrapping). `src` and
+/// `dst` are different buffers.
 pub fn scatter_add(src: &CpuStorage, ls: &Layout, dst: &mut CpuStorage, ld: &Layout) -> Result<()> {
     const OP: &str = "scatter_add";
     if ls.numel() != ld.numel() {

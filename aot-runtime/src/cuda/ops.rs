@@ -15,7 +15,7 @@
 //!   CPU refuses (integer `div`, bool `sub`) run on the host.
 //! - `scatter_add` sums, per destination position, its old value and
 //!   every addend in f64, in row-major order, and rounds once (the CPU's
-//!   definition). Where the destination layout does not overlap and both
+//!   definition; i64 into i64 sums exactly, wrapping, as the CPU). Where the destination layout does not overlap and both
 //!   buffers have one float dtype with one shape, that is one in-place
 //!   `add` kernel: a single addend added in the compute type and rounded
 //!   to the dtype gives the same bits as in f64 (f32 has more than twice
@@ -23,8 +23,8 @@
 //!   f32's). Everything else (overlapping destinations, i64, bool, mixed
 //!   dtypes or shapes) takes the general path: the host lists each
 //!   destination position's source offsets from the layouts alone (no
-//!   data moves), a gather kernel sums each position's addends in f64 in
-//!   that order (one thread per position, so no atomics and the same bits
+//!   data moves), a gather kernel sums each position's addends in f64 (or
+//!   i64) in that order (one thread per position, so no atomics and the same bits
 //!   in every run), the renderer's cast rounds the sums to the dtype, and
 //!   a put kernel writes them. `dst` is written only by the last kernel.
 
@@ -190,24 +190,36 @@ fn unit(name: &str, dtypes: &[DType], body: &str) -> String {
     s
 }
 
-/// The gather kernel: `sums[u] = dst[at[u]] + Σ src[from[j]]` in f64.
+/// Whether a scatter of `src` into `dst` sums exactly in 64-bit integers
+/// (wrapping, as the CPU does for i64 into i64) rather than in f64.
+fn sums_integers(src: DType, dst: DType) -> bool {
+    src == DType::I64 && dst == DType::I64
+}
+
+/// The gather kernel: `sums[u] = dst[at[u]] + Σ src[from[j]]` in f64, or
+/// in wrapping 64-bit integers for i64 into i64 ([`sums_integers`]).
 fn gather_source(src: DType, dst: DType) -> (String, Entry) {
     let name = format!("aot_scatter_gather_{}_{}", src.name(), dst.name());
     let (ts, td) = (src.kernel_dtype().storage(), dst.kernel_dtype().storage());
+    let (sum_t, acc_t, init, add) = if sums_integers(src, dst) {
+        // Unsigned: wrapping is defined there, not for signed overflow.
+        ("long long", "unsigned long long", "(unsigned long long)dst[at[u]]".to_string(), "(unsigned long long)src[from[j]]".to_string())
+    } else {
+        ("double", "double", to_double(dst, "dst[at[u]]"), to_double(src, "src[from[j]]"))
+    };
     let body = format!(
-        "extern \"C\" __global__ void {name}(double *sums, const {td} *dst, const {ts} *src, const long long *at,\n\
+        "extern \"C\" __global__ void {name}({sum_t} *sums, const {td} *dst, const {ts} *src, const long long *at,\n\
          \x20   const long long *starts, const long long *from, const aot_params_{name} p) {{\n\
          \x20   const long long step = (long long)blockDim.x * gridDim.x;\n\
          \x20   for (long long u = (long long)blockIdx.x * blockDim.x + threadIdx.x; u < p.n; u += step) {{\n\
-         \x20       double acc = {};\n\
-         \x20       for (long long j = starts[u]; j < starts[u + 1]; ++j) acc += {};\n\
-         \x20       sums[u] = acc;\n\
+         \x20       {acc_t} acc = {init};\n\
+         \x20       for (long long j = starts[u]; j < starts[u + 1]; ++j) acc += {add};\n\
+         \x20       sums[u] = ({sum_t})acc;\n\
          \x20   }}\n}}",
-        to_double(dst, "dst[at[u]]"),
-        to_double(src, "src[from[j]]"),
     );
+    let sums_ptr = format!("{sum_t} *");
     let pointers =
-        ["double *", &format!("const {td} *"), &format!("const {ts} *"), "const long long *", "const long long *", "const long long *"];
+        [&sums_ptr[..], &format!("const {td} *"), &format!("const {ts} *"), "const long long *", "const long long *", "const long long *"];
     let entry = Entry { name: name.clone(), pointers: pointers.iter().map(|p| p.to_string()).collect(), sync: false };
     (unit(&name, &[src, dst], &body), entry)
 }
@@ -231,7 +243,8 @@ fn scatter_by_index(src: &CudaStorage, op: &'static str, ls: &Layout, dst: &mut 
     let u = p.at.len();
     let (at, starts, from) =
         (gpu.upload(op, &i64_bytes(&p.at))?, gpu.upload(op, &i64_bytes(&p.starts))?, gpu.upload(op, &i64_bytes(&p.from))?);
-    let sums = CudaStorage { mem: gpu.alloc(op, u * 8)?, dtype: DType::F64, len: u, ordinal: dst.ordinal };
+    let sum_dtype = if sums_integers(src.dtype, dst.dtype) { DType::I64 } else { DType::F64 };
+    let sums = CudaStorage { mem: gpu.alloc(op, u * 8)?, dtype: sum_dtype, len: u, ordinal: dst.ordinal };
     let (source, entry) = gather_source(src.dtype, dst.dtype);
     let bufs = [&sums.mem, &dst.mem, &src.mem, &at, &starts, &from].map(|m: &Mem| m.address(gpu));
     KERNEL_LAUNCHES.fetch_add(1, Ordering::Relaxed);
@@ -240,7 +253,7 @@ fn scatter_by_index(src: &CudaStorage, op: &'static str, ls: &Layout, dst: &mut 
     // buffer, and `starts` has `u + 1` entries; only `sums` (new) is written.
     unsafe { gpu.launch(op, &source, &entry, (grid(u), BLOCK), &bufs, &[u as u64]) }?;
     let line = Layout::contiguous(&[u]);
-    let vals = if dst.dtype == DType::F64 { sums } else { sums.cast(op, &line, dst.dtype, &line)? };
+    let vals = if dst.dtype == sum_dtype { sums } else { sums.cast(op, &line, dst.dtype, &line)? };
     let (source, entry) = put_source(dst.dtype);
     let bufs = [&dst.mem, &vals.mem, &at].map(|m: &Mem| m.address(gpu));
     KERNEL_LAUNCHES.fetch_add(1, Ordering::Relaxed);
