@@ -15,7 +15,7 @@
 //! `try_reserve_exact`: a request that is too large is an
 //! [`AotError::OutOfMemory`] naming the op, never an abort.
 
-use crate::backend::{Backend, BinaryOp, Distribution, FusedProgram, KernelCall, ReduceOp, Rng, UnaryOp};
+use crate::backend::{Backend, BinaryOp, Distribution, ReduceOp, Rng, UnaryOp};
 use crate::cuda::CudaStorage;
 use crate::device::Device;
 use crate::dtype::{DType, WithDType};
@@ -26,6 +26,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+mod fused;
 mod over;
 
 /// An empty vector with room for exactly `n` elements of `T`. A byte size
@@ -510,107 +511,5 @@ impl Storage {
     pub(crate) fn matmul(&self, op: &'static str, la: &Layout, rhs: &Storage, lb: &Layout) -> Result<Storage> {
         same_device(op, self, &[rhs])?;
         self.read2(rhs, |a, b| map_backend2!(op, (a, b), (x, y) => x.matmul(op, la, y, lb))).map(Storage::new)
-    }
-
-    /// [`Backend::fused`] over `inputs` (storages and their broadcast
-    /// layouts; a storage may appear more than once). `None`: the backend
-    /// declined, or the inputs are not on one device (the caller's
-    /// op-by-op path reports that).
-    pub(crate) fn fused_kernel(
-        name: &'static str,
-        p: &FusedProgram<'_>,
-        call: &KernelCall<'_>,
-        inputs: &[(&Storage, Layout)],
-        out: &Layout,
-    ) -> Option<Result<Storage>> {
-        Storage::fused_on(name, p, Some(call), inputs, out)
-    }
-
-    /// [`Storage::fused_kernel`] of the CPU's program alone (tests of the
-    /// evaluator, which have no kernel to render: CUDA declines).
-    #[cfg(test)]
-    pub(crate) fn fused(name: &'static str, p: &FusedProgram<'_>, inputs: &[(&Storage, Layout)], out: &Layout) -> Option<Result<Storage>> {
-        Storage::fused_on(name, p, None, inputs, out)
-    }
-
-    fn fused_on(
-        name: &'static str,
-        p: &FusedProgram<'_>,
-        call: Option<&KernelCall<'_>>,
-        inputs: &[(&Storage, Layout)],
-        out: &Layout,
-    ) -> Option<Result<Storage>> {
-        // One read lock per distinct storage.
-        let mut distinct: Vec<&Storage> = Vec::new();
-        let slot: Vec<usize> = inputs
-            .iter()
-            .map(|(s, _)| match distinct.iter().position(|d| std::ptr::eq(*d, *s)) {
-                Some(k) => k,
-                None => {
-                    distinct.push(s);
-                    distinct.len() - 1
-                }
-            })
-            .collect();
-        let guards: Vec<RwLockReadGuard<'_, StorageData>> = distinct.iter().map(|s| s.read()).collect();
-        let layouts = inputs.iter().map(|(_, l)| l.clone());
-        let cpu: Option<Vec<(&CpuStorage, Layout)>> = slot
-            .iter()
-            .zip(layouts.clone())
-            .map(|(&k, l)| match &*guards[k] {
-                StorageData::Cpu(c) => Some((c, l)),
-                StorageData::Cuda(_) => None,
-            })
-            .collect();
-        if let Some(cpu) = cpu {
-            return crate::cpu::fused::fused(name, p, &cpu, out).map(|r| r.map(|d| Storage::new(StorageData::Cpu(d))));
-        }
-        let cuda: Option<Vec<(&CudaStorage, Layout)>> = slot
-            .iter()
-            .zip(layouts)
-            .map(|(&k, l)| match &*guards[k] {
-                StorageData::Cuda(c) => Some((c, l)),
-                StorageData::Cpu(_) => None,
-            })
-            .collect();
-        CudaStorage::fused(name, p, call?, &cuda?, out).map(|r| r.map(|d| Storage::new(StorageData::Cuda(d))))
-    }
-
-    /// [`Backend::fused_reduce`] over `inputs` (as for
-    /// [`Storage::fused_kernel`]). `None`: the backend declined, or the
-    /// inputs are not on one device.
-    pub(crate) fn fused_reduce(
-        name: &'static str,
-        p: &crate::backend::FusedReduceProgram<'_>,
-        call: &KernelCall<'_>,
-        inputs: &[(&Storage, Layout)],
-        out: &Layout,
-    ) -> Option<Result<Storage>> {
-        let mut distinct: Vec<&Storage> = Vec::new();
-        for (s, _) in inputs {
-            if !distinct.iter().any(|d| std::ptr::eq(*d, *s)) {
-                distinct.push(s);
-            }
-        }
-        let guards: Vec<RwLockReadGuard<'_, StorageData>> = distinct.iter().map(|s| s.read()).collect();
-        let data = |s: &Storage| distinct.iter().position(|d| std::ptr::eq(*d, s)).map(|k| &*guards[k]);
-        let cpu: Option<Vec<(&CpuStorage, Layout)>> = inputs
-            .iter()
-            .map(|(s, l)| match data(s)? {
-                StorageData::Cpu(c) => Some((c, l.clone())),
-                StorageData::Cuda(_) => None,
-            })
-            .collect();
-        if let Some(cpu) = cpu {
-            return CpuStorage::fused_reduce(name, p, call, &cpu, out).map(|r| r.map(|d| Storage::new(StorageData::Cpu(d))));
-        }
-        let cuda: Option<Vec<(&CudaStorage, Layout)>> = inputs
-            .iter()
-            .map(|(s, l)| match data(s)? {
-                StorageData::Cuda(c) => Some((c, l.clone())),
-                StorageData::Cpu(_) => None,
-            })
-            .collect();
-        CudaStorage::fused_reduce(name, p, call, &cuda?, out).map(|r| r.map(|d| Storage::new(StorageData::Cuda(d))))
     }
 }
