@@ -58,6 +58,12 @@ pub struct Leaf {
     pub shape: Vec<usize>,
     #[serde(default)]
     pub requires_grad: bool,
+    /// `"i64"` or `"bool"` for index and mask leaves, which hold `values`
+    /// (float leaves hold [`leaf_values`] unless `values` is given).
+    #[serde(default)]
+    pub dtype: Option<String>,
+    #[serde(default)]
+    pub values: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -118,7 +124,13 @@ pub fn make_leaves(leaves: &[Leaf]) -> Result<Vec<(String, Tensor)>> {
     let mut out = vec![];
     for (k, l) in leaves.iter().enumerate() {
         let n = l.shape.iter().product();
-        let t = Tensor::from_vec(leaf_values(k, n), &l.shape, &test_device())?;
+        let dev = test_device();
+        let t = match (l.dtype.as_deref(), &l.values) {
+            (Some("i64"), Some(v)) => Tensor::from_vec(v.iter().map(|&x| x as i64).collect(), &l.shape, &dev)?,
+            (Some("bool"), Some(v)) => Tensor::from_vec(v.iter().map(|&x| x != 0.0).collect(), &l.shape, &dev)?,
+            (_, Some(v)) => Tensor::from_vec(v.iter().map(|&x| x as f32).collect(), &l.shape, &dev)?,
+            _ => Tensor::from_vec(leaf_values(k, n), &l.shape, &dev)?,
+        };
         if l.requires_grad {
             t.requires_grad_(true)?;
         }
