@@ -85,6 +85,10 @@ pub enum Expr {
     Cast(Box<Expr>, ScalarTy, SpanRange),
     NoGrad(Block, SpanRange),
     Block(Block, SpanRange),
+    /// `base.member`: a field of a struct parameter (`m.w1`, `m.l1.w`).
+    Field(Box<Expr>, syn::Member, SpanRange),
+    /// `base[index]`: an element of a `Vec` field (`m.layers[0]`).
+    Index(Box<Expr>, Box<Expr>, SpanRange),
     /// Unsupported syntax, already reported.
     Error(SpanRange),
 }
@@ -105,6 +109,8 @@ impl Expr {
             | Expr::Cast(_, _, s)
             | Expr::NoGrad(_, s)
             | Expr::Block(_, s)
+            | Expr::Field(_, _, s)
+            | Expr::Index(_, _, s)
             | Expr::Error(s) => *s,
         }
     }
@@ -317,8 +323,9 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::Try(_) => unsupported("the `?` operator", Some("remove the `?`: ops in the body return tensors, and errors propagate from the generated function")),
         syn::Expr::Async(_) | syn::Expr::Await(_) => unsupported("`async`/`.await`", None),
         syn::Expr::Call(_) => unsupported("function calls", Some("call ops as methods on a tensor, e.g. `a.exp()`; create tensors from an argument with `zeros_like`, `ones_like`, `full_like`")),
-        syn::Expr::Field(_) => unsupported("field access", None),
-        syn::Expr::Index(_) => unsupported("indexing", Some("use `select(dim, index)`, `narrow(dim, start, len)` or `slice(dim, start, end, step)`")),
+        // Fields of struct parameters; lowering refuses them elsewhere.
+        syn::Expr::Field(f) => Expr::Field(Box::new(parse_expr(&f.base, errors)), f.member.clone(), span),
+        syn::Expr::Index(i) => Expr::Index(Box::new(parse_expr(&i.expr, errors)), Box::new(parse_expr(&i.index, errors)), span),
         syn::Expr::Assign(_) => unsupported("assignment", Some("bind a new name with `let`, or write into a tensor with `copy_`")),
         syn::Expr::Range(_) => unsupported("a range outside a `for` loop", None),
         syn::Expr::Unsafe(_) => unsupported("`unsafe` blocks", None),

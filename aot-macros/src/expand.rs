@@ -64,6 +64,9 @@ fn generate(func: &ItemFn, sig: &Signature, lowered: &Lowered) -> Result<TokenSt
     let args = sig.params.iter().map(|p| {
         let id = &p.ident;
         match p.ty {
+            // Spanned at the parameter: a type without `TensorTree` is
+            // reported there.
+            _ if p.tree => quote_spanned!(p.span.start=> ::aot_runtime::Arg::tree(&*#id)),
             ParamType::TensorMut => quote!(::aot_runtime::Arg::from(&*#id)),
             _ => quote!(::aot_runtime::Arg::from(#id)),
         }
@@ -79,7 +82,9 @@ fn generate(func: &ItemFn, sig: &Signature, lowered: &Lowered) -> Result<TokenSt
         ReturnKind::Tuple(_) => quote!((#(#names,)*)),
     };
     let ks = 0..n;
+    let checks = field_checks(func, lowered);
     let body = quote! {{
+        #checks
         #[allow(unused_mut)]
         let mut #outs = #name::compiled().__call_outputs(&[#(#args),*])?;
         ::aot_runtime::compiled::__private::arity(&#outs, #n, #name_str)?;
@@ -87,15 +92,42 @@ fn generate(func: &ItemFn, sig: &Signature, lowered: &Lowered) -> Result<TokenSt
         ::core::result::Result::Ok(#value)
     }};
     let item_fn = emit_fn(func, body);
+    let load = if sig.params.iter().any(|p| p.tree) {
+        let params = sig.params.iter().map(|p| {
+            let (name, tree) = (p.ident.to_string(), p.tree);
+            quote!((#name, #tree))
+        });
+        quote!(::aot_runtime::compiled::__private::load_tree(#graph_json, #meta_json, &[#(#params),*]))
+    } else {
+        quote!(::aot_runtime::compiled::__private::load(#graph_json, #meta_json))
+    };
     let holder = emit_holder(
         func,
         quote! {
             static COMPILED: ::aot_runtime::compiled::__private::OnceLock<::aot_runtime::CompiledFn> =
             ::aot_runtime::compiled::__private::OnceLock::new();
-            COMPILED.get_or_init(|| ::aot_runtime::compiled::__private::load(#graph_json, #meta_json))
+            COMPILED.get_or_init(|| #load)
         },
     );
     Ok(quote!(#item_fn #holder))
+}
+
+/// For each struct parameter, a closure that is never called and borrows
+/// each field the body used as a `&Tensor`: rustc reports a missing field
+/// or a field of another type at the user's own tokens (`m.w3`).
+fn field_checks(func: &ItemFn, lowered: &Lowered) -> TokenStream {
+    let checks = lowered.field_checks.iter().filter_map(|(root, accesses)| {
+        let ty = func.sig.inputs.iter().find_map(|a| match a {
+            FnArg::Typed(pt) if matches!(&*pt.pat, syn::Pat::Ident(p) if p.ident == *root) => Some(&pt.ty),
+            _ => None,
+        })?;
+        Some(quote! {
+            let _ = |#root: #ty| {
+                #(let _: &::aot_runtime::Tensor = &#accesses;)*
+            };
+        })
+    });
+    quote!(#(#checks)*)
 }
 
 /// The items emitted when the function has errors: same names and types, a

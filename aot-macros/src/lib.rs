@@ -12,6 +12,7 @@ mod ast;
 mod diag;
 mod expand;
 mod lower;
+mod tree;
 mod valid;
 
 #[cfg(test)]
@@ -23,4 +24,12 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn aot_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::expand(attr.into(), item.into()).into()
+}
+
+/// `#[derive(TensorTree)]`: flattens a struct of tensors into its leaves
+/// (parameters, and `#[buffer]` fields as buffers; `#[skip]` leaves a field
+/// out). See `aot_runtime::tree`.
+#[proc_macro_derive(TensorTree, attributes(buffer, skip))]
+pub fn derive_tensor_tree(item: TokenStream) -> TokenStream {
+    tree::derive(item.into()).into()
 }

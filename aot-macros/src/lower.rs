@@ -12,7 +12,9 @@
 use crate::ast::{BinOp, Block, Expr, Pat, Stmt};
 use crate::diag::{Errors, SpanRange};
 use crate::valid::Signature;
-use aot_ir::{Arg, Graph, GraphBuilder, IrDType, OpKind, ParamKind, ReturnKind, ScalarBinOp, ScalarExpr, ScalarTy, SpanId, ValueId};
+use aot_ir::{Arg, Graph, GraphBuilder, IrDType, OpKind, ParamKind, ParamType, ReturnKind, ScalarBinOp, ScalarExpr, ScalarTy, SpanId, ValueId};
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
 use std::collections::HashMap;
 
 /// Unrolled loops stop here rather than exhausting the compiler.
@@ -24,6 +26,10 @@ const MAX_ITERATIONS: i64 = 10_000;
 pub struct Lowered {
     pub graph: Graph,
     pub spans: Vec<SpanRange>,
+    /// Per struct parameter the body used: its name and the field
+    /// accesses, as the user wrote them (`m.w1`, `m.layers[0usize]`), for
+    /// rustc to type-check in the generated function.
+    pub field_checks: Vec<(syn::Ident, Vec<TokenStream>)>,
 }
 
 impl Lowered {
@@ -40,6 +46,9 @@ enum Val {
     Ints(Vec<ScalarExpr>),
     DType(IrDType),
     Tuple(Vec<Val>),
+    /// A struct parameter (index into `Lower::trees`): only its fields are
+    /// values.
+    Tree(usize),
     Unit,
     /// An expression that already produced an error.
     Poison,
@@ -55,6 +64,7 @@ impl Val {
             Val::Ints(_) => "a list",
             Val::DType(_) => "a dtype",
             Val::Tuple(_) => "a tuple",
+            Val::Tree(_) => "a struct of tensors",
             Val::Unit => "`()`",
             Val::Poison => "an invalid value",
         }
@@ -74,23 +84,44 @@ struct Lower<'e> {
     spans: Vec<SpanRange>,
     errors: &'e mut Errors,
     over_budget: bool,
+    /// Struct parameters: name and the graph input type of their fields.
+    trees: Vec<(syn::Ident, ParamType)>,
+    /// Graph inputs made for field paths (`m.w1`), and the accesses to check.
+    fields: HashMap<String, ValueId>,
+    field_checks: Vec<(syn::Ident, Vec<TokenStream>)>,
 }
 
 /// Lowers a function. Returns `None` when errors were reported.
 pub fn lower(name: &str, sig: &Signature, body: &Block, errors: &mut Errors) -> Option<Lowered> {
     let before = errors.len();
-    let mut l = Lower { b: GraphBuilder::new(name), scopes: vec![HashMap::new()], spans: Vec::new(), errors, over_budget: false };
-    for (i, p) in sig.params.iter().enumerate() {
+    let mut l = Lower {
+        b: GraphBuilder::new(name),
+        scopes: vec![HashMap::new()],
+        spans: Vec::new(),
+        errors,
+        over_budget: false,
+        trees: Vec::new(),
+        fields: HashMap::new(),
+        field_checks: Vec::new(),
+    };
+    for p in &sig.params {
+        if p.tree {
+            // Its fields become graph inputs when the body uses them.
+            l.trees.push((p.ident.clone(), p.ty));
+            l.bind(&p.ident.to_string(), Val::Tree(l.trees.len() - 1), false);
+            continue;
+        }
         let span = l.span_id(p.span);
         let val = match l.b.param(p.ident.to_string(), p.ty, span) {
             Some(v) => Val::Tensor(v),
-            None => Val::Scalar(ScalarExpr::Param(i), p.ty.scalar_ty().unwrap_or(ScalarTy::Float)),
+            None => Val::Scalar(ScalarExpr::Param(l.b.graph().params.len() - 1), p.ty.scalar_ty().unwrap_or(ScalarTy::Float)),
         };
         l.bind(&p.ident.to_string(), val, p.mutable);
     }
     let tail = l.block_stmts(body);
     let outputs = l.outputs(tail, body, sig);
     let spans = l.spans;
+    let field_checks = l.field_checks;
     let graph = l.b.finish(outputs?, sig.ret);
     if errors.len() > before {
         return None;
@@ -99,7 +130,7 @@ pub fn lower(name: &str, sig: &Signature, body: &Block, errors: &mut Errors) -> 
         errors.add(sig.ret_span, format!("internal error in `#[aot_fn]`: the lowered graph is invalid: {e}"), None);
         return None;
     }
-    Some(Lowered { graph, spans })
+    Some(Lowered { graph, spans, field_checks })
 }
 
 impl Lower<'_> {
@@ -349,8 +380,86 @@ impl Lower<'_> {
                 v
             }
             Expr::Block(block, _) => self.block(block),
+            Expr::Field(..) | Expr::Index(..) => self.field(e),
             Expr::Error(_) => Val::Poison,
         }
+    }
+
+    /// A field path of a struct parameter (`m.l1.w`, `m.layers[i]` with a
+    /// literal or loop index): the graph input named by the path, made on
+    /// first use.
+    fn field(&mut self, e: &Expr) -> Val {
+        let mut segments = Vec::new();
+        let mut access = Vec::new();
+        let mut cur = e;
+        let root = loop {
+            match cur {
+                Expr::Field(base, member, _) => {
+                    segments.push(match member {
+                        syn::Member::Named(id) => id.to_string(),
+                        syn::Member::Unnamed(i) => i.index.to_string(),
+                    });
+                    access.push(quote!(.#member));
+                    cur = base;
+                }
+                Expr::Index(base, index, _) => {
+                    let k = match self.expr(index) {
+                        Val::Scalar(ScalarExpr::I64(k), ScalarTy::Int) if k >= 0 => k,
+                        Val::Poison => return Val::Poison,
+                        _ => {
+                            self.errors.add(
+                                index.span(),
+                                "the index of a `Vec` field must be an integer literal or a loop variable",
+                                Some("write `m.layers[0]`, or index with the variable of a `for` loop".into()),
+                            );
+                            return Val::Poison;
+                        }
+                    };
+                    segments.push(k.to_string());
+                    let lit = syn::LitInt::new(&format!("{k}usize"), index.span().start);
+                    access.push(quote_spanned!(index.span().start=> [#lit]));
+                    cur = base;
+                }
+                Expr::Var(id) => match self.lookup(&id.to_string()) {
+                    Some(Val::Tree(t)) => break t,
+                    Some(Val::Poison) => return Val::Poison,
+                    _ => return self.not_a_field(e, id),
+                },
+                Expr::Error(_) => return Val::Poison,
+                _ => return self.not_a_field(e, &syn::Ident::new("_", cur.span().start)),
+            }
+        };
+        let (ident, ty) = self.trees[root].clone();
+        segments.reverse();
+        access.reverse();
+        let path = format!("{ident}.{}", segments.join("."));
+        if let Some(&v) = self.fields.get(&path) {
+            return Val::Tensor(v);
+        }
+        let span = self.span_id(e.span());
+        let Some(v) = self.b.param(path.clone(), ty, span) else { return Val::Poison };
+        self.fields.insert(path, v);
+        let check = quote!(#ident #(#access)*);
+        match self.field_checks.iter_mut().find(|(i, _)| *i == ident) {
+            Some((_, list)) => list.push(check),
+            None => self.field_checks.push((ident, vec![check])),
+        }
+        Val::Tensor(v)
+    }
+
+    /// Field access or indexing on something that is not a struct
+    /// parameter.
+    fn not_a_field(&mut self, e: &Expr, root: &syn::Ident) -> Val {
+        let (what, help) = match e {
+            Expr::Index(..) => (
+                "indexing a tensor",
+                "use `select(dim, index)`, `narrow(dim, start, len)` or `slice(dim, start, end, step)`; indexing is for `Vec` fields of struct parameters (`m.layers[0]`)",
+            ),
+            _ => ("field access", "fields can be read from struct parameters that derive `TensorTree` (`m: &Mlp`, then `m.w1`)"),
+        };
+        let on = if root == "_" { "this expression".to_string() } else { format!("`{root}`") };
+        self.errors.add(e.span(), format!("{what} on {on} is not supported in an `#[aot_fn]` body"), Some(help.into()));
+        Val::Poison
     }
 
     fn node(&mut self, op: OpKind, args: Vec<Arg>, span: SpanRange) -> Val {

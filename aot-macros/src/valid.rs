@@ -16,6 +16,9 @@ pub struct ParamSig {
     /// Declared `mut`: the body may assign to it.
     pub mutable: bool,
     pub ty: ParamType,
+    /// A struct of tensors (`m: &Mlp`): `ty` is `Tensor` or `TensorMut`
+    /// for the borrow, and each field the body uses becomes a graph input.
+    pub tree: bool,
     pub span: SpanRange,
 }
 
@@ -26,7 +29,8 @@ pub struct Signature {
     pub ret_span: SpanRange,
 }
 
-const PARAM_HELP: &str = "parameters can be `&Tensor`, `&mut Tensor`, `f64`, `f32`, `i64`, `usize` or `bool`";
+const PARAM_HELP: &str =
+    "parameters can be `&Tensor`, `&mut Tensor`, `f64`, `f32`, `i64`, `usize`, `bool`, or a reference to a struct that derives `TensorTree` (`&Mlp`, `&mut Mlp`)";
 
 /// Checks the signature. Returns `None` (with errors recorded) when a later
 /// step could not make sense of it.
@@ -89,8 +93,8 @@ pub fn signature(sig: &syn::Signature, errors: &mut Errors) -> Option<Signature>
                 if generic {
                     continue;
                 }
-                if let Some(ty) = param_type(&pt.ty, errors) {
-                    params.push(ParamSig { ident, mutable, ty, span });
+                if let Some((ty, tree)) = param_type(&pt.ty, errors) {
+                    params.push(ParamSig { ident, mutable, ty, tree, span });
                 }
             }
         }
@@ -115,11 +119,17 @@ fn is_tensor_path(ty: &Type) -> bool {
     }
 }
 
-fn param_type(ty: &Type, errors: &mut Errors) -> Option<ParamType> {
+/// The parameter's type, and whether it is a struct of tensors.
+fn param_type(ty: &Type, errors: &mut Errors) -> Option<(ParamType, bool)> {
     let at = SpanRange::of(ty);
     match ty {
         Type::Reference(r) if is_tensor_path(&r.elem) => {
-            Some(if r.mutability.is_some() { ParamType::TensorMut } else { ParamType::Tensor })
+            Some((if r.mutability.is_some() { ParamType::TensorMut } else { ParamType::Tensor }, false))
+        }
+        // Any other named type behind a reference is a struct of tensors;
+        // rustc checks that it implements `TensorTree` in the generated call.
+        Type::Reference(r) if matches!(&*r.elem, Type::Path(p) if p.qself.is_none() && scalar_type(p).is_none()) => {
+            Some((if r.mutability.is_some() { ParamType::TensorMut } else { ParamType::Tensor }, true))
         }
         t if is_tensor_path(t) => {
             errors.add(
@@ -130,18 +140,11 @@ fn param_type(ty: &Type, errors: &mut Errors) -> Option<ParamType> {
             None
         }
         Type::Path(p) if p.qself.is_none() => {
-            let found = p.path.get_ident().and_then(|i| match i.to_string().as_str() {
-                "f64" => Some(ParamType::F64),
-                "f32" => Some(ParamType::F32),
-                "i64" => Some(ParamType::I64),
-                "usize" => Some(ParamType::Usize),
-                "bool" => Some(ParamType::Bool),
-                _ => None,
-            });
+            let found = scalar_type(p);
             if found.is_none() {
                 errors.add(at, "unsupported parameter type", Some(PARAM_HELP.into()));
             }
-            found
+            found.map(|t| (t, false))
         }
         Type::Group(g) => param_type(&g.elem, errors),
         _ => {
@@ -149,6 +152,17 @@ fn param_type(ty: &Type, errors: &mut Errors) -> Option<ParamType> {
             None
         }
     }
+}
+
+fn scalar_type(p: &syn::TypePath) -> Option<ParamType> {
+    p.path.get_ident().and_then(|i| match i.to_string().as_str() {
+        "f64" => Some(ParamType::F64),
+        "f32" => Some(ParamType::F32),
+        "i64" => Some(ParamType::I64),
+        "usize" => Some(ParamType::Usize),
+        "bool" => Some(ParamType::Bool),
+        _ => None,
+    })
 }
 
 fn return_kind(ty: &Type, errors: &mut Errors) -> Option<ReturnKind> {
@@ -199,7 +213,11 @@ fn expr(e: &mut Expr, errors: &mut Errors) {
             expr(lhs, errors);
             expr(rhs, errors);
         }
-        Expr::Neg(x, _) | Expr::Cast(x, _, _) => expr(x, errors),
+        Expr::Neg(x, _) | Expr::Cast(x, _, _) | Expr::Field(x, _, _) => expr(x, errors),
+        Expr::Index(x, i, _) => {
+            expr(x, errors);
+            expr(i, errors);
+        }
         Expr::List(xs, _) | Expr::Tuple(xs, _) => xs.iter_mut().for_each(|x| expr(x, errors)),
         Expr::NoGrad(b, _) | Expr::Block(b, _) => body(b, errors),
         Expr::Var(_) | Expr::Float(..) | Expr::Int(..) | Expr::Bool(..) | Expr::DType(..) | Expr::Error(_) => {}

@@ -2,6 +2,7 @@
 
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
+use crate::tree::TensorTree;
 use aot_ir::{Graph, ParamType, ScalarValue};
 
 /// One argument of a call to a compiled function, or of
@@ -15,9 +16,12 @@ use aot_ir::{Graph, ParamType, ScalarValue};
 /// assert!(args[0].tensor().is_some());
 /// # Ok::<(), AotError>(())
 /// ```
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub enum Arg<'a> {
     Tensor(&'a Tensor),
+    /// A struct of tensors (a parameter such as `m: &Mlp`), flattened into
+    /// its leaves at the call ([`Arg::tree`]).
+    Tree(&'a dyn TensorTree),
     F64(f64),
     F32(f32),
     I64(i64),
@@ -25,7 +29,31 @@ pub enum Arg<'a> {
     Bool(bool),
 }
 
+impl std::fmt::Debug for Arg<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Arg::Tensor(t) => f.debug_tuple("Tensor").field(t).finish(),
+            Arg::Tree(t) => {
+                let paths: Vec<String> = t.flatten().into_iter().map(|l| l.path).collect();
+                f.debug_tuple("Tree").field(&paths).finish()
+            }
+            Arg::F64(v) => f.debug_tuple("F64").field(v).finish(),
+            Arg::F32(v) => f.debug_tuple("F32").field(v).finish(),
+            Arg::I64(v) => f.debug_tuple("I64").field(v).finish(),
+            Arg::Usize(v) => f.debug_tuple("Usize").field(v).finish(),
+            Arg::Bool(v) => f.debug_tuple("Bool").field(v).finish(),
+        }
+    }
+}
+
 impl<'a> Arg<'a> {
+    /// A struct of tensors, for a parameter such as `m: &Mlp` or
+    /// `state: &mut BatchNormState` (the type derives
+    /// [`TensorTree`](crate::TensorTree)).
+    pub fn tree<T: TensorTree>(t: &'a T) -> Arg<'a> {
+        Arg::Tree(t)
+    }
+
     /// The tensor, when the argument is one.
     pub fn tensor(&self) -> Option<&'a Tensor> {
         match self {
@@ -34,9 +62,10 @@ impl<'a> Arg<'a> {
         }
     }
 
-    fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Arg::Tensor(_) => "a tensor",
+            Arg::Tree(_) => "a struct of tensors",
             Arg::F64(_) => "an f64",
             Arg::F32(_) => "an f32",
             Arg::I64(_) => "an i64",

@@ -49,6 +49,7 @@ pub mod layout;
 pub mod ops;
 pub mod storage;
 pub mod tensor;
+pub mod tree;
 pub(crate) mod wrappers;
 
 pub use aot_macros::aot_fn;
@@ -60,8 +61,9 @@ pub use error::{AotError, Result};
 pub use ops::{manual_seed, rng_state, set_rng_state, Operand};
 pub(crate) use storage::dispatch_cpu;
 pub use tensor::Tensor;
+pub use tree::TensorTree;
 
 /// `use aot_runtime::prelude::*;` brings what user code needs.
 pub mod prelude {
-    pub use crate::{aot_fn, AotError, Arg, DType, Device, Result, Tensor};
+    pub use crate::{aot_fn, AotError, Arg, DType, Device, Result, Tensor, TensorTree};
 }

@@ -105,6 +105,21 @@ fn check_const_input(g: &Graph, alias: &AliasInfo, op: OpKind, t: ValueId, span:
     }
     let what = if op.class() == OpClass::DataMutation { "data" } else { "metadata" };
     let through = if g.param_of(t) == Some(p) { String::new() } else { format!(" through a view of it (`{}`)", g.value_name(t)) };
+    // A field of a struct parameter is named by its path (`m.w1`): the
+    // struct is what must be taken by `&mut`.
+    if let Some((root, _)) = param.name.split_once('.') {
+        out.push(Diagnostic {
+            span,
+            message: format!(
+                "`{}` mutates the {what} of `{}`{through}, a field of parameter `{root}`, which is taken by shared reference",
+                op.name(),
+                param.name
+            ),
+            help: Some(format!("take the struct by mutable reference to allow mutation: `{root}: &mut ...`")),
+            note: None,
+        });
+        return;
+    }
     out.push(Diagnostic {
         span,
         message: format!("`{}` mutates the {what} of input `{}`{through}, which is declared `&Tensor`", op.name(), param.name),

@@ -26,6 +26,8 @@
 //! (`executor/deferred.rs`), and the outputs come back in a list held
 //! inline (`outputs.rs`), from which the generated code takes them.
 
+mod boundary;
+mod graph_signature;
 pub(crate) mod kernels;
 mod observe;
 mod outputs;
@@ -44,6 +46,7 @@ mod tests_deferred;
 mod tests_plan;
 
 pub use crate::arg::Arg;
+pub use graph_signature::{BackwardSignature, GraphSignature};
 pub use kernels::KernelSource;
 pub use report::CallReport;
 
@@ -68,6 +71,9 @@ pub struct CompiledFn {
     /// The function may write an argument (`reference::may_write`),
     /// decided once: every call asks.
     may_write: bool,
+    /// Set for functions with struct parameters: how their fields become
+    /// graph inputs (`boundary.rs`).
+    boundary: Option<Arc<boundary::Boundary>>,
 }
 
 impl CompiledFn {
@@ -78,7 +84,7 @@ impl CompiledFn {
             .map_err(|e| AotError::Internal { op: "CompiledFn::new", msg: format!("invalid graph `{}`: {e}", graph.name) })?;
         let meta = StaticMeta::compute(&graph);
         let may_write = reference::may_write(&graph, &meta);
-        Ok(CompiledFn { graph, meta, cache: Arc::default(), may_write })
+        Ok(CompiledFn { graph, meta, cache: Arc::default(), may_write, boundary: None })
     }
 
     /// The traced IR; its `Display` is the listing.
@@ -116,7 +122,26 @@ impl CompiledFn {
     /// stays right either way: a `reshape` that aliases otherwise sends it
     /// to a fallback, and a duplicate is one object of the graph under
     /// either dedupe strategy.)
+    ///
+    /// Struct arguments ([`Arg::tree`]) are flattened first: the report
+    /// has one input per graph input (`m.w1`, ...).
     pub fn explain(&self, args: &[Arg]) -> Result<CallReport> {
+        self.with_flat(args, |args| self.explain_flat(args))
+    }
+
+    /// Runs `f` on the graph's arguments: `args` with struct arguments
+    /// flattened into the field tensors the graph takes.
+    fn with_flat<R>(&self, args: &[Arg], f: impl FnOnce(&[Arg]) -> Result<R>) -> Result<R> {
+        match &self.boundary {
+            None => f(args),
+            Some(b) => {
+                let picked = b.pick(&self.graph.name, args)?;
+                f(&b.flat(args, &picked))
+            }
+        }
+    }
+
+    fn explain_flat(&self, args: &[Arg]) -> Result<CallReport> {
         crate::arg::scalar_values(&self.graph, args)?;
         // The alias part is left out of the cache's key when the function
         // mutates no input; the report still says which are the same tensor.
@@ -197,7 +222,7 @@ impl CompiledFn {
 
     /// Runs the graph op by op on eager tensors: the reference semantics.
     pub fn run_eager(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
-        crate::executor::interp::run_source(&self.graph, args)
+        self.with_flat(args, |args| crate::executor::interp::run_source(&self.graph, args))
     }
 
     /// The entry point of the functions `#[aot_fn]` generates.
@@ -221,6 +246,13 @@ impl CompiledFn {
     /// generated code calls: a small call allocates nothing for the list).
     #[doc(hidden)]
     pub fn __call_outputs(&self, args: &[Arg]) -> Result<Outputs> {
+        if self.boundary.is_some() {
+            return self.with_flat(args, |args| self.call_flat(args));
+        }
+        self.call_flat(args)
+    }
+
+    fn call_flat(&self, args: &[Arg]) -> Result<Outputs> {
         let scalars = crate::arg::scalar_values(&self.graph, args)?;
         // The key, and `unusual_autograd_state` in the same pass over the
         // arguments (each view is checked before its key regenerates its
@@ -289,9 +321,11 @@ impl CompiledFn {
 
     /// The functional graph a call with these arguments runs, as a listing.
     pub fn functional_listing(&self, args: &[Arg]) -> Result<String> {
-        crate::arg::scalar_values(&self.graph, args)?;
-        let spec = self.cache.get(&self.graph, &self.meta, args)?;
-        Ok(spec.plan.graph.listing())
+        self.with_flat(args, |args| {
+            crate::arg::scalar_values(&self.graph, args)?;
+            let spec = self.cache.get(&self.graph, &self.meta, args)?;
+            Ok(spec.plan.graph.listing())
+        })
     }
 
     /// The eager reference for a call that records gradients (the shadow
@@ -324,6 +358,10 @@ impl CompiledFn {
     /// gradients through a function the joint graph does not cover yet.
     /// For tests and diagnostics (`__private::call_path`).
     fn call_path(&self, args: &[Arg]) -> Result<String> {
+        self.with_flat(args, |args| self.call_path_flat(args))
+    }
+
+    fn call_path_flat(&self, args: &[Arg]) -> Result<String> {
         crate::arg::scalar_values(&self.graph, args)?;
         if let Some((p, why)) = self.unusual_autograd_state(args) {
             return Ok(format!("eager reference: argument {p} is {why}"));
@@ -420,12 +458,26 @@ pub mod __private {
     /// error; there is no caller to return it to (`compiled()` returns a
     /// reference), hence the panic.
     pub fn load(graph_json: &str, meta_json: &str) -> CompiledFn {
+        load_inner(graph_json, meta_json)
+    }
+
+    /// [`load`] for a function with struct parameters: `params` lists the
+    /// Rust parameters (name, and whether it is a struct).
+    pub fn load_tree(graph_json: &str, meta_json: &str, params: &[(&str, bool)]) -> CompiledFn {
+        let mut f = load_inner(graph_json, meta_json);
+        let b = super::boundary::Boundary::new(&f.graph, params)
+            .unwrap_or_else(|| panic!("aot: the graph of `{}` does not match its parameters; rebuild with matching aot-macros and aot-runtime", f.graph.name));
+        f.boundary = Some(std::sync::Arc::new(b));
+        f
+    }
+
+    fn load_inner(graph_json: &str, meta_json: &str) -> CompiledFn {
         let graph = serde_json::from_str(graph_json)
             .unwrap_or_else(|e| panic!("aot: corrupt embedded graph ({e}); rebuild with matching aot-macros and aot-runtime"));
         let meta = serde_json::from_str(meta_json)
             .unwrap_or_else(|e| panic!("aot: corrupt embedded metadata ({e}); rebuild with matching aot-macros and aot-runtime"));
         let may_write = super::reference::may_write(&graph, &meta);
-        CompiledFn { graph, meta, cache: Default::default(), may_write }
+        CompiledFn { graph, meta, cache: Default::default(), may_write, boundary: None }
     }
 
     pub use super::outputs::Outputs;

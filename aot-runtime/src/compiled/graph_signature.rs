@@ -1,0 +1,208 @@
+//! PyTorch's `create_graph_signature` (`GraphSignature.from_tracing_metadata`):
+//! what each input and output of a call's graph is, as
+//! `aot_export_module` reports it.
+//!
+//! The facts come from the call's plan as [`explain`](CompiledFn::explain)
+//! reports it (which inputs are written, which require grad); the graph
+//! adds names:
+//! - inputs are named by the graph's input names: a struct's field is its
+//!   path (`m.w1`), which is also its parameter or buffer name (PyTorch's
+//!   FQN, `w1` for the module's own parameter), so `inputs_to_parameters`
+//!   and `inputs_to_buffers` map each name to itself;
+//! - outputs are named as FX names nodes: the op's functional name (`mul`
+//!   for `mul_`), with `_1`, `_2`, ... for its later uses; a returned
+//!   input keeps its input name; a mutated input's new value is named by the
+//!   last in-place node that writes it;
+//! - gradients (the backward graph's outputs) are named `<input>.grad`.
+//!
+//! Our graph's inputs are in the function's parameter order, not PyTorch's
+//! (parameters, buffers, user inputs); the lists follow PyTorch's order:
+//! parameters and buffers in the structs' declaration order, then user
+//! inputs (scalar parameters included: they are graph inputs too).
+//!
+//! As in PyTorch, only buffers and user inputs may be mutated: a call that
+//! writes a parameter in place, or changes an input's metadata (`t_()`),
+//! has no graph signature and is an error. For a call that records
+//! gradients the loss is the first user output (`output_loss_index=0`).
+
+use super::boundary::Picked;
+use super::CompiledFn;
+use crate::arg::Arg;
+use crate::error::{AotError, Result};
+use crate::tree::LeafKind;
+use aot_ir::analysis::alias::AliasInfo;
+use aot_ir::{Graph, OpClass, ValueDef, ViewAndMutationMeta};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// PyTorch's `GraphSignature`: the role and name of every graph input and
+/// output. `serde_json::to_value` of it has PyTorch's field names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GraphSignature {
+    /// Parameter names (field paths), in declaration order.
+    pub parameters: Vec<String>,
+    /// Buffer names (field paths of `#[buffer]` fields).
+    pub buffers: Vec<String>,
+    /// Graph input names of the plain (non-struct) arguments.
+    pub user_inputs: Vec<String>,
+    /// Output names of the function's results.
+    pub user_outputs: Vec<String>,
+    pub inputs_to_parameters: BTreeMap<String, String>,
+    pub inputs_to_buffers: BTreeMap<String, String>,
+    /// Output name of a buffer's new value -> the buffer.
+    pub buffers_to_mutate: BTreeMap<String, String>,
+    /// Output name of a user input's new value -> the input.
+    pub user_inputs_to_mutate: BTreeMap<String, String>,
+    /// `None` for a call that records no gradients.
+    pub backward_signature: Option<BackwardSignature>,
+}
+
+/// PyTorch's `BackwardSignature`: which backward output is the gradient of
+/// which input, and which forward output is the loss.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BackwardSignature {
+    pub gradients_to_parameters: BTreeMap<String, String>,
+    pub gradients_to_user_inputs: BTreeMap<String, String>,
+    pub loss_output: String,
+}
+
+impl CompiledFn {
+    /// The graph signature of a call with these arguments (struct
+    /// arguments as [`Arg::tree`]), as PyTorch's `aot_export_module`
+    /// reports it; see the module docs for the names.
+    ///
+    /// ```
+    /// use aot_runtime::prelude::*;
+    ///
+    /// #[derive(TensorTree)]
+    /// struct Stats {
+    ///     #[buffer]
+    ///     running_mean: Tensor,
+    /// }
+    ///
+    /// #[aot_fn]
+    /// fn track(s: &mut Stats, x: &Tensor) -> Tensor {
+    ///     no_grad! { s.running_mean.mul_(0.9).add_(&(x.mean_dim(&[0], false) * 0.1)); }
+    ///     x - s.running_mean
+    /// }
+    ///
+    /// let s = Stats { running_mean: Tensor::zeros(&[3], DType::F32, &Device::Cpu)? };
+    /// let x = Tensor::ones(&[4, 3], DType::F32, &Device::Cpu)?;
+    /// let sig = track::compiled().graph_signature(&[Arg::tree(&s), Arg::from(&x)])?;
+    /// assert_eq!(sig.buffers, ["s.running_mean"]);
+    /// assert_eq!(sig.user_inputs, ["x"]);
+    /// assert_eq!(sig.buffers_to_mutate.values().collect::<Vec<_>>(), ["s.running_mean"]);
+    /// assert_eq!(sig.user_outputs, ["sub"]);
+    /// assert!(sig.backward_signature.is_none());
+    /// # Ok::<(), AotError>(())
+    /// ```
+    pub fn graph_signature(&self, args: &[Arg]) -> Result<GraphSignature> {
+        let picked = match &self.boundary {
+            Some(b) => b.pick(&self.graph.name, args)?,
+            None => vec![None; self.graph.params.len()],
+        };
+        let flat = match &self.boundary {
+            Some(b) => b.flat(args, &picked),
+            None => args.to_vec(),
+        };
+        let report = self.explain_flat(&flat)?;
+        let training = self.records_grad(&flat);
+        build(&self.graph, &report.fw_metadata, &picked, training)
+    }
+}
+
+fn build(g: &Graph, meta: &ViewAndMutationMeta, picked: &[Option<Picked>], training: bool) -> Result<GraphSignature> {
+    let name = |j: usize| g.params[j].name.clone();
+    let mut tree: Vec<(usize, &Picked)> = picked.iter().enumerate().filter_map(|(j, p)| Some((j, p.as_ref()?))).collect();
+    tree.sort_by_key(|(_, p)| p.order);
+    let of_kind = |k: LeafKind| tree.iter().filter(|(_, p)| p.kind == k).map(|&(j, _)| j).collect::<Vec<_>>();
+    let (params, buffers) = (of_kind(LeafKind::Parameter), of_kind(LeafKind::Buffer));
+    let users: Vec<usize> = (0..g.params.len()).filter(|&j| picked[j].is_none()).collect();
+    let identity = |js: &[usize]| js.iter().map(|&j| (name(j), name(j))).collect::<BTreeMap<_, _>>();
+
+    let nodes = node_names(g);
+    let refuse = |msg: String| AotError::Unsupported { op: "graph_signature", msg: format!("`{}`: {msg}", g.name) };
+    let (mut buffers_to_mutate, mut user_inputs_to_mutate) = (BTreeMap::new(), BTreeMap::new());
+    let mut alias = None;
+    for (j, info) in meta.input_info.iter().enumerate() {
+        if info.mutates_metadata {
+            return Err(refuse(format!("input `{}` has its metadata changed in place; a graph signature has no place for that", name(j))));
+        }
+        if !info.mutates_data {
+            continue;
+        }
+        let out = writer_name(g, alias.get_or_insert_with(|| AliasInfo::compute(g)), &nodes, j);
+        match picked[j].as_ref().map(|p| p.kind) {
+            Some(LeafKind::Parameter) => {
+                return Err(refuse(format!(
+                    "parameter `{}` is written in place; as in PyTorch's `aot_export_module`, only buffers and user inputs may be (mark the field `#[buffer]`)",
+                    name(j)
+                )))
+            }
+            Some(LeafKind::Buffer) => buffers_to_mutate.insert(out, name(j)),
+            None => user_inputs_to_mutate.insert(out, name(j)),
+        };
+    }
+    let user_outputs: Vec<String> = g
+        .outputs
+        .iter()
+        .map(|&v| match g.values[v.index()].def {
+            ValueDef::Param(j) => name(j),
+            ValueDef::Node(n) => nodes[n].clone(),
+        })
+        .collect();
+
+    let backward_signature = if training {
+        let grads = |js: &[usize]| {
+            js.iter().filter(|&&j| meta.input_info[j].requires_grad).map(|&j| (format!("{}.grad", name(j)), name(j))).collect::<BTreeMap<_, _>>()
+        };
+        let loss_output = user_outputs.first().cloned().ok_or_else(|| refuse("a call that records gradients needs a loss output, but the function returns nothing".into()))?;
+        Some(BackwardSignature {
+            gradients_to_parameters: grads(&[params.as_slice(), buffers.as_slice()].concat()),
+            gradients_to_user_inputs: grads(&users),
+            loss_output,
+        })
+    } else {
+        None
+    };
+    Ok(GraphSignature {
+        parameters: params.iter().map(|&j| name(j)).collect(),
+        buffers: buffers.iter().map(|&j| name(j)).collect(),
+        user_inputs: users.iter().map(|&j| name(j)).collect(),
+        user_outputs,
+        inputs_to_parameters: identity(&params),
+        inputs_to_buffers: identity(&buffers),
+        buffers_to_mutate,
+        user_inputs_to_mutate,
+        backward_signature,
+    })
+}
+
+/// FX-style names of the nodes: the op's functional name, then `_1`, `_2`
+/// for later nodes of the same name.
+fn node_names(g: &Graph) -> Vec<String> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    g.nodes
+        .iter()
+        .map(|n| {
+            let base = n.kind().map_or("node", |k| k.name().trim_end_matches('_')).to_string();
+            let count = seen.entry(base.clone()).or_insert(0);
+            let name = if *count == 0 { base } else { format!("{base}_{count}") };
+            *count += 1;
+            name
+        })
+        .collect()
+}
+
+/// The name of input `j`'s new value: the last node that writes its data.
+fn writer_name(g: &Graph, alias: &AliasInfo, nodes: &[String], j: usize) -> String {
+    g.nodes
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, n)| {
+            n.kind().is_some_and(|k| k.class() == OpClass::DataMutation)
+                && n.args.first().and_then(|a| a.as_tensor()).is_some_and(|t| alias.input_of(t) == Some(j))
+        })
+        .map_or_else(|| format!("{}_updated", g.params[j].name), |(i, _)| nodes[i].clone())
+}
