@@ -123,7 +123,7 @@ fn field_checks(func: &ItemFn, lowered: &Lowered) -> TokenStream {
         })?;
         Some(quote! {
             let _ = |#root: #ty| {
-                #(let _: &::aot_runtime::Tensor = &#accesses;)*
+                #(#accesses)*
             };
         })
     });

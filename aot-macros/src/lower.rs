@@ -26,9 +26,10 @@ const MAX_ITERATIONS: i64 = 10_000;
 pub struct Lowered {
     pub graph: Graph,
     pub spans: Vec<SpanRange>,
-    /// Per struct parameter the body used: its name and the field
-    /// accesses, as the user wrote them (`m.w1`, `m.layers[0usize]`), for
-    /// rustc to type-check in the generated function.
+    /// Per struct parameter the body used: its name and one statement per
+    /// field access, as the user wrote it (`let _: &Tensor = &m.w1;`, with
+    /// `m.layers[0usize]` for an index), for rustc to type-check in the
+    /// generated function.
     pub field_checks: Vec<(syn::Ident, Vec<TokenStream>)>,
 }
 
@@ -421,7 +422,7 @@ impl Lower<'_> {
                     cur = base;
                 }
                 Expr::Var(id) => match self.lookup(&id.to_string()) {
-                    Some(Val::Tree(t)) => break t,
+                    Some(Val::Tree(t)) => break (t, id.clone()),
                     Some(Val::Poison) => return Val::Poison,
                     _ => return self.not_a_field(e, id),
                 },
@@ -429,6 +430,7 @@ impl Lower<'_> {
                 _ => return self.not_a_field(e, &syn::Ident::new("_", cur.span().start)),
             }
         };
+        let (root, used) = root;
         let (ident, ty) = self.trees[root].clone();
         segments.reverse();
         access.reverse();
@@ -439,7 +441,9 @@ impl Lower<'_> {
         let span = self.span_id(e.span());
         let Some(v) = self.b.param(path.clone(), ty, span) else { return Val::Poison };
         self.fields.insert(path, v);
-        let check = quote!(#ident #(#access)*);
+        // Spanned at the user's tokens: a field that is not a tensor is
+        // reported at the access, not at the attribute.
+        let check = quote_spanned!(e.span().start=> let _: &::aot_runtime::Tensor = &#used #(#access)*;);
         match self.field_checks.iter_mut().find(|(i, _)| *i == ident) {
             Some((_, list)) => list.push(check),
             None => self.field_checks.push((ident, vec![check])),

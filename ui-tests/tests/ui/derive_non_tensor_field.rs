@@ -1,0 +1,9 @@
+use aot_runtime::prelude::*;
+
+#[derive(TensorTree)]
+struct BatchNorm {
+    weight: Tensor,
+    eps: f64,
+}
+
+fn main() {}
