@@ -154,3 +154,59 @@ fn mutated_sources_never_panic() {
     }
     assert!(expanded > 150, "{expanded}");
 }
+
+#[test]
+fn struct_parameters_lower_used_fields_to_inputs() {
+    // Fields become inputs on first use, named by path; a repeated use is
+    // the same input; scalar parameters keep their own input index.
+    insta::assert_snapshot!(listing(
+        "fn f(lr: f64, m: &mut Net, x: &Tensor) -> Tensor {
+            let h = x.matmul(&m.l1.w) * lr;
+            for i in 0..2 {
+                m.layers[i].mul_(lr);
+            }
+            h + m.l1.w.sum()
+        }"
+    ), @r"
+    fn f(lr: f64, %0 x: &Tensor, %1 m.l1.w: &mut Tensor, %4 m.layers.0: &mut Tensor, %5 m.layers.1: &mut Tensor) -> Tensor {
+        %2 = matmul(%0, %1)
+        %3 = mul(%2, lr)  // h
+        mul_(%4, lr)
+        mul_(%5, lr)
+        %6 = sum(%1)
+        %7 = add(%3, %6)
+        return %7
+    }
+    ");
+}
+
+#[test]
+fn struct_parameters_expand_through_the_tree_boundary() {
+    let out = expand::expand(
+        TokenStream::new(),
+        "fn f(m: &mut Mlp, x: &Tensor) -> Tensor { m.w1.mul_(2.0); x.matmul(&m.w1) + m.layers[1] }".parse().unwrap(),
+    )
+    .to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    assert!(out.contains("Arg :: tree (& * m)"), "{out}");
+    assert!(out.contains("load_tree"), "{out}");
+    assert!(out.contains("(\"m\" , true) , (\"x\" , false)"), "{out}");
+    // Each used field is type-checked as a tensor, once.
+    assert_eq!(out.matches("= & m . w1 ;").count(), 1, "{out}");
+    assert!(out.contains("= & m . layers [1usize] ;"), "{out}");
+}
+
+#[test]
+fn struct_parameter_errors() {
+    for (src, want) in [
+        ("fn f(m: &Mlp) { m.w1.mul_(2.0); }", "a field of parameter `m`, which is taken by shared reference"),
+        ("fn f(m: &Mlp, k: i64) -> Tensor { m.layers[k].sum() }", "must be an integer literal or a loop variable"),
+        ("fn f(x: &Tensor) -> Tensor { x.grad }", "field access on `x`"),
+        ("fn f(x: &Tensor) -> Tensor { x[0] }", "indexing a tensor on `x`"),
+        ("fn f(m: &Mlp) -> Tensor { m.sum() }", "called on a struct of tensors"),
+        ("fn f(m: &Mlp) -> Tensor { m }", "the body ends in a struct of tensors"),
+    ] {
+        let out = expand::expand(TokenStream::new(), src.parse().unwrap()).to_string();
+        assert!(out.contains("compile_error") && out.contains(want), "{src}: {out}");
+    }
+}
