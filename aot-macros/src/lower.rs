@@ -12,7 +12,9 @@
 use crate::ast::{BinOp, Block, Expr, Pat, Stmt};
 use crate::diag::{Errors, SpanRange};
 use crate::valid::Signature;
-use aot_ir::{Arg, Graph, GraphBuilder, IrDType, OpKind, ParamKind, ParamType, ReturnKind, ScalarBinOp, ScalarExpr, ScalarTy, SpanId, ValueId};
+use aot_ir::{
+    Arg, Graph, GraphBuilder, IrDType, OpKind, ParamKind, ParamType, ReturnKind, ScalarBinOp, ScalarExpr, ScalarTy, SpanId, ValueId,
+};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use std::collections::HashMap;

@@ -253,7 +253,8 @@ fn nested_structs_and_vec_fields() -> Result<()> {
     assert_eq!(n.label, "net");
 
     // Too few blocks: an error naming the missing path, not a panic.
-    let short = Net { input: Linear { w: n.input.w.clone(), b: n.input.b.clone() }, blocks: vec![n.blocks[0].clone()], label: String::new() };
+    let short =
+        Net { input: Linear { w: n.input.w.clone(), b: n.input.b.clone() }, blocks: vec![n.blocks[0].clone()], label: String::new() };
     let err = net_forward(&short, &x).unwrap_err().to_string();
     assert!(err.contains("`n.blocks.1`") && err.contains("blocks.0"), "{err}");
     // A tensor where a struct is expected, and the other way round.
@@ -273,5 +274,5 @@ fn nested_structs_and_vec_fields() -> Result<()> {
 fn the_listing_names_fields_by_path() {
     let listing = sgd_step::compiled().graph().to_string();
     assert!(listing.contains("m.w1: &mut Tensor"), "{listing}");
-    assert!(listing.contains("sub_(") , "{listing}");
+    assert!(listing.contains("sub_("), "{listing}");
 }

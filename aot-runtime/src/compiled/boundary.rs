@@ -64,7 +64,12 @@ impl Boundary {
         for (i, ((name, tree), a)) in self.params.iter().zip(args).enumerate() {
             match (tree, a) {
                 (true, Arg::Tree(t)) => flat[i] = Some(t.flatten()),
-                (true, other) => return Err(err(format!("argument `{name}` is a struct of tensors, but {} was passed (use `Arg::tree(&{name})`)", other.kind()))),
+                (true, other) => {
+                    return Err(err(format!(
+                        "argument `{name}` is a struct of tensors, but {} was passed (use `Arg::tree(&{name})`)",
+                        other.kind()
+                    )))
+                }
                 (false, Arg::Tree(_)) => return Err(err(format!("argument `{name}` is not a struct, but a struct of tensors was passed"))),
                 (false, _) => {}
             }

@@ -154,9 +154,15 @@ fn build(g: &Graph, meta: &ViewAndMutationMeta, picked: &[Option<Picked>], train
 
     let backward_signature = if training {
         let grads = |js: &[usize]| {
-            js.iter().filter(|&&j| meta.input_info[j].requires_grad).map(|&j| (format!("{}.grad", name(j)), name(j))).collect::<BTreeMap<_, _>>()
+            js.iter()
+                .filter(|&&j| meta.input_info[j].requires_grad)
+                .map(|&j| (format!("{}.grad", name(j)), name(j)))
+                .collect::<BTreeMap<_, _>>()
         };
-        let loss_output = user_outputs.first().cloned().ok_or_else(|| refuse("a call that records gradients needs a loss output, but the function returns nothing".into()))?;
+        let loss_output = user_outputs
+            .first()
+            .cloned()
+            .ok_or_else(|| refuse("a call that records gradients needs a loss output, but the function returns nothing".into()))?;
         Some(BackwardSignature {
             gradients_to_parameters: grads(&[params.as_slice(), buffers.as_slice()].concat()),
             gradients_to_user_inputs: grads(&users),
