@@ -198,7 +198,16 @@ impl Lower<'_> {
     fn stmt(&mut self, stmt: &Stmt) {
         match stmt {
             Stmt::Let { pat, init } => {
-                let v = self.expr(init);
+                let mut v = self.expr(init);
+                if let Val::Tree(_) = v {
+                    // Fields are named by the parameter's own path.
+                    self.errors.add(
+                        init.span(),
+                        "a struct parameter cannot be bound to another name in an `#[aot_fn]` body",
+                        Some("use its fields through the parameter itself: `m.w1`".into()),
+                    );
+                    v = Val::Poison;
+                }
                 self.bind_pat(pat, v);
             }
             Stmt::Assign { name, value } => {

@@ -205,6 +205,7 @@ fn struct_parameter_errors() {
         ("fn f(x: &Tensor) -> Tensor { x[0] }", "indexing a tensor on `x`"),
         ("fn f(m: &Mlp) -> Tensor { m.sum() }", "called on a struct of tensors"),
         ("fn f(m: &Mlp) -> Tensor { m }", "the body ends in a struct of tensors"),
+        ("fn f(m: &Mlp) -> Tensor { let n = m; n.w1 }", "cannot be bound to another name"),
     ] {
         let out = expand::expand(TokenStream::new(), src.parse().unwrap()).to_string();
         assert!(out.contains("compile_error") && out.contains(want), "{src}: {out}");

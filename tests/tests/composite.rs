@@ -276,3 +276,27 @@ fn the_listing_names_fields_by_path() {
     assert!(listing.contains("m.w1: &mut Tensor"), "{listing}");
     assert!(listing.contains("sub_("), "{listing}");
 }
+
+#[derive(TensorTree)]
+struct Tied {
+    embed: Tensor,
+    unembed: Tensor,
+}
+
+#[aot_fn]
+fn tied_update(t: &mut Tied, lr: f64) -> Tensor {
+    t.embed.mul_(1.0 - lr);
+    t.unembed.sum()
+}
+
+#[test]
+fn a_struct_holding_one_tensor_twice_sees_its_own_writes() -> Result<()> {
+    // Tied weights: both fields are the same tensor, so the write through
+    // `embed` is visible through `unembed`, as in eager code.
+    let w = Tensor::ones(&[2, 2], DType::F64, &Device::Cpu)?;
+    let mut t = Tied { embed: w.clone(), unembed: w.clone() };
+    let s = tied_update(&mut t, 0.5)?;
+    assert_eq!(s.item::<f64>()?, 2.0);
+    assert_eq!(vals(&w), [0.5; 4]);
+    Ok(())
+}
