@@ -89,6 +89,8 @@ pub enum Expr {
     Field(Box<Expr>, syn::Member, SpanRange),
     /// `base[index]`: an element of a `Vec` field (`m.layers[0]`).
     Index(Box<Expr>, Box<Expr>, SpanRange),
+    /// `Path { field: value, .. }`: a struct of tensors to return.
+    Struct(syn::Path, Vec<(syn::Member, Expr)>, SpanRange),
     /// Unsupported syntax, already reported.
     Error(SpanRange),
 }
@@ -111,6 +113,7 @@ impl Expr {
             | Expr::Block(_, s)
             | Expr::Field(_, _, s)
             | Expr::Index(_, _, s)
+            | Expr::Struct(_, _, s)
             | Expr::Error(s) => *s,
         }
     }
@@ -325,6 +328,12 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::Call(_) => unsupported("function calls", Some("call ops as methods on a tensor, e.g. `a.exp()`; create tensors from an argument with `zeros_like`, `ones_like`, `full_like`")),
         // Fields of struct parameters; lowering refuses them elsewhere.
         syn::Expr::Field(f) => Expr::Field(Box::new(parse_expr(&f.base, errors)), f.member.clone(), span),
+        syn::Expr::Struct(s) if s.rest.is_some() || s.dot2_token.is_some() => {
+            unsupported("struct update syntax (`..`)", Some("name every field of the returned struct"))
+        }
+        syn::Expr::Struct(s) if s.qself.is_none() => {
+            Expr::Struct(s.path.clone(), s.fields.iter().map(|f| (f.member.clone(), parse_expr(&f.expr, errors))).collect(), span)
+        }
         syn::Expr::Index(i) => Expr::Index(Box::new(parse_expr(&i.expr, errors)), Box::new(parse_expr(&i.index, errors)), span),
         syn::Expr::Assign(_) => unsupported("assignment", Some("bind a new name with `let`, or write into a tensor with `copy_`")),
         syn::Expr::Range(_) => unsupported("a range outside a `for` loop", None),

@@ -74,9 +74,10 @@ fn generate(func: &ItemFn, sig: &Signature, lowered: &Lowered) -> Result<TokenSt
     // Local names of the generated body are hygienic (mixed-site), so they
     // can neither capture nor shadow the user's parameters.
     let outs = quote_spanned!(Span::mixed_site()=> __aot_outputs);
-    let n = sig.ret.arity();
+    let n = lowered.graph.ret.arity();
     let names: Vec<_> = (0..n).map(|i| format_ident!("__aot_out{}", i, span = Span::mixed_site())).collect();
-    let value = match sig.ret {
+    let value = match lowered.graph.ret {
+        _ if sig.ret_struct => lowered.ret_struct.clone().unwrap_or_default(),
         ReturnKind::Unit => quote!(()),
         ReturnKind::Single => quote!(#(#names)*),
         ReturnKind::Tuple(_) => quote!((#(#names,)*)),

@@ -16,8 +16,10 @@ use aot_ir::{
     Arg, Graph, GraphBuilder, IrDType, OpKind, ParamKind, ParamType, ReturnKind, ScalarBinOp, ScalarExpr, ScalarTy, SpanId, ValueId,
 };
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+
 use std::collections::HashMap;
+
+mod tree;
 
 /// Unrolled loops stop here rather than exhausting the compiler.
 const MAX_NODES: usize = 50_000;
@@ -33,6 +35,9 @@ pub struct Lowered {
     /// `m.layers[0usize]` for an index), for rustc to type-check in the
     /// generated function.
     pub field_checks: Vec<(syn::Ident, Vec<TokenStream>)>,
+    /// For a function returning a struct: the expression that builds it
+    /// from the output variables.
+    pub ret_struct: Option<TokenStream>,
 }
 
 impl Lowered {
@@ -52,6 +57,8 @@ enum Val {
     /// A struct parameter (index into `Lower::trees`): only its fields are
     /// values.
     Tree(usize),
+    /// A struct literal of tensors (to be returned).
+    Struct(syn::Path, Vec<(syn::Member, Val)>),
     Unit,
     /// An expression that already produced an error.
     Poison,
@@ -68,6 +75,7 @@ impl Val {
             Val::DType(_) => "a dtype",
             Val::Tuple(_) => "a tuple",
             Val::Tree(_) => "a struct of tensors",
+            Val::Struct(..) => "a struct",
             Val::Unit => "`()`",
             Val::Poison => "an invalid value",
         }
@@ -92,6 +100,7 @@ struct Lower<'e> {
     /// Graph inputs made for field paths (`m.w1`), and the accesses to check.
     fields: HashMap<String, ValueId>,
     field_checks: Vec<(syn::Ident, Vec<TokenStream>)>,
+    ret_struct: Option<TokenStream>,
 }
 
 /// Lowers a function. Returns `None` when errors were reported.
@@ -106,6 +115,7 @@ pub fn lower(name: &str, sig: &Signature, body: &Block, errors: &mut Errors) -> 
         trees: Vec::new(),
         fields: HashMap::new(),
         field_checks: Vec::new(),
+        ret_struct: None,
     };
     for p in &sig.params {
         if p.tree {
@@ -125,7 +135,10 @@ pub fn lower(name: &str, sig: &Signature, body: &Block, errors: &mut Errors) -> 
     let outputs = l.outputs(tail, body, sig);
     let spans = l.spans;
     let field_checks = l.field_checks;
-    let graph = l.b.finish(outputs?, sig.ret);
+    let ret_struct = l.ret_struct;
+    let outputs = outputs?;
+    let ret = if sig.ret_struct { ReturnKind::Tuple(outputs.len()) } else { sig.ret };
+    let graph = l.b.finish(outputs, ret);
     if errors.len() > before {
         return None;
     }
@@ -133,7 +146,7 @@ pub fn lower(name: &str, sig: &Signature, body: &Block, errors: &mut Errors) -> 
         errors.add(sig.ret_span, format!("internal error in `#[aot_fn]`: the lowered graph is invalid: {e}"), None);
         return None;
     }
-    Some(Lowered { graph, spans, field_checks })
+    Some(Lowered { graph, spans, field_checks, ret_struct })
 }
 
 impl Lower<'_> {
@@ -283,6 +296,24 @@ impl Lower<'_> {
             Val::Tensor(id) => Some(*id),
             _ => None,
         };
+        if sig.ret_struct {
+            let mut outputs = Vec::new();
+            return match tail {
+                Val::Poison => None,
+                Val::Struct(path, fields) => {
+                    self.ret_struct = tree::struct_outputs(&path, &fields, &mut outputs);
+                    self.ret_struct.as_ref().map(|_| outputs)
+                }
+                other => {
+                    self.errors.add(
+                        at,
+                        format!("the function returns a struct, but the body ends in {}", describe_len(&other)),
+                        Some("end the body with a struct literal of tensors: `Mlp { w1: .., b1: .. }`".into()),
+                    );
+                    None
+                }
+            };
+        }
         match (sig.ret, tail) {
             (_, Val::Poison) => None,
             (ReturnKind::Unit, Val::Unit) => Some(Vec::new()),
@@ -393,88 +424,9 @@ impl Lower<'_> {
             }
             Expr::Block(block, _) => self.block(block),
             Expr::Field(..) | Expr::Index(..) => self.field(e),
+            Expr::Struct(path, fields, _) => self.struct_lit(path, fields),
             Expr::Error(_) => Val::Poison,
         }
-    }
-
-    /// A field path of a struct parameter (`m.l1.w`, `m.layers[i]` with a
-    /// literal or loop index): the graph input named by the path, made on
-    /// first use.
-    fn field(&mut self, e: &Expr) -> Val {
-        let mut segments = Vec::new();
-        let mut access = Vec::new();
-        let mut cur = e;
-        let root = loop {
-            match cur {
-                Expr::Field(base, member, _) => {
-                    segments.push(match member {
-                        syn::Member::Named(id) => id.to_string(),
-                        syn::Member::Unnamed(i) => i.index.to_string(),
-                    });
-                    access.push(quote!(.#member));
-                    cur = base;
-                }
-                Expr::Index(base, index, _) => {
-                    let k = match self.expr(index) {
-                        Val::Scalar(ScalarExpr::I64(k), ScalarTy::Int) if k >= 0 => k,
-                        Val::Poison => return Val::Poison,
-                        _ => {
-                            self.errors.add(
-                                index.span(),
-                                "the index of a `Vec` field must be an integer literal or a loop variable",
-                                Some("write `m.layers[0]`, or index with the variable of a `for` loop".into()),
-                            );
-                            return Val::Poison;
-                        }
-                    };
-                    segments.push(k.to_string());
-                    let lit = syn::LitInt::new(&format!("{k}usize"), index.span().start);
-                    access.push(quote_spanned!(index.span().start=> [#lit]));
-                    cur = base;
-                }
-                Expr::Var(id) => match self.lookup(&id.to_string()) {
-                    Some(Val::Tree(t)) => break (t, id.clone()),
-                    Some(Val::Poison) => return Val::Poison,
-                    _ => return self.not_a_field(e, id),
-                },
-                Expr::Error(_) => return Val::Poison,
-                _ => return self.not_a_field(e, &syn::Ident::new("_", cur.span().start)),
-            }
-        };
-        let (root, used) = root;
-        let (ident, ty) = self.trees[root].clone();
-        segments.reverse();
-        access.reverse();
-        let path = format!("{ident}.{}", segments.join("."));
-        if let Some(&v) = self.fields.get(&path) {
-            return Val::Tensor(v);
-        }
-        let span = self.span_id(e.span());
-        let Some(v) = self.b.param(path.clone(), ty, span) else { return Val::Poison };
-        self.fields.insert(path, v);
-        // Spanned at the user's tokens: a field that is not a tensor is
-        // reported at the access, not at the attribute.
-        let check = quote_spanned!(e.span().start=> let _: &::aot_runtime::Tensor = &#used #(#access)*;);
-        match self.field_checks.iter_mut().find(|(i, _)| *i == ident) {
-            Some((_, list)) => list.push(check),
-            None => self.field_checks.push((ident, vec![check])),
-        }
-        Val::Tensor(v)
-    }
-
-    /// Field access or indexing on something that is not a struct
-    /// parameter.
-    fn not_a_field(&mut self, e: &Expr, root: &syn::Ident) -> Val {
-        let (what, help) = match e {
-            Expr::Index(..) => (
-                "indexing a tensor",
-                "use `select(dim, index)`, `narrow(dim, start, len)` or `slice(dim, start, end, step)`; indexing is for `Vec` fields of struct parameters (`m.layers[0]`)",
-            ),
-            _ => ("field access", "fields can be read from struct parameters that derive `TensorTree` (`m: &Mlp`, then `m.w1`)"),
-        };
-        let on = if root == "_" { "this expression".to_string() } else { format!("`{root}`") };
-        self.errors.add(e.span(), format!("{what} on {on} is not supported in an `#[aot_fn]` body"), Some(help.into()));
-        Val::Poison
     }
 
     fn node(&mut self, op: OpKind, args: Vec<Arg>, span: SpanRange) -> Val {

@@ -206,8 +206,24 @@ fn struct_parameter_errors() {
         ("fn f(m: &Mlp) -> Tensor { m.sum() }", "called on a struct of tensors"),
         ("fn f(m: &Mlp) -> Tensor { m }", "the body ends in a struct of tensors"),
         ("fn f(m: &Mlp) -> Tensor { let n = m; n.w1 }", "cannot be bound to another name"),
+        ("fn f(m: &Mlp) -> Mlp { m.w1 }", "the function returns a struct, but the body ends in a tensor"),
+        ("fn f(m: &Mlp, s: f64) -> Mlp { Mlp { w1: m.w1, lr: s } }", "must be a tensor or a struct of tensors, found a float scalar"),
+        ("fn f(m: &Mlp) -> Mlp { Mlp { w1: m.w1, ..m } }", "struct update syntax"),
     ] {
         let out = expand::expand(TokenStream::new(), src.parse().unwrap()).to_string();
         assert!(out.contains("compile_error") && out.contains(want), "{src}: {out}");
     }
+}
+
+#[test]
+fn returned_structs_are_rebuilt_from_the_outputs() {
+    let out = expand::expand(
+        TokenStream::new(),
+        "fn f(m: &Net, s: f64) -> Net { Net { l1: Linear { w: m.l1.w * s, b: m.l1.b }, out: m.out.exp() } }".parse().unwrap(),
+    )
+    .to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    assert!(out.contains(":: aot_runtime :: Result < Net >"), "{out}");
+    assert!(out.contains("Net { l1 : Linear { w : __aot_out0 , b : __aot_out1 } , out : __aot_out2 }"), "{out}");
+    assert!(out.contains("arity (& __aot_outputs , 3usize"), "{out}");
 }

@@ -26,6 +26,9 @@ pub struct ParamSig {
 pub struct Signature {
     pub params: Vec<ParamSig>,
     pub ret: ReturnKind,
+    /// The function returns a struct of tensors (`-> Mlp`): `ret` is
+    /// decided by the struct the body builds.
+    pub ret_struct: bool,
     pub ret_span: SpanRange,
 }
 
@@ -101,13 +104,14 @@ pub fn signature(sig: &syn::Signature, errors: &mut Errors) -> Option<Signature>
     }
 
     let (ret, ret_span) = match &sig.output {
-        ReturnType::Default => (Some(ReturnKind::Unit), SpanRange::of(&sig.ident)),
+        ReturnType::Default => (Some((ReturnKind::Unit, false)), SpanRange::of(&sig.ident)),
         ReturnType::Type(_, ty) => (return_kind(ty, errors), SpanRange::of(ty)),
     };
     if errors.len() > before {
         return None;
     }
-    Some(Signature { params, ret: ret?, ret_span })
+    let (ret, ret_struct) = ret?;
+    Some(Signature { params, ret, ret_struct, ret_span })
 }
 
 fn is_tensor_path(ty: &Type) -> bool {
@@ -165,13 +169,16 @@ fn scalar_type(p: &syn::TypePath) -> Option<ParamType> {
     })
 }
 
-fn return_kind(ty: &Type, errors: &mut Errors) -> Option<ReturnKind> {
-    const HELP: &str = "return `Tensor`, a tuple of `Tensor`s such as `(Tensor, Tensor)`, or nothing";
+/// The return kind, and whether it is a struct of tensors.
+fn return_kind(ty: &Type, errors: &mut Errors) -> Option<(ReturnKind, bool)> {
+    const HELP: &str =
+        "return `Tensor`, a tuple of `Tensor`s such as `(Tensor, Tensor)`, a struct of tensors built in the body (`-> Mlp`), or nothing";
     match ty {
-        t if is_tensor_path(t) => Some(ReturnKind::Single),
-        Type::Tuple(t) if t.elems.is_empty() => Some(ReturnKind::Unit),
-        Type::Tuple(t) if t.elems.iter().all(is_tensor_path) => Some(ReturnKind::Tuple(t.elems.len())),
+        t if is_tensor_path(t) => Some((ReturnKind::Single, false)),
+        Type::Tuple(t) if t.elems.is_empty() => Some((ReturnKind::Unit, false)),
+        Type::Tuple(t) if t.elems.iter().all(is_tensor_path) => Some((ReturnKind::Tuple(t.elems.len()), false)),
         Type::Group(g) => return_kind(&g.elem, errors),
+        Type::Paren(p) => return_kind(&p.elem, errors),
         Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Result") => {
             errors.add(
                 SpanRange::of(ty),
@@ -179,6 +186,11 @@ fn return_kind(ty: &Type, errors: &mut Errors) -> Option<ReturnKind> {
                 Some("the generated function already returns `aot_runtime::Result<...>` of the declared type".into()),
             );
             None
+        }
+        // A named type without generic arguments: a struct the body builds
+        // with a literal (rustc checks its fields).
+        Type::Path(p) if p.qself.is_none() && p.path.segments.iter().all(|s| s.arguments.is_empty()) && scalar_type(p).is_none() => {
+            Some((ReturnKind::Tuple(0), true))
         }
         _ => {
             errors.add(SpanRange::of(ty), "unsupported return type", Some(HELP.into()));
@@ -214,6 +226,7 @@ fn expr(e: &mut Expr, errors: &mut Errors) {
             expr(rhs, errors);
         }
         Expr::Neg(x, _) | Expr::Cast(x, _, _) | Expr::Field(x, _, _) => expr(x, errors),
+        Expr::Struct(_, fields, _) => fields.iter_mut().for_each(|(_, x)| expr(x, errors)),
         Expr::Index(x, i, _) => {
             expr(x, errors);
             expr(i, errors);

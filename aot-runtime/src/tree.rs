@@ -6,6 +6,11 @@
 //! (`l1.w`, `layers.0`), whether it is a parameter or a buffer, and the
 //! tensor handle itself (the caller's tensor, not a copy, so an in-place
 //! update of a `&mut` struct's field writes the caller's tensor).
+//! A function may also return a struct of tensors that its body builds
+//! with a struct literal (`-> Mlp`, ending in `Mlp { w1: .., b1: .. }`):
+//! the literal's tensors are the graph's outputs, and the generated
+//! function builds the struct from them (so it needs no `TensorTree`).
+//!
 //! `#[derive(TensorTree)]` writes the impl for a struct with named fields:
 //!
 //! - a `Tensor` field is a parameter, a `#[buffer]` field a buffer (on a

@@ -300,3 +300,46 @@ fn a_struct_holding_one_tensor_twice_sees_its_own_writes() -> Result<()> {
     assert_eq!(vals(&w), [0.5; 4]);
     Ok(())
 }
+
+/// A struct built by the body is returned: its tensors are the graph's
+/// outputs, and the generated function rebuilds it.
+#[aot_fn]
+fn sgd_new(m: &Mlp, g: &Mlp, lr: f64) -> Mlp {
+    Mlp { w1: m.w1 - g.w1 * lr, b1: m.b1 - g.b1 * lr, w2: m.w2 - g.w2 * lr, b2: m.b2 }
+}
+
+#[derive(TensorTree)]
+struct TwoLayers {
+    first: Linear,
+    second: Linear,
+}
+
+#[aot_fn]
+fn swap_layers(t: &TwoLayers, s: f64) -> TwoLayers {
+    TwoLayers { first: Linear { w: t.second.w * s, b: t.second.b }, second: Linear { b: t.first.b.exp(), w: t.first.w } }
+}
+
+#[test]
+fn a_struct_can_be_returned() -> Result<()> {
+    let m = Mlp::new(40)?;
+    let g = Mlp::new(50)?;
+    let new = sgd_new(&m, &g, 0.5)?;
+    assert_close("w1", &new.w1, &m.w1.sub(&g.w1.mul(0.5)?)?);
+    assert_close("b1", &new.b1, &m.b1.sub(&g.b1.mul(0.5)?)?);
+    assert_close("w2", &new.w2, &m.w2.sub(&g.w2.mul(0.5)?)?);
+    // A returned input is the input itself, as for a returned `&Tensor`.
+    assert_close("b2", &new.b2, &m.b2);
+    assert!(!new.w1.same_tensor(&m.w1));
+    assert_eq!(sgd_new::compiled().graph().ret.arity(), 4);
+
+    let lin = |k| -> Result<Linear> {
+        Ok(Linear { w: Tensor::randn(&[2, 2], DType::F64, &Device::Cpu, k)?, b: Tensor::randn(&[2], DType::F64, &Device::Cpu, k + 1)? })
+    };
+    let t = TwoLayers { first: lin(60)?, second: lin(70)? };
+    let s = swap_layers(&t, 3.0)?;
+    assert_close("first.w", &s.first.w, &t.second.w.mul(3.0)?);
+    assert_close("first.b", &s.first.b, &t.second.b);
+    assert_close("second.b", &s.second.b, &t.first.b.exp()?);
+    assert_close("second.w", &s.second.w, &t.first.w);
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! Lowering of composite values: fields of struct parameters (`m.w1`,
+//! `m.l1.w`, `m.layers[0]`), which become graph inputs named by their
+//! paths, and struct literals returned by the body (`Mlp { w1: .., .. }`),
+//! whose tensors become the graph's outputs and which the generated
+//! function rebuilds from them.
+
+use super::{Lower, Val};
+use crate::ast::Expr;
+use aot_ir::{ScalarExpr, ScalarTy, ValueId};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+
+impl Lower<'_> {
+    /// A field path of a struct parameter (`m.l1.w`, `m.layers[i]` with a
+    /// literal or loop index): the graph input named by the path, made on
+    /// first use.
+    pub(super) fn field(&mut self, e: &Expr) -> Val {
+        let mut segments = Vec::new();
+        let mut access = Vec::new();
+        let mut cur = e;
+        let root = loop {
+            match cur {
+                Expr::Field(base, member, _) => {
+                    segments.push(match member {
+                        syn::Member::Named(id) => id.to_string(),
+                        syn::Member::Unnamed(i) => i.index.to_string(),
+                    });
+                    access.push(quote!(.#member));
+                    cur = base;
+                }
+                Expr::Index(base, index, _) => {
+                    let k = match self.expr(index) {
+                        Val::Scalar(ScalarExpr::I64(k), ScalarTy::Int) if k >= 0 => k,
+                        Val::Poison => return Val::Poison,
+                        _ => {
+                            self.errors.add(
+                                index.span(),
+                                "the index of a `Vec` field must be an integer literal or a loop variable",
+                                Some("write `m.layers[0]`, or index with the variable of a `for` loop".into()),
+                            );
+                            return Val::Poison;
+                        }
+                    };
+                    segments.push(k.to_string());
+                    let lit = syn::LitInt::new(&format!("{k}usize"), index.span().start);
+                    access.push(quote_spanned!(index.span().start=> [#lit]));
+                    cur = base;
+                }
+                Expr::Var(id) => match self.lookup(&id.to_string()) {
+                    Some(Val::Tree(t)) => break (t, id.clone()),
+                    Some(Val::Poison) => return Val::Poison,
+                    _ => return self.not_a_field(e, id),
+                },
+                Expr::Error(_) => return Val::Poison,
+                _ => return self.not_a_field(e, &syn::Ident::new("_", cur.span().start)),
+            }
+        };
+        let (root, used) = root;
+        let (ident, ty) = self.trees[root].clone();
+        segments.reverse();
+        access.reverse();
+        let path = format!("{ident}.{}", segments.join("."));
+        if let Some(&v) = self.fields.get(&path) {
+            return Val::Tensor(v);
+        }
+        let span = self.span_id(e.span());
+        let Some(v) = self.b.param(path.clone(), ty, span) else { return Val::Poison };
+        self.fields.insert(path, v);
+        // Spanned at the user's tokens: a field that is not a tensor is
+        // reported at the access, not at the attribute.
+        let check = quote_spanned!(e.span().start=> let _: &::aot_runtime::Tensor = &#used #(#access)*;);
+        match self.field_checks.iter_mut().find(|(i, _)| *i == ident) {
+            Some((_, list)) => list.push(check),
+            None => self.field_checks.push((ident, vec![check])),
+        }
+        Val::Tensor(v)
+    }
+
+    /// Field access or indexing on something that is not a struct
+    /// parameter.
+    fn not_a_field(&mut self, e: &Expr, root: &syn::Ident) -> Val {
+        let (what, help) = match e {
+            Expr::Index(..) => (
+                "indexing a tensor",
+                "use `select(dim, index)`, `narrow(dim, start, len)` or `slice(dim, start, end, step)`; indexing is for `Vec` fields of struct parameters (`m.layers[0]`)",
+            ),
+            _ => ("field access", "fields can be read from struct parameters that derive `TensorTree` (`m: &Mlp`, then `m.w1`)"),
+        };
+        let on = if root == "_" { "this expression".to_string() } else { format!("`{root}`") };
+        self.errors.add(e.span(), format!("{what} on {on} is not supported in an `#[aot_fn]` body"), Some(help.into()));
+        Val::Poison
+    }
+
+    /// `Path { field: value, .. }`: a struct of tensors (to be returned).
+    pub(super) fn struct_lit(&mut self, path: &syn::Path, fields: &[(syn::Member, Expr)]) -> Val {
+        let mut out = Vec::with_capacity(fields.len());
+        let mut poisoned = false;
+        for (member, e) in fields {
+            match self.expr(e) {
+                v @ (Val::Tensor(_) | Val::Struct(..)) => out.push((member.clone(), v)),
+                Val::Poison => poisoned = true,
+                other => {
+                    self.errors.add(
+                        e.span(),
+                        format!(
+                            "a field of a struct built in an `#[aot_fn]` body must be a tensor or a struct of tensors, found {}",
+                            other.describe()
+                        ),
+                        None,
+                    );
+                    poisoned = true;
+                }
+            }
+        }
+        if poisoned {
+            Val::Poison
+        } else {
+            Val::Struct(path.clone(), out)
+        }
+    }
+}
+
+/// The graph outputs of a returned struct, in field order, and the
+/// expression that rebuilds it from the generated function's output
+/// variables (`__aot_out0`, ...).
+pub(super) fn struct_outputs(path: &syn::Path, fields: &[(syn::Member, Val)], outputs: &mut Vec<ValueId>) -> Option<TokenStream> {
+    let mut parts = Vec::with_capacity(fields.len());
+    for (member, v) in fields {
+        let value = match v {
+            Val::Tensor(t) => {
+                let name = format_ident!("__aot_out{}", outputs.len(), span = Span::mixed_site());
+                outputs.push(*t);
+                quote!(#name)
+            }
+            Val::Struct(p, fs) => struct_outputs(p, fs, outputs)?,
+            _ => return None,
+        };
+        parts.push(quote!(#member: #value));
+    }
+    Some(quote!(#path { #(#parts),* }))
+}
