@@ -343,3 +343,25 @@ fn a_struct_can_be_returned() -> Result<()> {
     assert_close("second.w", &s.second.w, &t.first.w);
     Ok(())
 }
+
+/// Called by one test only, so that its cache counts are its own.
+#[aot_fn]
+fn probe_loss(m: &Mlp, x: &Tensor, y: &Tensor) -> Tensor {
+    (x.matmul(&m.w1).relu().matmul(&m.w2) - y).sum()
+}
+
+#[test]
+fn struct_calls_are_cached_like_plain_calls() -> Result<()> {
+    use aot_runtime::compiled::__private::{cache_probe, num_specializations};
+    let m = Mlp::new(80)?;
+    let x = Tensor::randn(&[2, 3], DType::F64, &Device::Cpu, 81)?;
+    let y = Tensor::randn(&[2, 2], DType::F64, &Device::Cpu, 82)?;
+    let f = probe_loss::compiled();
+    let args = [Arg::tree(&m), Arg::from(&x), Arg::from(&y)];
+    probe_loss(&m, &x, &y)?;
+    assert!(cache_probe(f, &args));
+    let n = num_specializations(f);
+    probe_loss(&Mlp::new(90)?, &x, &y)?;
+    assert_eq!(num_specializations(f), n, "the same guard key for another struct of the same shape");
+    Ok(())
+}

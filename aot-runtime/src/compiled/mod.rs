@@ -438,7 +438,7 @@ pub mod __private {
     /// Whether a call with these arguments finds its specialisation cached
     /// (the guard key and lookup of a call, nothing else).
     pub fn cache_probe(f: &CompiledFn, args: &[Arg]) -> bool {
-        f.cache_probe(args)
+        f.with_flat(args, |args| Ok(f.cache_probe(args))).unwrap_or(false)
     }
 
     /// How many specialisations `f` has cached.
