@@ -7,6 +7,9 @@
 //! DSL's syntax tree, `valid` checks the signature and every call against
 //! the op table, `lower` builds the IR, and `expand` runs the analyses
 //! and emits the code. Use it through `aot_runtime::aot_fn`.
+//!
+//! `#[derive(TensorTree)]` (`tree`) lets a struct of tensors be a
+//! parameter (`m: &Mlp`); use it through `aot_runtime::TensorTree`.
 
 mod ast;
 mod diag;

@@ -6,6 +6,9 @@
 //! inputs. Each node records a span id; the table of real spans stays here,
 //! so the analyses on the IR can point at the user's tokens.
 //!
+//! Fields of struct parameters (graph inputs named by their paths, `m.w1`)
+//! and struct literals a function returns are lowered in `lower/tree.rs`.
+//!
 //! Errors poison the value they concern ([`Val::Poison`]); a poisoned value
 //! propagates silently, so one mistake yields one message.
 

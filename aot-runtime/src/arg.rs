@@ -49,7 +49,7 @@ impl std::fmt::Debug for Arg<'_> {
 impl<'a> Arg<'a> {
     /// A struct of tensors, for a parameter such as `m: &Mlp` or
     /// `state: &mut BatchNormState` (the type derives
-    /// [`TensorTree`](crate::TensorTree)).
+    /// [`TensorTree`]).
     pub fn tree<T: TensorTree>(t: &'a T) -> Arg<'a> {
         Arg::Tree(t)
     }

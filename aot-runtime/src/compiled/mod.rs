@@ -5,6 +5,11 @@
 //! transactional eager reference. The graphs themselves run in
 //! `crate::executor`; call arguments are [`Arg`] (`crate::arg`).
 //!
+//! Struct arguments ([`Arg::Tree`]) are flattened into the field tensors
+//! the graph takes before anything else sees the call (`boundary.rs`);
+//! [`CompiledFn::graph_signature`] names the graph's inputs and outputs as
+//! PyTorch's `aot_export_module` does (`graph_signature.rs`).
+//!
 //! The macro embeds the graph and the static metadata template as JSON;
 //! `NAME::compiled()` deserialises them once, on first use. Each guard key
 //! gets one specialisation (`specialize.rs`) holding one plan, which the
