@@ -195,6 +195,20 @@ pub fn log<L: Lanes>(x: L) -> L {
     L::select(c::<L>(0.0).lt(x), L::select(x.lt(inf), y, x), not_pos)
 }
 
+/// `ln(1 + x)`, accurate near 0: `ln u` of the rounded `u = 1 + x`,
+/// corrected by the rounding error of `u` (`((u - 1) - x) / u`).
+#[inline(always)]
+pub fn log1p<L: Lanes>(x: L) -> L {
+    let u = x + c(1.0);
+    let lu = log(u);
+    let y = lu - ((u - c(1.0)) - x) / u;
+    // u = 0, negative, inf or NaN: ln u itself (-inf, NaN, inf, NaN).
+    let inf = c::<L>(f32::INFINITY);
+    let y = L::select(c::<L>(0.0).lt(u), L::select(u.lt(inf), y, lu), lu);
+    // Below 2^-24, x itself (which also keeps the sign of zero).
+    L::select(x.abs().lt(c(5.960_464_5e-8)), x, y)
+}
+
 /// `tanh x = expm1(2|x|) / (expm1(2|x|) + 2)`, with the sign of `x`.
 #[inline(always)]
 pub fn tanh<L: Lanes>(x: L) -> L {
