@@ -217,6 +217,11 @@ impl Node {
             Op::Dsl { op, .. } => {
                 !op.is_random()
                     && !matches!(op, OpKind::Matmul | OpKind::Mm | OpKind::Bmm | OpKind::Softmax | OpKind::LogSoftmax | OpKind::VarDim)
+                    // scans over a dim and the losses: not worth recomputing
+                    && !matches!(
+                        op,
+                        OpKind::Cumsum | OpKind::MaxDim | OpKind::MinDim | OpKind::Argmax | OpKind::Argmin | OpKind::CrossEntropy | OpKind::NllLoss
+                    )
             }
         }
     }
