@@ -391,3 +391,35 @@ fn log1p_and_expm1_fuse_into_one_kernel() {
     let want = x.mul(2.0).unwrap().log1p().unwrap().expm1().unwrap().add(1.0).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(y, want, "the kernel computes what eager does, bit for bit");
 }
+
+/// The CUDA C of the fused chain calls the f32 helpers rendered from the
+/// one definition; on a device (or `AOT_CUDA_SIM=1`) the kernel gives the
+/// CPU's bits, and the host-computed ops give the CPU's values.
+#[cfg(feature = "cuda")]
+#[test]
+fn ops_for_models_on_cuda() {
+    let x = Tensor::from_vec(vec![0.1f32, -0.2, 1e-9, 0.7], &[4], &Device::Cpu).unwrap();
+    let ks = fused_log1p::compiled().kernels_for(&[Arg::from(&x)], &Device::Cuda(0)).unwrap();
+    assert_eq!(ks.len(), 1, "{ks:?}");
+    assert!(ks[0].source.contains("aot_log1p(") && ks[0].source.contains("aot_expm1("), "{}", ks[0].source);
+    if !aot_runtime::cuda::is_available() {
+        return;
+    }
+    let gpu = Device::Cuda(0);
+    let xc = x.to_device(&gpu).unwrap();
+    assert_eq!(fused_log1p(&xc).unwrap().to_vec::<f32>().unwrap(), fused_log1p(&x).unwrap().to_vec::<f32>().unwrap());
+    let (xs, ws) = (leaf(5, &[4, 3]), leaf(6, &[3, 3]));
+    let t = ids(vec![2, 0, 1, 2], &[4]);
+    let on = |v: &Tensor| v.to_device(&gpu).unwrap();
+    let cpu = g_loss(&xs, &ws, &t).unwrap();
+    let dev = g_loss(&on(&xs), &on(&ws), &on(&t)).unwrap();
+    assert_eq!(dev.device(), gpu);
+    assert_close(&v64(&dev), &v64(&cpu), 1e-12);
+    let (a, b, c) = g_scans(&on(&xs)).unwrap();
+    let (a0, b0, c0) = g_scans(&xs).unwrap();
+    assert_close(&v64(&a), &v64(&a0), 1e-12);
+    assert_close(&v64(&b), &v64(&b0), 1e-12);
+    assert_eq!(c.to_vec::<i64>().unwrap(), c0.to_vec::<i64>().unwrap());
+    let err = g_loss(&on(&xs), &on(&ws), &on(&ids(vec![0, 0, 0, 9], &[4]))).unwrap_err();
+    assert!(err.to_string().contains("cross_entropy"), "{err}");
+}
