@@ -423,3 +423,39 @@ fn ops_for_models_on_cuda() {
     let err = g_loss(&on(&xs), &on(&ws), &on(&ids(vec![0, 0, 0, 9], &[4]))).unwrap_err();
     assert!(err.to_string().contains("cross_entropy"), "{err}");
 }
+
+#[aot_fn]
+fn write_through_flatten(a: &mut Tensor, like: &Tensor) -> Tensor {
+    a.flatten(0, 1).mul_(2.0);
+    a.flatten(0, -1).add_(1.0);
+    a.view_as(like)
+}
+
+#[aot_fn]
+fn write_through_view_as(a: &mut Tensor, like: &Tensor) {
+    a.view_as(like).mul_(2.0);
+}
+
+/// Writes through `flatten` views reach the input, and a returned
+/// `view_as` view aliases it. A write through a `view_as` view is a clean
+/// error for now (its geometry comes from another tensor), never a panic.
+#[test]
+fn writes_through_flatten_and_view_as() {
+    let a = t64(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    let like = t64(vec![0.0; 6], &[3, 2]);
+    let mut arg = a.clone();
+    let out = write_through_flatten(&mut arg, &like).unwrap();
+    assert_eq!(a.to_vec::<f64>().unwrap(), vec![3.0, 5.0, 7.0, 9.0, 11.0, 13.0]);
+    assert_eq!(out.shape(), vec![3, 2]);
+    assert!(out.shares_storage_with(&a));
+    // With autograd: the gradient flows through both writes.
+    let leaf = t64(vec![1.0; 6], &[2, 3]).requires_grad_(true).unwrap();
+    let mut x = leaf.copy().unwrap();
+    let out = write_through_flatten(&mut x, &like).unwrap();
+    out.sum().unwrap().backward().unwrap();
+    assert_eq!(leaf.grad().unwrap().to_vec::<f64>().unwrap(), vec![2.0; 6]);
+    let mut arg = a.copy().unwrap();
+    let err = write_through_view_as(&mut arg, &like).unwrap_err();
+    assert!(err.to_string().contains("view_as"), "{err}");
+    assert_eq!(arg.to_vec::<f64>().unwrap(), a.to_vec::<f64>().unwrap(), "nothing written on failure");
+}

@@ -59,6 +59,14 @@ pub(crate) fn replay(
                 let l = geometry.arg_layout(*p)?;
                 t.as_strided(&l.shape, &l.stride, l.offset)?
             }
+            // A view whose geometry comes from another tensor (`view_as`)
+            // cannot be replayed from the chain alone.
+            ChainStep::View { op, args } if args.iter().any(|a| a.as_tensor().is_some()) => {
+                return Err(AotError::Unsupported {
+                    op: op.name(),
+                    msg: format!("a write through a `{op}` view is not supported yet: write through `view(&[..])` instead"),
+                })
+            }
             ChainStep::View { op, args } => exec(*op, &t, args, NO_VALUES, scalars)?,
         };
     }
