@@ -289,6 +289,9 @@ pub enum Prim {
     /// `-g / count` at each `(i, targets[i])` (count: the targets not
     /// ignored).
     NllLossGrad,
+    /// `[g, dim]`: the cumulative sum of `g` along `dim` taken from the end
+    /// (cumsum's gradient), summed in the same order as `cumsum`.
+    CumsumRev,
 }
 
 impl Prim {
@@ -309,6 +312,7 @@ impl Prim {
             Prim::RngTake => "rng_take",
             Prim::DropoutMask => "dropout_mask",
             Prim::NllLossGrad => "nll_loss_grad",
+            Prim::CumsumRev => "cumsum_rev",
         }
     }
 
@@ -334,7 +338,7 @@ impl Prim {
         match self {
             Prim::MetaOf => 1,
             Prim::SumToLike | Prim::CastLike | Prim::ReshapeLike | Prim::ExpandLike => 2,
-            Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::RngTake => 2,
+            Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::RngTake | Prim::CumsumRev => 2,
             Prim::InvCount(_) | Prim::ViewScatter(_) | Prim::MatmulGrad { .. } | Prim::DropoutMask | Prim::NllLossGrad => 3,
             Prim::KeepDims => 4,
         }
@@ -345,7 +349,7 @@ impl Prim {
     pub fn num_tensors(&self) -> usize {
         match self {
             Prim::KeepDims | Prim::DropoutMask => 2,
-            Prim::InvCount(_) | Prim::RngTake => 1,
+            Prim::InvCount(_) | Prim::RngTake | Prim::CumsumRev => 1,
             _ => self.arity(),
         }
     }

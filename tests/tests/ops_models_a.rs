@@ -459,3 +459,22 @@ fn writes_through_flatten_and_view_as() {
     assert!(err.to_string().contains("view_as"), "{err}");
     assert_eq!(arg.to_vec::<f64>().unwrap(), a.to_vec::<f64>().unwrap(), "nothing written on failure");
 }
+
+#[aot_fn]
+fn weighted_cumsum(x: &Tensor, w: &Tensor) -> Tensor {
+    (x.cumsum(0) * w).sum()
+}
+
+/// cumsum's gradient is the cumulative sum from the end, summed exactly so
+/// (not `sum - cumsum + g`, which loses the small tail next to a large head).
+#[test]
+fn cumsum_gradient_sums_from_the_end() {
+    let w = Tensor::from_vec(vec![1e8f32, 1.0, 1.0], &[3], &Device::Cpu).unwrap();
+    let want = vec![1e8f32 + 2.0, 2.0, 1.0];
+    let x = Tensor::zeros(&[3], DType::F32, &Device::Cpu).unwrap().requires_grad_(true).unwrap();
+    x.cumsum(0).unwrap().mul(&w).unwrap().sum().unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), want, "eager");
+    let x = Tensor::zeros(&[3], DType::F32, &Device::Cpu).unwrap().requires_grad_(true).unwrap();
+    weighted_cumsum(&x, &w).unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), want, "compiled");
+}

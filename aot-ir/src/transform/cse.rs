@@ -56,6 +56,7 @@ pub(crate) enum PrimKey {
     MatmulGrad(bool),
     MetaOf,
     NllLossGrad,
+    CumsumRev,
 }
 
 /// The key of a source op on `args`.
@@ -87,6 +88,7 @@ fn prim_key(p: &Prim) -> Option<PrimKey> {
         Prim::MatmulGrad { rhs } => PrimKey::MatmulGrad(*rhs),
         Prim::MetaOf => PrimKey::MetaOf,
         Prim::NllLossGrad => PrimKey::NllLossGrad,
+        Prim::CumsumRev => PrimKey::CumsumRev,
         // Each draw is its own value.
         Prim::RngTake | Prim::DropoutMask => return None,
     })

@@ -89,40 +89,55 @@ fn extreme_indices<T: PartialOrd + Copy>(v: &[T], (outer, len, inner): (usize, u
     out
 }
 
+/// The cumulative sum of `x` along `dim`, from the start or (`rev`) from
+/// the end, without history.
+fn scan_sum(op: &'static str, x: &Tensor, dim: i64, rev: bool) -> Result<Tensor> {
+    let shape = x.shape();
+    let d = wrap_dim(op, dim, shape.len())?;
+    let (outer, len, inner) = split_at_dim(&shape, d);
+    let lines = (0..outer).flat_map(|o| (0..inner).map(move |n| (o, n)));
+    let line = move |(o, n): (usize, usize)| {
+        let at = move |k: usize| (o * len + k) * inner + n;
+        let ks: Box<dyn Iterator<Item = usize>> = if rev { Box::new((0..len).rev()) } else { Box::new(0..len) };
+        ks.map(at)
+    };
+    let host = match HostVals::of(x)? {
+        HostVals::I64(v) => {
+            let mut out = v.clone();
+            for l in lines {
+                let mut acc = 0i64;
+                for p in line(l) {
+                    acc = acc.wrapping_add(v[p]);
+                    out[p] = acc;
+                }
+            }
+            CpuStorage::I64(out)
+        }
+        HostVals::F64(v) => {
+            let mut out = v.clone();
+            for l in lines {
+                let mut acc = 0.0;
+                for p in line(l) {
+                    acc += v[p];
+                    out[p] = acc;
+                }
+            }
+            let dtype = if x.dtype() == DType::Bool { DType::I64 } else { x.dtype() };
+            CpuStorage::from_f64s(op, dtype, out.into_iter())?
+        }
+    };
+    host_tensor(op, host, &shape, &x.device())
+}
+
+/// `cumsum`'s gradient: the cumulative sum of `g` along `dim` from the end.
+pub(crate) fn cumsum_rev(g: &Tensor, dim: i64) -> Result<Tensor> {
+    scan_sum("cumsum_backward", g, dim, true)
+}
+
 impl Tensor {
     /// `torch.cumsum(self, dim)`: integers and bools sum into i64.
     pub fn cumsum(&self, dim: i64) -> Result<Tensor> {
-        const OP: &str = "cumsum";
-        let shape = self.shape();
-        let d = wrap_dim(OP, dim, shape.len())?;
-        let (outer, len, inner) = split_at_dim(&shape, d);
-        let scan = |o: usize, n: usize| (0..len).map(move |k| (o * len + k) * inner + n);
-        let host = match HostVals::of(self)? {
-            HostVals::I64(v) => {
-                let mut out = v.clone();
-                for (o, n) in (0..outer).flat_map(|o| (0..inner).map(move |n| (o, n))) {
-                    let mut acc = 0i64;
-                    for p in scan(o, n) {
-                        acc = acc.wrapping_add(v[p]);
-                        out[p] = acc;
-                    }
-                }
-                CpuStorage::I64(out)
-            }
-            HostVals::F64(v) => {
-                let mut out = v.clone();
-                for (o, n) in (0..outer).flat_map(|o| (0..inner).map(move |n| (o, n))) {
-                    let mut acc = 0.0;
-                    for p in scan(o, n) {
-                        acc += v[p];
-                        out[p] = acc;
-                    }
-                }
-                let dtype = if self.dtype() == DType::Bool { DType::I64 } else { self.dtype() };
-                CpuStorage::from_f64s(OP, dtype, out.into_iter())?
-            }
-        };
-        let out = host_tensor(OP, host, &shape, &self.device())?;
+        let out = scan_sum("cumsum", self, dim, false)?;
         record(&out, &[Some(self)], || {
             let args = vec![t(ValueId(0)), i(dim)];
             Ok(BackwardOp::Table { op: OpKind::Cumsum, name: "CumsumBackward0", args, inputs: vec![None], out: None })

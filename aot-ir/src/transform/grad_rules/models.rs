@@ -27,14 +27,8 @@ pub(super) fn vjp<B: GradBuilder>(e: &mut B, c: &Call) -> Result<ValueId, B::Err
             e.sum_to(kept, x)?
         }
         K::Tril | K::Triu => e.op(c.op, vec![t(g), c.arg(1)?])?,
-        K::Cumsum => {
-            // The reversed cumulative sum: sum(g) - cumsum(g) + g.
-            let dims = dim_list(c)?;
-            let total = e.op(K::SumDim, vec![t(g), dims, b(true)])?;
-            let cs = e.op(K::Cumsum, vec![t(g), c.arg(1)?])?;
-            let rest = e.bin(K::Sub, total, t(cs))?;
-            e.bin(K::Add, rest, t(g))?
-        }
+        // The cumulative sum from the end.
+        K::Cumsum => e.prim(Prim::CumsumRev, vec![t(g), c.arg(1)?])?,
         K::MaxDim | K::MinDim => first_extreme(e, c)?,
         K::NllLoss => e.prim(Prim::NllLossGrad, vec![t(g), t(x), c.arg(1)?])?,
         K::CrossEntropy => {
