@@ -15,8 +15,8 @@ use aot_ir::graph::args::{b, i, t};
 use aot_ir::{OpKind, ValueId};
 
 /// `shape` around dim `d` as `(outer, len, inner)`: element `(o, k, n)`
-/// is at `(o * len + k) * inner + n` in row-major order.
-/// A 0-d shape is one element along its one dim.
+/// is at `(o * len + k) * inner + n` in row-major order (a 0-d shape is
+/// one element along its one dim).
 pub(crate) fn split_at_dim(shape: &[usize], d: usize) -> (usize, usize, usize) {
     if d >= shape.len() {
         return (shape.iter().product(), 1, 1);
@@ -156,9 +156,9 @@ impl Tensor {
         self.arg_extreme("argmin", dim, keepdim, false)
     }
 
-    /// `torch.max(self, dim, keepdim)`: `(values, indices)`, the index the
-    /// first maximum's (NaN counts as the maximum). The values' gradient
-    /// goes to that index.
+    /// `torch.max(self, dim, keepdim)`: `(values, indices)`, each index that
+    /// of the first maximum along `dim` (NaN counts as the maximum). The
+    /// values' gradient goes to that index.
     pub fn max_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         self.dim_extreme("max_dim", dim, keepdim, true)
     }
