@@ -197,6 +197,7 @@ impl Node {
         match &self.op {
             Op::Prim(p) => p.meta_args().contains(&i),
             Op::Dsl { op: OpKind::ZerosLike | OpKind::OnesLike | OpKind::FullLike, .. } => i == 0,
+            Op::Dsl { op: OpKind::ViewAs, .. } => i == 1,
             _ => false,
         }
     }
@@ -216,6 +217,11 @@ impl Node {
             Op::Dsl { op, .. } => {
                 !op.is_random()
                     && !matches!(op, OpKind::Matmul | OpKind::Mm | OpKind::Bmm | OpKind::Softmax | OpKind::LogSoftmax | OpKind::VarDim)
+                    // scans over a dim and the losses: not worth recomputing
+                    && !matches!(
+                        op,
+                        OpKind::Cumsum | OpKind::MaxDim | OpKind::MinDim | OpKind::Argmax | OpKind::Argmin | OpKind::CrossEntropy | OpKind::NllLoss
+                    )
             }
         }
     }
@@ -278,6 +284,14 @@ pub enum Prim {
     /// function of it, so the backward may recompute the mask from the
     /// saved state instead of saving the mask.
     DropoutMask,
+    /// `[g, like, targets]`: the gradient of `nll_loss(like, targets)` for
+    /// its output gradient `g`: zeros of `like`'s shape and dtype holding
+    /// `-g / count` at each `(i, targets[i])` (count: the targets not
+    /// ignored).
+    NllLossGrad,
+    /// `[g, dim]`: the cumulative sum of `g` along `dim` taken from the end
+    /// (cumsum's gradient), summed in the same order as `cumsum`.
+    CumsumRev,
 }
 
 impl Prim {
@@ -297,6 +311,8 @@ impl Prim {
             Prim::MetaOf => "meta_of",
             Prim::RngTake => "rng_take",
             Prim::DropoutMask => "dropout_mask",
+            Prim::NllLossGrad => "nll_loss_grad",
+            Prim::CumsumRev => "cumsum_rev",
         }
     }
 
@@ -309,7 +325,7 @@ impl Prim {
     /// Argument positions of which only the shape and dtype are read.
     pub fn meta_args(&self) -> &'static [usize] {
         match self {
-            Prim::SumToLike | Prim::CastLike | Prim::ReshapeLike | Prim::ExpandLike | Prim::KeepDims => &[1],
+            Prim::SumToLike | Prim::CastLike | Prim::ReshapeLike | Prim::ExpandLike | Prim::KeepDims | Prim::NllLossGrad => &[1],
             Prim::InvCount(_) | Prim::MetaOf | Prim::RngTake | Prim::DropoutMask => &[0],
             // as_strided addresses root's storage: its geometry is needed
             Prim::ViewGrad(c) | Prim::ViewOf(c) | Prim::ViewScatter(c) if !needs_geometry(c) => &[0],
@@ -322,8 +338,8 @@ impl Prim {
         match self {
             Prim::MetaOf => 1,
             Prim::SumToLike | Prim::CastLike | Prim::ReshapeLike | Prim::ExpandLike => 2,
-            Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::RngTake => 2,
-            Prim::InvCount(_) | Prim::ViewScatter(_) | Prim::MatmulGrad { .. } | Prim::DropoutMask => 3,
+            Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::RngTake | Prim::CumsumRev => 2,
+            Prim::InvCount(_) | Prim::ViewScatter(_) | Prim::MatmulGrad { .. } | Prim::DropoutMask | Prim::NllLossGrad => 3,
             Prim::KeepDims => 4,
         }
     }
@@ -333,7 +349,7 @@ impl Prim {
     pub fn num_tensors(&self) -> usize {
         match self {
             Prim::KeepDims | Prim::DropoutMask => 2,
-            Prim::InvCount(_) | Prim::RngTake => 1,
+            Prim::InvCount(_) | Prim::RngTake | Prim::CumsumRev => 1,
             _ => self.arity(),
         }
     }

@@ -182,6 +182,22 @@ define_ops! {
     FullLike = "full_like", Compute, [Float], "a.full_like(value)";
     RandLike = "rand_like", Compute, [], "a.rand_like()";
     Dropout = "dropout", Compute, [Float], "a.dropout(p)";
+    // Ops for models, part A (issue 16).
+    Log1p = "log1p", Compute, [], "a.log1p()";
+    Expm1 = "expm1", Compute, [], "a.expm1()";
+    ClampOut = "clamp", Compute, [Float, Float], "a.clamp(min, max)";
+    MaskedFill = "masked_fill", Compute, [Tensor, Float], "a.masked_fill(&mask, value)";
+    Tril = "tril", Compute, [Int], "a.tril(k)";
+    Triu = "triu", Compute, [Int], "a.triu(k)";
+    Cumsum = "cumsum", Compute, [Int], "a.cumsum(dim)";
+    Flatten = "flatten", View, [Int, Int], "a.flatten(start_dim, end_dim)";
+    ViewAs = "view_as", View, [Tensor], "a.view_as(&other)";
+    Argmax = "argmax", Compute, [Int, Bool], "a.argmax(dim, keepdim)";
+    Argmin = "argmin", Compute, [Int, Bool], "a.argmin(dim, keepdim)";
+    MaxDim = "max_dim", Compute, [Int, Bool], "let (values, indices) = a.max_dim(dim, keepdim)";
+    MinDim = "min_dim", Compute, [Int, Bool], "let (values, indices) = a.min_dim(dim, keepdim)";
+    CrossEntropy = "cross_entropy", Compute, [Tensor], "logits.cross_entropy(&targets)";
+    NllLoss = "nll_loss", Compute, [Tensor], "log_probs.nll_loss(&targets)";
 }
 
 impl OpKind {
@@ -212,7 +228,7 @@ impl OpKind {
     pub fn alias_effect(self) -> AliasEffect {
         match self {
             OpKind::Detach => AliasEffect::Detach,
-            OpKind::Reshape => AliasEffect::MaybeView,
+            OpKind::Reshape | OpKind::Flatten => AliasEffect::MaybeView,
             OpKind::Contiguous => AliasEffect::MaybeSame,
             k if k.is_inplace() => AliasEffect::InPlace,
             k if k.class() == OpClass::View => AliasEffect::View,
@@ -237,6 +253,8 @@ impl OpKind {
                 | OpKind::FullLike
                 | OpKind::RandLike
                 | OpKind::Detach
+                | OpKind::Argmax
+                | OpKind::Argmin
         )
     }
 
@@ -250,6 +268,8 @@ impl OpKind {
     pub fn differentiable_args(self) -> &'static [usize] {
         match self {
             OpKind::Where => &[0, 2],
+            // Masks, targets and `view_as`'s shape donor get none.
+            OpKind::MaskedFill | OpKind::ViewAs | OpKind::CrossEntropy | OpKind::NllLoss => &[0],
             _ if self.sig().params.is_empty() => &[0],
             _ => &[0, 1],
         }

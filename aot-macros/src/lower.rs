@@ -483,7 +483,21 @@ impl Lower<'_> {
         if !ok {
             return Val::Poison;
         }
-        self.node(op, args, span)
+        // `max_dim`/`min_dim` give `(values, indices)`: two nodes on the same
+        // arguments, the values and `argmax`/`argmin`.
+        let indices = match op {
+            OpKind::MaxDim => Some(OpKind::Argmax),
+            OpKind::MinDim => Some(OpKind::Argmin),
+            _ => None,
+        };
+        match indices {
+            Some(arg_op) => {
+                let values = self.node(op, args.clone(), span);
+                let indices = self.node(arg_op, args, span);
+                Val::Tuple(vec![values, indices])
+            }
+            None => self.node(op, args, span),
+        }
     }
 
     fn binary(&mut self, op: BinOp, l: Val, r: Val, span: SpanRange) -> Val {

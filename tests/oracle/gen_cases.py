@@ -26,6 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CORPORA = [
     ("public.json", "cases.rs"),
     ("extra.json", "cases_extra.rs"),
+    ("ops_a.json", "cases_ops_a.rs"),
 ]
 
 

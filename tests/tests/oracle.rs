@@ -2,9 +2,10 @@
 //! case, the metadata `explain()` reports, and the outputs, arguments after
 //! the call, storage sharing and gradients of the call itself.
 //!
-//! Two corpora, checked the same way: the public one (`oracle/public.json`,
+//! Three corpora, checked the same way: the public one (`oracle/public.json`,
 //! tests `oracle_*`) and the project's own (`oracle/extra.json`, generated
-//! from `oracle/cases_extra.py`, tests `extra_oracle_*`).
+//! from `oracle/cases_extra.py`, tests `extra_oracle_*`; `oracle/ops_a.json`,
+//! the ops for models of `oracle/cases_ops_a.py`, tests `ops_a_oracle_*`).
 //!
 //! Failures are collected and reported together, one line per mismatch.
 
@@ -12,9 +13,13 @@
 mod cases;
 #[path = "../../ui-tests/tests/oracle/cases_extra.rs"]
 mod cases_extra;
+#[path = "../../ui-tests/tests/oracle/cases_ops_a.rs"]
+mod cases_ops_a;
 
 use aot_runtime::{CompiledFn, Tensor};
-use aot_tests::{build_args, close, load_cases, load_extra_cases, normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case};
+use aot_tests::{
+    build_args, close, load_cases, load_extra_cases, load_ops_a_cases, normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case,
+};
 use serde_json::Value;
 
 const TOL: f64 = 1e-3;
@@ -181,6 +186,10 @@ fn extra() -> Corpus {
     (load_extra_cases(), cases_extra::all())
 }
 
+fn ops_a() -> Corpus {
+    (load_ops_a_cases(), cases_ops_a::all())
+}
+
 fn run((cases, fns): Corpus, check: fn(&CompiledFn, &Call) -> Vec<String>) -> (usize, Vec<String>) {
     assert_eq!(fns.len(), cases.len(), "the generated cases are stale: rerun tests/oracle/gen_cases.py");
     let mut total = 0;
@@ -244,4 +253,22 @@ fn extra_oracle_metadata_matches_pytorch() {
 fn extra_oracle_traced_tangents_match_pytorch() {
     let (total, failures) = run(extra(), check_tangents);
     report("extra traced_tangents", total, &failures);
+}
+
+#[test]
+fn ops_a_oracle_results_match_pytorch() {
+    let (total, failures) = run(ops_a(), check_result);
+    report("ops_a results", total, &failures);
+}
+
+#[test]
+fn ops_a_oracle_metadata_matches_pytorch() {
+    let (total, failures) = run(ops_a(), check_metadata);
+    report("ops_a metadata", total, &failures);
+}
+
+#[test]
+fn ops_a_oracle_traced_tangents_match_pytorch() {
+    let (total, failures) = run(ops_a(), check_tangents);
+    report("ops_a traced_tangents", total, &failures);
 }

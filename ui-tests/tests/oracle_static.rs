@@ -17,14 +17,16 @@
 //! mutation changed anything is taken from PyTorch, and calls whose output
 //! aliasing hangs on layouts are left out.
 //!
-//! Both corpora: the public one (tests/oracle/public.json, cases.rs) and the
-//! project's own (tests/oracle/extra.json, cases_extra.rs), the latter in
-//! the `extra_*` tests.
+//! Every corpus: the public one (tests/oracle/public.json, cases.rs) and the
+//! project's own (tests/oracle/extra.json, cases_extra.rs, in the `extra_*`
+//! tests; tests/oracle/ops_a.json, cases_ops_a.rs, in the `ops_a_*` tests).
 
 #[path = "oracle/cases.rs"]
 mod cases;
 #[path = "oracle/cases_extra.rs"]
 mod cases_extra;
+#[path = "oracle/cases_ops_a.rs"]
+mod cases_ops_a;
 #[path = "oracle/common.rs"]
 mod common;
 
@@ -50,6 +52,10 @@ fn extra() -> Corpus {
     Corpus { oracle: common::load_extra(), fns: cases_extra::all(), sources: cases_extra::SOURCES, count: cases_extra::COUNT }
 }
 
+fn ops_a() -> Corpus {
+    Corpus { oracle: common::load_ops_a(), fns: cases_ops_a::all(), sources: cases_ops_a::SOURCES, count: cases_ops_a::COUNT }
+}
+
 fn check_up_to_date(c: &Corpus) {
     assert_eq!(c.count, c.oracle.len(), "run `python3 tests/oracle/gen_cases.py`");
     assert_eq!(c.fns.len(), c.oracle.len(), "run `python3 tests/oracle/gen_cases.py`");
@@ -68,6 +74,11 @@ fn generated_cases_are_up_to_date() {
 #[test]
 fn extra_generated_cases_are_up_to_date() {
     check_up_to_date(&extra());
+}
+
+#[test]
+fn ops_a_generated_cases_are_up_to_date() {
+    check_up_to_date(&ops_a());
 }
 
 /// The call's facts, read off its argument expressions: `requires_grad`
@@ -108,6 +119,11 @@ fn static_template_matches_pytorch() {
 #[test]
 fn extra_static_template_matches_pytorch() {
     check_static_template(&extra());
+}
+
+#[test]
+fn ops_a_static_template_matches_pytorch() {
+    check_static_template(&ops_a());
 }
 
 fn check_static_template(c: &Corpus) {
@@ -178,6 +194,11 @@ fn completed_metadata_matches_pytorch() {
 #[test]
 fn extra_completed_metadata_matches_pytorch() {
     check_completed_metadata(&extra());
+}
+
+#[test]
+fn ops_a_completed_metadata_matches_pytorch() {
+    check_completed_metadata(&ops_a());
 }
 
 fn check_completed_metadata(c: &Corpus) {

@@ -252,7 +252,14 @@ impl LayoutTracker {
 fn breaks_contiguity(op: OpKind, args: &[Arg]) -> bool {
     let dim0 = || args.get(1).and_then(Arg::as_scalar).and_then(|s| s.as_const_int()) == Some(0);
     match op {
-        OpKind::View | OpKind::Reshape | OpKind::Unsqueeze | OpKind::Squeeze | OpKind::Detach | OpKind::Contiguous => false,
+        OpKind::View
+        | OpKind::Reshape
+        | OpKind::Flatten
+        | OpKind::ViewAs
+        | OpKind::Unsqueeze
+        | OpKind::Squeeze
+        | OpKind::Detach
+        | OpKind::Contiguous => false,
         OpKind::Select | OpKind::Narrow => !dim0(),
         OpKind::Slice => !(dim0() && args.get(4).and_then(Arg::as_scalar).and_then(|s| s.as_const_int()) == Some(1)),
         _ => true,

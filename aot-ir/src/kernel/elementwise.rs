@@ -32,6 +32,8 @@ pub trait Compute: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output =
     fn pow(self, e: Self) -> Self;
     fn exp(self) -> Self;
     fn log(self) -> Self;
+    fn log1p(self) -> Self;
+    fn expm1(self) -> Self;
     fn sin(self) -> Self;
     fn cos(self) -> Self;
     fn tanh(self) -> Self;
@@ -184,6 +186,14 @@ pub fn with_op<C: Compute, V: OpVisitor<C>>(op: OpKind, v: V) -> Option<V::Out> 
         K::Square => v.visit(
             #[inline(always)]
             |a: C, _| a * a,
+        ),
+        K::Log1p => v.visit(
+            #[inline(always)]
+            |a: C, _| a.log1p(),
+        ),
+        K::Expm1 => v.visit(
+            #[inline(always)]
+            |a: C, _| a.expm1(),
         ),
         _ => return None,
     })
@@ -374,6 +384,14 @@ impl Compute for f32 {
     fn log(self) -> f32 {
         math::log(self)
     }
+    #[inline(always)]
+    fn log1p(self) -> f32 {
+        math::log1p(self)
+    }
+    #[inline(always)]
+    fn expm1(self) -> f32 {
+        math::expm1(self)
+    }
     /// Beyond [`math::SIN_COS_LIMIT`] the reduction in f32 loses the
     /// argument: computed in f64 there (a branch the vector loop keeps
     /// out of its common path).
@@ -477,6 +495,14 @@ impl Compute for f64 {
     #[inline(always)]
     fn log(self) -> f64 {
         f64::ln(self)
+    }
+    #[inline(always)]
+    fn log1p(self) -> f64 {
+        f64::ln_1p(self)
+    }
+    #[inline(always)]
+    fn expm1(self) -> f64 {
+        f64::exp_m1(self)
     }
     #[inline(always)]
     fn sin(self) -> f64 {

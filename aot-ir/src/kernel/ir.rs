@@ -174,6 +174,8 @@ pub fn is_elementwise(op: OpKind) -> bool {
             | Silu
             | Reciprocal
             | Square
+            | Log1p
+            | Expm1
     )
 }
 

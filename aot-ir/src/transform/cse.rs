@@ -55,6 +55,8 @@ pub(crate) enum PrimKey {
     ViewScatter(Vec<StepKey>),
     MatmulGrad(bool),
     MetaOf,
+    NllLossGrad,
+    CumsumRev,
 }
 
 /// The key of a source op on `args`.
@@ -85,6 +87,8 @@ fn prim_key(p: &Prim) -> Option<PrimKey> {
         Prim::ViewScatter(c) => PrimKey::ViewScatter(chain_key(c)),
         Prim::MatmulGrad { rhs } => PrimKey::MatmulGrad(*rhs),
         Prim::MetaOf => PrimKey::MetaOf,
+        Prim::NllLossGrad => PrimKey::NllLossGrad,
+        Prim::CumsumRev => PrimKey::CumsumRev,
         // Each draw is its own value.
         Prim::RngTake | Prim::DropoutMask => return None,
     })

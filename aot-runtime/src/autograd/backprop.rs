@@ -189,6 +189,16 @@ pub(crate) enum BackwardOp {
     },
     /// `fill_`/`zero_`'s value: no gradient to the old value.
     Fill,
+    /// An op whose rule is the table's, recorded as the rule sees it:
+    /// `op(args..) = out`, the tensor arguments being `inputs` in order
+    /// (`ValueId(i)` is `inputs[i]`); the node's one edge is argument 0.
+    Table {
+        op: OpKind,
+        name: &'static str,
+        args: Vec<IrArg>,
+        inputs: Vec<Option<SavedTensor>>,
+        out: Option<SavedTensor>,
+    },
     /// An in-place op on a view, seen from the base (PyTorch's CopySlices).
     CopySlices {
         base_layout: Layout,
@@ -200,6 +210,12 @@ pub(crate) enum BackwardOp {
 }
 
 impl BackwardOp {
+    /// A [`BackwardOp::Table`] record of `op` with the receiver as its only
+    /// argument, saved when `x` is given.
+    pub(crate) fn table(op: OpKind, name: &'static str, x: Option<SavedTensor>, out: Option<SavedTensor>) -> BackwardOp {
+        BackwardOp::Table { op, name, args: vec![t(ValueId(0))], inputs: vec![x], out }
+    }
+
     pub(crate) fn name(&self) -> &'static str {
         match self {
             BackwardOp::Identity => "CloneBackward0",
@@ -255,6 +271,7 @@ impl BackwardOp {
             BackwardOp::CopyFrom { .. } => "CopyBackwards",
             BackwardOp::Fill => "FillBackward0",
             BackwardOp::CopySlices { .. } => "CopySlices",
+            BackwardOp::Table { name, .. } => name,
             BackwardOp::Custom(c) => c.name(),
         }
     }
@@ -378,6 +395,13 @@ impl BackwardOp {
                 (K::CopyInplace, tt(), vec![Slot::Absent, meta(src_shape, *src_dtype)], Slot::Absent, vec![0, 1])
             }
             B::Fill => unary(K::Zero, Slot::Absent, Slot::Absent),
+            B::Table { op, args, inputs, out, .. } => (
+                *op,
+                args.clone(),
+                inputs.iter().map(|s| s.as_ref().map_or(Slot::Absent, saved)).collect(),
+                out.as_ref().map_or(Slot::Absent, saved),
+                vec![0],
+            ),
             _ => return None,
         };
         let overwrites = matches!(op, K::CopyInplace | K::Zero);

@@ -93,6 +93,11 @@ pub(crate) fn eval_prim(p: &Prim, args: &[IrArg], tensors: &[Option<Tensor>], sc
         }
         Prim::MatmulGrad { rhs } => matmul_grad(tensor(0)?, tensor(1)?, tensor(2)?, *rhs),
         Prim::MetaOf => meta_of(&tensor(0)?.shape(), tensor(0)?.dtype(), &tensor(0)?.device()),
+        Prim::NllLossGrad => crate::ops::nll_loss_grad(tensor(0)?, tensor(1)?, tensor(2)?),
+        Prim::CumsumRev => match scalar(args.get(1), scalars)? {
+            ScalarValue::I64(d) => crate::ops::cumsum_rev(tensor(0)?, d),
+            other => Err(internal(format!("cumsum_rev: dim {other}"))),
+        },
         Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::ViewScatter(_) | Prim::RngTake | Prim::DropoutMask => {
             Err(internal(format!("{} is evaluated by the joint executor", p.name())))
         }

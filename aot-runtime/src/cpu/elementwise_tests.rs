@@ -14,7 +14,7 @@ fn row_major(l: &Layout) -> Layout {
     Layout::contiguous(l.shape())
 }
 
-const UNARY: [UnaryOp; 15] = [
+const UNARY: [UnaryOp; 17] = [
     UnaryOp::Neg,
     UnaryOp::Exp,
     UnaryOp::Log,
@@ -30,6 +30,8 @@ const UNARY: [UnaryOp; 15] = [
     UnaryOp::Silu,
     UnaryOp::Reciprocal,
     UnaryOp::Square,
+    UnaryOp::Log1p,
+    UnaryOp::Expm1,
 ];
 
 fn unary_ref(op: UnaryOp, x: f64) -> f64 {
@@ -49,6 +51,8 @@ fn unary_ref(op: UnaryOp, x: f64) -> f64 {
         UnaryOp::Silu => x / (1.0 + (-x).exp()),
         UnaryOp::Reciprocal => 1.0 / x,
         UnaryOp::Square => x * x,
+        UnaryOp::Log1p => x.ln_1p(),
+        UnaryOp::Expm1 => x.exp_m1(),
     }
 }
 

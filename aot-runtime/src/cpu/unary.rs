@@ -28,6 +28,8 @@ pub enum UnaryOp {
     Silu,
     Reciprocal,
     Square,
+    Log1p,
+    Expm1,
 }
 
 impl UnaryOp {
@@ -49,6 +51,8 @@ impl UnaryOp {
             UnaryOp::Silu => "silu",
             UnaryOp::Reciprocal => "reciprocal",
             UnaryOp::Square => "square",
+            UnaryOp::Log1p => "log1p",
+            UnaryOp::Expm1 => "expm1",
         }
     }
 }
@@ -73,6 +77,8 @@ impl UnaryOp {
             UnaryOp::Silu => K::Silu,
             UnaryOp::Reciprocal => K::Reciprocal,
             UnaryOp::Square => K::Square,
+            UnaryOp::Log1p => K::Log1p,
+            UnaryOp::Expm1 => K::Expm1,
         }
     }
 }

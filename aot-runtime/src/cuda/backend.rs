@@ -153,6 +153,8 @@ fn unary_kind(op: UnaryOp) -> OpKind {
         UnaryOp::Silu => OpKind::Silu,
         UnaryOp::Reciprocal => OpKind::Reciprocal,
         UnaryOp::Square => OpKind::Square,
+        UnaryOp::Log1p => OpKind::Log1p,
+        UnaryOp::Expm1 => OpKind::Expm1,
     }
 }
 

@@ -59,6 +59,14 @@ pub(crate) fn replay(
                 let l = geometry.arg_layout(*p)?;
                 t.as_strided(&l.shape, &l.stride, l.offset)?
             }
+            // A view whose geometry comes from another tensor (`view_as`)
+            // cannot be replayed from the chain alone.
+            ChainStep::View { op, args } if args.iter().any(|a| a.as_tensor().is_some()) => {
+                return Err(AotError::Unsupported {
+                    op: op.name(),
+                    msg: format!("a write through a `{op}` view is not supported yet: write through `view(&[..])` instead"),
+                })
+            }
             ChainStep::View { op, args } => exec(*op, &t, args, NO_VALUES, scalars)?,
         };
     }
@@ -300,6 +308,22 @@ pub(crate) fn exec(
         K::FullLike => x.full_like(c.float(1)?),
         K::RandLike => x.rand_like(),
         K::Dropout => x.dropout(c.float(1)?),
+        K::Log1p => x.log1p(),
+        K::Expm1 => x.expm1(),
+        K::ClampOut => x.clamp(c.float(1)?, c.float(2)?),
+        K::MaskedFill => x.masked_fill(&*c.tensor(1)?, c.float(2)?),
+        K::Tril => x.tril(c.int(1)?),
+        K::Triu => x.triu(c.int(1)?),
+        K::Cumsum => x.cumsum(c.int(1)?),
+        K::Flatten => x.flatten(c.int(1)?, c.int(2)?),
+        K::ViewAs => x.view_as(&*c.tensor(1)?),
+        K::Argmax => x.argmax(c.int(1)?, c.boolean(2)?),
+        K::Argmin => x.argmin(c.int(1)?, c.boolean(2)?),
+        // The values; the DSL computes the indices with `argmax`/`argmin`.
+        K::MaxDim => x.max_dim(c.int(1)?, c.boolean(2)?).map(|(v, _)| v),
+        K::MinDim => x.min_dim(c.int(1)?, c.boolean(2)?).map(|(v, _)| v),
+        K::CrossEntropy => x.cross_entropy(&*c.tensor(1)?),
+        K::NllLoss => x.nll_loss(&*c.tensor(1)?),
     }
 }
 

@@ -6,16 +6,21 @@
 
 pub(crate) mod binary;
 mod inplace;
+mod loss;
+mod mask;
 pub(crate) use inplace::check_inplace;
 mod matmul;
 mod misc;
 mod reduce;
+mod scan;
 mod unary;
 mod view;
 
 pub(crate) use inplace::write_into as write_into_raw;
+pub(crate) use loss::nll_loss_grad;
 pub use misc::{manual_seed, rng_state, set_rng_state};
 pub(crate) use misc::{rng_restore, rng_snapshot, with_rng};
+pub(crate) use scan::cumsum_rev;
 pub(crate) use view::ViewOp;
 
 use crate::dtype::{DType, Scalar};

@@ -44,6 +44,8 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
             UnaryOp::Silu => BackwardOp::Silu { a },
             UnaryOp::Reciprocal => BackwardOp::Reciprocal { out: o },
             UnaryOp::Square => BackwardOp::Square { a },
+            UnaryOp::Log1p => BackwardOp::table(aot_ir::OpKind::Log1p, "Log1PBackward0", Some(a), None),
+            UnaryOp::Expm1 => BackwardOp::table(aot_ir::OpKind::Expm1, "Expm1Backward0", None, Some(o)),
         })
     })?;
     Ok(out)
@@ -65,6 +67,7 @@ unary_methods!(
     neg => Neg, exp => Exp, log => Log, sqrt => Sqrt, rsqrt => Rsqrt, abs => Abs,
     sin => Sin, cos => Cos, tanh => Tanh, sigmoid => Sigmoid, relu => Relu,
     gelu => Gelu, silu => Silu, reciprocal => Reciprocal, square => Square,
+    log1p => Log1p, expm1 => Expm1,
 );
 
 impl Tensor {

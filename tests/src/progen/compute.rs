@@ -2,7 +2,7 @@
 //! tensors shaped like a value.
 
 use super::{broadcast, Gen, Val};
-use aot_ir::graph::args::{b as bool_arg, f, ints, t};
+use aot_ir::graph::args::{b as bool_arg, f, i, ints, t};
 use aot_ir::OpKind;
 
 impl Gen<'_, '_> {
@@ -41,9 +41,26 @@ impl Gen<'_, '_> {
     }
 
     fn unary(&mut self, x: usize) {
-        let op = *self.c.pick(&[OpKind::Neg, OpKind::Exp, OpKind::Relu, OpKind::Sigmoid, OpKind::Tanh, OpKind::Abs, OpKind::Sin]);
+        let op = *self.c.pick(&[
+            OpKind::Neg,
+            OpKind::Exp,
+            OpKind::Relu,
+            OpKind::Sigmoid,
+            OpKind::Tanh,
+            OpKind::Abs,
+            OpKind::Sin,
+            OpKind::Expm1,
+            OpKind::Cumsum,
+        ]);
         let xv = self.vals[x].clone();
-        let out = self.b.call(op, xv.id, vec![]);
+        // cumsum's dim, possibly negative (a 0-d value has dims 0 and -1)
+        let args = if op == OpKind::Cumsum {
+            let rank = xv.shape.len().max(1) as i64;
+            vec![i(self.c.range(-rank, rank - 1))]
+        } else {
+            vec![]
+        };
+        let out = self.b.call(op, xv.id, args);
         self.fresh(out, xv.shape.clone(), xv.contiguous);
     }
 

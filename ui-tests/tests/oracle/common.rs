@@ -1,5 +1,5 @@
 //! Reading the PyTorch oracle (tests/oracle/public.json, and the project's
-//! own tests/oracle/extra.json): the cases, and
+//! own tests/oracle/extra.json and ops_a.json): the cases, and
 //! the argument expressions of its calls (`x.copy()`, `p.view([-1])`, ...).
 
 #![allow(dead_code)]
@@ -14,6 +14,11 @@ pub fn load() -> Vec<Value> {
 /// The project's own corpus (tests/oracle/extra.json), in the same format.
 pub fn load_extra() -> Vec<Value> {
     load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/extra.json"))
+}
+
+/// The corpus of the ops for models, part A (tests/oracle/ops_a.json).
+pub fn load_ops_a() -> Vec<Value> {
+    load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/ops_a.json"))
 }
 
 fn load_file(path: &str) -> Vec<Value> {

@@ -14,6 +14,7 @@ fn functions() -> Vec<(&'static str, F, String)> {
         ("aot_exp", math::exp::<f32> as F, render_unary("aot_exp", math::exp)),
         ("aot_expm1", math::expm1::<f32>, render_unary("aot_expm1", math::expm1)),
         ("aot_log", math::log::<f32>, render_unary("aot_log", math::log)),
+        ("aot_log1p", math::log1p::<f32>, render_unary("aot_log1p", math::log1p)),
         ("aot_tanh", math::tanh::<f32>, render_unary("aot_tanh", math::tanh)),
         ("aot_sigmoid", math::sigmoid::<f32>, render_unary("aot_sigmoid", math::sigmoid)),
         ("aot_silu", math::silu::<f32>, render_unary("aot_silu", math::silu)),

@@ -24,6 +24,8 @@ pub(super) struct KVal(u32);
 pub(super) enum Helper {
     Exp,
     Log,
+    Log1p,
+    Expm1,
     Tanh,
     Sigmoid,
     Silu,
@@ -43,6 +45,8 @@ impl Helper {
         match self {
             Helper::Exp => "aot_exp",
             Helper::Log => "aot_log",
+            Helper::Log1p => "aot_log1p",
+            Helper::Expm1 => "aot_expm1",
             Helper::Tanh => "aot_tanh",
             Helper::Sigmoid => "aot_sigmoid",
             Helper::Silu => "aot_silu",
@@ -84,6 +88,8 @@ impl Helper {
             }
             Helper::Exp => math::exp,
             Helper::Log => math::log,
+            Helper::Log1p => math::log1p,
+            Helper::Expm1 => math::expm1,
             Helper::Tanh => math::tanh,
             Helper::Sigmoid => math::sigmoid,
             Helper::Silu => math::silu,
@@ -241,6 +247,12 @@ impl Compute for KVal {
     }
     fn log(self) -> KVal {
         self.libm("log", Helper::Log)
+    }
+    fn log1p(self) -> KVal {
+        self.libm("log1p", Helper::Log1p)
+    }
+    fn expm1(self) -> KVal {
+        self.libm("expm1", Helper::Expm1)
     }
     fn sin(self) -> KVal {
         self.sin_cos("sin", Helper::Sin)

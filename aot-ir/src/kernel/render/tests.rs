@@ -76,7 +76,7 @@ fn every_op() -> Vec<Kernel> {
     // The float arithmetic (comparisons, `where_` and casts: `typed`).
     let typed = [OpKind::Eq, OpKind::Ne, OpKind::Lt, OpKind::Le, OpKind::Gt, OpKind::Ge, OpKind::Where, OpKind::ToDtype];
     let ops: Vec<OpKind> = crate::OP_TABLE.iter().map(|s| s.kind).filter(|&o| is_elementwise(o) && !typed.contains(&o)).collect();
-    assert_eq!(ops.len(), 22);
+    assert_eq!(ops.len(), 24);
     let mut ks: Vec<Kernel> = ops
         .iter()
         .map(|&op| {
@@ -450,7 +450,8 @@ fn the_unit_has_the_documented_entry_point_and_params() {
     assert_eq!(r.source.matches("__half2float(__float2half_rn(").count(), 6, "{}", r.source);
     // Each helper once, guarded, so units concatenate.
     let r = render_cuda(&every_op().pop().unwrap(), KernelDType::F32, 1, &ScalarSlots::default()).unwrap();
-    assert_eq!(r.source.matches("#define AOT_HELPER_AOT_EXP").count(), 1);
+    assert_eq!(r.source.matches("#define AOT_HELPER_AOT_EXP\n").count(), 1);
+    assert_eq!(r.source.matches("#define AOT_HELPER_AOT_LOG1P\n").count(), 1);
     assert!(r.source.contains("(float)sin((double)c"), "{}", r.source);
 }
 

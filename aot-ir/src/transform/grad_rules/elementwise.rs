@@ -181,7 +181,7 @@ pub(super) fn unary<B: GradBuilder>(e: &mut B, c: &Call) -> Result<ValueId, B::E
             let n = e.un(K::Neg, s)?;
             e.bin(K::Mul, g, t(n))?
         }
-        K::Clamp => {
+        K::Clamp | K::ClampOut => {
             // no gradient at the bounds themselves, as eager
             let lo = e.mask(K::Gt, x, c.arg(1)?, g)?;
             let hi = e.mask(K::Lt, x, c.arg(2)?, g)?;

@@ -17,9 +17,11 @@
 //!
 //! The rules are split by family: [`elementwise`] (binary, `where_`,
 //! unary), [`reductions`] (with the softmaxes), [`views`] (views, copies,
-//! casts and matrix products).
+//! casts and matrix products), [`models`] (the ops for models: scans,
+//! masks, `max_dim`/`min_dim` and the losses).
 
 mod elementwise;
+mod models;
 mod reductions;
 mod views;
 
@@ -163,7 +165,11 @@ pub fn op_vjp<B: GradBuilder>(
         K::Neg | K::Exp | K::Log | K::Sqrt | K::Rsqrt | K::Abs | K::Sin | K::Cos | K::Tanh | K::Sigmoid | K::Relu | K::Gelu => {
             r[0] = Some(elementwise::unary(e, &c)?)
         }
-        K::Silu | K::Reciprocal | K::Square | K::Clamp => r[0] = Some(elementwise::unary(e, &c)?),
+        K::Silu | K::Reciprocal | K::Square | K::Clamp | K::ClampOut => r[0] = Some(elementwise::unary(e, &c)?),
+        K::Log1p | K::Expm1 | K::MaskedFill | K::Tril | K::Triu | K::Cumsum | K::MaxDim | K::MinDim | K::NllLoss | K::CrossEntropy => {
+            r[0] = Some(models::vjp(e, &c)?)
+        }
+        K::Flatten | K::ViewAs => r[0] = Some(views::vjp(e, &c)?),
         K::Sum | K::Mean | K::SumDim | K::MeanDim | K::AmaxDim | K::VarDim | K::Softmax | K::LogSoftmax => {
             r[0] = Some(reductions::vjp(e, &c)?)
         }
@@ -174,6 +180,7 @@ pub fn op_vjp<B: GradBuilder>(
         }
         K::Dropout => return Err(RuleError::from("dropout has no symbolic gradient yet (its mask is not a graph value)").into()),
         K::Eq | K::Ne | K::Lt | K::Le | K::Gt | K::Ge | K::ZerosLike | K::OnesLike | K::FullLike | K::RandLike | K::Detach => {}
+        K::Argmax | K::Argmin => {}
         _ => return Err(format!("`{}` is in place; its rule is the scatter rule", op.name()).into()),
     }
     Ok(r)

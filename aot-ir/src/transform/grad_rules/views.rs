@@ -11,7 +11,7 @@ use crate::types::ValueId;
 pub(super) fn vjp<B: GradBuilder>(e: &mut B, c: &Call) -> Result<ValueId, B::Error> {
     let (x, g) = (c.x, c.g);
     Ok(match c.op {
-        K::View | K::Reshape | K::Squeeze => e.prim(Prim::ReshapeLike, vec![t(g), t(x)])?,
+        K::View | K::Reshape | K::Squeeze | K::Flatten | K::ViewAs => e.prim(Prim::ReshapeLike, vec![t(g), t(x)])?,
         K::T => e.un(K::T, g)?,
         K::Transpose => e.op(K::Transpose, vec![t(g), c.arg(1)?, c.arg(2)?])?,
         K::Unsqueeze => e.op(K::Squeeze, vec![t(g), c.arg(1)?])?,

@@ -77,6 +77,17 @@ fn other(a: &Tensor) -> (Tensor, Tensor, Tensor) {
     (c + z, acc, r)
 }
 
+/// The ops for models: scans, masks, extremes with their indices, losses.
+#[aot_fn]
+fn models(a: &Tensor, m: &Tensor, t: &Tensor) -> (Tensor, Tensor, Tensor, Tensor) {
+    let e = a.log1p().expm1().clamp(-1.0, 1.0).masked_fill(m, 0.0).tril(0).triu(-1).cumsum(1);
+    let (v, i) = e.max_dim(1, false);
+    let (w, j) = e.min_dim(-1, true);
+    let f = e.flatten(0, 1).view_as(a) + v.sum() + w.sum();
+    let loss = a.cross_entropy(t) + a.log_softmax(1).nll_loss(t);
+    (f, i + j.flatten(0, -1) + a.argmax(1, false) + a.argmin(0, false), loss, e)
+}
+
 fn main() -> Result<()> {
     let dev = Device::Cpu;
     let a = Tensor::from_vec(vec![0.5f32, -1.0, 2.0, 0.25], &[2, 2], &dev)?;
@@ -104,9 +115,22 @@ fn main() -> Result<()> {
     let (c, acc, r) = other(&a)?;
     assert_eq!((c.shape(), acc.shape(), r.shape()), (vec![2, 2], vec![2, 2], vec![2, 2]));
 
+    let mask = Tensor::from_vec(vec![true, false, false, true], &[2, 2], &dev)?;
+    let targets = Tensor::from_vec(vec![1i64, 0], &[2], &dev)?;
+    let (f, idx, loss, e) = models(&a.abs()?, &mask, &targets)?;
+    assert_eq!((f.shape(), idx.shape(), loss.shape(), e.shape()), (vec![2, 2], vec![2], vec![], vec![2, 2]));
+    assert_eq!(idx.dtype(), DType::I64);
+
     // Every function exposes its graph and metadata.
-    for compiled in [binary::compiled(), unary::compiled(), reduce::compiled(), views::compiled(), mutations::compiled(), other::compiled()]
-    {
+    for compiled in [
+        binary::compiled(),
+        unary::compiled(),
+        reduce::compiled(),
+        views::compiled(),
+        mutations::compiled(),
+        other::compiled(),
+        models::compiled(),
+    ] {
         assert!(!compiled.graph().to_string().is_empty());
     }
     assert!(mutations::compiled().static_meta().mutates_inputs);
