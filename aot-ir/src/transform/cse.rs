@@ -55,6 +55,9 @@ pub(crate) enum PrimKey {
     ViewScatter(Vec<StepKey>),
     MatmulGrad(bool),
     MetaOf,
+    CatGrad(usize, usize),
+    EmbeddingGrad,
+    ScatterSrcGrad,
 }
 
 /// The key of a source op on `args`.
@@ -85,6 +88,9 @@ fn prim_key(p: &Prim) -> Option<PrimKey> {
         Prim::ViewScatter(c) => PrimKey::ViewScatter(chain_key(c)),
         Prim::MatmulGrad { rhs } => PrimKey::MatmulGrad(*rhs),
         Prim::MetaOf => PrimKey::MetaOf,
+        Prim::CatGrad { k, n } => PrimKey::CatGrad(*k, *n),
+        Prim::EmbeddingGrad => PrimKey::EmbeddingGrad,
+        Prim::ScatterSrcGrad => PrimKey::ScatterSrcGrad,
         // Each draw is its own value.
         Prim::RngTake | Prim::DropoutMask => return None,
     })

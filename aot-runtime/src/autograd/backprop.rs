@@ -26,8 +26,24 @@ pub(crate) trait CustomBackward: Send + Sync {
     fn backward(&self, grads: &[Option<Tensor>], needs: &[bool]) -> Result<Vec<Option<Tensor>>>;
 }
 
+/// What a [`BackwardOp::Table`] record kept of one input.
+pub(crate) enum Kept {
+    Saved(SavedTensor),
+    Meta { shape: Vec<usize>, dtype: DType },
+}
+
 pub(crate) enum BackwardOp {
     Custom(Box<dyn CustomBackward>),
+    /// An op whose record is the shared table's call itself: `op` on `args`
+    /// (`ValueId(i)` names input `i`), what it kept of each input, and per
+    /// edge the argument position whose gradient it gets. The indexing ops
+    /// and `cat`/`stack` record this.
+    Table {
+        op: OpKind,
+        args: Vec<IrArg>,
+        inputs: Vec<Kept>,
+        edges: Vec<usize>,
+    },
     Identity,
     ToDtype {
         from: DType,
@@ -256,6 +272,7 @@ impl BackwardOp {
             BackwardOp::Fill => "FillBackward0",
             BackwardOp::CopySlices { .. } => "CopySlices",
             BackwardOp::Custom(c) => c.name(),
+            BackwardOp::Table { op, .. } => table_name(*op),
         }
     }
 
@@ -378,6 +395,16 @@ impl BackwardOp {
                 (K::CopyInplace, tt(), vec![Slot::Absent, meta(src_shape, *src_dtype)], Slot::Absent, vec![0, 1])
             }
             B::Fill => unary(K::Zero, Slot::Absent, Slot::Absent),
+            B::Table { op, args, inputs, edges } => {
+                let inputs = inputs
+                    .iter()
+                    .map(|k| match k {
+                        Kept::Saved(s) => saved(s),
+                        Kept::Meta { shape, dtype } => meta(shape, *dtype),
+                    })
+                    .collect();
+                (*op, args.clone(), inputs, Slot::Absent, edges.clone())
+            }
             _ => return None,
         };
         let overwrites = matches!(op, K::CopyInplace | K::Zero);
@@ -409,6 +436,21 @@ fn view_rule(op: &ViewOp) -> Option<(OpKind, Vec<IrArg>)> {
         ViewOp::Diagonal => (OpKind::Diagonal, vec![]),
         ViewOp::AsStrided { .. } => return None,
     })
+}
+
+/// PyTorch's backward node names of the ops recorded as [`BackwardOp::Table`].
+fn table_name(op: OpKind) -> &'static str {
+    match op {
+        OpKind::IndexSelect => "IndexSelectBackward0",
+        OpKind::Gather => "GatherBackward0",
+        OpKind::ScatterAdd => "ScatterAddBackward0",
+        OpKind::Embedding => "EmbeddingBackward0",
+        OpKind::IndexCopy => "IndexCopyBackward0",
+        OpKind::IndexAdd => "IndexAddBackward0",
+        OpKind::Cat => "CatBackward0",
+        OpKind::Stack => "StackBackward0",
+        _ => "TableBackward",
+    }
 }
 
 fn max_min(max: bool) -> OpKind {

@@ -300,6 +300,27 @@ pub(crate) fn exec(
         K::FullLike => x.full_like(c.float(1)?),
         K::RandLike => x.rand_like(),
         K::Dropout => x.dropout(c.float(1)?),
+        K::IndexSelect => x.index_select(c.int(1)?, &*c.tensor(2)?),
+        K::Gather => x.gather(c.int(1)?, &*c.tensor(2)?),
+        K::ScatterAdd => x.scatter_add(c.int(1)?, &*c.tensor(2)?, &*c.tensor(3)?),
+        K::Embedding => x.embedding(&*c.tensor(1)?),
+        K::IndexCopy => x.index_copy(c.int(1)?, &*c.tensor(2)?, &*c.tensor(3)?),
+        K::IndexAdd => x.index_add(c.int(1)?, &*c.tensor(2)?, &*c.tensor(3)?),
+        K::IndexCopyInplace => x.index_copy_(c.int(1)?, &*c.tensor(2)?, &*c.tensor(3)?),
+        K::IndexAddInplace => x.index_add_(c.int(1)?, &*c.tensor(2)?, &*c.tensor(3)?),
+        K::Cat | K::Stack => {
+            // the list is spread: `x` and the tensors of `rest` before the dim
+            let n = op.sig().list_len(rest.len() + 1);
+            let others = (1..n).map(|k| c.tensor(k)).collect::<Result<Vec<_>>>()?;
+            let mut list = vec![x];
+            list.extend(others.iter().map(|t| &**t));
+            let dim = c.int(n)?;
+            if op == K::Cat {
+                Tensor::cat(&list, dim)
+            } else {
+                Tensor::stack(&list, dim)
+            }
+        }
     }
 }
 
