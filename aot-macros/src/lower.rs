@@ -415,7 +415,18 @@ impl Lower<'_> {
     /// first arguments, the other arguments follow.
     fn static_call(&mut self, op: OpKind, func: &syn::Ident, exprs: &[Expr], span: SpanRange) -> Val {
         let sig = op.sig();
-        let (Some(Expr::List(items, _)), Some(rest)) = (exprs.first(), exprs.get(1..)) else { return Val::Poison };
+        let (Some(first), Some(rest)) = (exprs.first(), exprs.get(1..)) else { return Val::Poison };
+        let Expr::List(items, _) = first else {
+            let v = self.expr(first);
+            if !matches!(v, Val::Poison) {
+                self.errors.add(
+                    first.span(),
+                    format!("`Tensor::{func}` expects a list of tensors here, found {}", v.describe()),
+                    Some(format!("call it as `{}`", sig.usage)),
+                );
+            }
+            return Val::Poison;
+        };
         let mut args = Vec::with_capacity(items.len() + rest.len());
         let mut ok = true;
         for it in items {

@@ -17,14 +17,17 @@
 //! mutation changed anything is taken from PyTorch, and calls whose output
 //! aliasing hangs on layouts are left out.
 //!
-//! Both corpora: the public one (tests/oracle/public.json, cases.rs) and the
-//! project's own (tests/oracle/extra.json, cases_extra.rs), the latter in
-//! the `extra_*` tests.
+//! Every corpus: the public one (tests/oracle/public.json, cases.rs), the
+//! project's own (tests/oracle/extra.json, cases_extra.rs), in the
+//! `extra_*` tests, and that of the indexing ops and `cat`/`stack`
+//! (tests/oracle/ops_b.json, cases_ops_b.rs), in the `ops_b_*` tests.
 
 #[path = "oracle/cases.rs"]
 mod cases;
 #[path = "oracle/cases_extra.rs"]
 mod cases_extra;
+#[path = "oracle/cases_ops_b.rs"]
+mod cases_ops_b;
 #[path = "oracle/common.rs"]
 mod common;
 
@@ -50,6 +53,10 @@ fn extra() -> Corpus {
     Corpus { oracle: common::load_extra(), fns: cases_extra::all(), sources: cases_extra::SOURCES, count: cases_extra::COUNT }
 }
 
+fn ops_b() -> Corpus {
+    Corpus { oracle: common::load_ops_b(), fns: cases_ops_b::all(), sources: cases_ops_b::SOURCES, count: cases_ops_b::COUNT }
+}
+
 fn check_up_to_date(c: &Corpus) {
     assert_eq!(c.count, c.oracle.len(), "run `python3 tests/oracle/gen_cases.py`");
     assert_eq!(c.fns.len(), c.oracle.len(), "run `python3 tests/oracle/gen_cases.py`");
@@ -68,6 +75,11 @@ fn generated_cases_are_up_to_date() {
 #[test]
 fn extra_generated_cases_are_up_to_date() {
     check_up_to_date(&extra());
+}
+
+#[test]
+fn ops_b_generated_cases_are_up_to_date() {
+    check_up_to_date(&ops_b());
 }
 
 /// The call's facts, read off its argument expressions: `requires_grad`
@@ -108,6 +120,11 @@ fn static_template_matches_pytorch() {
 #[test]
 fn extra_static_template_matches_pytorch() {
     check_static_template(&extra());
+}
+
+#[test]
+fn ops_b_static_template_matches_pytorch() {
+    check_static_template(&ops_b());
 }
 
 fn check_static_template(c: &Corpus) {
@@ -178,6 +195,11 @@ fn completed_metadata_matches_pytorch() {
 #[test]
 fn extra_completed_metadata_matches_pytorch() {
     check_completed_metadata(&extra());
+}
+
+#[test]
+fn ops_b_completed_metadata_matches_pytorch() {
+    check_completed_metadata(&ops_b());
 }
 
 fn check_completed_metadata(c: &Corpus) {
