@@ -106,7 +106,16 @@ fn static_calls_spread_their_tensor_list() {
             let c = Tensor::cat(&[&cache, &kv.t(), &kv], d);
             aot_runtime::Tensor::stack(&[c], -1).index_select(0, &pos)
         }"
-    ), @r"");
+    ), @r"
+    fn f(%0 cache: &mut Tensor, %1 pos: &Tensor, %2 kv: &Tensor, d: i64) -> Tensor {
+        index_copy_(%0, 1, %1, %2)
+        %3 = t(%2)
+        %4 = cat(%0, %3, %2, d)  // c
+        %5 = stack(%4, -1)
+        %6 = index_select(%5, 0, %1)
+        return %6
+    }
+    ");
 }
 
 /// The errors of a body, as one string.

@@ -18,7 +18,9 @@ mod cases_extra;
 mod cases_ops_b;
 
 use aot_runtime::{CompiledFn, Tensor};
-use aot_tests::{build_args, close, load_cases, load_extra_cases, load_ops_b_cases, normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case};
+use aot_tests::{
+    build_args, close, load_cases, load_extra_cases, load_ops_b_cases, normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case,
+};
 use serde_json::Value;
 
 const TOL: f64 = 1e-3;
