@@ -287,9 +287,9 @@ mod tests {
 
     const ALL: [DType; 6] = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::Bool];
 
-    /// The scatter kernels are not the renderer's, so `kernels_for` never
-    /// reports them: every one compiles here, in one unit, with NVRTC and
-    /// ptxas for sm_80 and sm_90.
+    /// The scatter kernels (and the take kernels of `cuda/index.rs`) are
+    /// not the renderer's, so `kernels_for` never reports them: every one
+    /// compiles here, in one unit, with NVRTC and ptxas for sm_80 and sm_90.
     #[test]
     fn scatter_kernels_compile_with_nvrtc_and_ptxas() {
         if let Err(why) = nvrtc::nvrtc_status() {
@@ -299,6 +299,8 @@ mod tests {
         }
         let mut unit: Vec<String> = ALL.iter().flat_map(|&s| ALL.iter().map(move |&d| gather_source(s, d).0)).collect();
         unit.extend(ALL.iter().map(|&d| put_source(d).0));
+        // the gather kernels of `cuda/index.rs`
+        unit.extend(ALL.iter().map(|&d| crate::cuda::index::take_source(d).0));
         // Each unit defines its own struct and kernel; the headers guard themselves.
         let unit = unit.join("\n");
         let ptxas = nvrtc::ptxas().expect("ptxas next to NVRTC");
@@ -307,6 +309,7 @@ mod tests {
         for (arch, sm) in [("compute_80", "sm_80"), ("compute_90", "sm_90")] {
             let ptx = nvrtc::compile_ptx("aot_scatter", &unit, arch).unwrap_or_else(|e| panic!("{e}"));
             assert!(ptx.contains("aot_scatter_gather_bfloat16_int64") && ptx.contains("aot_scatter_put_bool"));
+            assert!(ptx.contains("aot_take_float16") && ptx.contains("aot_take_int64"));
             let file = dir.join(format!("{sm}.ptx"));
             std::fs::write(&file, &ptx).expect("write ptx");
             let out = std::process::Command::new(&ptxas)
