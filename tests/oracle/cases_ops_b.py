@@ -119,6 +119,17 @@ fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {
 }
 """, grad_nograd([("a", [2, 3]), ("b", [3, 2])], [], ["a", "b"])))
 
+add(case("ops_b_cat_skips_legacy_empty", """
+def f(cache, a):
+    c = torch.cat([cache, a], 1)
+    return torch.cat([c, cache], -1) * 2
+""", """
+fn f(cache: &Tensor, a: &Tensor) -> Tensor {
+    let c = Tensor::cat(&[&cache, &a], 1);
+    Tensor::cat(&[&c, &cache], -1) * 2.0
+}
+""", grad_nograd([("cache", [0]), ("a", [2, 3])], [], ["cache", "a"])))
+
 add(case("ops_b_stack", """
 def f(a, b):
     s = torch.stack([a, b * 2], -1)

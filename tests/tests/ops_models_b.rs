@@ -125,6 +125,20 @@ fn cat_and_stack_join_and_promote() {
     assert_eq!((i.dtype(), i.to_vec::<i64>().unwrap()), (DType::I64, vec![1, 2, 3]));
 }
 
+#[test]
+fn cat_skips_one_dim_empty_tensors_beside_others() {
+    let empty = Tensor::zeros(&[0], DType::F32, &Device::Cpu).unwrap();
+    let a = iota(&[2, 2]);
+    let c = Tensor::cat(&[&empty, &a, &empty], 1).unwrap();
+    assert_eq!((c.shape(), c.dtype(), vals(&c)), (vec![2, 2], DType::F64, vals(&a)));
+    let only = Tensor::cat(&[&empty, &empty], 0).unwrap();
+    assert_eq!(only.shape(), &[0]);
+    // not for stack, and not for other empty shapes
+    assert!(Tensor::stack(&[&empty, &a], 0).is_err());
+    assert!(Tensor::cat(&[&Tensor::zeros(&[0, 2], DType::F64, &Device::Cpu).unwrap(), &iota(&[2])], 0).is_err());
+    gradcheck("cat with an empty", &|l| Tensor::cat(&[&l[1], &l[0], &l[1]], 0).unwrap(), &[leaf(14, &[2, 3]), leaf(15, &[0])]);
+}
+
 // ---------------------------------------------------------------------------
 // Errors
 

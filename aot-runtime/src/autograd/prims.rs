@@ -100,12 +100,17 @@ pub(crate) fn eval_prim(p: &Prim, args: &[IrArg], tensors: &[Option<Tensor>], sc
             };
             let g = tensor(0)?;
             let d = crate::layout::wrap_dim("cat_grad", dim, g.rank())?;
+            // an input `cat` skipped (1-D empty beside others) had no slice
+            let len_of = |t: &Tensor| match t.shape()[..] {
+                [0] if g.rank() != 1 => Ok(None),
+                ref s => s.get(d).copied().map(Some).ok_or_else(|| internal("cat_grad: input rank".into())),
+            };
             let mut start = 0;
             for j in 1..=*k {
-                start += tensor(j)?.shape().get(d).copied().ok_or_else(|| internal("cat_grad: input rank".into()))?;
+                start += len_of(tensor(j)?)?.unwrap_or(0);
             }
             let x = tensor(k + 1)?;
-            let len = x.shape().get(d).copied().ok_or_else(|| internal("cat_grad: input rank".into()))?;
+            let Some(len) = len_of(x)? else { return Tensor::zeros(&[0], x.dtype(), &g.device()) };
             // a copy: the gradient must not alias `g`
             g.narrow(d as i64, start as i64, len as i64)?.copy()?.to_dtype(x.dtype())
         }

@@ -2,7 +2,9 @@
 //!
 //! The result's dtype is the promotion of every input's (PyTorch's
 //! `result_type` over the list); each input is copied (and cast) into its
-//! slice of a new contiguous tensor. Gradients are the shared table's
+//! slice of a new contiguous tensor. As in PyTorch, `cat` skips 1-D empty
+//! tensors (shape `[0]`) beside tensors of another rank (a legacy rule
+//! models rely on: a cache that starts as `torch.empty(0)`). Gradients are the shared table's
 //! (`cat_grad` slices the gradient, `stack` selects it), recorded as
 //! [`BackwardOp::Table`].
 
@@ -42,8 +44,14 @@ impl Tensor {
 
 /// `cat`, or `stack` (whose inputs get a size-1 dim at `dim` first).
 fn join(op: &'static str, kind: OpKind, tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
-    let first = tensors.first().ok_or_else(|| AotError::shape(op, "expected a non-empty list of tensors"))?;
     let stacking = kind == OpKind::Stack;
+    // PyTorch's legacy rule: `cat` skips 1-D empty tensors beside others
+    let skipped = |x: &Tensor| !stacking && x.shape() == [0];
+    let first = tensors
+        .iter()
+        .find(|x| !skipped(x))
+        .or(tensors.first())
+        .ok_or_else(|| AotError::shape(op, "expected a non-empty list of tensors"))?;
     let rank = first.rank() + usize::from(stacking);
     if rank == 0 {
         return Err(AotError::shape(op, "zero-dimensional tensor (at position 0) cannot be concatenated"));
@@ -51,10 +59,16 @@ fn join(op: &'static str, kind: OpKind, tensors: &[&Tensor], dim: i64) -> Result
     let d = wrap_dim(op, dim, rank)?;
     let device = first.device();
     let mut dtype = first.dtype();
-    let mut layouts = Vec::with_capacity(tensors.len());
+    // per input, its layout (with stack's new dim); `None`: skipped
+    let mut layouts: Vec<Option<Layout>> = Vec::with_capacity(tensors.len());
     let mut total = 0usize;
     for (k, x) in tensors.iter().enumerate() {
         crate::ops::check_same_device(op, first, x)?;
+        dtype = DType::promote(dtype, x.dtype());
+        if skipped(x) && rank != 1 {
+            layouts.push(None);
+            continue;
+        }
         let l = if stacking { x.layout().unsqueeze(op, d as i64)? } else { x.layout() };
         if l.rank() != rank {
             return Err(AotError::shape(
@@ -62,22 +76,22 @@ fn join(op: &'static str, kind: OpKind, tensors: &[&Tensor], dim: i64) -> Result
                 format!("tensors must have same number of dimensions: got {rank} and {} (at position {k})", l.rank()),
             ));
         }
-        if let Some(j) = (0..rank).find(|&j| j != d && l.shape[j] != layouts.first().map_or(l.shape[j], |f: &Layout| f.shape[j])) {
+        let want = layouts.iter().flatten().next().map_or_else(|| l.shape.clone(), |f| f.shape.clone());
+        if let Some(j) = (0..rank).find(|&j| j != d && l.shape[j] != want[j]) {
             return Err(AotError::shape(
                 op,
-                format!("sizes of tensors must match except in dimension {d}; expected size {} but got size {} for tensor number {k} in the list (dim {j})", layouts[0].shape[j], l.shape[j]),
+                format!("sizes of tensors must match except in dimension {d}; expected size {} but got size {} for tensor number {k} in the list (dim {j})", want[j], l.shape[j]),
             ));
         }
         total = total.checked_add(l.shape[d]).ok_or_else(|| AotError::overflow(op, "concatenated size"))?;
-        dtype = if k == 0 { dtype } else { DType::promote(dtype, x.dtype()) };
-        layouts.push(l);
+        layouts.push(Some(l));
     }
-    let mut shape = layouts[0].shape.to_vec();
+    let mut shape = layouts.iter().flatten().next().map_or_else(|| vec![0], |l| l.shape.to_vec());
     shape[d] = total;
     let out_l = Layout::contiguous(&shape);
     let buf = Storage::full(op, &device, dtype, out_l.numel(), 0.0)?;
     let mut at = 0usize;
-    for (x, l) in tensors.iter().zip(&layouts) {
+    for (x, l) in tensors.iter().zip(&layouts).filter_map(|(x, l)| l.as_ref().map(|l| (x, l))) {
         let n = l.shape[d];
         if n > 0 {
             let region = out_l.narrow(op, d as i64, at as i64, n as i64)?;

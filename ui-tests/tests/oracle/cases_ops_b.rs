@@ -68,7 +68,17 @@ pub mod case_06_ops_b_cat_views_last_dim {
     }
 }
 
-pub mod case_07_ops_b_stack {
+pub mod case_07_ops_b_cat_skips_legacy_empty {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(cache: &Tensor, a: &Tensor) -> Tensor {
+        let c = Tensor::cat(&[&cache, &a], 1);
+        Tensor::cat(&[&c, &cache], -1) * 2.0
+    }
+}
+
+pub mod case_08_ops_b_stack {
     use aot_runtime::prelude::*;
 
     #[aot_fn]
@@ -78,7 +88,7 @@ pub mod case_07_ops_b_stack {
     }
 }
 
-pub mod case_08_ops_b_index_copy_kv_cache {
+pub mod case_09_ops_b_index_copy_kv_cache {
     use aot_runtime::prelude::*;
 
     #[aot_fn]
@@ -88,7 +98,7 @@ pub mod case_08_ops_b_index_copy_kv_cache {
     }
 }
 
-pub mod case_09_ops_b_index_add_mut {
+pub mod case_10_ops_b_index_add_mut {
     use aot_runtime::prelude::*;
 
     #[aot_fn]
@@ -98,7 +108,7 @@ pub mod case_09_ops_b_index_add_mut {
     }
 }
 
-pub mod case_10_ops_b_index_copy_under_no_grad {
+pub mod case_11_ops_b_index_copy_under_no_grad {
     use aot_runtime::prelude::*;
 
     #[aot_fn]
@@ -110,7 +120,7 @@ pub mod case_10_ops_b_index_copy_under_no_grad {
     }
 }
 
-pub mod case_11_ops_b_index_add_into_view_of_mut {
+pub mod case_12_ops_b_index_add_into_view_of_mut {
     use aot_runtime::prelude::*;
 
     #[aot_fn]
@@ -120,7 +130,7 @@ pub mod case_11_ops_b_index_add_into_view_of_mut {
     }
 }
 
-pub mod case_12_ops_b_out_of_range_index {
+pub mod case_13_ops_b_out_of_range_index {
     use aot_runtime::prelude::*;
 
     #[aot_fn]
@@ -139,12 +149,13 @@ pub fn all() -> Vec<(&'static str, &'static aot_runtime::CompiledFn)> {
         ("ops_b_embedding", case_04_ops_b_embedding::f::compiled()),
         ("ops_b_cat", case_05_ops_b_cat::f::compiled()),
         ("ops_b_cat_views_last_dim", case_06_ops_b_cat_views_last_dim::f::compiled()),
-        ("ops_b_stack", case_07_ops_b_stack::f::compiled()),
-        ("ops_b_index_copy_kv_cache", case_08_ops_b_index_copy_kv_cache::f::compiled()),
-        ("ops_b_index_add_mut", case_09_ops_b_index_add_mut::f::compiled()),
-        ("ops_b_index_copy_under_no_grad", case_10_ops_b_index_copy_under_no_grad::f::compiled()),
-        ("ops_b_index_add_into_view_of_mut", case_11_ops_b_index_add_into_view_of_mut::f::compiled()),
-        ("ops_b_out_of_range_index", case_12_ops_b_out_of_range_index::f::compiled()),
+        ("ops_b_cat_skips_legacy_empty", case_07_ops_b_cat_skips_legacy_empty::f::compiled()),
+        ("ops_b_stack", case_08_ops_b_stack::f::compiled()),
+        ("ops_b_index_copy_kv_cache", case_09_ops_b_index_copy_kv_cache::f::compiled()),
+        ("ops_b_index_add_mut", case_10_ops_b_index_add_mut::f::compiled()),
+        ("ops_b_index_copy_under_no_grad", case_11_ops_b_index_copy_under_no_grad::f::compiled()),
+        ("ops_b_index_add_into_view_of_mut", case_12_ops_b_index_add_into_view_of_mut::f::compiled()),
+        ("ops_b_out_of_range_index", case_13_ops_b_out_of_range_index::f::compiled()),
     ]
 }
 
@@ -157,6 +168,7 @@ pub const SOURCES: &[&str] = &[
     "fn f(ids: &Tensor, w: &Tensor) -> Tensor {\n    let e = ids.embedding(&w);\n    e.sum_dim(&[1], false) * 3.0\n}",
     "fn f(a: &Tensor, b: &Tensor) -> Tensor {\n    Tensor::cat(&[&a, &b, &a], 0).tanh()\n}",
     "fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {\n    let c = Tensor::cat(&[&a.t(), &b], -1);\n    (c * 2.0, a.view(&[-1]))\n}",
+    "fn f(cache: &Tensor, a: &Tensor) -> Tensor {\n    let c = Tensor::cat(&[&cache, &a], 1);\n    Tensor::cat(&[&c, &cache], -1) * 2.0\n}",
     "fn f(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {\n    let s = Tensor::stack(&[&a, &(b * 2.0)], -1);\n    (s.sum_dim(&[0], false), Tensor::stack(&[&a, &b], 0))\n}",
     "fn f(cache: &mut Tensor, pos: &Tensor, kv: &Tensor, q: &Tensor) -> Tensor {\n    cache.index_copy_(1, &pos, &kv);\n    cache.matmul(&q).softmax(1)\n}",
     "fn f(a: &mut Tensor, idx: &Tensor, src: &Tensor) -> Tensor {\n    a.index_add_(0, &idx, &src);\n    a * 2.0\n}",
@@ -166,4 +178,4 @@ pub const SOURCES: &[&str] = &[
 ];
 
 /// The number of cases the file was generated from.
-pub const COUNT: usize = 13;
+pub const COUNT: usize = 14;
