@@ -195,7 +195,7 @@ impl Node {
     /// Whether argument `i` is read for its shape and dtype only.
     pub fn is_meta_arg(&self, i: usize) -> bool {
         match &self.op {
-            Op::Prim(p) => p.meta_args().contains(&i),
+            Op::Prim(p) => p.is_meta_arg(i),
             Op::Dsl { op: OpKind::ZerosLike | OpKind::OnesLike | OpKind::FullLike, .. } => i == 0,
             Op::Dsl { op: OpKind::ViewAs, .. } => i == 1,
             _ => false,
@@ -292,6 +292,18 @@ pub enum Prim {
     /// `[g, dim]`: the cumulative sum of `g` along `dim` taken from the end
     /// (cumsum's gradient), summed in the same order as `cumsum`.
     CumsumRev,
+    /// `[g, x_0, .., x_{n-1}, dim]`: the gradient of `x_k` in
+    /// `cat(&[x_0, ..], dim)`: the slice of `g` along `dim` where `x_k`
+    /// was put (the inputs' shapes give the offsets).
+    CatGrad { k: usize, n: usize },
+    /// `[g, ids, weight]`: the gradient of `weight` in
+    /// `ids.embedding(weight)`: the rows of `g` added into zeros shaped
+    /// like `weight`, at the rows `ids` names.
+    EmbeddingGrad,
+    /// `[g, index, src, dim]`: the gradient of `src` in
+    /// `x.scatter_add(dim, index, src)`: `g.gather(dim, index)`, put in the
+    /// leading corner of zeros shaped like `src` when the index is smaller.
+    ScatterSrcGrad,
 }
 
 impl Prim {
@@ -313,6 +325,9 @@ impl Prim {
             Prim::DropoutMask => "dropout_mask",
             Prim::NllLossGrad => "nll_loss_grad",
             Prim::CumsumRev => "cumsum_rev",
+            Prim::CatGrad { .. } => "cat_grad",
+            Prim::EmbeddingGrad => "embedding_grad",
+            Prim::ScatterSrcGrad => "scatter_src_grad",
         }
     }
 
@@ -322,8 +337,17 @@ impl Prim {
         !matches!(self, Prim::MatmulGrad { .. } | Prim::RngTake)
     }
 
-    /// Argument positions of which only the shape and dtype are read.
-    pub fn meta_args(&self) -> &'static [usize] {
+    /// Whether only the shape and dtype of argument `i` are read.
+    pub fn is_meta_arg(&self, i: usize) -> bool {
+        match self {
+            Prim::CatGrad { n, .. } => (1..=*n).contains(&i),
+            Prim::EmbeddingGrad | Prim::ScatterSrcGrad => i == 2,
+            _ => self.meta_args().contains(&i),
+        }
+    }
+
+    /// The meta argument positions of the fixed-arity primitives.
+    fn meta_args(&self) -> &'static [usize] {
         match self {
             Prim::SumToLike | Prim::CastLike | Prim::ReshapeLike | Prim::ExpandLike | Prim::KeepDims | Prim::NllLossGrad => &[1],
             Prim::InvCount(_) | Prim::MetaOf | Prim::RngTake | Prim::DropoutMask => &[0],
@@ -339,8 +363,14 @@ impl Prim {
             Prim::MetaOf => 1,
             Prim::SumToLike | Prim::CastLike | Prim::ReshapeLike | Prim::ExpandLike => 2,
             Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::RngTake | Prim::CumsumRev => 2,
-            Prim::InvCount(_) | Prim::ViewScatter(_) | Prim::MatmulGrad { .. } | Prim::DropoutMask | Prim::NllLossGrad => 3,
-            Prim::KeepDims => 4,
+            Prim::InvCount(_)
+            | Prim::ViewScatter(_)
+            | Prim::MatmulGrad { .. }
+            | Prim::DropoutMask
+            | Prim::NllLossGrad
+            | Prim::EmbeddingGrad => 3,
+            Prim::KeepDims | Prim::ScatterSrcGrad => 4,
+            Prim::CatGrad { n, .. } => n + 2,
         }
     }
 
@@ -350,6 +380,8 @@ impl Prim {
         match self {
             Prim::KeepDims | Prim::DropoutMask => 2,
             Prim::InvCount(_) | Prim::RngTake | Prim::CumsumRev => 1,
+            Prim::CatGrad { n, .. } => n + 1,
+            Prim::ScatterSrcGrad => 3,
             _ => self.arity(),
         }
     }
@@ -367,6 +399,7 @@ impl fmt::Display for Prim {
     fn fmt(&self, fm: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Prim::InvCount(s) => write!(fm, "inv_count[{s:?}]"),
+            Prim::CatGrad { k, n } => write!(fm, "cat_grad[{k}/{n}]"),
             _ => fm.write_str(self.name()),
         }
     }

@@ -37,6 +37,10 @@ pub enum ParamKind {
     Ints,
     /// `DType::F32` and friends.
     DType,
+    /// A list of tensors, `&[&a, &b]`: only as the first parameter of a
+    /// static op (`Tensor::cat(&[&a, &b], 0)`), which has no receiver. In
+    /// a node the list is spread: its tensors are the first arguments.
+    Tensors,
 }
 
 impl ParamKind {
@@ -49,6 +53,7 @@ impl ParamKind {
             ParamKind::Bool => "a bool",
             ParamKind::Ints => "an integer list like `&[2, -1]`",
             ParamKind::DType => "a dtype like `DType::F32`",
+            ParamKind::Tensors => "a list of tensors like `&[&a, &b]`",
         }
     }
 }
@@ -198,6 +203,34 @@ define_ops! {
     MinDim = "min_dim", Compute, [Int, Bool], "let (values, indices) = a.min_dim(dim, keepdim)";
     CrossEntropy = "cross_entropy", Compute, [Tensor], "logits.cross_entropy(&targets)";
     NllLoss = "nll_loss", Compute, [Tensor], "log_probs.nll_loss(&targets)";
+    IndexSelect = "index_select", Compute, [Int, Tensor], "a.index_select(dim, &index)";
+    Gather = "gather", Compute, [Int, Tensor], "a.gather(dim, &index)";
+    ScatterAdd = "scatter_add", Compute, [Int, Tensor, Tensor], "a.scatter_add(dim, &index, &src)";
+    Embedding = "embedding", Compute, [Tensor], "ids.embedding(&weight)";
+    IndexCopy = "index_copy", Compute, [Int, Tensor, Tensor], "a.index_copy(dim, &index, &src)";
+    IndexAdd = "index_add", Compute, [Int, Tensor, Tensor], "a.index_add(dim, &index, &src)";
+    IndexCopyInplace = "index_copy_", DataMutation, [Int, Tensor, Tensor], "a.index_copy_(dim, &index, &src)";
+    IndexAddInplace = "index_add_", DataMutation, [Int, Tensor, Tensor], "a.index_add_(dim, &index, &src)";
+    Cat = "cat", Compute, [Tensors, Int], "Tensor::cat(&[&a, &b], dim)";
+    Stack = "stack", Compute, [Tensors, Int], "Tensor::stack(&[&a, &b], dim)";
+}
+
+impl OpSig {
+    /// A static op (`Tensor::cat(&[..], dim)`): no receiver; its first
+    /// parameter is a tensor list, spread over the node's first arguments.
+    pub fn is_static(&self) -> bool {
+        self.params.first() == Some(&ParamKind::Tensors)
+    }
+
+    /// How many tensors a node of this op with `num_args` arguments has in
+    /// its list (0 for an op that is not static).
+    pub fn list_len(&self, num_args: usize) -> usize {
+        if self.is_static() {
+            (num_args + 1).saturating_sub(self.params.len())
+        } else {
+            0
+        }
+    }
 }
 
 impl OpKind {
@@ -263,15 +296,24 @@ impl OpKind {
         matches!(self, OpKind::RandLike | OpKind::Dropout)
     }
 
-    /// Positions (in the node's argument list, receiver = 0) whose tensors
-    /// gradients flow into. `where_`'s condition gets none.
-    pub fn differentiable_args(self) -> &'static [usize] {
+    /// Whether gradients flow into the tensor at position `i` of a node's
+    /// arguments (receiver = 0) when the node has `num_args` arguments.
+    /// `where_`'s condition and the index tensors get none; of an
+    /// `embedding`, only the weight (argument 1) does; of `cat` and
+    /// `stack`, every tensor of the list.
+    pub fn differentiable_arg(self, i: usize, num_args: usize) -> bool {
         match self {
-            OpKind::Where => &[0, 2],
+            OpKind::Where => i == 0 || i == 2,
             // Masks, targets and `view_as`'s shape donor get none.
-            OpKind::MaskedFill | OpKind::ViewAs | OpKind::CrossEntropy | OpKind::NllLoss => &[0],
-            _ if self.sig().params.is_empty() => &[0],
-            _ => &[0, 1],
+            OpKind::MaskedFill | OpKind::ViewAs | OpKind::CrossEntropy | OpKind::NllLoss => i == 0,
+            OpKind::IndexSelect | OpKind::Gather => i == 0,
+            OpKind::ScatterAdd | OpKind::IndexCopy | OpKind::IndexAdd | OpKind::IndexCopyInplace | OpKind::IndexAddInplace => {
+                i == 0 || i == 3
+            }
+            OpKind::Embedding => i == 1,
+            OpKind::Cat | OpKind::Stack => i < self.sig().list_len(num_args),
+            _ if self.sig().params.is_empty() => i == 0,
+            _ => i <= 1,
         }
     }
 }

@@ -227,6 +227,20 @@ fn check_kernel(k: &crate::kernel::Kernel, params: &[ParamType]) -> Result<(), S
 /// A DSL op's receiver and arguments against its signature.
 fn dsl_args(op: OpKind, args: &[Arg], params: &[ParamType]) -> Result<(), String> {
     let sig = op.sig();
+    if sig.is_static() {
+        // the spread list (at least one tensor), then the other parameters
+        let n = sig.list_len(args.len());
+        if n == 0 {
+            return Err(format!("expected a list of at least one tensor and {} more arguments", sig.params.len() - 1));
+        }
+        if let Some(k) = args[..n].iter().position(|a| !matches!(a, Arg::Tensor(_))) {
+            return Err(format!("argument {k}: expected a tensor of the list"));
+        }
+        for (k, (arg, kind)) in args[n..].iter().zip(&sig.params[1..]).enumerate() {
+            check_arg(arg, *kind, params).map_err(|m| format!("argument {}: {m}", n + k))?;
+        }
+        return Ok(());
+    }
     if args.len() != sig.params.len() + 1 {
         return Err(format!("expected {} arguments, found {}", sig.params.len() + 1, args.len()));
     }

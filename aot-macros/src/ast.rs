@@ -75,6 +75,15 @@ pub enum Expr {
         call: SpanRange,
         op: Option<aot_ir::OpKind>,
     },
+    /// `Tensor::func(args)`: a static op (`Tensor::cat(&[&a, &b], 0)`);
+    /// `op` as for [`Expr::Method`].
+    Static {
+        func: Ident,
+        args: Vec<Expr>,
+        span: SpanRange,
+        call: SpanRange,
+        op: Option<aot_ir::OpKind>,
+    },
     Binary {
         op: BinOp,
         lhs: Box<Expr>,
@@ -106,6 +115,7 @@ impl Expr {
             | Expr::List(_, s)
             | Expr::Tuple(_, s)
             | Expr::Method { span: s, .. }
+            | Expr::Static { span: s, .. }
             | Expr::Binary { span: s, .. }
             | Expr::Neg(_, s)
             | Expr::Cast(_, _, s)
@@ -325,6 +335,12 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::Return(_) => unsupported("`return`", Some("make the returned value the tail expression of the body")),
         syn::Expr::Try(_) => unsupported("the `?` operator", Some("remove the `?`: ops in the body return tensors, and errors propagate from the generated function")),
         syn::Expr::Async(_) | syn::Expr::Await(_) => unsupported("`async`/`.await`", None),
+        syn::Expr::Call(c) if static_op(&c.func).is_some() => {
+            let func = static_op(&c.func).cloned().unwrap_or_else(|| Ident::new("_", c.paren_token.span.join()));
+            let args = c.args.iter().map(|a| parse_expr(a, errors)).collect();
+            let call = SpanRange::of(&c.func).to(SpanRange::single(c.paren_token.span.join()));
+            Expr::Static { func, args, span, call, op: None }
+        }
         syn::Expr::Call(_) => unsupported("function calls", Some("call ops as methods on a tensor, e.g. `a.exp()`; create tensors from an argument with `zeros_like`, `ones_like`, `full_like`")),
         // Fields of struct parameters; lowering refuses them elsewhere.
         syn::Expr::Field(f) => Expr::Field(Box::new(parse_expr(&f.base, errors)), f.member.clone(), span),
@@ -436,6 +452,16 @@ fn parse_path(p: &syn::ExprPath, span: SpanRange, errors: &mut Errors) -> Expr {
         Some("refer to parameters and `let` bindings by name, and to dtypes as `DType::F32`".into()),
     );
     Expr::Error(span)
+}
+
+/// `f` of a call `Tensor::f(..)` (also with a path before `Tensor`).
+fn static_op(func: &syn::Expr) -> Option<&Ident> {
+    let syn::Expr::Path(p) = func else { return None };
+    let segs: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
+    match segs[..] {
+        [.., ty, f] if p.qself.is_none() && ty.ident == "Tensor" && ty.arguments.is_empty() && f.arguments.is_empty() => Some(&f.ident),
+        _ => None,
+    }
 }
 
 fn cast_target(ty: &syn::Type) -> Option<ScalarTy> {

@@ -393,6 +393,10 @@ impl Lower<'_> {
                 let Some(op) = *op else { return Val::Poison };
                 self.method(op, method, recv_v, recv.span(), arg_vs, args, *span)
             }
+            Expr::Static { func, args, span, op, .. } => {
+                let Some(op) = *op else { return Val::Poison };
+                self.static_call(op, func, args, *span)
+            }
             Expr::Binary { op, lhs, rhs, span } => {
                 let l = self.expr(lhs);
                 let r = self.expr(rhs);
@@ -498,6 +502,67 @@ impl Lower<'_> {
             }
             None => self.node(op, args, span),
         }
+    }
+
+    /// `Tensor::cat(&[&a, &b], dim)`: the list's tensors become the node's
+    /// first arguments, the other arguments follow.
+    fn static_call(&mut self, op: OpKind, func: &syn::Ident, exprs: &[Expr], span: SpanRange) -> Val {
+        let sig = op.sig();
+        let (Some(first), Some(rest)) = (exprs.first(), exprs.get(1..)) else { return Val::Poison };
+        let Expr::List(items, _) = first else {
+            let v = self.expr(first);
+            if !matches!(v, Val::Poison) {
+                self.errors.add(
+                    first.span(),
+                    format!("`Tensor::{func}` expects a list of tensors here, found {}", v.describe()),
+                    Some(format!("call it as `{}`", sig.usage)),
+                );
+            }
+            return Val::Poison;
+        };
+        let mut args = Vec::with_capacity(items.len() + rest.len());
+        let mut ok = true;
+        for it in items {
+            match self.expr(it) {
+                Val::Tensor(t) => args.push(Arg::Tensor(t)),
+                Val::Poison => ok = false,
+                other => {
+                    self.errors.add(
+                        it.span(),
+                        format!("`Tensor::{func}` expects a list of tensors, found {} in it", other.describe()),
+                        Some(format!("call it as `{}`", sig.usage)),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        if items.is_empty() {
+            self.errors.add(
+                exprs[0].span(),
+                format!("`Tensor::{func}` needs at least one tensor"),
+                Some(format!("call it as `{}`", sig.usage)),
+            );
+            ok = false;
+        }
+        for (e, kind) in rest.iter().zip(&sig.params[1..]) {
+            let v = self.expr(e);
+            match convert_arg(v, *kind) {
+                Ok(a) => args.push(a),
+                Err(None) => ok = false,
+                Err(Some(found)) => {
+                    self.errors.add(
+                        e.span(),
+                        format!("`Tensor::{func}` expects {} here, found {found}", kind.describe()),
+                        Some(format!("call it as `{}`", sig.usage)),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        if !ok {
+            return Val::Poison;
+        }
+        self.node(op, args, span)
     }
 
     fn binary(&mut self, op: BinOp, l: Val, r: Val, span: SpanRange) -> Val {

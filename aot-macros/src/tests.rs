@@ -98,6 +98,56 @@ fn shadowing_tuples_and_returning_inputs() {
     ");
 }
 
+#[test]
+fn static_calls_spread_their_tensor_list() {
+    insta::assert_snapshot!(listing(
+        "fn f(cache: &mut Tensor, pos: &Tensor, kv: &Tensor, d: i64) -> Tensor {
+            cache.index_copy_(1, &pos, &kv);
+            let c = Tensor::cat(&[&cache, &kv.t(), &kv], d);
+            aot_runtime::Tensor::stack(&[c], -1).index_select(0, &pos)
+        }"
+    ), @r"
+    fn f(%0 cache: &mut Tensor, %1 pos: &Tensor, %2 kv: &Tensor, d: i64) -> Tensor {
+        index_copy_(%0, 1, %1, %2)
+        %3 = t(%2)
+        %4 = cat(%0, %3, %2, d)  // c
+        %5 = stack(%4, -1)
+        %6 = index_select(%5, 0, %1)
+        return %6
+    }
+    ");
+}
+
+/// The errors of a body, as one string.
+fn errors_of(src: &str) -> String {
+    let func: syn::ItemFn = syn::parse_str(src).expect("test source parses");
+    let mut errors = Errors::default();
+    let sig = valid::signature(&func.sig, &mut errors).expect("valid signature");
+    let mut body = ast::parse_block(&func.block, &mut errors);
+    valid::body(&mut body, &mut errors);
+    let _ = lower::lower(&func.sig.ident.to_string(), &sig, &body, &mut errors);
+    errors.to_compile_errors().to_string()
+}
+
+#[test]
+fn static_call_mistakes_are_reported() {
+    let bad = [
+        ("a.cat(&[&b], 0)", "`cat` is not a method"),
+        ("Tensor::cta(&[&a, &b], 0)", "did you mean `Tensor::cat`?"),
+        ("Tensor::index_select(&a, 0, &b)", "`index_select` is a method"),
+        ("Tensor::cat(&[&a, 2.0], 0)", "expects a list of tensors, found a float scalar in it"),
+        ("Tensor::cat(a, 0)", "expects a list of tensors here, found a tensor"),
+        ("Tensor::cat(&[], 0)", "needs at least one tensor"),
+        ("Tensor::stack(&[&a, &b])", "`stack` takes 2 arguments but 1 was supplied"),
+        ("Tensor::cat(&[&a, &b], 0.5)", "expects an integer here"),
+        ("a.index_copy_(0, &b)", "`index_copy_` takes 3 arguments"),
+    ];
+    for (expr, want) in bad {
+        let got = errors_of(&format!("fn f(a: &Tensor, b: &Tensor) -> Tensor {{ {expr} }}"));
+        assert!(got.contains(want), "{expr}: {got}");
+    }
+}
+
 /// A function of `n` elementwise ops, for the expansion-speed report.
 fn long_function(n: usize) -> TokenStream {
     let mut body = String::from("let mut h = x.copy();\n");

@@ -221,6 +221,10 @@ fn expr(e: &mut Expr, errors: &mut Errors) {
             args.iter_mut().for_each(|a| expr(a, errors));
             *op = method_call(method, args, *call, errors);
         }
+        Expr::Static { func, args, call, op, .. } => {
+            args.iter_mut().for_each(|a| expr(a, errors));
+            *op = static_call(func, args, *call, errors);
+        }
         Expr::Binary { lhs, rhs, .. } => {
             expr(lhs, errors);
             expr(rhs, errors);
@@ -256,6 +260,40 @@ fn method_call(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut Erro
         errors.add(at, format!("unknown op `{name}` in an `#[aot_fn]` body"), Some(help));
         return None;
     };
+    if op.sig().is_static() {
+        errors.add(at, format!("`{name}` is not a method: it takes a list of tensors"), Some(format!("call it as `{}`", op.sig().usage)));
+        return None;
+    }
+    check_call(op, &name, args, call, errors)
+}
+
+/// A call `Tensor::func(args..)` of a static op.
+fn static_call(func: &Ident, args: &[Expr], call: SpanRange, errors: &mut Errors) -> Option<OpKind> {
+    let name = func.to_string();
+    let at = SpanRange::single(func.span());
+    match OpKind::from_name(&name) {
+        Some(op) if op.sig().is_static() => check_call(op, &name, args, call, errors),
+        Some(op) => {
+            errors.add(at, format!("`{name}` is a method, not a function of `Tensor`"), Some(format!("call it as `{}`", op.sig().usage)));
+            None
+        }
+        None => {
+            let statics: Vec<&str> = aot_ir::op::OP_TABLE.iter().filter(|s| s.is_static()).map(|s| s.name).collect();
+            let help = match suggest(&name, statics.iter().copied()) {
+                Some(s) => format!("did you mean `Tensor::{s}`?"),
+                None => format!(
+                    "the functions of `Tensor` in an `#[aot_fn]` body are {}",
+                    statics.iter().map(|s| format!("`Tensor::{s}`")).collect::<Vec<_>>().join(", ")
+                ),
+            };
+            errors.add(at, format!("unknown function `Tensor::{name}` in an `#[aot_fn]` body"), Some(help));
+            None
+        }
+    }
+}
+
+/// A call's arity and argument syntax against the op's signature.
+fn check_call(op: OpKind, name: &str, args: &[Expr], call: SpanRange, errors: &mut Errors) -> Option<OpKind> {
     let sig = op.sig();
     if args.len() != sig.params.len() {
         let plural = |n: usize| if n == 1 { "argument" } else { "arguments" };
@@ -299,7 +337,7 @@ fn syntactic_mismatch(arg: &Expr, kind: ParamKind) -> Option<&'static str> {
     };
     let fits = matches!(
         (kind, arg),
-        (ParamKind::Ints, Expr::List(..))
+        (ParamKind::Ints | ParamKind::Tensors, Expr::List(..))
             | (ParamKind::DType, Expr::DType(..))
             | (ParamKind::Operand | ParamKind::Float, Expr::Float(..) | Expr::Int(..))
             | (ParamKind::Int, Expr::Int(..))

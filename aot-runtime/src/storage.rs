@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 mod fused;
+mod index;
 mod over;
 
 /// An empty vector with room for exactly `n` elements of `T`. A byte size

@@ -3,6 +3,7 @@
 
 - tests/oracle/public.json -> ui-tests/tests/oracle/cases.rs
 - tests/oracle/extra.json  -> ui-tests/tests/oracle/cases_extra.rs
+- tests/oracle/ops_b.json  -> ui-tests/tests/oracle/cases_ops_b.rs
 
 Every case's `rust` function goes under `#[aot_fn]`, one module per case (so
 the names are unique), with a table of their `compiled()` handles in oracle
@@ -27,6 +28,7 @@ CORPORA = [
     ("public.json", "cases.rs"),
     ("extra.json", "cases_extra.rs"),
     ("ops_a.json", "cases_ops_a.rs"),
+    ("ops_b.json", "cases_ops_b.rs"),
 ]
 
 

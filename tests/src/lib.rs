@@ -111,6 +111,13 @@ pub fn load_ops_a_cases() -> Vec<Case> {
     serde_json::from_str(text).expect("oracle/ops_a.json parses")
 }
 
+/// The corpus of the indexing ops and `cat`/`stack` (`oracle/ops_b.json`,
+/// generated from `oracle/cases_ops_b.py`), in the same format.
+pub fn load_ops_b_cases() -> Vec<Case> {
+    let text = include_str!("../oracle/ops_b.json");
+    serde_json::from_str(text).expect("oracle/ops_b.json parses")
+}
+
 /// Leaf `k`'s values: `sin(0.37 i + 0.71 k + 0.1)` in f64, stored as f32.
 /// The device the suites put their arguments on: `AOT_TEST_DEVICE=cuda`
 /// (with the `cuda` feature; `AOT_CUDA_SIM=1` simulates a GPU) runs them

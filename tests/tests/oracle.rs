@@ -2,10 +2,13 @@
 //! case, the metadata `explain()` reports, and the outputs, arguments after
 //! the call, storage sharing and gradients of the call itself.
 //!
-//! Three corpora, checked the same way: the public one (`oracle/public.json`,
-//! tests `oracle_*`) and the project's own (`oracle/extra.json`, generated
-//! from `oracle/cases_extra.py`, tests `extra_oracle_*`; `oracle/ops_a.json`,
-//! the ops for models of `oracle/cases_ops_a.py`, tests `ops_a_oracle_*`).
+//! Four corpora, checked the same way: the public one (`oracle/public.json`,
+//! tests `oracle_*`), the project's own (`oracle/extra.json`, generated
+//! from `oracle/cases_extra.py`, tests `extra_oracle_*`), that of the ops
+//! for models (`oracle/ops_a.json`, from `oracle/cases_ops_a.py`, tests
+//! `ops_a_oracle_*`) and that of the indexing ops and `cat`/`stack`
+//! (`oracle/ops_b.json`, from `oracle/cases_ops_b.py`, tests
+//! `ops_b_oracle_*`).
 //!
 //! Failures are collected and reported together, one line per mismatch.
 
@@ -15,10 +18,13 @@ mod cases;
 mod cases_extra;
 #[path = "../../ui-tests/tests/oracle/cases_ops_a.rs"]
 mod cases_ops_a;
+#[path = "../../ui-tests/tests/oracle/cases_ops_b.rs"]
+mod cases_ops_b;
 
 use aot_runtime::{CompiledFn, Tensor};
 use aot_tests::{
-    build_args, close, load_cases, load_extra_cases, load_ops_a_cases, normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case,
+    build_args, close, load_cases, load_extra_cases, load_ops_a_cases, load_ops_b_cases, normalize_meta, oracle_loss, to_args, values,
+    Call, CallArg, Case,
 };
 use serde_json::Value;
 
@@ -190,6 +196,10 @@ fn ops_a() -> Corpus {
     (load_ops_a_cases(), cases_ops_a::all())
 }
 
+fn ops_b() -> Corpus {
+    (load_ops_b_cases(), cases_ops_b::all())
+}
+
 fn run((cases, fns): Corpus, check: fn(&CompiledFn, &Call) -> Vec<String>) -> (usize, Vec<String>) {
     assert_eq!(fns.len(), cases.len(), "the generated cases are stale: rerun tests/oracle/gen_cases.py");
     let mut total = 0;
@@ -271,4 +281,23 @@ fn ops_a_oracle_metadata_matches_pytorch() {
 fn ops_a_oracle_traced_tangents_match_pytorch() {
     let (total, failures) = run(ops_a(), check_tangents);
     report("ops_a traced_tangents", total, &failures);
+}
+
+#[test]
+fn ops_b_oracle_results_match_pytorch() {
+    let (total, failures) = run(ops_b(), check_result);
+    report("ops_b results", total, &failures);
+}
+
+#[test]
+fn ops_b_oracle_metadata_matches_pytorch() {
+    let (total, failures) = run(ops_b(), check_metadata);
+    report("ops_b metadata", total, &failures);
+}
+
+/// As `oracle_traced_tangents_match_pytorch`, on the ops_b corpus.
+#[test]
+fn ops_b_oracle_traced_tangents_match_pytorch() {
+    let (total, failures) = run(ops_b(), check_tangents);
+    report("ops_b traced_tangents", total, &failures);
 }

@@ -9,6 +9,10 @@
 mod cases;
 #[path = "oracle/cases_extra.rs"]
 mod cases_extra;
+#[path = "oracle/cases_ops_a.rs"]
+mod cases_ops_a;
+#[path = "oracle/cases_ops_b.rs"]
+mod cases_ops_b;
 #[path = "oracle/common.rs"]
 mod common;
 
@@ -52,7 +56,14 @@ fn build(call: &Value) -> Result<Inputs> {
     let mut leaves = Vec::new();
     for (k, l) in call["leaves"].as_array().into_iter().flatten().enumerate() {
         let shape = shape_of(&l["shape"]);
-        let t = Tensor::from_vec(common::leaf_values(k, shape.iter().product()), &shape, &Device::Cpu)?;
+        // index and mask leaves hold explicit values of their dtype
+        let given: Option<Vec<f64>> = l["values"].as_array().map(|v| v.iter().filter_map(Value::as_f64).collect());
+        let t = match (l["dtype"].as_str(), given) {
+            (Some("i64"), Some(v)) => Tensor::from_vec(v.iter().map(|&x| x as i64).collect(), &shape, &Device::Cpu)?,
+            (Some("bool"), Some(v)) => Tensor::from_vec(v.iter().map(|&x| x != 0.0).collect(), &shape, &Device::Cpu)?,
+            (_, Some(v)) => Tensor::from_vec(v.iter().map(|&x| x as f32).collect(), &shape, &Device::Cpu)?,
+            _ => Tensor::from_vec(common::leaf_values(k, shape.iter().product()), &shape, &Device::Cpu)?,
+        };
         let t = t.requires_grad_(l["requires_grad"].as_bool() == Some(true))?;
         let name = l["name"].as_str().unwrap_or_default().to_string();
         env.insert(name.clone(), t.clone());
@@ -190,6 +201,18 @@ fn eager_reference_matches_pytorch() {
 #[test]
 fn extra_eager_reference_matches_pytorch() {
     check_eager(&common::load_extra(), cases_extra::all());
+}
+
+/// The same over the corpus of the ops for models, part A (tests/oracle/ops_a.json).
+#[test]
+fn ops_a_eager_reference_matches_pytorch() {
+    check_eager(&common::load_ops_a(), cases_ops_a::all());
+}
+
+/// The same over the corpus of the indexing ops and `cat`/`stack` (tests/oracle/ops_b.json).
+#[test]
+fn ops_b_eager_reference_matches_pytorch() {
+    check_eager(&common::load_ops_b(), cases_ops_b::all());
 }
 
 fn check_eager(oracle: &[Value], fns: Vec<(&'static str, &'static CompiledFn)>) {

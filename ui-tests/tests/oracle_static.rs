@@ -17,9 +17,12 @@
 //! mutation changed anything is taken from PyTorch, and calls whose output
 //! aliasing hangs on layouts are left out.
 //!
-//! Every corpus: the public one (tests/oracle/public.json, cases.rs) and the
-//! project's own (tests/oracle/extra.json, cases_extra.rs, in the `extra_*`
-//! tests; tests/oracle/ops_a.json, cases_ops_a.rs, in the `ops_a_*` tests).
+//! Every corpus: the public one (tests/oracle/public.json, cases.rs), the
+//! project's own (tests/oracle/extra.json, cases_extra.rs), in the
+//! `extra_*` tests, that of the ops for models (tests/oracle/ops_a.json,
+//! cases_ops_a.rs), in the `ops_a_*` tests, and that of the indexing ops
+//! and `cat`/`stack` (tests/oracle/ops_b.json, cases_ops_b.rs), in the
+//! `ops_b_*` tests.
 
 #[path = "oracle/cases.rs"]
 mod cases;
@@ -27,6 +30,8 @@ mod cases;
 mod cases_extra;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
+#[path = "oracle/cases_ops_b.rs"]
+mod cases_ops_b;
 #[path = "oracle/common.rs"]
 mod common;
 
@@ -56,6 +61,10 @@ fn ops_a() -> Corpus {
     Corpus { oracle: common::load_ops_a(), fns: cases_ops_a::all(), sources: cases_ops_a::SOURCES, count: cases_ops_a::COUNT }
 }
 
+fn ops_b() -> Corpus {
+    Corpus { oracle: common::load_ops_b(), fns: cases_ops_b::all(), sources: cases_ops_b::SOURCES, count: cases_ops_b::COUNT }
+}
+
 fn check_up_to_date(c: &Corpus) {
     assert_eq!(c.count, c.oracle.len(), "run `python3 tests/oracle/gen_cases.py`");
     assert_eq!(c.fns.len(), c.oracle.len(), "run `python3 tests/oracle/gen_cases.py`");
@@ -79,6 +88,11 @@ fn extra_generated_cases_are_up_to_date() {
 #[test]
 fn ops_a_generated_cases_are_up_to_date() {
     check_up_to_date(&ops_a());
+}
+
+#[test]
+fn ops_b_generated_cases_are_up_to_date() {
+    check_up_to_date(&ops_b());
 }
 
 /// The call's facts, read off its argument expressions: `requires_grad`
@@ -124,6 +138,11 @@ fn extra_static_template_matches_pytorch() {
 #[test]
 fn ops_a_static_template_matches_pytorch() {
     check_static_template(&ops_a());
+}
+
+#[test]
+fn ops_b_static_template_matches_pytorch() {
+    check_static_template(&ops_b());
 }
 
 fn check_static_template(c: &Corpus) {
@@ -199,6 +218,11 @@ fn extra_completed_metadata_matches_pytorch() {
 #[test]
 fn ops_a_completed_metadata_matches_pytorch() {
     check_completed_metadata(&ops_a());
+}
+
+#[test]
+fn ops_b_completed_metadata_matches_pytorch() {
+    check_completed_metadata(&ops_b());
 }
 
 fn check_completed_metadata(c: &Corpus) {

@@ -346,11 +346,11 @@ impl<'a> Collector<'a> {
 
     fn visit(&mut self, node: &Node) {
         self.requires_grad_flags(node);
-        let sources: BTreeSet<usize> = if node.is_differentiable() {
-            node.kind()
-                .map_or(&[][..], OpKind::differentiable_args)
-                .iter()
-                .filter_map(|&i| node.args.get(i).and_then(Arg::as_tensor))
+        let n = node.args.len();
+        let sources: BTreeSet<usize> = if let (true, Some(op)) = (node.is_differentiable(), node.kind()) {
+            (0..n)
+                .filter(|&i| op.differentiable_arg(i, n))
+                .filter_map(|i| node.args.get(i).and_then(Arg::as_tensor))
                 .filter(|v| node.target() != Some(*v))
                 .flat_map(|v| self.deps.get(&self.group(v)).cloned().unwrap_or_default())
                 .collect()

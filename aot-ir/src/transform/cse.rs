@@ -57,6 +57,9 @@ pub(crate) enum PrimKey {
     MetaOf,
     NllLossGrad,
     CumsumRev,
+    CatGrad(usize, usize),
+    EmbeddingGrad,
+    ScatterSrcGrad,
 }
 
 /// The key of a source op on `args`.
@@ -89,6 +92,9 @@ fn prim_key(p: &Prim) -> Option<PrimKey> {
         Prim::MetaOf => PrimKey::MetaOf,
         Prim::NllLossGrad => PrimKey::NllLossGrad,
         Prim::CumsumRev => PrimKey::CumsumRev,
+        Prim::CatGrad { k, n } => PrimKey::CatGrad(*k, *n),
+        Prim::EmbeddingGrad => PrimKey::EmbeddingGrad,
+        Prim::ScatterSrcGrad => PrimKey::ScatterSrcGrad,
         // Each draw is its own value.
         Prim::RngTake | Prim::DropoutMask => return None,
     })

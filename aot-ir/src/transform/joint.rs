@@ -334,8 +334,8 @@ fn node_vjp(e: &mut Emit, node: &Node, g: ValueId, flow: &Flow, grads: &mut [Opt
             if !diff[out.index()] {
                 return Ok(());
             }
-            let dargs = op.differentiable_args();
-            let needs: Vec<bool> = node.args.iter().enumerate().map(|(i, a)| dargs.contains(&i) && wants(a)).collect();
+            let n = node.args.len();
+            let needs: Vec<bool> = node.args.iter().enumerate().map(|(i, a)| op.differentiable_arg(i, n) && wants(a)).collect();
             let gs = grad_rules::op_vjp(e, *op, &node.args, &OutRef::Value(out), g, &needs)
                 .map_err(|m| format!("{m} (source node {src_node})"))?;
             for (a, gi) in node.args.iter().zip(gs) {
@@ -354,9 +354,8 @@ fn node_vjp(e: &mut Emit, node: &Node, g: ValueId, flow: &Flow, grads: &mut [Opt
                 return Ok(());
             }
             let args = &node.args[1..];
-            let dargs = op.differentiable_args();
             let mut needs = vec![rg[root.index()]];
-            needs.extend(args.iter().enumerate().skip(1).map(|(i, a)| dargs.contains(&i) && wants(a)));
+            needs.extend(args.iter().enumerate().skip(1).map(|(i, a)| op.differentiable_arg(i, args.len()) && wants(a)));
             let site = MutateSite { op: *op, root, out, chain, args };
             let gs = grad_rules::mutate_vjp(e, &site, g, &needs).map_err(|m| format!("{m} (source node {src_node})"))?;
             for (i, gi) in gs.into_iter().enumerate() {
@@ -393,8 +392,8 @@ fn input_grads(fg: &FunctionalGraph, source: &Graph, requires_grad: &[bool], gra
 
 /// The tensor arguments gradients flow into, with their positions.
 fn differentiable_tensor_args(op: OpKind, args: &[Arg]) -> impl Iterator<Item = (usize, ValueId)> + '_ {
-    let d = op.differentiable_args();
-    args.iter().enumerate().filter(move |(i, _)| d.contains(i)).filter_map(|(i, a)| a.as_tensor().map(|v| (i, v)))
+    let n = args.len();
+    args.iter().enumerate().filter(move |(i, _)| op.differentiable_arg(*i, n)).filter_map(|(i, a)| a.as_tensor().map(|v| (i, v)))
 }
 
 fn accumulate(e: &mut Emit, grads: &mut [Option<ValueId>], v: ValueId, g: ValueId) {

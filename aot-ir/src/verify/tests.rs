@@ -125,3 +125,30 @@ fn joint_and_partitions_are_verified_by_their_stage() {
     bad.forward.nodes.push(first);
     assert!(matches!(bad.verify(&jg), Err(VerifyError::Stage { stage: Stage::Forward, .. })));
 }
+
+/// `cat`'s tensor list is spread over its first arguments: one or more
+/// tensors, then the dim.
+#[test]
+fn static_ops_take_a_spread_tensor_list() {
+    let build = |list: usize| {
+        let mut b = GraphBuilder::new("f");
+        let a = b.tensor("a", false);
+        let mut args: Vec<Arg> = (0..list).map(|_| t(a)).collect();
+        args.push(i(-1));
+        let o = b.op(OpKind::Cat, args, SpanId(0));
+        b.finish(o.into_iter().collect(), ReturnKind::Single)
+    };
+    assert_eq!(verify(&build(1)), Ok(()));
+    assert_eq!(verify(&build(3)), Ok(()));
+    assert!(verify(&build(0)).unwrap_err().to_string().contains("at least one tensor"));
+    let mut g = build(2);
+    g.nodes[0].args[1] = f(1.0);
+    assert!(verify(&g).unwrap_err().to_string().contains("tensor of the list"));
+    let mut g = build(2);
+    g.nodes[0].args[2] = f(1.0);
+    assert!(verify(&g).is_err());
+    assert_eq!(OpKind::Cat.sig().list_len(4), 3);
+    assert!(OpKind::Stack.differentiable_arg(2, 4) && !OpKind::Stack.differentiable_arg(3, 4));
+    assert!(!OpKind::Embedding.differentiable_arg(0, 2) && OpKind::Embedding.differentiable_arg(1, 2));
+    assert!(!OpKind::IndexCopyInplace.differentiable_arg(2, 4));
+}

@@ -26,8 +26,30 @@ pub(crate) trait CustomBackward: Send + Sync {
     fn backward(&self, grads: &[Option<Tensor>], needs: &[bool]) -> Result<Vec<Option<Tensor>>>;
 }
 
+/// What a [`BackwardOp::Table`] record kept of one input.
+pub(crate) enum Kept {
+    /// Not needed by the rule.
+    Absent,
+    Saved(SavedTensor),
+    Meta {
+        shape: Vec<usize>,
+        dtype: DType,
+    },
+}
+
 pub(crate) enum BackwardOp {
     Custom(Box<dyn CustomBackward>),
+    /// An op whose record is the shared table's call itself, as the rule
+    /// sees it: `op(args..) = out` (`ValueId(i)` names input `i`), what it
+    /// kept of each input and of the output, and per edge the argument
+    /// position whose gradient it gets. The ops for models record this.
+    Table {
+        op: OpKind,
+        args: Vec<IrArg>,
+        inputs: Vec<Kept>,
+        out: Option<SavedTensor>,
+        edges: Vec<usize>,
+    },
     Identity,
     ToDtype {
         from: DType,
@@ -189,16 +211,6 @@ pub(crate) enum BackwardOp {
     },
     /// `fill_`/`zero_`'s value: no gradient to the old value.
     Fill,
-    /// An op whose rule is the table's, recorded as the rule sees it:
-    /// `op(args..) = out`, the tensor arguments being `inputs` in order
-    /// (`ValueId(i)` is `inputs[i]`); the node's one edge is argument 0.
-    Table {
-        op: OpKind,
-        name: &'static str,
-        args: Vec<IrArg>,
-        inputs: Vec<Option<SavedTensor>>,
-        out: Option<SavedTensor>,
-    },
     /// An in-place op on a view, seen from the base (PyTorch's CopySlices).
     CopySlices {
         base_layout: Layout,
@@ -209,11 +221,17 @@ pub(crate) enum BackwardOp {
     },
 }
 
+impl From<Option<SavedTensor>> for Kept {
+    fn from(s: Option<SavedTensor>) -> Kept {
+        s.map_or(Kept::Absent, Kept::Saved)
+    }
+}
+
 impl BackwardOp {
     /// A [`BackwardOp::Table`] record of `op` with the receiver as its only
-    /// argument, saved when `x` is given.
-    pub(crate) fn table(op: OpKind, name: &'static str, x: Option<SavedTensor>, out: Option<SavedTensor>) -> BackwardOp {
-        BackwardOp::Table { op, name, args: vec![t(ValueId(0))], inputs: vec![x], out }
+    /// argument (and edge), saved when `x` is given.
+    pub(crate) fn table(op: OpKind, x: Option<SavedTensor>, out: Option<SavedTensor>) -> BackwardOp {
+        BackwardOp::Table { op, args: vec![t(ValueId(0))], inputs: vec![Kept::from(x)], out, edges: vec![0] }
     }
 
     pub(crate) fn name(&self) -> &'static str {
@@ -271,8 +289,8 @@ impl BackwardOp {
             BackwardOp::CopyFrom { .. } => "CopyBackwards",
             BackwardOp::Fill => "FillBackward0",
             BackwardOp::CopySlices { .. } => "CopySlices",
-            BackwardOp::Table { name, .. } => name,
             BackwardOp::Custom(c) => c.name(),
+            BackwardOp::Table { op, .. } => table_name(*op),
         }
     }
 
@@ -395,13 +413,17 @@ impl BackwardOp {
                 (K::CopyInplace, tt(), vec![Slot::Absent, meta(src_shape, *src_dtype)], Slot::Absent, vec![0, 1])
             }
             B::Fill => unary(K::Zero, Slot::Absent, Slot::Absent),
-            B::Table { op, args, inputs, out, .. } => (
-                *op,
-                args.clone(),
-                inputs.iter().map(|s| s.as_ref().map_or(Slot::Absent, saved)).collect(),
-                out.as_ref().map_or(Slot::Absent, saved),
-                vec![0],
-            ),
+            B::Table { op, args, inputs, out, edges } => {
+                let inputs = inputs
+                    .iter()
+                    .map(|k| match k {
+                        Kept::Absent => Slot::Absent,
+                        Kept::Saved(s) => saved(s),
+                        Kept::Meta { shape, dtype } => meta(shape, *dtype),
+                    })
+                    .collect();
+                (*op, args.clone(), inputs, out.as_ref().map_or(Slot::Absent, saved), edges.clone())
+            }
             _ => return None,
         };
         let overwrites = matches!(op, K::CopyInplace | K::Zero);
@@ -433,6 +455,30 @@ fn view_rule(op: &ViewOp) -> Option<(OpKind, Vec<IrArg>)> {
         ViewOp::Diagonal => (OpKind::Diagonal, vec![]),
         ViewOp::AsStrided { .. } => return None,
     })
+}
+
+/// PyTorch's backward node names of the ops recorded as [`BackwardOp::Table`].
+fn table_name(op: OpKind) -> &'static str {
+    match op {
+        OpKind::IndexSelect => "IndexSelectBackward0",
+        OpKind::Gather => "GatherBackward0",
+        OpKind::ScatterAdd => "ScatterAddBackward0",
+        OpKind::Embedding => "EmbeddingBackward0",
+        OpKind::IndexCopy => "IndexCopyBackward0",
+        OpKind::IndexAdd => "IndexAddBackward0",
+        OpKind::Cat => "CatBackward0",
+        OpKind::Stack => "StackBackward0",
+        OpKind::Log1p => "Log1PBackward0",
+        OpKind::Expm1 => "Expm1Backward0",
+        OpKind::NllLoss => "NllLossBackward0",
+        OpKind::MaskedFill => "MaskedFillBackward0",
+        OpKind::Tril => "TrilBackward0",
+        OpKind::Triu => "TriuBackward0",
+        OpKind::Cumsum => "CumsumBackward0",
+        OpKind::MaxDim => "MaxBackward0",
+        OpKind::MinDim => "MinBackward0",
+        _ => "TableBackward",
+    }
 }
 
 fn max_min(max: bool) -> OpKind {

@@ -13,7 +13,7 @@
 //! tensor semantics); of inputs whose metadata alone was kept, the rule may
 //! read only the shape and dtype.
 
-use super::prims::{eval_prim, meta_of, shape_only_args};
+use super::prims::{eval_prim, is_shape_only_arg, meta_of};
 use super::view_prims::eval_view_prim;
 use super::SavedTensor;
 use crate::device::Device;
@@ -170,17 +170,23 @@ impl GradBuilder for Eval<'_> {
     type Error = EvalError;
 
     fn op(&mut self, op: OpKind, args: Vec<IrArg>) -> std::result::Result<ValueId, EvalError> {
-        let t = dispatch::exec_node(op, &args, self, &[])?;
+        let t = match (op, args.first()) {
+            // `zeros_like` and friends read their receiver's metadata only
+            (OpKind::ZerosLike | OpKind::OnesLike | OpKind::FullLike, Some(IrArg::Tensor(v))) => {
+                let x = self.meta(*v)?;
+                dispatch::exec(op, &x, &args[1..], self, &[])?
+            }
+            _ => dispatch::exec_node(op, &args, self, &[])?,
+        };
         Ok(self.push(Value::Ready(t)))
     }
 
     fn prim(&mut self, p: Prim, args: Vec<IrArg>) -> std::result::Result<ValueId, EvalError> {
-        let shape_only = shape_only_args(&p);
         let tensors = args
             .iter()
             .enumerate()
             .map(|(i, a)| match a {
-                IrArg::Tensor(v) if shape_only.contains(&i) => self.meta(*v).map(Some),
+                IrArg::Tensor(v) if is_shape_only_arg(&p, i) => self.meta(*v).map(Some),
                 IrArg::Tensor(v) => self.data(*v).map(Some),
                 _ => Ok(None),
             })

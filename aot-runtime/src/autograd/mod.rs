@@ -21,7 +21,7 @@ pub(crate) mod grad_eval;
 pub(crate) mod prims;
 pub(crate) mod view_prims;
 
-pub(crate) use backprop::{BackwardOp, CustomBackward};
+pub(crate) use backprop::{BackwardOp, CustomBackward, Kept};
 
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;

@@ -19,15 +19,15 @@ fn i64s(s: &[usize]) -> Vec<i64> {
     s.iter().map(|&d| d as i64).collect()
 }
 
-/// Argument positions of `p` of which only the shape and dtype are read
-/// when it runs. A superset of `Prim::meta_args` (which the partitioner
-/// uses to decide what to save, and keeps conservative): `matmul_grad`
-/// reads only the metadata of the operand whose gradient it computes.
-pub(crate) fn shape_only_args(p: &Prim) -> &'static [usize] {
+/// Whether only the shape and dtype of argument `i` of `p` are read when
+/// it runs. A superset of `Prim::is_meta_arg` (which the partitioner uses
+/// to decide what to save, and keeps conservative): `matmul_grad` reads
+/// only the metadata of the operand whose gradient it computes.
+pub(crate) fn is_shape_only_arg(p: &Prim, i: usize) -> bool {
     match p {
-        Prim::MatmulGrad { rhs: false } => &[1],
-        Prim::MatmulGrad { rhs: true } => &[2],
-        _ => p.meta_args(),
+        Prim::MatmulGrad { rhs: false } => i == 1,
+        Prim::MatmulGrad { rhs: true } => i == 2,
+        _ => p.is_meta_arg(i),
     }
 }
 
@@ -98,6 +98,53 @@ pub(crate) fn eval_prim(p: &Prim, args: &[IrArg], tensors: &[Option<Tensor>], sc
             ScalarValue::I64(d) => crate::ops::cumsum_rev(tensor(0)?, d),
             other => Err(internal(format!("cumsum_rev: dim {other}"))),
         },
+        Prim::CatGrad { k, n } => {
+            let dim = match scalar(args.get(n + 1), scalars)? {
+                ScalarValue::I64(d) => d,
+                other => return Err(internal(format!("cat_grad: dim {other}"))),
+            };
+            let g = tensor(0)?;
+            let d = crate::layout::wrap_dim("cat_grad", dim, g.rank())?;
+            // an input `cat` skipped (1-D empty beside others) had no slice
+            let len_of = |t: &Tensor| match t.shape()[..] {
+                [0] if g.rank() != 1 => Ok(None),
+                ref s => s.get(d).copied().map(Some).ok_or_else(|| internal("cat_grad: input rank".into())),
+            };
+            let mut start = 0;
+            for j in 1..=*k {
+                start += len_of(tensor(j)?)?.unwrap_or(0);
+            }
+            let x = tensor(k + 1)?;
+            let Some(len) = len_of(x)? else { return Tensor::zeros(&[0], x.dtype(), &g.device()) };
+            // a copy: the gradient must not alias `g`
+            g.narrow(d as i64, start as i64, len as i64)?.copy()?.to_dtype(x.dtype())
+        }
+        Prim::ScatterSrcGrad => {
+            let (g, index, src) = (tensor(0)?, tensor(1)?, tensor(2)?);
+            let dim = match scalar(args.get(3), scalars)? {
+                ScalarValue::I64(d) => d,
+                other => return Err(internal(format!("scatter_src_grad: dim {other}"))),
+            };
+            let picked = g.gather(dim, index)?;
+            let shape = src.shape();
+            if picked.shape() == shape {
+                return Ok(picked);
+            }
+            // src's elements past the index's shape were not added anywhere
+            let out = Tensor::zeros(&shape, picked.dtype(), &picked.device())?;
+            let mut corner = out.clone();
+            for (d, &n) in picked.shape().iter().enumerate() {
+                corner = corner.narrow(d as i64, 0, n as i64)?;
+            }
+            corner.copy_(&picked)?;
+            Ok(out)
+        }
+        Prim::EmbeddingGrad => {
+            let (g, ids, w) = (tensor(0)?, tensor(1)?, tensor(2)?);
+            let ws = w.shape();
+            let rows = g.reshape(&[-1, ws.get(1).copied().unwrap_or(0) as i64])?;
+            Tensor::zeros(&ws, w.dtype(), &w.device())?.index_add(0, &ids.reshape(&[-1])?, &rows.to_dtype(w.dtype())?)
+        }
         Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::ViewScatter(_) | Prim::RngTake | Prim::DropoutMask => {
             Err(internal(format!("{} is evaluated by the joint executor", p.name())))
         }

@@ -1,7 +1,7 @@
 //! The CPU backend: `impl Backend for CpuStorage`, each method one call of
 //! the kernels in [`crate::cpu`].
 
-use super::{Backend, Distribution};
+use super::{Backend, Distribution, Indexed};
 use crate::cpu::{self, BinaryOp, ReduceOp, Rng, UnaryOp};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -88,6 +88,13 @@ impl Backend for CpuStorage {
         crate::cpu::check_layout(op, l, CpuStorage::len(self))?;
         cpu::fill(self, l, value);
         Ok(())
+    }
+
+    fn gather(&self, op: &'static str, l: &Layout, ix: Indexed<'_, Self>) -> Result<Self> {
+        cpu::gather(op, self, l, ix)
+    }
+    fn scatter(&self, op: &'static str, ls: &Layout, ix: Indexed<'_, Self>, dst: &mut Self, ld: &Layout, accumulate: bool) -> Result<()> {
+        cpu::scatter(op, self, ls, ix, dst, ld, accumulate)
     }
 
     fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Self> {

@@ -108,6 +108,21 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
     /// Sets the positions of `l` to `value` converted to the buffer's dtype.
     fn fill(&mut self, op: &'static str, l: &Layout, value: f64) -> Result<()>;
 
+    // ---- indexing along a dim ----------------------------------------------
+
+    /// For every position `p` of `ix`'s layout, in row-major order, the
+    /// element of `l` at `p` with coordinate `ix.dim` replaced by the index
+    /// value at `p`, into a new contiguous buffer of that shape
+    /// (`index_select`, `gather`, `embedding`). An index value out of
+    /// range is an error.
+    fn gather(&self, op: &'static str, l: &Layout, ix: Indexed<'_, Self>) -> Result<Self>;
+    /// For every position `p` of `ix`'s layout: `dst`'s element of `ld` at
+    /// `p` with coordinate `ix.dim` replaced by the index value at `p` is
+    /// set to (or, if `accumulate`, incremented by) the element of `ls` at
+    /// `p` (`ls` has the index's shape; `dst` is another buffer of the same
+    /// dtype). Nothing is written when an index value is out of range.
+    fn scatter(&self, op: &'static str, ls: &Layout, ix: Indexed<'_, Self>, dst: &mut Self, ld: &Layout, accumulate: bool) -> Result<()>;
+
     // ---- reductions and matmul (contiguous results) -------------------------
 
     /// Sum, mean or amax over `dims` (all dims if empty).
@@ -150,6 +165,16 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
     ) -> Option<Result<Self>> {
         None
     }
+}
+
+/// An i64 index buffer read through `layout`, whose values replace
+/// coordinate `dim` of the positions it is laid out over (see
+/// [`Backend::gather`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Indexed<'a, S> {
+    pub index: &'a S,
+    pub layout: &'a Layout,
+    pub dim: usize,
 }
 
 /// A kernel of the kernel stage as one call runs it, for a backend that

@@ -23,6 +23,9 @@
 //!   dense kernels of the compiled fast path ([`binary_dense`],
 //!   [`binary_assign_dense`]).
 //! - `copy`: [`cast`], [`copy_strided`], [`scatter_add`] and [`fill`].
+//! - `index`: [`gather`] and [`scatter`] along a dim by an i64 index
+//!   (`index_select`, `gather`, `embedding`, `scatter_add`, `index_copy`,
+//!   `index_add`).
 //! - `reduce`: [`reduce`] (sum, mean, amax) and [`var`].
 //! - `softmax`: [`softmax`] and log-softmax.
 //! - `matmul`: batched [`matmul`] on the `gemm` crate.
@@ -40,6 +43,7 @@ mod copy;
 mod elem;
 pub(crate) mod fused;
 pub(crate) mod fused_reduce;
+mod index;
 mod matmul;
 mod output;
 mod random;
@@ -58,6 +62,7 @@ mod testutil;
 
 pub use binary::{binary, binary_assign, binary_assign_dense, binary_dense, binary_scalar, where_cond, BinaryOp};
 pub use copy::{cast, copy_strided, fill, scatter_add};
+pub use index::{gather, index_offsets, scatter};
 pub use matmul::matmul;
 pub use random::{dropout_mask, rand_uniform, randn, Rng};
 pub use reduce::{reduce, var, ReduceOp};

@@ -27,7 +27,7 @@ use super::device::Gpu;
 use super::kernels::{self, Buf, OneOp, Use, KERNEL_LAUNCHES};
 use super::reduce::{self, EagerRow};
 use super::CudaStorage;
-use crate::backend::{Backend, BinaryOp, Distribution, FusedProgram, FusedReduceProgram, KernelCall, ReduceOp, Rng, UnaryOp};
+use crate::backend::{Backend, BinaryOp, Distribution, FusedProgram, FusedReduceProgram, Indexed, KernelCall, ReduceOp, Rng, UnaryOp};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
@@ -78,7 +78,7 @@ fn from_bytes(dtype: DType, b: &[u8]) -> CpuStorage {
 
 impl CudaStorage {
     /// The whole buffer on the host.
-    fn host(&self, op: &'static str) -> Result<CpuStorage> {
+    pub(super) fn host(&self, op: &'static str) -> Result<CpuStorage> {
         let bytes = self.gpu(op)?.download(op, &self.mem, self.len * self.dtype.size_in_bytes())?;
         Ok(from_bytes(self.dtype, &bytes))
     }
@@ -294,6 +294,12 @@ impl Backend for CudaStorage {
         let src = CudaStorage::upload(op, self.ordinal, &one_value)?;
         let broadcast = Layout::new(l.shape.to_vec(), vec![0; l.shape.len()], 0);
         src.copy_strided(op, &broadcast, self, l)
+    }
+    fn gather(&self, op: &'static str, l: &Layout, ix: Indexed<'_, Self>) -> Result<Self> {
+        super::index::gather(self, op, l, ix)
+    }
+    fn scatter(&self, op: &'static str, ls: &Layout, ix: Indexed<'_, Self>, dst: &mut Self, ld: &Layout, accumulate: bool) -> Result<()> {
+        super::index::scatter(self, op, ls, ix, dst, ld, accumulate)
     }
     fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Self> {
         match self.reduce_kernel(op.name(), EagerRow::Reduce(op), l, dims) {

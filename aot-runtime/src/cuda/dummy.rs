@@ -1,7 +1,7 @@
 //! The CUDA backend of a build without the `cuda` feature: no buffer can
 //! be made, and every primitive says why.
 
-use crate::backend::{BinaryOp, Distribution, ReduceOp, Rng, UnaryOp};
+use crate::backend::{BinaryOp, Distribution, Indexed, ReduceOp, Rng, UnaryOp};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
@@ -121,6 +121,12 @@ macro_rules! unavailable_backend {
                 Err(CudaStorage::unavailable(op))
             }
             fn fill(&mut self, op: &'static str, _: &Layout, _: f64) -> Result<()> {
+                Err(CudaStorage::unavailable(op))
+            }
+            fn gather(&self, op: &'static str, _: &Layout, _: Indexed<'_, Self>) -> Result<Self> {
+                Err(CudaStorage::unavailable(op))
+            }
+            fn scatter(&self, op: &'static str, _: &Layout, _: Indexed<'_, Self>, _: &mut Self, _: &Layout, _: bool) -> Result<()> {
                 Err(CudaStorage::unavailable(op))
             }
             fn reduce(&self, op: ReduceOp, _: &Layout, _: &[usize], _: bool) -> Result<Self> {

@@ -40,6 +40,8 @@ mod device;
 #[cfg(feature = "cuda")]
 mod fused;
 #[cfg(feature = "cuda")]
+mod index;
+#[cfg(feature = "cuda")]
 mod kernels;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;

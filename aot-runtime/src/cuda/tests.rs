@@ -99,6 +99,11 @@ mod dummy {
             ("copy_", Box::new(|| x.copy_strided("copy_", &l, &mut s(), &l))),
             ("view_backward", Box::new(|| x.scatter_add("view_backward", &l, &mut s(), &l))),
             ("fill_", Box::new(|| s().fill("fill_", &l, 1.0))),
+            ("gather", Box::new(|| x.gather("gather", &l, crate::backend::Indexed { index: &s(), layout: &l, dim: 0 }).map(drop))),
+            (
+                "index_add_",
+                Box::new(|| x.scatter("index_add_", &l, crate::backend::Indexed { index: &s(), layout: &l, dim: 1 }, &mut s(), &l, true)),
+            ),
             ("sum", Box::new(|| x.reduce(ReduceOp::Sum, &l, &[], false).map(drop))),
             ("var_dim", Box::new(|| x.var("var_dim", &l, &[1], 1, false).map(drop))),
             ("log_softmax", Box::new(|| x.softmax("log_softmax", &l, 1, true).map(drop))),

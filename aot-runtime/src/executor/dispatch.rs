@@ -324,6 +324,27 @@ pub(crate) fn exec(
         K::MinDim => x.min_dim(c.int(1)?, c.boolean(2)?).map(|(v, _)| v),
         K::CrossEntropy => x.cross_entropy(&*c.tensor(1)?),
         K::NllLoss => x.nll_loss(&*c.tensor(1)?),
+        K::IndexSelect => x.index_select(c.int(1)?, &*c.tensor(2)?),
+        K::Gather => x.gather(c.int(1)?, &*c.tensor(2)?),
+        K::ScatterAdd => x.scatter_add(c.int(1)?, &*c.tensor(2)?, &*c.tensor(3)?),
+        K::Embedding => x.embedding(&*c.tensor(1)?),
+        K::IndexCopy => x.index_copy(c.int(1)?, &*c.tensor(2)?, &*c.tensor(3)?),
+        K::IndexAdd => x.index_add(c.int(1)?, &*c.tensor(2)?, &*c.tensor(3)?),
+        K::IndexCopyInplace => x.index_copy_(c.int(1)?, &*c.tensor(2)?, &*c.tensor(3)?),
+        K::IndexAddInplace => x.index_add_(c.int(1)?, &*c.tensor(2)?, &*c.tensor(3)?),
+        K::Cat | K::Stack => {
+            // the list is spread: `x` and the tensors of `rest` before the dim
+            let n = op.sig().list_len(rest.len() + 1);
+            let others = (1..n).map(|k| c.tensor(k)).collect::<Result<Vec<_>>>()?;
+            let mut list = vec![x];
+            list.extend(others.iter().map(|t| &**t));
+            let dim = c.int(n)?;
+            if op == K::Cat {
+                Tensor::cat(&list, dim)
+            } else {
+                Tensor::stack(&list, dim)
+            }
+        }
     }
 }
 
@@ -371,6 +392,28 @@ mod tests {
         let r = run(OpKind::AddInplace, &[t(v0), f(1.0)]);
         assert!(r.shares_storage_with(&x));
         assert_eq!(x.to_vec::<f64>().unwrap(), vec![0.0, 0.5, 1.0, 1.5, 2.0, 2.5]);
+    }
+
+    /// `cat` and `stack` read their spread list (every tensor before the
+    /// dim); the index ops read their index tensors.
+    #[test]
+    fn static_and_index_ops_run_the_eager_method() {
+        let (x, y) = (m23(), m23().mul(2.0).unwrap());
+        let idx = Tensor::from_vec(vec![2i64, 0], &[2], &crate::Device::Cpu).unwrap();
+        let rows = Tensor::from_vec(vec![1i64, 1], &[2], &crate::Device::Cpu).unwrap();
+        let env = [Some(x.clone()), Some(y.clone()), Some(idx.clone()), Some(rows)];
+        let env = &env[..];
+        let run = |op, args: &[IrArg]| exec_node(op, args, env, &[]).unwrap();
+        let (v0, v1, v2, v3) = (ValueId(0), ValueId(1), ValueId(2), ValueId(3));
+        let c = run(OpKind::Cat, &[t(v0), t(v1), t(v0), i(-1)]);
+        assert_eq!(vals(&c), vals(&Tensor::cat(&[&x, &y, &x], 1).unwrap()));
+        let s = run(OpKind::Stack, &[t(v1), i(0)]);
+        assert_eq!(vals(&s), vals(&Tensor::stack(&[&y], 0).unwrap()));
+        assert_eq!(vals(&run(OpKind::IndexSelect, &[t(v0), i(1), t(v2)])), vals(&x.index_select(1, &idx).unwrap()));
+        let want = vals(&x.index_add(0, &env[3].clone().unwrap(), &y).unwrap());
+        let r = run(OpKind::IndexAddInplace, &[t(v0), i(0), t(v3), t(v1)]);
+        assert!(r.same_tensor(&x));
+        assert_eq!(vals(&x), want);
     }
 
     /// Errors name the op and the argument by its position in the source

@@ -6,7 +6,7 @@
 //! `[0, C)` is an error naming the op.
 
 use super::scan::host_tensor;
-use crate::autograd::{record, BackwardOp, SavedTensor};
+use crate::autograd::{record, BackwardOp, Kept, SavedTensor};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::storage::CpuStorage;
@@ -58,8 +58,8 @@ fn nll_loss_as(op: &'static str, x: &Tensor, targets: &Tensor) -> Result<Tensor>
     let out = host_tensor(op, CpuStorage::from_f64s(op, x.dtype(), std::iter::once(loss))?, &[], &x.device())?;
     record(&out, &[Some(x)], || {
         let args = vec![t(ValueId(0)), t(ValueId(1))];
-        let inputs = vec![Some(SavedTensor::save(x)), Some(SavedTensor::save(targets))];
-        Ok(BackwardOp::Table { op: OpKind::NllLoss, name: "NllLossBackward0", args, inputs, out: None })
+        let inputs = vec![Kept::Saved(SavedTensor::save(x)), Kept::Saved(SavedTensor::save(targets))];
+        Ok(BackwardOp::Table { op: OpKind::NllLoss, args, inputs, out: None, edges: vec![0] })
     })?;
     Ok(out)
 }

@@ -2,7 +2,7 @@
 //! (selections through `where`, differentiated by the shared table), and
 //! `flatten`/`view_as` (views through `reshape`/`view`).
 
-use crate::autograd::{no_grad, record, BackwardOp, SavedTensor};
+use crate::autograd::{no_grad, record, BackwardOp, Kept, SavedTensor};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::wrap_dim;
@@ -23,8 +23,8 @@ impl Tensor {
         let out = no_grad(|| fill.where_(mask, self))?;
         record(&out, &[Some(self)], || {
             let args = vec![t(ValueId(0)), t(ValueId(1)), f(value)];
-            let inputs = vec![Some(SavedTensor::save(self)), Some(SavedTensor::save(mask))];
-            Ok(BackwardOp::Table { op: OpKind::MaskedFill, name: "MaskedFillBackward0", args, inputs, out: None })
+            let inputs = vec![Kept::Saved(SavedTensor::save(self)), Kept::Saved(SavedTensor::save(mask))];
+            Ok(BackwardOp::Table { op: OpKind::MaskedFill, args, inputs, out: None, edges: vec![0] })
         })?;
         Ok(out)
     }
@@ -61,8 +61,7 @@ impl Tensor {
         let zero = Tensor::zeros(&[], self.dtype(), &self.device())?;
         let out = no_grad(|| self.where_(&keep, &zero))?;
         record(&out, &[Some(self)], || {
-            let name = if lower { "TrilBackward0" } else { "TriuBackward0" };
-            Ok(BackwardOp::Table { op: kind, name, args: vec![t(ValueId(0)), i(k)], inputs: vec![None], out: None })
+            Ok(BackwardOp::Table { op: kind, args: vec![t(ValueId(0)), i(k)], inputs: vec![Kept::Absent], out: None, edges: vec![0] })
         })?;
         Ok(out)
     }

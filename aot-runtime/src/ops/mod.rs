@@ -5,6 +5,8 @@
 //! rule (a `BackwardOp`) when autograd is on. One file per family.
 
 pub(crate) mod binary;
+mod cat;
+mod index;
 mod inplace;
 mod loss;
 mod mask;

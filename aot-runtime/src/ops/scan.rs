@@ -4,7 +4,7 @@
 //! in double, and the result is placed back on the tensor's device.
 //! Gradients are the shared table's (`BackwardOp::Table`).
 
-use crate::autograd::{record, BackwardOp, SavedTensor};
+use crate::autograd::{record, BackwardOp, Kept, SavedTensor};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
@@ -140,7 +140,7 @@ impl Tensor {
         let out = scan_sum("cumsum", self, dim, false)?;
         record(&out, &[Some(self)], || {
             let args = vec![t(ValueId(0)), i(dim)];
-            Ok(BackwardOp::Table { op: OpKind::Cumsum, name: "CumsumBackward0", args, inputs: vec![None], out: None })
+            Ok(BackwardOp::Table { op: OpKind::Cumsum, args, inputs: vec![Kept::Absent], out: None, edges: vec![0] })
         })?;
         Ok(out)
     }
@@ -205,9 +205,8 @@ impl Tensor {
         let kind = if max { OpKind::MaxDim } else { OpKind::MinDim };
         record(&values, &[Some(self)], || {
             let args = vec![t(ValueId(0)), i(dim), b(keepdim)];
-            let name = if max { "MaxBackward0" } else { "MinBackward0" };
             let (x, o) = (SavedTensor::save(self), SavedTensor::save(&values));
-            Ok(BackwardOp::Table { op: kind, name, args, inputs: vec![Some(x)], out: Some(o) })
+            Ok(BackwardOp::Table { op: kind, args, inputs: vec![Kept::Saved(x)], out: Some(o), edges: vec![0] })
         })?;
         Ok((values, indices))
     }

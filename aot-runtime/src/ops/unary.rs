@@ -44,8 +44,8 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
             UnaryOp::Silu => BackwardOp::Silu { a },
             UnaryOp::Reciprocal => BackwardOp::Reciprocal { out: o },
             UnaryOp::Square => BackwardOp::Square { a },
-            UnaryOp::Log1p => BackwardOp::table(aot_ir::OpKind::Log1p, "Log1PBackward0", Some(a), None),
-            UnaryOp::Expm1 => BackwardOp::table(aot_ir::OpKind::Expm1, "Expm1Backward0", None, Some(o)),
+            UnaryOp::Log1p => BackwardOp::table(aot_ir::OpKind::Log1p, Some(a), None),
+            UnaryOp::Expm1 => BackwardOp::table(aot_ir::OpKind::Expm1, None, Some(o)),
         })
     })?;
     Ok(out)

@@ -21,6 +21,11 @@ pub fn load_ops_a() -> Vec<Value> {
     load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/ops_a.json"))
 }
 
+/// The corpus of the indexing ops and `cat`/`stack` (tests/oracle/ops_b.json).
+pub fn load_ops_b() -> Vec<Value> {
+    load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/ops_b.json"))
+}
+
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     match serde_json::from_str(&text) {

@@ -18,9 +18,11 @@
 //! The rules are split by family: [`elementwise`] (binary, `where_`,
 //! unary), [`reductions`] (with the softmaxes), [`views`] (views, copies,
 //! casts and matrix products), [`models`] (the ops for models: scans,
-//! masks, `max_dim`/`min_dim` and the losses).
+//! masks, `max_dim`/`min_dim` and the losses), [`index`] (gathers,
+//! scatters, `cat`, `stack`).
 
 mod elementwise;
+mod index;
 mod models;
 mod reductions;
 mod views;
@@ -139,6 +141,8 @@ pub fn out_of_place(op: OpKind) -> Option<OpKind> {
         OpKind::SigmoidInplace => OpKind::Sigmoid,
         OpKind::ExpInplace => OpKind::Exp,
         OpKind::NegInplace => OpKind::Neg,
+        OpKind::IndexCopyInplace => OpKind::IndexCopy,
+        OpKind::IndexAddInplace => OpKind::IndexAdd,
         // clamp_ has no out-of-place DSL op; its rule is keyed on itself.
         OpKind::Clamp => OpKind::Clamp,
         _ => return None,
@@ -177,6 +181,9 @@ pub fn op_vjp<B: GradBuilder>(
         K::View | K::Reshape | K::Squeeze | K::T | K::Transpose | K::Unsqueeze | K::Expand | K::Permute => r[0] = Some(views::vjp(e, &c)?),
         K::Select | K::Slice | K::Narrow | K::Diagonal | K::AsStrided | K::Copy | K::Contiguous | K::ToDtype => {
             r[0] = Some(views::vjp(e, &c)?)
+        }
+        K::IndexSelect | K::Gather | K::ScatterAdd | K::Embedding | K::IndexCopy | K::IndexAdd | K::Cat | K::Stack => {
+            index::vjp(e, &c, &mut r)?
         }
         K::Dropout => return Err(RuleError::from("dropout has no symbolic gradient yet (its mask is not a graph value)").into()),
         K::Eq | K::Ne | K::Lt | K::Le | K::Gt | K::Ge | K::ZerosLike | K::OnesLike | K::FullLike | K::RandLike | K::Detach => {}

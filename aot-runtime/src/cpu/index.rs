@@ -1,0 +1,119 @@
+//! Gathers and scatters along one dim by an i64 index tensor: [`gather`]
+//! (`index_select`, `gather`, `embedding`) makes a new buffer, [`scatter`]
+//! (`scatter_add`, `index_copy`, `index_add`) writes into an existing one.
+//!
+//! Both walk the positions `p` of the index layout in row-major order; the
+//! element addressed at `p` is the data layout's element at `p` with
+//! coordinate `dim` replaced by the index value there. The offsets are
+//! worked out (and every index value checked) before anything is read or
+//! written, so an out-of-range index fails with nothing written.
+
+use super::strided::check_layout;
+use crate::backend::Indexed;
+use crate::dtype::WithDType;
+use crate::error::{AotError, Result};
+use crate::layout::Layout;
+use crate::storage::CpuStorage;
+
+/// The storage offsets of `l`'s elements at the positions of the index
+/// layout (row-major), coordinate `dim` taken from the index; every index
+/// value is checked against `l`'s size at `dim`. The CUDA backend works
+/// out its offsets here too.
+pub fn index_offsets(op: &'static str, l: &Layout, ix: &Indexed<'_, CpuStorage>) -> Result<Vec<usize>> {
+    let CpuStorage::I64(index) = ix.index else {
+        return Err(AotError::dtype(op, format!("index must be of dtype I64, found {}", ix.index.dtype())));
+    };
+    let (dim, li) = (ix.dim, ix.layout);
+    if li.rank() != l.rank() || dim >= l.rank().max(1) {
+        return Err(AotError::internal(op, format!("index layout of rank {} for data of rank {} at dim {dim}", li.rank(), l.rank())));
+    }
+    check_layout(op, li, index.len())?;
+    if l.rank() == 0 {
+        // a 0-d tensor indexed along its only "dim" (size 1)
+        return li.offsets().map(|io| check_value(op, index[io], 0, 1).map(|_| l.offset)).collect();
+    }
+    if li.shape.iter().zip(&l.shape).enumerate().any(|(k, (&n, &m))| k != dim && n > m) {
+        return Err(AotError::internal(op, format!("index shape {:?} exceeds data shape {:?} outside dim {dim}", li.shape, l.shape)));
+    }
+    let mut stride = l.stride.clone();
+    let dim_stride = std::mem::replace(&mut stride[dim], 0);
+    let base = Layout::new(li.shape.clone(), stride, l.offset);
+    let size = l.shape[dim];
+    let mut out = crate::storage::try_vec(op, li.numel())?;
+    for (b, io) in base.offsets().zip(li.offsets()) {
+        out.push(b + check_value(op, index[io], dim, size)? * dim_stride);
+    }
+    Ok(out)
+}
+
+fn check_value(op: &'static str, index: i64, dim: usize, size: usize) -> Result<usize> {
+    usize::try_from(index).ok().filter(|&u| u < size).ok_or(AotError::IndexOutOfRange { op, index, dim, size })
+}
+
+/// `out[p] = src[l at p, coordinate dim = index[p]]`, contiguous, of the
+/// index layout's shape.
+pub fn gather(op: &'static str, src: &CpuStorage, l: &Layout, ix: Indexed<'_, CpuStorage>) -> Result<CpuStorage> {
+    check_layout(op, l, src.len())?;
+    let offs = index_offsets(op, l, &ix)?;
+    crate::dispatch_cpu!(src, v => {
+        let mut out = crate::storage::try_vec(op, offs.len())?;
+        out.extend(offs.iter().map(|&o| v[o]));
+        Ok(crate::storage::CpuElem::into_storage(out))
+    })
+}
+
+/// `dst[ld at p, coordinate dim = index[p]] = src[ls at p]` (or `+=` when
+/// `accumulate`) for every position `p` of the index layout. Sums go
+/// through f64 per destination in row-major order and round once (i64
+/// adds exactly, wrapping), as [`super::scatter_add`] does.
+pub fn scatter(
+    op: &'static str,
+    src: &CpuStorage,
+    ls: &Layout,
+    ix: Indexed<'_, CpuStorage>,
+    dst: &mut CpuStorage,
+    ld: &Layout,
+    accumulate: bool,
+) -> Result<()> {
+    if src.dtype() != dst.dtype() {
+        return Err(AotError::dtype(op, format!("source dtype {} does not match destination dtype {}", src.dtype(), dst.dtype())));
+    }
+    if ls.shape != ix.layout.shape {
+        return Err(AotError::internal(op, format!("source shape {:?} is not the index shape {:?}", ls.shape, ix.layout.shape)));
+    }
+    check_layout(op, ls, src.len())?;
+    check_layout(op, ld, dst.len())?;
+    let doffs = index_offsets(op, ld, &ix)?;
+    let soffs: Vec<usize> = ls.offsets().collect();
+    if !accumulate {
+        crate::dispatch_cpu!(dst, d => {
+            let s = crate::storage::CpuElem::slice(src).ok_or_else(|| AotError::internal(op, "dtype changed"))?;
+            for (&o, &i) in doffs.iter().zip(&soffs) {
+                d[o] = s[i];
+            }
+        });
+        return Ok(());
+    }
+    if let (CpuStorage::I64(s), CpuStorage::I64(d)) = (src, &mut *dst) {
+        for (&o, &i) in doffs.iter().zip(&soffs) {
+            d[o] = d[o].wrapping_add(s[i]);
+        }
+        return Ok(());
+    }
+    // Each destination's addends together, in row-major order (stable sort).
+    let mut adds: Vec<(usize, f64)> = doffs.iter().zip(&soffs).map(|(&o, &i)| (o, src.get_f64(i))).collect();
+    adds.sort_by_key(|&(o, _)| o);
+    crate::dispatch_cpu!(dst, d => {
+        let mut i = 0;
+        while i < adds.len() {
+            let o = adds[i].0;
+            let mut acc = d[o].to_f64();
+            while i < adds.len() && adds[i].0 == o {
+                acc += adds[i].1;
+                i += 1;
+            }
+            d[o] = WithDType::from_f64(acc);
+        }
+    });
+    Ok(())
+}
