@@ -16,6 +16,7 @@ pub mod choice;
 pub mod cuda;
 pub mod diff;
 pub mod diff_property;
+pub mod models;
 pub mod progen;
 pub mod snapshot;
 

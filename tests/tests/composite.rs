@@ -8,26 +8,7 @@
 use aot_runtime::compiled::__private::call_path;
 use aot_runtime::prelude::*;
 use aot_runtime::tree::LeafKind;
-
-#[derive(TensorTree)]
-struct Mlp {
-    w1: Tensor,
-    b1: Tensor,
-    w2: Tensor,
-    b2: Tensor,
-}
-
-impl Mlp {
-    fn new(seed: u64) -> Result<Mlp> {
-        let t = |s: &[usize], k: u64| Tensor::randn(s, DType::F64, &Device::Cpu, seed + k);
-        Ok(Mlp { w1: t(&[3, 4], 0)?, b1: t(&[4], 1)?, w2: t(&[4, 2], 2)?, b2: t(&[2], 3)? })
-    }
-
-    /// Independent copies of the values.
-    fn copy(&self) -> Result<Mlp> {
-        Ok(Mlp { w1: self.w1.copy()?, b1: self.b1.copy()?, w2: self.w2.copy()?, b2: self.b2.copy()? })
-    }
-}
+use aot_tests::models::{mlp_loss, Mlp};
 
 fn vals(t: &Tensor) -> Vec<f64> {
     t.to_vec::<f64>().expect("values")
@@ -105,12 +86,6 @@ fn mlp_sgd_steps_match_eager_and_update_the_callers_tensors() -> Result<()> {
     assert!(m.w1.same_tensor(&w1));
     assert!(losses[2] < losses[0], "the loss goes down: {losses:?}");
     Ok(())
-}
-
-#[aot_fn]
-fn mlp_loss(m: &Mlp, x: &Tensor, y: &Tensor) -> Tensor {
-    let h = (x.matmul(&m.w1) + m.b1).relu();
-    (h.matmul(&m.w2) + m.b2 - y).square().mean()
 }
 
 #[test]

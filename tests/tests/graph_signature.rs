@@ -19,6 +19,7 @@
 
 use aot_runtime::compiled::GraphSignature;
 use aot_runtime::prelude::*;
+use aot_tests::models::{mlp_loss, Mlp};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
@@ -41,20 +42,6 @@ fn batch_norm(m: &mut BatchNormLike, x: &Tensor) -> Tensor {
         m.running_var.mul_(0.9).add_(&(x.var_dim(&[0], 1, false) * 0.1));
     }
     (x - mean) / (var + 1e-5).sqrt() * m.weight + m.bias
-}
-
-#[derive(TensorTree)]
-struct Mlp {
-    w1: Tensor,
-    b1: Tensor,
-    w2: Tensor,
-    b2: Tensor,
-}
-
-#[aot_fn]
-fn mlp_loss(m: &Mlp, x: &Tensor, y: &Tensor) -> Tensor {
-    let h = (x.matmul(&m.w1) + m.b1).relu();
-    (h.matmul(&m.w2) + m.b2 - y).square().mean()
 }
 
 #[derive(TensorTree)]

@@ -94,7 +94,17 @@ pub trait OpVisitor<C: Compute> {
 #[inline(always)]
 pub fn with_op<C: Compute, V: OpVisitor<C>>(op: OpKind, v: V) -> Option<V::Out> {
     use OpKind as K;
-    Some(match op {
+    match op {
+        K::Add | K::Sub | K::Mul | K::Div | K::Pow | K::Maximum | K::Minimum => Some(with_binary(op, v)),
+        _ => with_unary(op, v),
+    }
+}
+
+/// [`with_op`] of the binary ops.
+#[inline(always)]
+fn with_binary<C: Compute, V: OpVisitor<C>>(op: OpKind, v: V) -> V::Out {
+    use OpKind as K;
+    match op {
         K::Add => v.visit(
             #[inline(always)]
             |a: C, b: C| a + b,
@@ -119,10 +129,19 @@ pub fn with_op<C: Compute, V: OpVisitor<C>>(op: OpKind, v: V) -> Option<V::Out> 
             #[inline(always)]
             |a: C, b: C| a.max_nan(b),
         ),
-        K::Minimum => v.visit(
+        // `Minimum`: `with_op` routes only the binary ops here
+        _ => v.visit(
             #[inline(always)]
             |a: C, b: C| a.min_nan(b),
         ),
+    }
+}
+
+/// [`with_op`] of the unary ops; `None` for an op that is not elementwise.
+#[inline(always)]
+fn with_unary<C: Compute, V: OpVisitor<C>>(op: OpKind, v: V) -> Option<V::Out> {
+    use OpKind as K;
+    Some(match op {
         K::Neg => v.visit(
             #[inline(always)]
             |a: C, _| -a,

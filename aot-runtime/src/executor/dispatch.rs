@@ -308,6 +308,19 @@ pub(crate) fn exec(
         K::FullLike => x.full_like(c.float(1)?),
         K::RandLike => x.rand_like(),
         K::Dropout => x.dropout(c.float(1)?),
+        K::Log1p | K::Expm1 | K::ClampOut | K::MaskedFill | K::Tril | K::Triu | K::Cumsum | K::Flatten | K::ViewAs => exec_models(x, &c),
+        K::Argmax | K::Argmin | K::MaxDim | K::MinDim | K::CrossEntropy | K::NllLoss => exec_models(x, &c),
+        K::IndexSelect | K::Gather | K::ScatterAdd | K::Embedding | K::IndexCopy | K::IndexAdd => exec_models(x, &c),
+        K::IndexCopyInplace | K::IndexAddInplace | K::Cat | K::Stack => exec_models(x, &c),
+    }
+}
+
+/// [`exec`] of the ops for models (issue 16's ops: indexing, scans, masks,
+/// losses, `cat`/`stack`).
+fn exec_models(x: &Tensor, c: &Ctx<'_, impl Values + ?Sized>) -> Result<Tensor> {
+    use OpKind as K;
+    let (op, rest) = (c.op, c.rest);
+    match op {
         K::Log1p => x.log1p(),
         K::Expm1 => x.expm1(),
         K::ClampOut => x.clamp(c.float(1)?, c.float(2)?),
@@ -345,6 +358,7 @@ pub(crate) fn exec(
                 Tensor::stack(&list, dim)
             }
         }
+        _ => Err(c.internal(format!("`{op}` is not an op for models"))),
     }
 }
 
