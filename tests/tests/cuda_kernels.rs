@@ -215,7 +215,9 @@ fn forward_loss(x: &Tensor, y_onehot: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Te
 
 /// Compiled training steps on the simulated device (`AOT_CUDA_SIM=1`)
 /// give the CPU's losses and parameters: its kernels compute the CPU's
-/// bits, and the other primitives run on the host.
+/// bits, and the other primitives run on the host. On a real GPU cuBLAS's
+/// matmul rounds differently, so there the values agree within 1e-5
+/// relative.
 #[cfg(feature = "cuda")]
 #[test]
 fn compiled_training_steps_on_the_simulated_device_match_the_cpu() {
@@ -251,8 +253,21 @@ fn compiled_training_steps_on_the_simulated_device_match_the_cpu() {
     let (cpu_losses, cpu_params) = run(&Device::Cpu);
     let (cuda_losses, cuda_params) = run(&Device::Cuda(0));
     assert!(cpu_losses[2] < cpu_losses[0], "{cpu_losses:?}");
-    assert_eq!(cuda_losses, cpu_losses);
-    assert_eq!(cuda_params, cpu_params);
+    if aot_runtime::cuda::is_simulated() {
+        assert_eq!(cuda_losses, cpu_losses);
+        assert_eq!(cuda_params, cpu_params);
+    } else {
+        let near = |a: &[f32], b: &[f32], what: &str| {
+            assert_eq!(a.len(), b.len(), "{what}");
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "{what}[{i}]: cuda {x}, cpu {y}");
+            }
+        };
+        near(&cuda_losses, &cpu_losses, "losses");
+        for (k, (c, p)) in cuda_params.iter().zip(&cpu_params).enumerate() {
+            near(c, p, &format!("parameter {k}"));
+        }
+    }
 }
 
 /// The PTX cache: a second compile of the same source reads the disk.

@@ -41,6 +41,15 @@ impl CudaStorage {
     }
 }
 
+/// True if the CUDA device is the simulator (`AOT_CUDA_SIM=1`). Its
+/// kernels are the same CUDA C compiled for the CPU, and its matmul runs
+/// on the host, so it gives the CPU backend's bits everywhere; a real GPU
+/// gives them for the generated kernels but not for cuBLAS's matmul, whose
+/// summation order differs (a few ulps in f32).
+pub fn is_simulated() -> bool {
+    device::simulated()
+}
+
 /// True if a CUDA device can be used: the driver library loads and reports
 /// at least one GPU, or the simulator is on (`AOT_CUDA_SIM=1`, see
 /// [`super::device`]). Never panics; the driver is asked once per process.

@@ -49,6 +49,11 @@ pub fn is_available() -> bool {
     false
 }
 
+/// Always false: this build has no CUDA support, simulated or not.
+pub fn is_simulated() -> bool {
+    false
+}
+
 /// Kernel sources for CUDA need the renderer of the `cuda` feature.
 pub(crate) fn kernel_sources() -> Result<()> {
     Err(AotError::DeviceUnavailable { op: "kernels_for", msg: REASON.into() })

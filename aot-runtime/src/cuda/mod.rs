@@ -20,7 +20,8 @@
 //! needs a host C++ compiler), for tests without a GPU.
 //!
 //! Either way [`CudaStorage`] implements [`Backend`](crate::backend::Backend)
-//! and [`is_available`] exists, so no op or test needs a `cfg`.
+//! and [`is_available`] and [`is_simulated`] exist, so no op or test needs
+//! a `cfg`.
 
 #[cfg(feature = "cuda")]
 mod driver;
@@ -59,4 +60,4 @@ mod tests;
 #[cfg(feature = "cuda")]
 pub use backend::host_round_trips;
 pub(crate) use imp::kernel_sources;
-pub use imp::{is_available, CudaStorage};
+pub use imp::{is_available, is_simulated, CudaStorage};
