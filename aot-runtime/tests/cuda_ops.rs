@@ -207,11 +207,11 @@ const OPS: [BinaryOp; 13] = [
     BinaryOp::Ge,
 ];
 
-/// The scalar ops that still go through the host: integer `pow`, and what
-/// the CPU refuses (integer `div`, bool `sub`/`div`/`pow`).
+/// The scalar ops that go through the host: what the CPU refuses (integer
+/// `div`, bool `sub`/`div`/`pow`), which the host reports.
 fn on_the_host(op: BinaryOp, dtype: DType) -> bool {
     match dtype {
-        DType::I64 => matches!(op, BinaryOp::Div | BinaryOp::Pow),
+        DType::I64 => op == BinaryOp::Div,
         DType::Bool => matches!(op, BinaryOp::Sub | BinaryOp::Div | BinaryOp::Pow),
         _ => false,
     }

@@ -273,7 +273,9 @@ impl Comparison {
 
 /// Integer (i64) arithmetic a kernel computes exactly: eager's integer
 /// kernels, wrapping on overflow. (Integer `div` and the float functions
-/// promote to f32, as eager does; integer `pow` is not fused.)
+/// promote to f32, as eager does.) `Pow` is PyTorch's integer power; eager
+/// refuses a negative scalar exponent before any kernel runs, so kernels
+/// of compiled calls take only tensor exponents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IntOp {
     Add,
@@ -285,6 +287,7 @@ pub enum IntOp {
     Abs,
     Square,
     Relu,
+    Pow,
 }
 
 impl IntOp {
@@ -300,13 +303,14 @@ impl IntOp {
             OpKind::Abs => IntOp::Abs,
             OpKind::Square => IntOp::Square,
             OpKind::Relu => IntOp::Relu,
+            OpKind::Pow => IntOp::Pow,
             _ => return None,
         })
     }
 
     /// Whether the op reads a second operand.
     pub fn is_binary(self) -> bool {
-        matches!(self, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::Maximum | IntOp::Minimum)
+        matches!(self, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::Maximum | IntOp::Minimum | IntOp::Pow)
     }
 
     /// The op at one position (`b` ignored by unary ops).
@@ -322,6 +326,7 @@ impl IntOp {
             IntOp::Abs => a.wrapping_abs(),
             IntOp::Square => a.wrapping_mul(a),
             IntOp::Relu => a.max(0),
+            IntOp::Pow => int_pow(a, b),
         }
     }
 
@@ -340,9 +345,48 @@ impl IntOp {
             IntOp::Abs => format!("({a} < 0 ? (long long)(0ULL - {}) : {a})", u(a)),
             IntOp::Square => format!("(long long)({} * {})", u(a), u(a)),
             IntOp::Relu => format!("({a} > 0 ? {a} : 0LL)"),
+            // a loop: the renderer adds the function (`INT_POW_C`)
+            IntOp::Pow => format!("aot_int_pow({a}, {b})"),
         }
     }
 }
+
+/// PyTorch's integer `pow`: a negative exponent gives `1` for base 1, `+-1`
+/// for base -1 and 0 otherwise (base 0 included); an overflowing power
+/// wraps (square-and-multiply, as [`INT_POW_C`]).
+#[inline(always)]
+pub fn int_pow(base: i64, exp: i64) -> i64 {
+    if exp < 0 {
+        return match base {
+            1 => 1,
+            -1 if exp % 2 != 0 => -1,
+            -1 => 1,
+            _ => 0,
+        };
+    }
+    let (mut acc, mut b, mut e) = (1i64, base, exp);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc.wrapping_mul(b);
+        }
+        b = b.wrapping_mul(b);
+        e >>= 1;
+    }
+    acc
+}
+
+/// [`int_pow`] in C, wrapping through `unsigned long long`.
+pub const INT_POW_C: &str = "static __device__ __forceinline__ long long aot_int_pow(long long base, long long exp) {
+    if (exp < 0) return base == 1 ? 1 : (base == -1 ? ((exp & 1) ? -1 : 1) : 0);
+    unsigned long long acc = 1ULL, b = (unsigned long long)base;
+    while (exp > 0) {
+        if (exp & 1) acc *= b;
+        b *= b;
+        exp >>= 1;
+    }
+    return (long long)acc;
+}
+";
 
 /// Bool arithmetic: eager computes `add`/`maximum` of bools as or and
 /// `mul`/`minimum` as and (the rest of arithmetic is an error on bools).

@@ -94,7 +94,8 @@
 //! synchronisation (the host shim's fibers).
 //!
 //! # Not covered yet
-//! Integer `pow`, non-elementwise kernels other than reductions, vectorised
+//! Integer `pow` of a scalar exponent (eager's op, for its error),
+//! non-elementwise kernels other than reductions, vectorised
 //! (multi-element) loads, and 32-bit index arithmetic for small tensors.
 //! The integer/bool units and the f64-to-half conversions were checked
 //! through the host shim only (not yet with NVRTC).

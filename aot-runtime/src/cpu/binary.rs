@@ -200,7 +200,7 @@ fn binary_i64(op: BinaryOp, a: &[i64], la: &Layout, rhs: Rhs<'_, i64, i64>) -> R
         Kind::Arith(Arith::Mul) => apply(op.name(), a, la, rhs, id, i64::wrapping_mul),
         Kind::Arith(Arith::Maximum) => apply(op.name(), a, la, rhs, id, i64::max),
         Kind::Arith(Arith::Minimum) => apply(op.name(), a, la, rhs, id, i64::min),
-        Kind::Arith(Arith::Pow) => apply(op.name(), a, la, rhs, id, powi),
+        Kind::Arith(Arith::Pow) => apply(op.name(), a, la, rhs, id, aot_ir::kernel::elementwise::int_pow),
         Kind::Arith(Arith::Div) => {
             return Err(AotError::dtype(
                 op.name(),
@@ -209,29 +209,6 @@ fn binary_i64(op: BinaryOp, a: &[i64], la: &Layout, rhs: Rhs<'_, i64, i64>) -> R
         }
     };
     Ok(CpuStorage::I64(out?))
-}
-
-/// PyTorch's integer `pow`: a negative exponent gives `1` for base 1, `+-1`
-/// for base -1 and 0 otherwise (base 0 included); an overflowing power
-/// wraps. (The caller refuses a negative scalar exponent, as PyTorch does.)
-fn powi(base: i64, exp: i64) -> i64 {
-    if exp < 0 {
-        return match base {
-            1 => 1,
-            -1 if exp % 2 != 0 => -1,
-            -1 => 1,
-            _ => 0,
-        };
-    }
-    let (mut acc, mut b, mut e) = (1i64, base, exp);
-    while e > 0 {
-        if e & 1 == 1 {
-            acc = acc.wrapping_mul(b);
-        }
-        b = b.wrapping_mul(b);
-        e >>= 1;
-    }
-    acc
 }
 
 fn binary_bool(op: BinaryOp, a: &[bool], la: &Layout, rhs: Rhs<'_, bool, bool>) -> Result<CpuStorage> {

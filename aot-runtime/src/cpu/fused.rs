@@ -27,8 +27,9 @@
 //! arithmetic (add, sub, mul, neg, abs, square, relu, maximum, minimum,
 //! wrapping as eager does) match bit for bit. Integer `div` and float
 //! functions of integers compute in f32 (the plan promotes them, as eager
-//! does); integer `pow` and bool arithmetic other than or/and are not
-//! fused (the caller runs them op by op, which reports eager's errors).
+//! does); integer `pow` fuses with a tensor exponent only, and bool
+//! arithmetic other than or/and is not fused (the caller runs them op by
+//! op, which reports eager's errors).
 
 use super::strided::PAR_MIN;
 use crate::dtype::DType;

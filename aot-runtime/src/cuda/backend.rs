@@ -16,8 +16,8 @@
 //! generator's Philox stream (`random.rs`). `clamp`, scalar ops of every
 //! dtype and `scatter_add` have kernels of their own (`ops.rs`).
 //!
-//! The rest (integer `pow`, and what eager refuses, which the host reports
-//! with the CPU's error) run on the host:
+//! The rest (what eager refuses, which the host reports with the CPU's
+//! error) run on the host:
 //! the operands are downloaded, the CPU backend computes, the result is
 //! uploaded. That is correct everywhere and slow on a GPU;
 //! [`host_round_trips`] counts them, so tests can tell which ops ran
@@ -104,7 +104,7 @@ pub(super) fn renders(op: OpKind, dtype: DType) -> bool {
     use OpKind::*;
     match dtype {
         d if d.is_float() => true,
-        DType::I64 => matches!(op, Add | Sub | Mul | Maximum | Minimum | Neg | Abs | Square | Relu | Eq | Ne | Lt | Le | Gt | Ge),
+        DType::I64 => matches!(op, Add | Sub | Mul | Pow | Maximum | Minimum | Neg | Abs | Square | Relu | Eq | Ne | Lt | Le | Gt | Ge),
         _ => false,
     }
 }

@@ -11,8 +11,9 @@
 //! - Scalar ops (`a op s`, `s op a`) are one-op kernels with the scalar in
 //!   a parameter slot, in every dtype whose op the renderer has: floats,
 //!   i64's exact integer ops and comparisons, bool's or/and and
-//!   comparisons. Integer `pow` (not in the renderer yet) and the ops the
-//!   CPU refuses (integer `div`, bool `sub`) run on the host.
+//!   comparisons (integer `pow` included: eager has already refused a
+//!   negative exponent). The ops the CPU refuses (integer `div`, bool
+//!   `sub`) run on the host, which reports the CPU's error.
 //! - `scatter_add` sums, per destination position, its old value and
 //!   every addend in f64, in row-major order, and rounds once (the CPU's
 //!   definition; i64 into i64 sums exactly, wrapping, as the CPU). Where the destination layout does not overlap and both

@@ -7,7 +7,8 @@
 //! integers in f32), each step's compute dtype, and each value's layout as
 //! eager lays out that op's result. The result then has eager's dtype,
 //! shape and layout. Otherwise (an op eager refuses for its dtypes, such as
-//! float math on bools, integer `pow`, shapes that do not broadcast, a
+//! float math on bools, integer `pow` of a scalar exponent (a negative one
+//! is eager's error), shapes that do not broadcast, a
 //! backend without fused kernels) its body runs op by op through the
 //! dispatcher, which also reports every error exactly as eager does. Both paths count
 //! themselves ([`stats`]), so tests can check that the fused path is taken.
@@ -382,8 +383,9 @@ fn plan_binary(op: OpKind, a: usize, x: &Val, rhs: &IrArg, vals: &[Option<Val>],
             (FusedRhs::Scalar(s.to_f64()), c, scalar_result_layout(bop, &as_computed(&x.layout, x.dtype, c)))
         }
     };
-    // Integer `pow` is eager's own kernel (with its errors): op by op.
-    if op == OpKind::Pow && compute == DType::I64 {
+    // Integer `pow` with a scalar exponent is eager's op, which refuses a
+    // negative exponent: op by op. A tensor exponent has no error to give.
+    if op == OpKind::Pow && compute == DType::I64 && matches!(rhs, FusedRhs::Scalar(_)) {
         return None;
     }
     let dtype = if bop.is_comparison() { DType::Bool } else { compute };

@@ -38,6 +38,8 @@ pub(super) enum Helper {
     /// `double` to `float` rounded to odd: a float that then rounds to a
     /// half type (fewer than 23 bits) gives the double's single rounding.
     F64ToF32Odd,
+    /// PyTorch's integer `pow` ([`elementwise::INT_POW_C`]).
+    IntPow,
 }
 
 impl Helper {
@@ -55,6 +57,7 @@ impl Helper {
             Helper::Cos => "aot_cos",
             Helper::F64ToI64 => "aot_f64_to_i64",
             Helper::F64ToF32Odd => "aot_f64_to_f32_odd",
+            Helper::IntPow => "aot_int_pow",
         }
     }
 
@@ -62,6 +65,7 @@ impl Helper {
     /// conversions are written here).
     pub(super) fn render(self) -> String {
         let f: fn(CVal) -> CVal = match self {
+            Helper::IntPow => return elementwise::INT_POW_C.into(),
             Helper::F64ToI64 => {
                 return "static __device__ __forceinline__ long long aot_f64_to_i64(double x) {
     if (x != x) return 0;
@@ -458,6 +462,9 @@ fn typed_op(op: OpKind, args: &[Operand], c: KernelDType) -> Result<KVal, String
     match c {
         KernelDType::I64 => {
             let k = IntOp::of(op).ok_or("not an integer op")?;
+            if k == IntOp::Pow {
+                need(Helper::IntPow);
+            }
             let (a, b) = (exact(operand(0)?), exact(b));
             Ok(typed("long long", k.c_expr(&format!("c{}", a.0), &format!("c{}", b.0))))
         }

@@ -142,7 +142,10 @@ impl KernelTypes {
                     let p = with(dt(n.args.first())?, n.args.get(1))?;
                     let c = match (op, p) {
                         (OpKind::Div, KernelDType::I64 | KernelDType::Bool) => KernelDType::F32,
-                        (OpKind::Pow, KernelDType::I64) => return Err(fail(i, "integer `pow` is not rendered".into())),
+                        // eager checks a scalar exponent (negative: an error)
+                        (OpKind::Pow, KernelDType::I64) if !matches!(n.args.get(1), Some(Arg::Tensor(_))) => {
+                            return Err(fail(i, "integer `pow` with a scalar exponent is not rendered".into()))
+                        }
                         _ => p,
                     };
                     (c, c)

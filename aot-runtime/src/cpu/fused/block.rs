@@ -402,7 +402,7 @@ fn arith(op: OpKind, a: Slice<'_>, b: Second<'_>, c: DType, out: &mut Block) -> 
             let o = o.get_mut(..n)?;
             match b {
                 Second::None if !k.is_binary() => o.iter_mut().zip(a).for_each(|(o, &x)| *o = k.eval(x, x)),
-                Second::Scalar(y) if k.is_binary() => o.iter_mut().zip(a).for_each(|(o, &x)| *o = k.eval(x, y as i64)),
+                Second::Scalar(y) if k.is_binary() && k != IntOp::Pow => o.iter_mut().zip(a).for_each(|(o, &x)| *o = k.eval(x, y as i64)),
                 Second::Slice(Slice::I64(b)) if k.is_binary() => {
                     o.iter_mut().zip(a).zip(b).for_each(|((o, &x), &y)| *o = k.eval(x, y));
                 }
@@ -480,7 +480,8 @@ pub(super) fn supported(s: &Step, dtypes: &[DType], inputs: usize) -> bool {
     } else {
         let ok = match repr(c) {
             Repr::F32 | Repr::F64 => with_op::<f32, _>(s.op, Probe).is_some(),
-            Repr::I64 => IntOp::of(s.op).is_some_and(|k| k.is_binary() == has_rhs),
+            // A scalar exponent is eager's to check (negative: an error).
+            Repr::I64 => IntOp::of(s.op).is_some_and(|k| k.is_binary() == has_rhs && !(k == IntOp::Pow && matches!(s.rhs, Rhs::Scalar(_)))),
             Repr::Bool => BoolOp::of(s.op).is_some() && has_rhs,
         };
         (c, ok)
