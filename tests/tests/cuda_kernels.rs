@@ -290,3 +290,22 @@ fn ptx_is_cached_on_disk() {
     assert_eq!(first, second);
     assert_eq!(nvrtc::nvrtc_runs(), runs, "the second compile ran NVRTC");
 }
+
+/// The contiguous path of an elementwise kernel loads and stores f32 four
+/// at a time (16-byte accesses), in the PTX NVRTC makes of it.
+#[cfg(feature = "cuda")]
+#[test]
+fn contiguous_f32_kernels_use_vector_loads_and_stores() {
+    use aot_runtime::cuda::nvrtc;
+    if let Err(why) = nvrtc::nvrtc_status() {
+        assert!(std::env::var_os("CI").is_none(), "CI must install the CUDA tools (.ci/cuda-tools): {why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let x = t(&[64, 64], DType::F32, 1);
+    let k = w2::compiled().kernels_for(&[Arg::from(&x)], &Device::Cuda(0)).expect("sources");
+    assert_eq!(k.len(), 1, "{k:?}");
+    let ptx = nvrtc::compile_ptx(&k[0].name, &k[0].source, "compute_80").expect("compile");
+    assert!(ptx.contains("ld.global.v4.f32"), "no 16-byte load in:\n{ptx}");
+    assert!(ptx.contains("st.global.v4.f32"), "no 16-byte store in:\n{ptx}");
+}

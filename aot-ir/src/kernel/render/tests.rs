@@ -297,16 +297,19 @@ struct Case<'a> {
 }
 
 /// A launch of unit `unit` over `sizes`, inputs laid out as `kinds`
-/// (cycled), the output reversed when `reversed_out`.
-fn launch(rng: &mut Rng, case: &Case<'_>, unit: usize, sizes: &[i64], kinds: &[Shape], reversed_out: bool) -> Launch {
+/// (cycled), the output reversed when `reversed_out`. `aligned`: every
+/// offset a multiple of 4 elements (the buffers are `malloc`'s, 16-byte
+/// aligned), so a contiguous launch takes the vectorised loop; otherwise
+/// the offsets are odd multiples of 1 and 2, and it cannot.
+fn launch(rng: &mut Rng, case: &Case<'_>, unit: usize, sizes: &[i64], kinds: &[Shape], reversed_out: bool, aligned: bool) -> Launch {
     let n = case.kernel.num_inputs();
     let inputs = (0..n)
         .map(|j| {
-            let (lay, len) = layout(kinds[j % kinds.len()], sizes, 3 * j as i64);
+            let (lay, len) = layout(kinds[j % kinds.len()], sizes, if aligned { 4 * j as i64 } else { 3 * j as i64 });
             (lay, (0..len).map(|_| rng.bits(case.dtype)).collect())
         })
         .collect();
-    let (out, len) = layout(if reversed_out { Shape::Reversed } else { Shape::Dense }, sizes, 2);
+    let (out, len) = layout(if reversed_out { Shape::Reversed } else { Shape::Dense }, sizes, if aligned { 0 } else { 2 });
     let sentinel = vec![0x5a5a_5a5a_5a5a_5a5a_u64 >> (64 - 8 * bytes_of(case.dtype)); len];
     let slots = ScalarSlots::of(case.kernel);
     let scalars = slots.values(&case.params).unwrap();
@@ -374,13 +377,20 @@ fn run_cases(tag: &str, cases: &[Case<'_>]) {
     }
     let Some(program) = Program::build(tag, &units) else { return };
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    // The aligned launches draw from their own stream, so the others see
+    // the same values whether or not they run.
+    let mut aligned_rng = Rng(0x2545_f491_4f6c_dd1d);
     let mut launches = Vec::new();
     let mut which = Vec::new();
     for (ci, c) in cases.iter().enumerate() {
         for (si, sizes) in SHAPES.iter().enumerate() {
             for (ki, kinds) in KINDS.iter().enumerate() {
-                launches.push(launch(&mut rng, c, ci * SHAPES.len() + si, sizes, kinds, ki % 2 == 1));
+                launches.push(launch(&mut rng, c, ci * SHAPES.len() + si, sizes, kinds, ki % 2 == 1, false));
                 which.push(ci);
+                if ki == 0 {
+                    launches.push(launch(&mut aligned_rng, c, ci * SHAPES.len() + si, sizes, kinds, false, true));
+                    which.push(ci);
+                }
             }
         }
     }
