@@ -85,7 +85,8 @@ impl CompiledFn {
         let requires_grad = |p: usize| args.get(p).and_then(Arg::tensor).is_some_and(|t| t.requires_grad());
         if is_grad_enabled() && self.meta.records_history(requires_grad) {
             let Ok(training) = spec.plan.training(&self.graph) else { return Ok(Vec::new()) };
-            let p = &training.partition;
+            // Listing the backward's kernels compiles it (see `lazy_backward`).
+            let p = &training.compiled_backward()?.partition;
             return Ok(kernels_of(&p.forward.nodes).chain(kernels_of(&p.backward.nodes)).map(listing).collect());
         }
         Ok(spec.plan.kernels.kernels().map(listing).collect())

@@ -397,6 +397,13 @@ pub mod __private {
     use crate::arg::Arg;
     pub use crate::autograd::saved_storage_bytes;
 
+    /// How many backward stages of training plans were compiled (on their
+    /// first `backward()`, `AutogradLazyBackwardCompileInfo`), in this
+    /// process.
+    pub fn backward_compiles() -> u64 {
+        crate::wrappers::lazy_backward::backward_compiles()
+    }
+
     /// How many kernels of the kernel stage ran fused, and how many op by
     /// op, in this process (tests check that the fused path is taken).
     pub fn kernel_stats() -> (u64, u64) {

@@ -71,8 +71,8 @@ impl CustomBackward for CompiledBackward {
             })
             .collect::<Result<Vec<_>>>()?;
         let arrived: Vec<bool> = self.plan.joint.tangents.iter().map(|&oi| grads.get(oi).is_some_and(Option::is_some)).collect();
-        let mut input_grads =
-            backward(&self.plan.partition, Some(&self.plan.backward_live), &saved, &tangents, &arrived, &self.scalars, &self.geometry)?;
+        let bw = self.plan.compiled_backward()?;
+        let mut input_grads = backward(&bw.partition, Some(&bw.live), &saved, &tangents, &arrived, &self.scalars, &self.geometry)?;
         for (p, (g, deps)) in input_grads.iter_mut().zip(&self.plan.grad_tangents).enumerate() {
             if !deps.iter().any(|&t| arrived[t]) {
                 *g = None;

@@ -108,15 +108,22 @@ fn subgraph(what: &str, stage: Stage, sg: &SubGraph, num_values: usize, params: 
     Ok(SubGraph { inputs: sg.inputs.clone(), nodes: s.nodes, outputs: sg.outputs.clone() })
 }
 
-/// The training stages: the partition with its forward (`fw_compiler`)
-/// and backward (`bw_compiler`) scheduled.
-pub(crate) fn training_compilers(jg: &aot_ir::transform::joint::JointGraph, p: &Partition, params: &[Param]) -> Result<Partition> {
-    let name = &jg.name;
+/// `fw_compiler`: the partition with its forward scheduled (the backward
+/// is scheduled on the first `backward()`, by [`bw_compiler`]; see
+/// `lazy_backward`).
+pub(crate) fn fw_compiler(name: &str, p: &Partition, params: &[Param]) -> Result<Partition> {
     let forward = subgraph(&format!("`{name}` (forward)"), Stage::Forward, &p.forward, p.num_values, params)?;
-    let backward = subgraph(&format!("`{name}` (backward)"), Stage::Backward, &p.backward, p.num_values, params)?;
-    let scheduled = Partition { forward, backward, ..p.clone() };
+    Ok(Partition { forward, ..p.clone() })
+}
+
+/// `bw_compiler`: the backward of `p`, scheduled.
+pub(crate) fn bw_compiler(name: &str, p: &Partition, params: &[Param]) -> Result<SubGraph> {
+    subgraph(&format!("`{name}` (backward)"), Stage::Backward, &p.backward, p.num_values, params)
+}
+
+/// `AOT_LOG=graphs`: the training stages once both are scheduled.
+pub(crate) fn log_training(jg: &aot_ir::transform::joint::JointGraph, p: &Partition) {
     if log_graphs() {
-        eprintln!("[aot graphs] `{name}` (training):\n{}", scheduled.listing(jg));
+        eprintln!("[aot graphs] `{}` (training):\n{}", jg.name, p.listing(jg));
     }
-    Ok(scheduled)
 }

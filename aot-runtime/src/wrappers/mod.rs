@@ -25,7 +25,9 @@
 //! 7. [`autograd_fn`]: `AOTDispatchAutograd` for calls that record
 //!    gradients: the training plan (`training_plan`: joint graph and
 //!    partition), built on first use, and the compiled function that runs
-//!    it with one autograd node.
+//!    it with one autograd node. The backward stage is compiled on the
+//!    first `backward()` ([`lazy_backward`]:
+//!    `AutogradLazyBackwardCompileInfo`).
 //!
 //! [`functionalized_rng`]: `FunctionalizedRngRuntimeWrapper`, in the
 //! graph: dropout takes the generator's state as a value, so the backward
@@ -42,6 +44,7 @@ pub(crate) mod debug_assert;
 pub(crate) mod dedupe;
 pub(crate) mod epilogue;
 pub(crate) mod functionalized_rng;
+pub(crate) mod lazy_backward;
 pub(crate) mod runtime_wrapper;
 pub(crate) mod synthetic_base;
 pub(crate) mod training_plan;

@@ -9,16 +9,19 @@ use aot_ir::transform::partition::{partition, Partition};
 use aot_ir::transform::FunctionalGraph;
 use aot_ir::Graph;
 
+use super::lazy_backward::{AutogradLazyBackwardCompileInfo, CompiledBackwardStage};
+
 /// The training half of a specialisation: joint graph and its partition.
 #[derive(Debug)]
 pub(crate) struct TrainingPlan {
     pub(crate) joint: JointGraph,
-    /// The partition, its forward and backward scheduled into kernels
-    /// (`compilers::training_compilers`).
+    /// The partition, its forward scheduled into kernels
+    /// (`compilers::fw_compiler`); its backward as partitioned, scheduled
+    /// on the first `backward()` ([`TrainingPlan::compiled_backward`]).
     pub(crate) partition: Partition,
-    /// The liveness of the scheduled forward and backward.
+    /// The liveness of the scheduled forward.
     pub(crate) forward_live: crate::executor::liveness::Liveness,
-    pub(crate) backward_live: crate::executor::liveness::Liveness,
+    lazy_backward: AutogradLazyBackwardCompileInfo,
     /// Per source parameter, the tangents its gradient depends on. A
     /// gradient none of whose tangents arrived is `None`, not zeros, as in
     /// PyTorch (the leaf's `.grad` stays unset).
@@ -86,10 +89,15 @@ impl TrainingPlan {
             return Err(format!("source op {k} has no effect the compiled forward needs"));
         }
         let grad_tangents = grad_tangent_deps(&partition, joint.tangents.len());
-        let partition = super::compilers::training_compilers(&joint, &partition, &source.params).map_err(|e| e.to_string())?;
+        let partition = super::compilers::fw_compiler(&joint.name, &partition, &source.params).map_err(|e| e.to_string())?;
         let forward_live = crate::executor::joint::liveness(&partition.forward, partition.num_values);
-        let backward_live = crate::executor::joint::liveness(&partition.backward, partition.num_values);
-        Ok(TrainingPlan { joint, partition, forward_live, backward_live, grad_tangents, metadata_mutated_storages })
+        let lazy_backward = AutogradLazyBackwardCompileInfo::new(&source.params);
+        Ok(TrainingPlan { joint, partition, forward_live, lazy_backward, grad_tangents, metadata_mutated_storages })
+    }
+
+    /// The partition with its backward compiled, on first use.
+    pub(crate) fn compiled_backward(&self) -> crate::error::Result<&CompiledBackwardStage> {
+        self.lazy_backward.get(&self.joint, &self.partition)
     }
 }
 
