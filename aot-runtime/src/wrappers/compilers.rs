@@ -9,7 +9,9 @@
 //! `AOT_KERNELS=0` in the environment turns scheduling off (every node
 //! then runs one eager op, as before the kernel stage); `AOT_LOG=kernels`
 //! prints each stage's kernels when they are built, as PyTorch's
-//! `TORCH_LOGS=output_code` does.
+//! `TORCH_LOGS=output_code` does. An inference graph of whole-input
+//! elementwise writes also gets kernels that store over the written
+//! arguments ([`inference_reinplace`], PyTorch's reinplacing).
 
 use crate::error::{AotError, Result};
 use crate::executor::liveness::Liveness;
@@ -82,6 +84,21 @@ fn compile(
 pub(crate) fn inference_compiler(fg: &FunctionalGraph) -> Result<Scheduled> {
     let live = inference_live_out(fg);
     compile(&format!("`{}` (inference)", fg.name), Stage::Functional, &fg.nodes, fg.num_values, &[], &live, &fg.params)
+}
+
+/// The inference stage as kernels that store over the written arguments
+/// (reinplacing), when `fg` has that shape; printed when `AOT_LOG=kernels`.
+pub(crate) fn inference_reinplace(fg: &FunctionalGraph) -> Option<crate::executor::kernel::Reinplace> {
+    if !kernels_enabled() {
+        return None;
+    }
+    let r = crate::executor::kernel::Reinplace::plan(fg)?;
+    if log_enabled() {
+        for k in r.kernels() {
+            eprintln!("[aot kernels] `{}` (inference, in place):\n{}", fg.name, k.listing(Names::params(&fg.params)));
+        }
+    }
+    Some(r)
 }
 
 /// The values of `fg` read after its stage: outputs, copy-backs and
