@@ -11,7 +11,8 @@
 //! prints each stage's kernels when they are built, as PyTorch's
 //! `TORCH_LOGS=output_code` does. An inference graph of whole-input
 //! elementwise writes also gets kernels that store over the written
-//! arguments ([`inference_reinplace`], PyTorch's reinplacing).
+//! arguments ([`inference_reinplace`], PyTorch's reinplacing;
+//! `AOT_REINPLACE=0` turns that off).
 
 use crate::error::{AotError, Result};
 use crate::executor::liveness::Liveness;
@@ -89,7 +90,8 @@ pub(crate) fn inference_compiler(fg: &FunctionalGraph) -> Result<Scheduled> {
 /// The inference stage as kernels that store over the written arguments
 /// (reinplacing), when `fg` has that shape; printed when `AOT_LOG=kernels`.
 pub(crate) fn inference_reinplace(fg: &FunctionalGraph) -> Option<crate::executor::kernel::Reinplace> {
-    if !kernels_enabled() {
+    // `AOT_REINPLACE=0` keeps the ordinary plan (to measure against).
+    if !kernels_enabled() || std::env::var("AOT_REINPLACE").is_ok_and(|v| v == "0") {
         return None;
     }
     let r = crate::executor::kernel::Reinplace::plan(fg)?;
