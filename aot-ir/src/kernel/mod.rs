@@ -19,6 +19,8 @@
 //!   unit (its launch ABI), and the host shim that compiles the same source
 //!   on the CPU for tests (`render::fibers`: one fiber per CUDA thread, for
 //!   kernels that synchronise).
+//! - [`reinplace`]: kernels that store over a written input's own storage
+//!   (PyTorch's reinplacing), for graphs of whole-input elementwise writes.
 //! - [`philox`]: the counter-based generator Philox4x32-10, in Rust and in
 //!   C, for random numbers that are the same on every device.
 
@@ -28,6 +30,7 @@ pub mod ir;
 pub mod math;
 pub mod philox;
 pub mod random;
+pub mod reinplace;
 pub mod render;
 pub mod schedule;
 pub mod special;

@@ -89,6 +89,15 @@ impl CompiledFn {
             let p = &training.compiled_backward()?.partition;
             return Ok(kernels_of(&p.forward.nodes).chain(kernels_of(&p.backward.nodes)).map(listing).collect());
         }
+        if let Some(r) = &spec.plan.reinplace {
+            let bases = spec.plan.synthetic_base.bases(args);
+            let scalars = crate::arg::scalar_values(&self.graph, args)?;
+            if r.ready(&bases, &scalars).is_some() {
+                let listing =
+                    |k: &aot_ir::kernel::reinplace::InPlaceKernel| KernelSource { name: k.kernel.name.clone(), source: k.listing(names) };
+                return Ok(r.kernels().iter().map(listing).collect());
+            }
+        }
         Ok(spec.plan.kernels.kernels().map(listing).collect())
     }
 }

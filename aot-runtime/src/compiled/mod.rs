@@ -296,6 +296,11 @@ impl CompiledFn {
         // than the work they describe.
         let no_grad = crate::autograd::NoGradGuard::new();
         let deferred = plan.runtime.deferred(&bases, |p| probe.geom(p));
+        if deferred.is_none() {
+            if let Some(outs) = self.run_in_place(plan, args, &bases, &scalars)? {
+                return Ok(outs);
+            }
+        }
         let skip = deferred.as_ref().map_or(&[][..], |d| d.skip());
         let env =
             crate::executor::functional::execute(&plan.graph, (&plan.kernels, &plan.liveness), &self.graph, args, &bases, &scalars, skip)?;
@@ -322,6 +327,29 @@ impl CompiledFn {
                 shadow::run(&self.graph, &self.meta, args).map(Outputs::from)
             }
         }
+    }
+
+    /// The call run as kernels stored over the written arguments
+    /// (reinplacing), when the plan has them and this call's arguments
+    /// pass their checks; `None`: nothing ran or was written.
+    fn run_in_place(
+        &self,
+        plan: &crate::wrappers::CallPlan,
+        args: &[Arg],
+        bases: &crate::arg::Bases,
+        scalars: &[Option<aot_ir::ScalarValue>],
+    ) -> Result<Option<Outputs>> {
+        let Some(r) = &plan.reinplace else { return Ok(None) };
+        let Some(checked) = r.ready(bases, scalars) else { return Ok(None) };
+        let mut env = crate::executor::functional::Env::new(plan.graph.num_values);
+        let ran = {
+            let _no_grad = crate::autograd::NoGradGuard::new();
+            r.run(&checked, &mut env)?
+        };
+        if !ran {
+            return Ok(None);
+        }
+        plan.runtime.apply(&plan.graph, &self.meta, args, bases, &env, None).map(Some)
     }
 
     /// The functional graph a call with these arguments runs, as a listing.
@@ -427,6 +455,18 @@ pub mod __private {
     /// process.
     pub fn reused_buffers() -> u64 {
         crate::executor::reuse::count()
+    }
+
+    /// How many kernels of inference calls stored their result over a
+    /// written argument's own storage (reinplacing), in this process.
+    pub fn in_place_kernels() -> u64 {
+        crate::executor::kernel::inplace_count()
+    }
+
+    /// How many written inputs of inference calls the epilogue copied back
+    /// (storage to storage), in this process.
+    pub fn copied_write_backs() -> u64 {
+        crate::wrappers::epilogue::copied_write_backs()
     }
 
     /// The most values the executor's table held at once during the last

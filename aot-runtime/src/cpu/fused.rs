@@ -175,6 +175,45 @@ pub(crate) fn fused_over(
     }
 }
 
+/// Whether the evaluator runs every step of `p` (over its `inputs` loads).
+pub(crate) fn supports(p: &Program<'_>, inputs: usize) -> bool {
+    p.steps.iter().all(|s| block::supported(s, p.dtypes, inputs))
+}
+
+/// [`fused_over`] on the buffer `dst` in place (reinplacing): every check
+/// that can fail is made before `dst` is taken, so a declined or failing
+/// kernel leaves it as it was. `None`: declined.
+pub(crate) fn fused_in_place(
+    name: &'static str,
+    p: &Program<'_>,
+    inputs: &[Input<'_>],
+    k: usize,
+    dst: &mut CpuStorage,
+    out: &Layout,
+) -> Option<Result<()>> {
+    if p.dtypes.len() != p.num_values || p.read.len() != inputs.len() || p.stored >= p.num_values || !supports(p, inputs.len()) {
+        return None;
+    }
+    for (i, (s, l)) in inputs.iter().enumerate() {
+        if let Err(e) = super::strided::check_layout(name, l, if i == k { dst.len() } else { s.len() }) {
+            return Some(Err(e));
+        }
+    }
+    let taken = std::mem::replace(dst, CpuStorage::Bool(Vec::new()));
+    match fused_over(name, p, inputs, k, taken, out) {
+        Ok(Ok(buf)) => {
+            *dst = buf;
+            Some(Ok(()))
+        }
+        // Past the checks above only an internal error reaches here.
+        Ok(Err(e)) => Some(Err(e)),
+        Err(taken) => {
+            *dst = taken;
+            None
+        }
+    }
+}
+
 /// Eager's elementwise ops as single-op kernels: `op(a)` or `op(a, rhs)`
 /// (`rhs`: `Rhs::Value(1)` for the second input `b`, or a scalar), with
 /// `a` (and `b`) laid out with `out`'s shape. `None`: not a float op of

@@ -359,6 +359,20 @@ impl Backend for CudaStorage {
 }
 
 impl CudaStorage {
+    /// The elementwise kernel stored over input `k`'s own buffer (see
+    /// `fused.rs`); `None`: declined.
+    pub(crate) fn fused_in_place(
+        &self,
+        name: &'static str,
+        p: &FusedProgram<'_>,
+        call: &KernelCall<'_>,
+        inputs: &[(&CudaStorage, Layout)],
+        k: usize,
+        out: &Layout,
+    ) -> Option<Result<()>> {
+        super::fused::fused_in_place(name, p, call, inputs, k, out)
+    }
+
     /// An eager reduction of `l` over `dims` as a kernel (`reduce.rs`), into
     /// a new contiguous buffer; `None` where eager reports an error for it
     /// (the caller's host path reports it as the CPU does).

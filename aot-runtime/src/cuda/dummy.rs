@@ -42,6 +42,18 @@ impl CudaStorage {
     fn unavailable(op: &'static str) -> AotError {
         unavailable(op, REASON)
     }
+    /// Declined: no CUDA kernel runs in this build.
+    pub(crate) fn fused_in_place(
+        &self,
+        _: &'static str,
+        _: &crate::backend::FusedProgram<'_>,
+        _: &crate::backend::KernelCall<'_>,
+        _: &[(&CudaStorage, Layout)],
+        _: usize,
+        _: &Layout,
+    ) -> Option<Result<()>> {
+        None
+    }
 }
 
 /// Always false: this build has no CUDA support.

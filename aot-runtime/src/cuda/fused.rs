@@ -76,6 +76,39 @@ pub(super) fn fused(
     Some(run())
 }
 
+/// The elementwise kernel of `call` stored over input `k`'s own buffer
+/// (reinplacing): input `k` is laid out as `out` (dense, offset 0, the
+/// whole buffer) and is no other input's buffer, so each thread reads the
+/// element it then writes. `None`: declined, nothing launched.
+pub(super) fn fused_in_place(
+    name: &'static str,
+    p: &FusedProgram<'_>,
+    call: &KernelCall<'_>,
+    inputs: &[(&CudaStorage, Layout)],
+    k: usize,
+    out: &Layout,
+) -> Option<Result<()>> {
+    let (ordinal, dtype) = fits(call, inputs)?;
+    let (dst, layout) = inputs.get(k)?;
+    let n: usize = out.shape.iter().product();
+    if dst.dtype != dtype || *layout != *out || out.offset != 0 || dst.len != n {
+        return None;
+    }
+    if inputs.iter().zip(p.read).any(|((s, _), &read)| !read && s.len == 0) {
+        return None;
+    }
+    let run = || -> Result<()> {
+        let g = gpu(name, ordinal)?;
+        let bufs: Vec<Buf<'_>> = inputs.iter().map(|(s, l)| s.buf(g, l)).collect();
+        let to = Buf { addr: dst.mem.address(g), layout: out, dtype };
+        // SAFETY: the inputs are live buffers of this device laid out within
+        // their storages; the output is input `k`'s buffer, holding `out`'s
+        // `n` elements, which each thread reads at the position it writes.
+        unsafe { kernels::launch_kernel(name, g, call.kernel, call.types, call.slots, &bufs, to) }
+    };
+    Some(run())
+}
+
 /// `Backend::fused_reduce` for CUDA: the reduction kernel of `call` over
 /// `inputs` (laid out over the reduction's input shape `S`) into a new
 /// buffer for `out` (`S`'s shape, densely, when the program writes along

@@ -36,7 +36,10 @@ use aot_ir::kernel::Kernel;
 use aot_ir::{Arg as IrArg, Node, Op, OpKind, Prim, ScalarValue};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod inplace;
 mod reduce;
+
+pub(crate) use inplace::{count as inplace_count, Reinplace};
 
 static FUSED: AtomicU64 = AtomicU64::new(0);
 static OP_BY_OP: AtomicU64 = AtomicU64::new(0);
@@ -226,16 +229,19 @@ struct Planned {
 /// eager's layout of that op (of the operands cast to the computing
 /// dtype, as eager casts them first).
 fn plan(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<Plan> {
+    let loads: Vec<Val> = inputs.iter().map(|t| Val { layout: t.layout(), dtype: t.dtype() }).collect();
+    plan_of(k, &loads, scalars)
+}
+
+/// [`plan`] from the inputs' layouts and dtypes alone.
+fn plan_of(k: &Kernel, inputs: &[Val], scalars: &[Option<ScalarValue>]) -> Option<Plan> {
     let mut vals: Vec<Option<Val>> = vec![None; k.num_values];
     let mut steps = Vec::with_capacity(k.body.len());
     let mut read = vec![false; inputs.len()];
     for n in &k.body {
         let out = n.out?.index();
         let val = match &n.op {
-            Op::Load(i) => {
-                let t = inputs.get(*i)?;
-                Val { layout: t.layout(), dtype: t.dtype() }
-            }
+            Op::Load(i) => inputs.get(*i)?.clone(),
             op => {
                 let p = match op {
                     Op::Dsl { op, .. } => plan_dsl(*op, &n.args, &vals, scalars)?,

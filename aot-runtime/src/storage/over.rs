@@ -1,5 +1,6 @@
 //! [`Storage::fused_over`]: a fused kernel written over the buffer of an
-//! input that dies at it (`executor/reuse.rs`).
+//! input that dies at it (`executor/reuse.rs`); [`Storage::fused_in_place`]:
+//! one stored over a written argument's own buffer (reinplacing).
 
 use super::{CpuStorage, Storage, StorageData};
 use crate::backend::FusedProgram;
@@ -68,5 +69,62 @@ impl Storage {
     #[cfg(test)]
     pub(crate) fn read_len(&self) -> usize {
         self.read().len()
+    }
+}
+
+impl Storage {
+    /// The elementwise kernel `p` (`call` on CUDA) stored over input `k`'s
+    /// own buffer, in place (reinplacing, `executor/kernel/inplace.rs`):
+    /// input `k` is laid out exactly as `out` (dense, offset 0, the
+    /// storage's whole length) and no other input is its storage, so each
+    /// element is read before the same position is written. `None`:
+    /// declined, nothing written.
+    pub(crate) fn fused_in_place(
+        name: &'static str,
+        p: &FusedProgram<'_>,
+        call: &crate::backend::KernelCall<'_>,
+        inputs: &[(&Storage, Layout)],
+        k: usize,
+        out: &Layout,
+    ) -> Option<Result<()>> {
+        let (dst, layout) = inputs.get(k)?;
+        let distinct = inputs.iter().enumerate().all(|(i, (s, _))| i == k || !std::ptr::eq(*s, *dst));
+        let one_device = inputs.iter().all(|(s, _)| s.device == dst.device);
+        if !distinct || !one_device || *layout != *out || !crate::layout::is_dense_output(out) || dst.len != out.numel() {
+            return None;
+        }
+        let mut held = dst.write();
+        let mut others: Vec<(&Storage, RwLockReadGuard<'_, StorageData>)> = Vec::new();
+        for (i, (s, _)) in inputs.iter().enumerate() {
+            if i != k && !others.iter().any(|(d, _)| std::ptr::eq(*d, *s)) {
+                others.push((s, s.read()));
+            }
+        }
+        let guard = |i: usize| others.iter().find(|(d, _)| i != k && std::ptr::eq(*d, inputs[i].0)).map(|(_, g)| &**g);
+        match &mut *held {
+            StorageData::Cpu(own) => {
+                // The destination's entry stands for it and is not read.
+                let hole = CpuStorage::Bool(Vec::new());
+                let cpu = (0..inputs.len())
+                    .map(|i| match guard(i) {
+                        Some(StorageData::Cpu(c)) => Some((c, inputs[i].1.clone())),
+                        None if i == k => Some((&hole, inputs[i].1.clone())),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                crate::cpu::fused::fused_in_place(name, p, &cpu, k, own, out)
+            }
+            StorageData::Cuda(own) => {
+                let own: &crate::cuda::CudaStorage = own;
+                let cuda = (0..inputs.len())
+                    .map(|i| match guard(i) {
+                        Some(StorageData::Cuda(c)) => Some((c, inputs[i].1.clone())),
+                        None if i == k => Some((own, inputs[i].1.clone())),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                own.fused_in_place(name, p, call, &cuda, k, out)
+            }
+        }
     }
 }

@@ -9,7 +9,10 @@
 //! `AOT_KERNELS=0` in the environment turns scheduling off (every node
 //! then runs one eager op, as before the kernel stage); `AOT_LOG=kernels`
 //! prints each stage's kernels when they are built, as PyTorch's
-//! `TORCH_LOGS=output_code` does.
+//! `TORCH_LOGS=output_code` does. An inference graph of whole-input
+//! elementwise writes also gets kernels that store over the written
+//! arguments ([`inference_reinplace`], PyTorch's reinplacing;
+//! `AOT_REINPLACE=0` turns that off).
 
 use crate::error::{AotError, Result};
 use crate::executor::liveness::Liveness;
@@ -82,6 +85,22 @@ fn compile(
 pub(crate) fn inference_compiler(fg: &FunctionalGraph) -> Result<Scheduled> {
     let live = inference_live_out(fg);
     compile(&format!("`{}` (inference)", fg.name), Stage::Functional, &fg.nodes, fg.num_values, &[], &live, &fg.params)
+}
+
+/// The inference stage as kernels that store over the written arguments
+/// (reinplacing), when `fg` has that shape; printed when `AOT_LOG=kernels`.
+pub(crate) fn inference_reinplace(fg: &FunctionalGraph) -> Option<crate::executor::kernel::Reinplace> {
+    // `AOT_REINPLACE=0` keeps the ordinary plan (to measure against).
+    if !kernels_enabled() || std::env::var("AOT_REINPLACE").is_ok_and(|v| v == "0") {
+        return None;
+    }
+    let r = crate::executor::kernel::Reinplace::plan(fg)?;
+    if log_enabled() {
+        for k in r.kernels() {
+            eprintln!("[aot kernels] `{}` (inference, in place):\n{}", fg.name, k.listing(Names::params(&fg.params)));
+        }
+    }
+    Some(r)
 }
 
 /// The values of `fg` read after its stage: outputs, copy-backs and

@@ -2,7 +2,8 @@
 //! apply the input mutations and hand out the outputs.
 //!
 //! - Data mutations: the final version of each written input group is
-//!   copied back over the caller's storage (`copy_`), or, for a write
+//!   copied back over the caller's storage (`copy_`), or is already there
+//!   (a kernel stored it in place: `executor/kernel/inplace.rs`), or, for a write
 //!   deferred to here (`executor/deferred.rs`), the write itself runs on
 //!   the caller's tensor. A group's version
 //!   has the caller's geometry on a copy of the whole storage, so copying
@@ -77,6 +78,12 @@ pub(crate) fn apply(
             continue;
         }
         let (dst, src) = (base(bases, group)?, get(env, v)?);
+        if std::sync::Arc::ptr_eq(dst.storage(), src.storage()) {
+            // A kernel stored the final version over the caller's storage
+            // (reinplacing): only the version counter is left to bump.
+            dst.storage().bump_version();
+            continue;
+        }
         if only_in_env(fg, env, src) && dst.storage().swap_data(src.storage()) {
             // The final version's buffer becomes the caller's: no copy.
             dst.storage().bump_version();
@@ -86,6 +93,7 @@ pub(crate) fn apply(
         if !crate::executor::fast::copy_storage(&dst, src) {
             dst.storage_as_1d().copy_(&src.storage_as_1d())?;
         }
+        COPIED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     let mut regenerated: Vec<(aot_ir::ValueId, Tensor)> = Vec::new();
     let mut results = Outputs::with_capacity(fg.outputs.len());
@@ -131,6 +139,12 @@ pub(crate) fn apply(
 }
 
 static SWAPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static COPIED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many written input groups the epilogue copied back, in this process.
+pub(crate) fn copied_write_backs() -> u64 {
+    COPIED.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// How many written input groups took their new buffer without a copy, in
 /// this process.

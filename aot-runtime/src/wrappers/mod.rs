@@ -146,6 +146,9 @@ pub(crate) struct CallPlan {
     pub(crate) kernels: aot_ir::kernel::Scheduled,
     /// Per node of `kernels`, the values that die there.
     pub(crate) liveness: crate::executor::liveness::Liveness,
+    /// The graph as kernels stored over the written arguments, when it has
+    /// that shape (`executor/kernel/inplace.rs`).
+    pub(crate) reinplace: Option<crate::executor::kernel::Reinplace>,
     pub(crate) runtime: RuntimeWrapper,
     pub(crate) autograd: AOTDispatchAutograd,
 }
@@ -163,8 +166,9 @@ impl CallPlan {
         let runtime = RuntimeWrapper::pre_compile(&graph);
         let kernels = compilers::inference_compiler(&graph)?;
         let liveness = compilers::inference_liveness(&graph, &kernels);
+        let reinplace = compilers::inference_reinplace(&graph);
         let autograd = AOTDispatchAutograd::pre_compile();
-        Ok(CallPlan { debug_assert, mutations, dedupe, synthetic_base, graph, kernels, liveness, runtime, autograd })
+        Ok(CallPlan { debug_assert, mutations, dedupe, synthetic_base, graph, kernels, liveness, reinplace, runtime, autograd })
     }
 }
 
