@@ -217,3 +217,23 @@ fn crate_path_attribute() -> Result<()> {
     assert_close("renamed", &with_renamed_crate(&x)?, &x.exp()?);
     Ok(())
 }
+
+#[aot_fn]
+fn project(x: &Tensor, w: &Tensor) -> Tensor {
+    x.matmul(w)
+}
+
+#[test]
+fn run_time_errors_name_the_function_and_the_odd_operand() -> Result<()> {
+    let x = Tensor::ones(&[2, 3], DType::F32, &Device::Cpu)?;
+    let w = Tensor::ones(&[3, 2], DType::F64, &Device::Cpu)?;
+    // The receiver sets the expected dtype: the f64 `w` is blamed.
+    let e = project(&x, &w).expect_err("f32 @ f64");
+    assert!(matches!(&e, AotError::InFunction { func, arg: Some(a), .. } if func == "project" && a == "w"), "{e:?}");
+    // An error in the compiled backward names the function.
+    let xg = x.copy()?.requires_grad_(true)?;
+    let y = project(&xg, &x.t()?.contiguous()?)?;
+    let e = y.backward_with(&Tensor::ones(&[2, 2], DType::F64, &Device::Cpu)?).expect_err("f64 gradient");
+    assert!(matches!(&e, AotError::InFunction { func, .. } if func == "project (backward)"), "{e:?}");
+    Ok(())
+}
