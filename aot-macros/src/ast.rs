@@ -109,7 +109,12 @@ pub enum Expr {
     Not(Box<Expr>, SpanRange),
     /// `if cond { .. } else { .. }`: `cond` must be a `bool` parameter, and
     /// each value of it gets its own traced graph.
-    If { cond: Box<Expr>, then: Block, els: Option<Box<Expr>>, span: SpanRange },
+    If {
+        cond: Box<Expr>,
+        then: Block,
+        els: Option<Box<Expr>>,
+        span: SpanRange,
+    },
     /// `vec![a, b]`: a list of tensors to return as `Vec<Tensor>`.
     Vec(Vec<Expr>, SpanRange),
     Cast(Box<Expr>, ScalarTy, SpanRange),
@@ -301,7 +306,12 @@ fn int_literal(e: &syn::Expr) -> Option<i64> {
 /// when lowering, which knows what the name is.
 fn parse_if(i: &syn::ExprIf, span: SpanRange, errors: &mut Errors) -> Expr {
     if let syn::Expr::Let(l) = &*i.cond {
-        return report_unsupported(errors, SpanRange::of(l), "`if let`", Some("only `if flag { .. } else { .. }` on a `bool` parameter is supported"));
+        return report_unsupported(
+            errors,
+            SpanRange::of(l),
+            "`if let`",
+            Some("only `if flag { .. } else { .. }` on a `bool` parameter is supported"),
+        );
     }
     let cond = parse_expr(&i.cond, errors);
     let then = parse_block(&i.then_branch, errors);

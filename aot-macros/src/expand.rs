@@ -35,6 +35,16 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let krate = crate_path(attr, &mut errors);
     let func: ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
+        Err(_) if syn::parse2::<syn::ItemImpl>(item.clone()).is_ok() || syn::parse2::<syn::ItemTrait>(item.clone()).is_ok() => {
+            // The block itself is left out: its functions would be checked
+            // as plain Rust and add rustc's errors to ours.
+            errors.add(
+                SpanRange::of(&item),
+                "`#[aot_fn]` applies to single functions, not to an `impl` or `trait` block",
+                Some("put `#[aot_fn]` on each method (`&self` or `&mut self`) inside the `impl` block".into()),
+            );
+            return errors.to_compile_errors();
+        }
         Err(_) => {
             errors.add(
                 SpanRange::of(&item),
@@ -197,7 +207,10 @@ fn generate(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<Token
         match p.ty {
             // Spanned at the parameter: a type without `TensorTree` is
             // reported there.
-            _ if p.tree => quote_spanned!(p.span.start=> #krate::Arg::tree(&*#id)),
+            _ if p.tree => {
+                let krate = respan(krate.clone(), p.span.start);
+                quote_spanned!(p.span.start=> #krate::Arg::tree(&*#id))
+            }
             ParamType::TensorMut => quote!(#krate::Arg::from(&*#id)),
             _ => quote!(#krate::Arg::from(#id)),
         }
@@ -241,6 +254,22 @@ fn generate(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<Token
         },
     );
     Ok(quote!(#item_fn #holder))
+}
+
+/// `tokens` with every span set to `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            if let proc_macro2::TokenTree::Group(g) = &t {
+                let mut g2 = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                g2.set_span(span);
+                t = proc_macro2::TokenTree::Group(g2);
+            }
+            t.set_span(span);
+            t
+        })
+        .collect()
 }
 
 /// How the generated code reaches the compiled form: `NAME::compiled` for a
@@ -311,16 +340,19 @@ fn emit_fn(func: &ItemFn, krate: &TokenStream, body: TokenStream) -> TokenStream
     let name = &func.sig.ident;
     let generics = &func.sig.generics;
     let where_clause = &func.sig.generics.where_clause;
-    let params = func.sig.inputs.iter().map(|a| match a {
+    let params = func.sig.inputs.iter().filter_map(|a| match a {
         FnArg::Typed(pt) => {
             let mut pt = pt.clone();
             if let syn::Pat::Ident(p) = &mut *pt.pat {
                 p.mutability = None;
             }
-            quote!(#pt)
+            Some(quote!(#pt))
         }
-        FnArg::Receiver(r) => quote!(#r),
+        // `self` by value is reported; dropping it keeps rustc quiet.
+        FnArg::Receiver(r) if r.reference.is_none() || r.colon_token.is_some() => None,
+        FnArg::Receiver(r) => Some(quote!(#r)),
     });
+
     let ret = match &func.sig.output {
         ReturnType::Default => quote!(()),
         ReturnType::Type(_, ty) => quote!(#ty),

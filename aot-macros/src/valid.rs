@@ -86,7 +86,13 @@ pub fn signature(sig: &syn::Signature, errors: &mut Errors) -> Option<Signature>
             // struct parameter named `self` (rustc checks the trait).
             FnArg::Receiver(r) if r.reference.is_some() && r.colon_token.is_none() => {
                 let ty = if r.mutability.is_some() { ParamType::TensorMut } else { ParamType::Tensor };
-                params.push(ParamSig { ident: Ident::new("self", r.self_token.span), mutable: false, ty, tree: true, span: SpanRange::of(r) });
+                params.push(ParamSig {
+                    ident: Ident::new("self", r.self_token.span),
+                    mutable: false,
+                    ty,
+                    tree: true,
+                    span: SpanRange::of(r),
+                });
             }
             FnArg::Receiver(r) => errors.add(
                 SpanRange::of(r),

@@ -72,11 +72,7 @@ impl Lower<'_> {
                 }
                 Val::Poison => return Val::Poison,
                 other => {
-                    self.errors.add(
-                        at.unwrap_or(span),
-                        format!("`{}` expects a number here, found {}", f.name(), other.describe()),
-                        None,
-                    );
+                    self.errors.add(at.unwrap_or(span), format!("`{}` expects a number here, found {}", f.name(), other.describe()), None);
                     return Val::Poison;
                 }
             }
@@ -126,7 +122,11 @@ impl Lower<'_> {
             }
             Val::Poison => Val::Poison,
             _ => {
-                self.errors.add(index.span(), "index `shape()` with an integer literal or a loop variable", Some("write `x.shape()[0]`".into()));
+                self.errors.add(
+                    index.span(),
+                    "index `shape()` with an integer literal or a loop variable",
+                    Some("write `x.shape()[0]`".into()),
+                );
                 Val::Poison
             }
         }
@@ -144,11 +144,7 @@ impl Lower<'_> {
         };
         let help = "sizes are read from the call's arguments: take them from a parameter (`x.size(0)`) or a field of a struct parameter";
         let Some(p) = self.b.graph().param_of(id) else {
-            self.errors.add(
-                recv_span,
-                format!("`{what}` of a computed tensor is not supported in an `#[aot_fn]` body"),
-                Some(help.into()),
-            );
+            self.errors.add(recv_span, format!("`{what}` of a computed tensor is not supported in an `#[aot_fn]` body"), Some(help.into()));
             return None;
         };
         let reshaped = self.b.graph().nodes.iter().any(|n| {
@@ -177,7 +173,11 @@ impl Lower<'_> {
                 }
             },
             other => {
-                self.errors.add(span, format!("cannot apply `!` to {}", other.describe()), Some("compare tensors elementwise with `eq`/`ne`".into()));
+                self.errors.add(
+                    span,
+                    format!("cannot apply `!` to {}", other.describe()),
+                    Some("compare tensors elementwise with `eq`/`ne`".into()),
+                );
                 Val::Poison
             }
         }
@@ -268,7 +268,9 @@ fn expr_switches(e: &Expr, out: &mut Vec<String>) {
             expr_switches(recv, out);
             args.iter().for_each(|a| expr_switches(a, out));
         }
-        Expr::Static { args: xs, .. } | Expr::List(xs, _) | Expr::Tuple(xs, _) | Expr::Vec(xs, _) => xs.iter().for_each(|a| expr_switches(a, out)),
+        Expr::Static { args: xs, .. } | Expr::List(xs, _) | Expr::Tuple(xs, _) | Expr::Vec(xs, _) => {
+            xs.iter().for_each(|a| expr_switches(a, out))
+        }
         Expr::Binary { lhs, rhs, .. } | Expr::Index(lhs, rhs, _) => {
             expr_switches(lhs, out);
             expr_switches(rhs, out);

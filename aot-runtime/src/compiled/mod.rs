@@ -540,8 +540,9 @@ pub mod __private {
     /// traced with the parameter at `switch_args[j]` equal to bit `j` of
     /// `k`.
     pub fn load_variants(fns: Vec<CompiledFn>, switch_args: &[usize]) -> CompiledFn {
-        let v = super::variants::Variants::new(fns, switch_args)
-            .unwrap_or_else(|| panic!("aot: the traced variants do not match their switches; rebuild with matching aot-macros and aot-runtime"));
+        let v = super::variants::Variants::new(fns, switch_args).unwrap_or_else(|| {
+            panic!("aot: the traced variants do not match their switches; rebuild with matching aot-macros and aot-runtime")
+        });
         let mut f = v.all()[0].clone();
         f.variants = Some(std::sync::Arc::new(v));
         f
