@@ -178,7 +178,11 @@ pub enum ScalarExpr {
     /// `x.size(dim)` of the tensor parameter `param`, read from the call's
     /// argument: the call's scalar values hold it at `slot` (after the
     /// parameters; see [`Graph::sizes`](crate::Graph::sizes)).
-    Size { param: usize, dim: i64, slot: usize },
+    Size {
+        param: usize,
+        dim: i64,
+        slot: usize,
+    },
 }
 
 /// The methods of Rust's `f64`/`i64` that the DSL evaluates on scalars.
@@ -281,7 +285,8 @@ impl ScalarFn {
 
     fn eval(self, args: &[ScalarValue]) -> Result<ScalarValue, ScalarError> {
         use ScalarValue as V;
-        let bad = || ScalarError::BadOperands { op: self.name(), lhs: args.first().map_or("nothing", |v| v.ty().name()), rhs: "its arguments" };
+        let bad =
+            || ScalarError::BadOperands { op: self.name(), lhs: args.first().map_or("nothing", |v| v.ty().name()), rhs: "its arguments" };
         let f = |v: ScalarValue| match v {
             V::F64(x) => Ok(x),
             V::I64(x) => Ok(x as f64),
