@@ -209,7 +209,11 @@ fn generate(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<Token
             // reported there.
             _ if p.tree => {
                 let krate = respan(krate.clone(), p.span.start);
-                quote_spanned!(p.span.start=> #krate::Arg::tree(&*#id))
+                // A shared borrow is passed as it is; `&mut` is reborrowed.
+                match p.ty {
+                    ParamType::TensorMut => quote_spanned!(p.span.start=> #krate::Arg::tree(&*#id)),
+                    _ => quote_spanned!(p.span.start=> #krate::Arg::tree(#id)),
+                }
             }
             ParamType::TensorMut => quote!(#krate::Arg::from(&*#id)),
             _ => quote!(#krate::Arg::from(#id)),
@@ -315,7 +319,7 @@ fn fallback(func: &ItemFn, method: bool, krate: &TokenStream, errors: &Errors) -
     if method {
         // Inside an `impl` block only associated items may follow, so the
         // errors go into the body.
-        let item_fn = emit_fn(&func, krate, quote!({ #errs #never }));
+        let item_fn = emit_fn(func, krate, quote!({ #errs #never }));
         return quote! {
             #[allow(unused_variables, unreachable_code)]
             #item_fn

@@ -354,7 +354,13 @@ impl Lower<'_> {
         if sig.ret_vec {
             return match tail {
                 Val::Poison => None,
-                Val::Tuple(vals) if vals.iter().all(|v| matches!(v, Val::Tensor(_) | Val::Poison)) => vals.iter().map(tensor).collect(),
+                // `vec![..]` lowers to a tuple value; a tuple literal is not a `Vec`.
+                Val::Tuple(vals)
+                    if !matches!(body.tail.as_deref(), Some(Expr::Tuple(..)))
+                        && vals.iter().all(|v| matches!(v, Val::Tensor(_) | Val::Poison)) =>
+                {
+                    vals.iter().map(tensor).collect()
+                }
                 other => {
                     self.errors.add(
                         at,
