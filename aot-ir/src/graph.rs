@@ -28,6 +28,12 @@ pub struct Graph {
     /// parameter's value is returned as that very tensor.
     pub outputs: Vec<ValueId>,
     pub ret: ReturnKind,
+    /// The sizes the body reads (`x.size(d)`, `x.shape()[d]`): per entry
+    /// the tensor parameter and the dim (negative from the end). A call's
+    /// scalar values hold entry `k` at position `params.len() + k`, where
+    /// [`ScalarExpr::Size`] reads it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sizes: Vec<(usize, i64)>,
 }
 
 /// The declared return type.
@@ -135,6 +141,7 @@ impl GraphBuilder {
                 nodes: Vec::new(),
                 outputs: Vec::new(),
                 ret: ReturnKind::Unit,
+                sizes: Vec::new(),
             },
             no_grad: false,
         }
@@ -160,6 +167,21 @@ impl GraphBuilder {
         let span = SpanId(self.graph.params.len() as u32);
         self.param(name, ty, span);
         ScalarExpr::Param(self.graph.params.len() - 1)
+    }
+
+    /// The expression reading `param`'s size at `dim` at call time (one
+    /// entry of [`Graph::sizes`] per distinct pair).
+    pub fn size(&mut self, param: usize, dim: i64) -> ScalarExpr {
+        let k = match self.graph.sizes.iter().position(|&s| s == (param, dim)) {
+            Some(k) => k,
+            None => {
+                self.graph.sizes.push((param, dim));
+                self.graph.sizes.len() - 1
+            }
+        };
+        // `slot` is `k` until `finish` knows the number of parameters
+        // (fields of struct parameters are added as the body uses them).
+        ScalarExpr::Size { param, dim, slot: k }
     }
 
     /// Sets whether the following nodes are inside a `no_grad` region; returns the previous setting.
@@ -202,6 +224,18 @@ impl GraphBuilder {
     pub fn finish(mut self, outputs: Vec<ValueId>, ret: ReturnKind) -> Graph {
         self.graph.outputs = outputs;
         self.graph.ret = ret;
+        if !self.graph.sizes.is_empty() {
+            let n = self.graph.params.len();
+            for node in &mut self.graph.nodes {
+                for arg in &mut node.args {
+                    match arg {
+                        Arg::Scalar(e) => offset_size_slots(e, n),
+                        Arg::Ints(items) => items.iter_mut().for_each(|e| offset_size_slots(e, n)),
+                        Arg::Tensor(_) | Arg::DType(_) => {}
+                    }
+                }
+            }
+        }
         self.graph
     }
 
@@ -209,6 +243,20 @@ impl GraphBuilder {
         let id = ValueId(self.graph.values.len() as u32);
         self.graph.values.push(ValueInfo { name, def });
         id
+    }
+}
+
+/// Moves the size slots of `e` behind the `n` parameters.
+fn offset_size_slots(e: &mut ScalarExpr, n: usize) {
+    match e {
+        ScalarExpr::Size { slot, .. } => *slot += n,
+        ScalarExpr::Neg(x) | ScalarExpr::Cast(_, x) => offset_size_slots(x, n),
+        ScalarExpr::Bin(_, a, b) => {
+            offset_size_slots(a, n);
+            offset_size_slots(b, n);
+        }
+        ScalarExpr::Fn(_, args) => args.iter_mut().for_each(|a| offset_size_slots(a, n)),
+        ScalarExpr::F64(_) | ScalarExpr::I64(_) | ScalarExpr::Bool(_) | ScalarExpr::Param(_) => {}
     }
 }
 

@@ -44,5 +44,5 @@ pub use schema::{
     DedupeInfo, InputAliasInfo, MutationType, OutputAliasInfo, OutputType, SyntheticBaseEntry, SyntheticBaseInfo, TangentMeta,
     ViewAndMutationMeta,
 };
-pub use types::{Arg, IrDType, ParamType, ScalarBinOp, ScalarError, ScalarExpr, ScalarTy, ScalarValue, SpanId, ValueId};
+pub use types::{Arg, IrDType, ParamType, ScalarBinOp, ScalarError, ScalarExpr, ScalarFn, ScalarTy, ScalarValue, SpanId, ValueId};
 pub use verify::{checked, verify, Stage, VerifyError};

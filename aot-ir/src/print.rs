@@ -133,6 +133,15 @@ impl<'a> Names<'a> {
                 };
                 format!("({} as {ty})", self.scalar_text(e))
             }
+            ScalarExpr::Fn(f, args) => {
+                let rest: Vec<String> = args.iter().skip(1).map(|a| self.scalar_text(a)).collect();
+                let recv = args.first().map_or_else(String::new, |a| self.scalar_text(a));
+                format!("{recv}.{}({})", f.name(), rest.join(", "))
+            }
+            ScalarExpr::Size { param, dim, .. } => {
+                let name = self.params.get(*param).map_or_else(|| format!("${param}"), |p| p.name.clone());
+                format!("{name}.size({dim})")
+            }
         }
     }
 }

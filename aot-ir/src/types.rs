@@ -172,6 +172,158 @@ pub enum ScalarExpr {
     Bin(ScalarBinOp, Box<ScalarExpr>, Box<ScalarExpr>),
     /// `expr as f64` / `expr as i64` (and the other numeric casts, folded onto these two).
     Cast(ScalarTy, Box<ScalarExpr>),
+    /// A method of Rust's numbers on scalars (`b2.powi(t)`, `x.sqrt()`,
+    /// `a.max(b)`): the receiver first, then the arguments.
+    Fn(ScalarFn, Vec<ScalarExpr>),
+    /// `x.size(dim)` of the tensor parameter `param`, read from the call's
+    /// argument: the call's scalar values hold it at `slot` (after the
+    /// parameters; see [`Graph::sizes`](crate::Graph::sizes)).
+    Size {
+        param: usize,
+        dim: i64,
+        slot: usize,
+    },
+}
+
+/// The methods of Rust's `f64`/`i64` that the DSL evaluates on scalars.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ScalarFn {
+    Sqrt,
+    Exp,
+    Ln,
+    Log2,
+    Log10,
+    Sin,
+    Cos,
+    Tan,
+    Tanh,
+    Floor,
+    Ceil,
+    Round,
+    Recip,
+    Abs,
+    Powi,
+    Powf,
+    Min,
+    Max,
+}
+
+impl ScalarFn {
+    /// Every function, for name lookups and the docs.
+    pub const ALL: [ScalarFn; 18] = [
+        ScalarFn::Sqrt,
+        ScalarFn::Exp,
+        ScalarFn::Ln,
+        ScalarFn::Log2,
+        ScalarFn::Log10,
+        ScalarFn::Sin,
+        ScalarFn::Cos,
+        ScalarFn::Tan,
+        ScalarFn::Tanh,
+        ScalarFn::Floor,
+        ScalarFn::Ceil,
+        ScalarFn::Round,
+        ScalarFn::Recip,
+        ScalarFn::Abs,
+        ScalarFn::Powi,
+        ScalarFn::Powf,
+        ScalarFn::Min,
+        ScalarFn::Max,
+    ];
+
+    /// The Rust method name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarFn::Sqrt => "sqrt",
+            ScalarFn::Exp => "exp",
+            ScalarFn::Ln => "ln",
+            ScalarFn::Log2 => "log2",
+            ScalarFn::Log10 => "log10",
+            ScalarFn::Sin => "sin",
+            ScalarFn::Cos => "cos",
+            ScalarFn::Tan => "tan",
+            ScalarFn::Tanh => "tanh",
+            ScalarFn::Floor => "floor",
+            ScalarFn::Ceil => "ceil",
+            ScalarFn::Round => "round",
+            ScalarFn::Recip => "recip",
+            ScalarFn::Abs => "abs",
+            ScalarFn::Powi => "powi",
+            ScalarFn::Powf => "powf",
+            ScalarFn::Min => "min",
+            ScalarFn::Max => "max",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ScalarFn> {
+        ScalarFn::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// How many arguments besides the receiver.
+    pub fn arity(self) -> usize {
+        match self {
+            ScalarFn::Powi | ScalarFn::Powf | ScalarFn::Min | ScalarFn::Max => 1,
+            _ => 0,
+        }
+    }
+
+    /// The result class for these argument classes (receiver first);
+    /// `None` when Rust would not accept them (`powi` on an integer).
+    pub fn result_ty(self, args: &[ScalarTy]) -> Option<ScalarTy> {
+        use ScalarTy::{Bool, Float, Int};
+        if args.contains(&Bool) || args.len() != self.arity() + 1 {
+            return None;
+        }
+        match self {
+            // Rust's `abs`, `min`, `max` keep integers integers.
+            ScalarFn::Abs if args[0] == Int => Some(Int),
+            ScalarFn::Min | ScalarFn::Max if args[0] == Int && args[1] == Int => Some(Int),
+            ScalarFn::Powi if args[1] != Int => None,
+            _ => Some(Float),
+        }
+    }
+
+    fn eval(self, args: &[ScalarValue]) -> Result<ScalarValue, ScalarError> {
+        use ScalarValue as V;
+        let bad =
+            || ScalarError::BadOperands { op: self.name(), lhs: args.first().map_or("nothing", |v| v.ty().name()), rhs: "its arguments" };
+        let f = |v: ScalarValue| match v {
+            V::F64(x) => Ok(x),
+            V::I64(x) => Ok(x as f64),
+            V::Bool(_) => Err(bad()),
+        };
+        Ok(match (self, args) {
+            (ScalarFn::Abs, [V::I64(x)]) => V::I64(x.checked_abs().ok_or(ScalarError::Overflow)?),
+            (ScalarFn::Min, [V::I64(x), V::I64(y)]) => V::I64(*x.min(y)),
+            (ScalarFn::Max, [V::I64(x), V::I64(y)]) => V::I64(*x.max(y)),
+            // Rust's `powi` takes an `i32`; larger exponents saturate (the
+            // result is 0, 1 or infinite long before that matters).
+            (ScalarFn::Powi, [x, V::I64(n)]) => V::F64(f(*x)?.powi((*n).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32)),
+            (ScalarFn::Powf, [x, y]) => V::F64(f(*x)?.powf(f(*y)?)),
+            (ScalarFn::Min, [x, y]) => V::F64(f(*x)?.min(f(*y)?)),
+            (ScalarFn::Max, [x, y]) => V::F64(f(*x)?.max(f(*y)?)),
+            (unary, [x]) if unary.arity() == 0 => {
+                let x = f(*x)?;
+                V::F64(match unary {
+                    ScalarFn::Sqrt => x.sqrt(),
+                    ScalarFn::Exp => x.exp(),
+                    ScalarFn::Ln => x.ln(),
+                    ScalarFn::Log2 => x.log2(),
+                    ScalarFn::Log10 => x.log10(),
+                    ScalarFn::Sin => x.sin(),
+                    ScalarFn::Cos => x.cos(),
+                    ScalarFn::Tan => x.tan(),
+                    ScalarFn::Tanh => x.tanh(),
+                    ScalarFn::Floor => x.floor(),
+                    ScalarFn::Ceil => x.ceil(),
+                    ScalarFn::Round => x.round(),
+                    ScalarFn::Recip => x.recip(),
+                    _ => x.abs(),
+                })
+            }
+            _ => return Err(bad()),
+        })
+    }
 }
 
 /// A scalar computed at call time.
@@ -233,6 +385,8 @@ impl ScalarExpr {
                 _ => ScalarTy::Float,
             },
             ScalarExpr::Cast(t, _) => *t,
+            ScalarExpr::Fn(f, args) => f.result_ty(&args.iter().map(|a| a.ty(params)).collect::<Option<Vec<_>>>()?)?,
+            ScalarExpr::Size { .. } => ScalarTy::Int,
         })
     }
 
@@ -259,6 +413,11 @@ impl ScalarExpr {
                 (ScalarTy::Int, V::I64(v)) => V::I64(v),
                 (ScalarTy::Bool, V::Bool(v)) => V::Bool(v),
                 _ => return Err(ScalarError::BadCast),
+            },
+            ScalarExpr::Fn(f, args) => f.eval(&args.iter().map(|a| a.eval(params)).collect::<Result<Vec<_>, _>>()?)?,
+            ScalarExpr::Size { param, slot, .. } => match params.get(*slot).copied().flatten() {
+                Some(v @ V::I64(_)) => v,
+                _ => return Err(ScalarError::MissingParam(*param)),
             },
         })
     }

@@ -2,7 +2,7 @@
 //!
 //! `syn` accepts all of Rust; the DSL is a small part of it. This step maps
 //! the part we support onto our own tree and reports everything else
-//! (closures, `match`, `if`, `while`, `?`, `self`, ...) with a span and a
+//! (closures, `match`, `while`, `?`, ...) with a span and a
 //! hint. Unsupported syntax becomes [`Expr::Error`], so the later steps can
 //! go on and report further problems without repeating this one.
 
@@ -15,6 +15,17 @@ use syn::Ident;
 pub struct Block {
     pub stmts: Vec<Stmt>,
     pub tail: Option<Box<Expr>>,
+}
+
+/// What a method name means besides (or instead of) a tensor op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Special {
+    /// A method of Rust's numbers (`b2.powi(t)`, `x.sqrt()`).
+    Scalar(aot_ir::ScalarFn),
+    /// `x.size(d)`: a dim's size at call time.
+    Size,
+    /// `x.shape()`: indexed with a literal (`x.shape()[0]`).
+    Shape,
 }
 
 #[derive(Debug)]
@@ -74,6 +85,9 @@ pub enum Expr {
         span: SpanRange,
         call: SpanRange,
         op: Option<aot_ir::OpKind>,
+        /// Set by validation when the name is also (or only) a method of
+        /// scalars or a size query; lowering picks by the receiver's kind.
+        special: Option<Special>,
     },
     /// `Tensor::func(args)`: a static op (`Tensor::cat(&[&a, &b], 0)`);
     /// `op` as for [`Expr::Method`].
@@ -91,6 +105,18 @@ pub enum Expr {
         span: SpanRange,
     },
     Neg(Box<Expr>, SpanRange),
+    /// `!flag` on a bool.
+    Not(Box<Expr>, SpanRange),
+    /// `if cond { .. } else { .. }`: `cond` must be a `bool` parameter, and
+    /// each value of it gets its own traced graph.
+    If {
+        cond: Box<Expr>,
+        then: Block,
+        els: Option<Box<Expr>>,
+        span: SpanRange,
+    },
+    /// `vec![a, b]`: a list of tensors to return as `Vec<Tensor>`.
+    Vec(Vec<Expr>, SpanRange),
     Cast(Box<Expr>, ScalarTy, SpanRange),
     NoGrad(Block, SpanRange),
     Block(Block, SpanRange),
@@ -118,6 +144,9 @@ impl Expr {
             | Expr::Static { span: s, .. }
             | Expr::Binary { span: s, .. }
             | Expr::Neg(_, s)
+            | Expr::Not(_, s)
+            | Expr::If { span: s, .. }
+            | Expr::Vec(_, s)
             | Expr::Cast(_, _, s)
             | Expr::NoGrad(_, s)
             | Expr::Block(_, s)
@@ -273,14 +302,41 @@ fn int_literal(e: &syn::Expr) -> Option<i64> {
     }
 }
 
+/// `if cond { .. } else ..`; whether `cond` may be branched on is decided
+/// when lowering, which knows what the name is.
+fn parse_if(i: &syn::ExprIf, span: SpanRange, errors: &mut Errors) -> Expr {
+    if let syn::Expr::Let(l) = &*i.cond {
+        return report_unsupported(
+            errors,
+            SpanRange::of(l),
+            "`if let`",
+            Some("only `if flag { .. } else { .. }` on a `bool` parameter is supported"),
+        );
+    }
+    let cond = parse_expr(&i.cond, errors);
+    let then = parse_block(&i.then_branch, errors);
+    let els = i.else_branch.as_ref().map(|(_, e)| Box::new(parse_expr(e, errors)));
+    Expr::If { cond: Box::new(cond), then, els, span }
+}
+
 fn parse_macro(mac: &syn::Macro, errors: &mut Errors) -> Expr {
     let span = SpanRange::of(mac);
+    if mac.path.is_ident("vec") {
+        let parser = syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated;
+        return match mac.parse_body_with(parser) {
+            Ok(items) => Expr::Vec(items.iter().map(|x| parse_expr(x, errors)).collect(), span),
+            Err(e) => {
+                errors.push(e);
+                Expr::Error(span)
+            }
+        };
+    }
     if !mac.path.is_ident("no_grad") {
         let name = mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
         errors.add(
             SpanRange::of(&mac.path),
             format!("macro `{name}!` is not supported in an `#[aot_fn]` body"),
-            Some("the only macro of the DSL is `no_grad! { .. }`".into()),
+            Some("the macros of the DSL are `no_grad! { .. }` and `vec![..]` (to return `Vec<Tensor>`)".into()),
         );
         return Expr::Error(span);
     }
@@ -307,13 +363,14 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             let recv = parse_expr(&m.receiver, errors);
             let args = m.args.iter().map(|a| parse_expr(a, errors)).collect();
             let call = SpanRange::single(m.method.span()).to(SpanRange::single(m.paren_token.span.join()));
-            Expr::Method { recv: Box::new(recv), method: m.method.clone(), args, span, call, op: None }
+            Expr::Method { recv: Box::new(recv), method: m.method.clone(), args, span, call, op: None, special: None }
         }
         syn::Expr::Binary(b) => parse_binary(b, span, errors),
         syn::Expr::Unary(u) => match u.op {
             syn::UnOp::Neg(_) => Expr::Neg(Box::new(parse_expr(&u.expr, errors)), span),
             syn::UnOp::Deref(_) => unsupported("dereferencing (`*`)", Some("use the tensor directly: `a`")),
-            _ => unsupported("the `!` operator", None),
+            syn::UnOp::Not(_) => Expr::Not(Box::new(parse_expr(&u.expr, errors)), span),
+            _ => unsupported("this operator", None),
         },
         // `&` on operands is accepted and ignored: `a.add(&b)` and `a.add(b)` are the same.
         syn::Expr::Reference(r) => parse_expr(&r.expr, errors),
@@ -329,7 +386,7 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         },
         syn::Expr::Closure(_) => unsupported("closures", Some("write the computation inline; the body is traced once at compile time")),
         syn::Expr::Match(_) => unsupported("`match`", Some("the traced program is a fixed sequence of ops; select values elementwise with `where_(&cond, &other)`")),
-        syn::Expr::If(_) => unsupported("`if`", Some("a branch on tensor values cannot be traced at compile time; select values elementwise with `where_(&cond, &other)`")),
+        syn::Expr::If(i) => parse_if(i, span, errors),
         syn::Expr::While(_) | syn::Expr::Loop(_) => unsupported("this loop", Some("only `for` loops over integer literal ranges (`for i in 0..4`) are supported; they are unrolled")),
         syn::Expr::ForLoop(_) => unsupported("a `for` loop in expression position", Some("use the loop as a statement")),
         syn::Expr::Return(_) => unsupported("`return`", Some("make the returned value the tail expression of the body")),
@@ -428,15 +485,10 @@ fn parse_binary(b: &syn::ExprBinary, span: SpanRange, errors: &mut Errors) -> Ex
 fn parse_path(p: &syn::ExprPath, span: SpanRange, errors: &mut Errors) -> Expr {
     if p.qself.is_none() {
         if let Some(ident) = p.path.get_ident() {
-            if ident == "self" {
-                errors.add(
-                    span,
-                    "`self` is not supported in an `#[aot_fn]` body",
-                    Some("`#[aot_fn]` functions are free functions; pass the tensors as arguments".into()),
-                );
-                return Expr::Error(span);
-            }
             return Expr::Var(ident.clone());
+        }
+        if let Some(v) = float_const(&p.path) {
+            return Expr::Float(v, span);
         }
         // `DType::F32`, also spelled with a crate prefix.
         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
@@ -449,9 +501,64 @@ fn parse_path(p: &syn::ExprPath, span: SpanRange, errors: &mut Errors) -> Expr {
     errors.add(
         span,
         "unsupported path in an `#[aot_fn]` body",
-        Some("refer to parameters and `let` bindings by name, and to dtypes as `DType::F32`".into()),
+        Some("refer to parameters and `let` bindings by name, to dtypes as `DType::F32`, and to constants as `f64::consts::PI`".into()),
     );
     Expr::Error(span)
+}
+
+/// A constant of `f64`/`f32` (`f64::consts::PI`, `std::f64::consts::E`,
+/// `f64::EPSILON`), as an `f64`.
+fn float_const(path: &syn::Path) -> Option<f64> {
+    use std::f64::consts as c;
+    let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let names: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let (ty, rest) = match names[..] {
+        ["std" | "core", ty, ref rest @ ..] | [ty, ref rest @ ..] if ty == "f64" || ty == "f32" => (ty, rest),
+        _ => return None,
+    };
+    let v = match rest {
+        ["consts", name] => match *name {
+            "PI" => c::PI,
+            "E" => c::E,
+            "TAU" => c::TAU,
+            "SQRT_2" => c::SQRT_2,
+            "LN_2" => c::LN_2,
+            "LN_10" => c::LN_10,
+            "LOG2_E" => c::LOG2_E,
+            "LOG10_E" => c::LOG10_E,
+            "FRAC_1_SQRT_2" => c::FRAC_1_SQRT_2,
+            "FRAC_2_SQRT_PI" => c::FRAC_2_SQRT_PI,
+            "FRAC_1_PI" => c::FRAC_1_PI,
+            "FRAC_2_PI" => c::FRAC_2_PI,
+            "FRAC_PI_2" => c::FRAC_PI_2,
+            "FRAC_PI_3" => c::FRAC_PI_3,
+            "FRAC_PI_4" => c::FRAC_PI_4,
+            "FRAC_PI_6" => c::FRAC_PI_6,
+            "FRAC_PI_8" => c::FRAC_PI_8,
+            _ => return None,
+        },
+        [name] if ty == "f64" => match *name {
+            "EPSILON" => f64::EPSILON,
+            "INFINITY" => f64::INFINITY,
+            "NEG_INFINITY" => f64::NEG_INFINITY,
+            "MAX" => f64::MAX,
+            "MIN" => f64::MIN,
+            "MIN_POSITIVE" => f64::MIN_POSITIVE,
+            _ => return None,
+        },
+        [name] => f64::from(match *name {
+            "EPSILON" => f32::EPSILON,
+            "INFINITY" => f32::INFINITY,
+            "NEG_INFINITY" => f32::NEG_INFINITY,
+            "MAX" => f32::MAX,
+            "MIN" => f32::MIN,
+            "MIN_POSITIVE" => f32::MIN_POSITIVE,
+            _ => return None,
+        }),
+        _ => return None,
+    };
+    // `f32::consts::PI` is the f32 constant, widened.
+    Some(if ty == "f32" { f64::from(v as f32) } else { v })
 }
 
 /// `f` of a call `Tensor::f(..)` (also with a path before `Tensor`).

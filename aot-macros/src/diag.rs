@@ -69,6 +69,18 @@ impl Errors {
         self.list.push(syn::Error::new_spanned(at, text));
     }
 
+    /// Adds `other`'s errors that are not already here (the same message
+    /// at the same place), as when each traced variant reports the same
+    /// mistake.
+    pub fn extend_unique(&mut self, other: Errors) {
+        for e in other.list {
+            let key = format!("{:?} {e}", e.span());
+            if !self.list.iter().any(|x| format!("{:?} {x}", x.span()) == key) {
+                self.list.push(e);
+            }
+        }
+    }
+
     pub fn push(&mut self, e: syn::Error) {
         self.list.push(e);
     }
@@ -87,26 +99,67 @@ impl Errors {
     }
 }
 
-/// The closest op name within an edit distance of 2, for "did you mean".
+/// The closest name: within 1 edit (a swap of neighbours counts as one)
+/// for names up to 4 letters, 2 up to 8, 3 beyond, so that a short name
+/// is not matched to an unrelated short one (`cat` is not `lt`). A PyTorch
+/// or NumPy spelling of an op under another name maps to it. Ties prefer a
+/// candidate that agrees on a trailing `_` (in place or not).
 pub fn suggest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let candidates: Vec<&'a str> = candidates.collect();
+    let alias = match name {
+        "concat" | "concatenate" | "hstack" | "vstack" => Some("cat"),
+        "clip" => Some("clamp"),
+        "clip_" => Some("clamp_"),
+        "transpose_dims" | "swapaxes" => Some("transpose"),
+        "clone" => Some("copy"),
+        "type" | "to" | "astype" => Some("to_dtype"),
+        "max" | "amax" => Some("amax_dim"),
+        "var" => Some("var_dim"),
+        "mean_dims" => Some("mean_dim"),
+        "logsoftmax" => Some("log_softmax"),
+        "fill" => Some("fill_"),
+        "zero" => Some("zero_"),
+        _ => None,
+    };
+    if let Some(a) = alias.and_then(|a| candidates.iter().copied().find(|c| *c == a)) {
+        return Some(a);
+    }
+    let len = name.chars().count();
+    let limit = match len {
+        0..=4 => 1,
+        5..=8 => 2,
+        _ => 3,
+    };
     candidates
+        .into_iter()
         .map(|c| (distance(name, c), c))
-        .filter(|(d, c)| *d <= 2 && *d < c.len().max(name.len()))
-        .min_by_key(|(d, _)| *d)
+        .filter(|(d, c)| *d <= limit && *d < c.len().max(len))
+        .min_by_key(|(d, c)| (*d, c.ends_with('_') != name.ends_with('_')))
         .map(|(_, c)| c)
 }
 
+/// Edit distance with adjacent transpositions (optimal string alignment).
 fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
     }
-    prev[b.len()]
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 #[cfg(test)]
@@ -119,5 +172,13 @@ mod tests {
         assert_eq!(suggest("sofmax", names.iter().copied()), Some("softmax"));
         assert_eq!(suggest("mull_", names.iter().copied()), Some("mul_"));
         assert_eq!(suggest("frobnicate", names.iter().copied()), None);
+        let ops: Vec<&str> = aot_ir::op::op_names().collect();
+        // A short unknown name is not matched to an unrelated short op.
+        assert_eq!(suggest("cta", ["lt", "le", "cat"].into_iter()), Some("cat"));
+        assert_eq!(suggest("cot", ["lt", "le"].into_iter()), None);
+        assert_eq!(suggest("concat", ops.iter().copied()), Some("cat"));
+        assert_eq!(suggest("clmap", ops.iter().copied()), Some("clamp"));
+        assert_eq!(suggest("clmap_", ops.iter().copied()), Some("clamp_"));
+        assert_eq!(suggest("clip", ops.iter().copied()), Some("clamp"));
     }
 }

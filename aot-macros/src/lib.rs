@@ -23,7 +23,8 @@ mod tests;
 
 use proc_macro::TokenStream;
 
-/// Traces an `#[aot_fn]` function at compile time. See the crate `aot_runtime`.
+/// Traces an `#[aot_fn]` function at compile time. The DSL reference is the
+/// `aot_runtime::dsl` module; use the attribute as `aot_runtime::aot_fn`.
 #[proc_macro_attribute]
 pub fn aot_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::expand(attr.into(), item.into()).into()

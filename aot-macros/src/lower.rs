@@ -22,7 +22,10 @@ use proc_macro2::TokenStream;
 use std::collections::HashMap;
 
 mod call;
+mod scalar;
 mod tree;
+
+pub use scalar::switch_names;
 
 /// Unrolled loops stop here rather than exhausting the compiler.
 const MAX_NODES: usize = 50_000;
@@ -41,6 +44,9 @@ pub struct Lowered {
     /// For a function returning a struct: the expression that builds it
     /// from the output variables.
     pub ret_struct: Option<TokenStream>,
+    /// The `let` bindings, loop variables and parameters the body never
+    /// reads, keyed by their declaration (for rustc's `unused_variables`).
+    pub unused: Vec<(String, syn::Ident)>,
 }
 
 impl Lowered {
@@ -62,6 +68,9 @@ enum Val {
     Tree(usize),
     /// A struct literal of tensors (to be returned).
     Struct(syn::Path, Vec<(syn::Member, Val)>),
+    /// `x.shape()` of the tensor parameter at this position: only indexed
+    /// (`x.shape()[0]`).
+    Shape(usize),
     Unit,
     /// An expression that already produced an error.
     Poison,
@@ -79,6 +88,7 @@ impl Val {
             Val::Tuple(_) => "a tuple",
             Val::Tree(_) => "a struct of tensors",
             Val::Struct(..) => "a struct",
+            Val::Shape(_) => "a shape (index it: `x.shape()[0]`)",
             Val::Unit => "`()`",
             Val::Poison => "an invalid value",
         }
@@ -90,6 +100,8 @@ impl Val {
 struct Binding {
     val: Val,
     mutable: bool,
+    /// The key of the user's declaration in `Lower::decls`.
+    decl: Option<String>,
 }
 
 struct Lower<'e> {
@@ -104,10 +116,18 @@ struct Lower<'e> {
     fields: HashMap<String, ValueId>,
     field_checks: Vec<(syn::Ident, Vec<TokenStream>)>,
     ret_struct: Option<TokenStream>,
+    /// The values of the switch parameters (by position) in this variant.
+    switches: HashMap<usize, bool>,
+    /// Every user declaration: its name and whether it was read.
+    decls: HashMap<String, (syn::Ident, bool)>,
+    /// The path of the runtime crate (`::aot_runtime`, or `crate = ..`).
+    krate: TokenStream,
 }
 
-/// Lowers a function. Returns `None` when errors were reported.
-pub fn lower(name: &str, sig: &Signature, body: &Block, errors: &mut Errors) -> Option<Lowered> {
+/// Lowers a function for one combination of its switch parameters'
+/// values (`switches`, by parameter position). Returns `None` when errors
+/// were reported.
+pub fn lower(name: &str, sig: &Signature, body: &Block, switches: HashMap<usize, bool>, errors: &mut Errors) -> Option<Lowered> {
     let before = errors.len();
     let mut l = Lower {
         b: GraphBuilder::new(name),
@@ -119,12 +139,18 @@ pub fn lower(name: &str, sig: &Signature, body: &Block, errors: &mut Errors) -> 
         fields: HashMap::new(),
         field_checks: Vec::new(),
         ret_struct: None,
+        switches,
+        decls: HashMap::new(),
+        krate: sig.krate.clone(),
     };
     for p in &sig.params {
         if p.tree {
             // Its fields become graph inputs when the body uses them.
             l.trees.push((p.ident.clone(), p.ty));
             l.bind(&p.ident.to_string(), Val::Tree(l.trees.len() - 1), false);
+            if p.ident != "self" {
+                l.declare(&p.ident);
+            }
             continue;
         }
         let span = l.span_id(p.span);
@@ -133,14 +159,17 @@ pub fn lower(name: &str, sig: &Signature, body: &Block, errors: &mut Errors) -> 
             None => Val::Scalar(ScalarExpr::Param(l.b.graph().params.len() - 1), p.ty.scalar_ty().unwrap_or(ScalarTy::Float)),
         };
         l.bind(&p.ident.to_string(), val, p.mutable);
+        l.declare(&p.ident);
     }
     let tail = l.block_stmts(body);
     let outputs = l.outputs(tail, body, sig);
     let spans = l.spans;
     let field_checks = l.field_checks;
     let ret_struct = l.ret_struct;
+    let mut unused: Vec<(String, syn::Ident)> = l.decls.into_iter().filter(|(_, (_, used))| !used).map(|(k, (id, _))| (k, id)).collect();
+    unused.sort_by(|a, b| a.0.cmp(&b.0));
     let outputs = outputs?;
-    let ret = if sig.ret_struct { ReturnKind::Tuple(outputs.len()) } else { sig.ret };
+    let ret = if sig.ret_struct || sig.ret_vec { ReturnKind::Tuple(outputs.len()) } else { sig.ret };
     let graph = l.b.finish(outputs, ret);
     if errors.len() > before {
         return None;
@@ -149,7 +178,7 @@ pub fn lower(name: &str, sig: &Signature, body: &Block, errors: &mut Errors) -> 
         errors.add(sig.ret_span, format!("internal error in `#[aot_fn]`: the lowered graph is invalid: {e}"), None);
         return None;
     }
-    Some(Lowered { graph, spans, field_checks, ret_struct })
+    Some(Lowered { graph, spans, field_checks, ret_struct, unused })
 }
 
 impl Lower<'_> {
@@ -163,12 +192,31 @@ impl Lower<'_> {
             self.b.name_value(id, name);
         }
         if let Some(scope) = self.scopes.last_mut() {
-            scope.insert(name.to_string(), Binding { val, mutable });
+            scope.insert(name.to_string(), Binding { val, mutable, decl: None });
         }
     }
 
-    fn lookup(&self, name: &str) -> Option<Val> {
-        self.scopes.iter().rev().find_map(|s| s.get(name)).map(|b| b.val.clone())
+    /// Records the user's declaration of the name just bound, so that an
+    /// unread one gets rustc's warning (names starting with `_` are exempt,
+    /// as in Rust).
+    fn declare(&mut self, id: &syn::Ident) {
+        let name = id.to_string();
+        if name.starts_with('_') {
+            return;
+        }
+        let key = format!("{name}@{:?}", id.span());
+        self.decls.entry(key.clone()).or_insert_with(|| (id.clone(), false));
+        if let Some(b) = self.scopes.last_mut().and_then(|s| s.get_mut(&name)) {
+            b.decl = Some(key);
+        }
+    }
+
+    fn lookup(&mut self, name: &str) -> Option<Val> {
+        let b = self.scopes.iter().rev().find_map(|s| s.get(name))?;
+        if let Some((_, used)) = b.decl.as_ref().and_then(|k| self.decls.get_mut(k)) {
+            *used = true;
+        }
+        Some(b.val.clone())
     }
 
     /// `name = value`: updates the binding where it lives, as Rust does, so
@@ -250,6 +298,7 @@ impl Lower<'_> {
                     self.scopes.push(HashMap::new());
                     if let Some(var) = var {
                         self.bind(&var.to_string(), Val::Scalar(ScalarExpr::I64(k), ScalarTy::Int), false);
+                        self.declare(var);
                     }
                     self.block_stmts(body);
                     self.scopes.pop();
@@ -273,7 +322,10 @@ impl Lower<'_> {
     fn bind_pat(&mut self, pat: &Pat, v: Val) {
         match (pat, v) {
             (Pat::Wild, _) => {}
-            (Pat::Bind(id, mutable), v) => self.bind(&id.to_string(), v, *mutable),
+            (Pat::Bind(id, mutable), v) => {
+                self.bind(&id.to_string(), v, *mutable);
+                self.declare(id);
+            }
             (Pat::Tuple(pats, _), Val::Tuple(vals)) if pats.len() == vals.len() => {
                 for (p, v) in pats.iter().zip(vals) {
                     self.bind_pat(p, v);
@@ -299,6 +351,26 @@ impl Lower<'_> {
             Val::Tensor(id) => Some(*id),
             _ => None,
         };
+        if sig.ret_vec {
+            return match tail {
+                Val::Poison => None,
+                // `vec![..]` lowers to a tuple value; a tuple literal is not a `Vec`.
+                Val::Tuple(vals)
+                    if !matches!(body.tail.as_deref(), Some(Expr::Tuple(..)))
+                        && vals.iter().all(|v| matches!(v, Val::Tensor(_) | Val::Poison)) =>
+                {
+                    vals.iter().map(tensor).collect()
+                }
+                other => {
+                    self.errors.add(
+                        at,
+                        format!("the function returns `Vec<Tensor>`, but the body ends in {}", describe_len(&other)),
+                        Some("end the body with `vec![a, b]`".into()),
+                    );
+                    None
+                }
+            };
+        }
         if sig.ret_struct {
             let mut outputs = Vec::new();
             return match tail {
@@ -387,11 +459,28 @@ impl Lower<'_> {
             }
             Expr::Tuple(items, _) if items.is_empty() => Val::Unit,
             Expr::Tuple(items, _) => Val::Tuple(items.iter().map(|x| self.expr(x)).collect()),
-            Expr::Method { recv, method, args, span, op, .. } => {
+            Expr::Method { recv, method, args, span, op, special, .. } => {
                 let recv_v = self.expr(recv);
                 let arg_vs: Vec<Val> = args.iter().map(|a| self.expr(a)).collect();
+                if let Some(sp) = *special {
+                    if let Some(v) = self.special(sp, method, &recv_v, recv.span(), &arg_vs, args, *span, op.is_some()) {
+                        return v;
+                    }
+                }
                 let Some(op) = *op else { return Val::Poison };
                 self.method(op, method, recv_v, recv.span(), arg_vs, args, *span)
+            }
+            Expr::If { cond, then, els, .. } => self.if_expr(cond, then, els.as_deref()),
+            Expr::Not(x, span) => {
+                let v = self.expr(x);
+                self.not(v, *span)
+            }
+            Expr::Vec(items, _) => Val::Tuple(items.iter().map(|x| self.expr(x)).collect()),
+            Expr::Index(base, index, _) if matches!(&**base, Expr::Method { special: Some(crate::ast::Special::Shape), .. }) => {
+                match self.expr(base) {
+                    Val::Shape(p) => self.shape_index(p, index),
+                    _ => Val::Poison,
+                }
             }
             Expr::Static { func, args, span, op, .. } => {
                 let Some(op) = *op else { return Val::Poison };

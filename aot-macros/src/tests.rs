@@ -12,7 +12,7 @@ fn listing(src: &str) -> String {
     let sig = valid::signature(&func.sig, &mut errors).expect("valid signature");
     let mut body = ast::parse_block(&func.block, &mut errors);
     valid::body(&mut body, &mut errors);
-    let lowered = lower::lower(&func.sig.ident.to_string(), &sig, &body, &mut errors);
+    let lowered = lower::lower(&func.sig.ident.to_string(), &sig, &body, Default::default(), &mut errors);
     assert!(errors.is_empty(), "{}", errors.to_compile_errors());
     lowered.expect("lowered").graph.to_string()
 }
@@ -125,7 +125,7 @@ fn errors_of(src: &str) -> String {
     let sig = valid::signature(&func.sig, &mut errors).expect("valid signature");
     let mut body = ast::parse_block(&func.block, &mut errors);
     valid::body(&mut body, &mut errors);
-    let _ = lower::lower(&func.sig.ident.to_string(), &sig, &body, &mut errors);
+    let _ = lower::lower(&func.sig.ident.to_string(), &sig, &body, Default::default(), &mut errors);
     errors.to_compile_errors().to_string()
 }
 
@@ -276,4 +276,19 @@ fn returned_structs_are_rebuilt_from_the_outputs() {
     assert!(out.contains(":: aot_runtime :: Result < Net >"), "{out}");
     assert!(out.contains("Net { l1 : Linear { w : __aot_out0 , b : __aot_out1 } , out : __aot_out2 }"), "{out}");
     assert!(out.contains("arity (& __aot_outputs , 3usize"), "{out}");
+}
+
+#[test]
+fn float_constants_resolve_with_and_without_std() {
+    for src in ["f64::consts::PI", "std::f64::consts::PI", "core::f64::consts::PI"] {
+        let e: syn::Expr = syn::parse_str(src).unwrap();
+        let mut errors = crate::diag::Errors::default();
+        match crate::ast::parse_expr(&e, &mut errors) {
+            crate::ast::Expr::Float(v, _) => assert_eq!(v, std::f64::consts::PI, "{src}"),
+            other => panic!("{src}: {other:?}"),
+        }
+    }
+    let e: syn::Expr = syn::parse_str("f32::consts::E").unwrap();
+    let mut errors = crate::diag::Errors::default();
+    assert!(matches!(crate::ast::parse_expr(&e, &mut errors), crate::ast::Expr::Float(v, _) if v == f64::from(std::f32::consts::E)));
 }

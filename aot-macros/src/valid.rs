@@ -5,9 +5,9 @@
 //! lowering; validation marks each call it accepted (`op: Some(..)`) so that
 //! lowering neither repeats an error nor trips over a call already reported.
 
-use crate::ast::{Block, Expr, Stmt};
+use crate::ast::{Block, Expr, Special, Stmt};
 use crate::diag::{suggest, Errors, SpanRange};
-use aot_ir::{op::op_names, OpKind, ParamKind, ParamType, ReturnKind};
+use aot_ir::{op::op_names, OpKind, ParamKind, ParamType, ReturnKind, ScalarFn};
 use syn::{FnArg, Ident, ReturnType, Type};
 
 /// One parameter of a valid signature.
@@ -29,6 +29,14 @@ pub struct Signature {
     /// The function returns a struct of tensors (`-> Mlp`): `ret` is
     /// decided by the struct the body builds.
     pub ret_struct: bool,
+    /// The function returns `Vec<Tensor>`: `ret` is decided by the
+    /// `vec![..]` the body ends in.
+    pub ret_vec: bool,
+    /// A method (`&self` or `&mut self`): its first parameter is `self`.
+    pub method: bool,
+    /// The path of the runtime crate: `::aot_runtime`, or the attribute's
+    /// `crate = ..` (set by `expand`).
+    pub krate: proc_macro2::TokenStream,
     pub ret_span: SpanRange,
 }
 
@@ -74,10 +82,22 @@ pub fn signature(sig: &syn::Signature, errors: &mut Errors) -> Option<Signature>
     let mut params = Vec::new();
     for input in &sig.inputs {
         match input {
+            // `&self` / `&mut self` of a type deriving `TensorTree`: a
+            // struct parameter named `self` (rustc checks the trait).
+            FnArg::Receiver(r) if r.reference.is_some() && r.colon_token.is_none() => {
+                let ty = if r.mutability.is_some() { ParamType::TensorMut } else { ParamType::Tensor };
+                params.push(ParamSig {
+                    ident: Ident::new("self", r.self_token.span),
+                    mutable: false,
+                    ty,
+                    tree: true,
+                    span: SpanRange::of(r),
+                });
+            }
             FnArg::Receiver(r) => errors.add(
                 SpanRange::of(r),
-                "`self` parameters are not supported by `#[aot_fn]`",
-                Some("`#[aot_fn]` works on free functions: pass the tensors as arguments".into()),
+                "`#[aot_fn]` methods take `&self` or `&mut self`",
+                Some("the type must derive `TensorTree`; its tensor fields become the graph's inputs (`self.w1`)".into()),
             ),
             FnArg::Typed(pt) => {
                 let (ident, mutable) = match &*pt.pat {
@@ -111,7 +131,10 @@ pub fn signature(sig: &syn::Signature, errors: &mut Errors) -> Option<Signature>
         return None;
     }
     let (ret, ret_struct) = ret?;
-    Some(Signature { params, ret, ret_struct, ret_span })
+    let ret_vec = matches!(&sig.output, ReturnType::Type(_, ty) if is_vec_of_tensor(ty));
+    let method = matches!(sig.inputs.first(), Some(FnArg::Receiver(_)));
+    let krate = quote::quote!(::aot_runtime);
+    Some(Signature { params, ret, ret_struct: ret_struct && !ret_vec, ret_vec, method, krate, ret_span })
 }
 
 fn is_tensor_path(ty: &Type) -> bool {
@@ -119,6 +142,18 @@ fn is_tensor_path(ty: &Type) -> bool {
         Type::Path(p) if p.qself.is_none() => p.path.segments.last().is_some_and(|s| s.ident == "Tensor" && s.arguments.is_empty()),
         Type::Group(g) => is_tensor_path(&g.elem),
         Type::Paren(p) => is_tensor_path(&p.elem),
+        _ => false,
+    }
+}
+
+/// `Vec<Tensor>`.
+fn is_vec_of_tensor(ty: &Type) -> bool {
+    let Type::Path(p) = ty else { return false };
+    let Some(last) = p.path.segments.last() else { return false };
+    match &last.arguments {
+        syn::PathArguments::AngleBracketed(a) if last.ident == "Vec" && a.args.len() == 1 => {
+            matches!(a.args.first(), Some(syn::GenericArgument::Type(t)) if is_tensor_path(t))
+        }
         _ => false,
     }
 }
@@ -172,9 +207,10 @@ fn scalar_type(p: &syn::TypePath) -> Option<ParamType> {
 /// The return kind, and whether it is a struct of tensors.
 fn return_kind(ty: &Type, errors: &mut Errors) -> Option<(ReturnKind, bool)> {
     const HELP: &str =
-        "return `Tensor`, a tuple of `Tensor`s such as `(Tensor, Tensor)`, a struct of tensors built in the body (`-> Mlp`), or nothing";
+        "return `Tensor`, a tuple of `Tensor`s such as `(Tensor, Tensor)`, `Vec<Tensor>`, a struct of tensors built in the body (`-> Mlp`), or nothing";
     match ty {
         t if is_tensor_path(t) => Some((ReturnKind::Single, false)),
+        t if is_vec_of_tensor(t) => Some((ReturnKind::Tuple(0), true)),
         Type::Tuple(t) if t.elems.is_empty() => Some((ReturnKind::Unit, false)),
         Type::Tuple(t) if t.elems.iter().all(is_tensor_path) => Some((ReturnKind::Tuple(t.elems.len()), false)),
         Type::Group(g) => return_kind(&g.elem, errors),
@@ -216,10 +252,21 @@ pub fn body(block: &mut Block, errors: &mut Errors) {
 
 fn expr(e: &mut Expr, errors: &mut Errors) {
     match e {
-        Expr::Method { recv, method, args, call, op, .. } => {
+        Expr::Method { recv, method, args, call, op, special, .. } => {
             expr(recv, errors);
             args.iter_mut().for_each(|a| expr(a, errors));
-            *op = method_call(method, args, *call, errors);
+            *special = special_method(method, args, *call, errors);
+            // A name that is only a scalar method or a size query is no op.
+            if special.is_none() || OpKind::from_name(&method.to_string()).is_some() {
+                *op = method_call(method, args, *call, errors, special.is_some());
+            }
+        }
+        Expr::If { cond, then, els, .. } => {
+            expr(cond, errors);
+            body(then, errors);
+            if let Some(e) = els {
+                expr(e, errors);
+            }
         }
         Expr::Static { func, args, call, op, .. } => {
             args.iter_mut().for_each(|a| expr(a, errors));
@@ -229,19 +276,45 @@ fn expr(e: &mut Expr, errors: &mut Errors) {
             expr(lhs, errors);
             expr(rhs, errors);
         }
-        Expr::Neg(x, _) | Expr::Cast(x, _, _) | Expr::Field(x, _, _) => expr(x, errors),
+        Expr::Neg(x, _) | Expr::Not(x, _) | Expr::Cast(x, _, _) | Expr::Field(x, _, _) => expr(x, errors),
         Expr::Struct(_, fields, _) => fields.iter_mut().for_each(|(_, x)| expr(x, errors)),
         Expr::Index(x, i, _) => {
             expr(x, errors);
             expr(i, errors);
         }
-        Expr::List(xs, _) | Expr::Tuple(xs, _) => xs.iter_mut().for_each(|x| expr(x, errors)),
+        Expr::List(xs, _) | Expr::Tuple(xs, _) | Expr::Vec(xs, _) => xs.iter_mut().for_each(|x| expr(x, errors)),
         Expr::NoGrad(b, _) | Expr::Block(b, _) => body(b, errors),
         Expr::Var(_) | Expr::Float(..) | Expr::Int(..) | Expr::Bool(..) | Expr::DType(..) | Expr::Error(_) => {}
     }
 }
 
-fn method_call(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut Errors) -> Option<OpKind> {
+/// A method of scalars (`powi`, `sqrt`) or a size query (`size`,
+/// `shape`), with its arity checked. Names that are also tensor ops
+/// (`sqrt`) are checked as both; lowering picks by the receiver.
+fn special_method(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut Errors) -> Option<Special> {
+    let name = method.to_string();
+    let (special, arity, usage) = match name.as_str() {
+        "size" => (Special::Size, 1, "x.size(dim)".to_string()),
+        "shape" => (Special::Shape, 0, "x.shape()[dim]".to_string()),
+        _ => {
+            let f = ScalarFn::from_name(&name)?;
+            let usage = if f.arity() == 1 { format!("x.{name}(y)") } else { format!("x.{name}()") };
+            (Special::Scalar(f), f.arity(), usage)
+        }
+    };
+    // A tensor op of the same name checks its own arity.
+    if args.len() != arity && OpKind::from_name(&name).is_none() {
+        errors.add(
+            call,
+            format!("`{name}` takes {arity} argument{} but {} supplied", if arity == 1 { "" } else { "s" }, args.len()),
+            Some(format!("call it as `{usage}`")),
+        );
+        return None;
+    }
+    Some(special)
+}
+
+fn method_call(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut Errors, special: bool) -> Option<OpKind> {
     let name = method.to_string();
     let at = SpanRange::single(method.span());
     if name == "clone" {
@@ -254,12 +327,18 @@ fn method_call(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut Erro
     }
     let Some(op) = OpKind::from_name(&name) else {
         let help = match suggest(&name, op_names()) {
+            Some(s) if OpKind::from_name(s).is_some_and(|k| k.sig().is_static()) => format!("did you mean `Tensor::{s}`?"),
             Some(s) => format!("did you mean `{s}`?"),
-            None => "see the list of ops in the `#[aot_fn]` documentation (CONTRACT.md)".into(),
+            None => format!("the ops are listed in the `aot_runtime::dsl` docs: {}", op_names().collect::<Vec<_>>().join(", ")),
         };
         errors.add(at, format!("unknown op `{name}` in an `#[aot_fn]` body"), Some(help));
         return None;
     };
+    // A scalar method of the same name with another arity (none today)
+    // leaves the tensor form's arity to lowering.
+    if special && args.len() != op.sig().params.len() {
+        return None;
+    }
     if op.sig().is_static() {
         errors.add(at, format!("`{name}` is not a method: it takes a list of tensors"), Some(format!("call it as `{}`", op.sig().usage)));
         return None;

@@ -109,7 +109,7 @@ pub(crate) fn scalar_values(g: &Graph, args: &[Arg]) -> Result<Vec<Option<Scalar
     // The commonest signature, checked first on every call: tensors only,
     // each passed a tensor (nothing to return).
     let is_tensor = |p: &aot_ir::Param, a: &Arg| matches!(p.ty, ParamType::Tensor | ParamType::TensorMut) && a.tensor().is_some();
-    if args.len() == g.params.len() && g.params.iter().zip(args).all(|(p, a)| is_tensor(p, a)) {
+    if g.sizes.is_empty() && args.len() == g.params.len() && g.params.iter().zip(args).all(|(p, a)| is_tensor(p, a)) {
         return Ok(Vec::new());
     }
     let sig_err = |msg: String| AotError::Signature { func: g.name.clone(), msg };
@@ -134,12 +134,39 @@ pub(crate) fn scalar_values(g: &Graph, args: &[Arg]) -> Result<Vec<Option<Scalar
         };
         Ok(v)
     });
+    if !g.sizes.is_empty() {
+        let mut values: Vec<Option<ScalarValue>> = values.collect::<Result<_>>()?;
+        for &(p, dim) in &g.sizes {
+            values.push(Some(ScalarValue::I64(size_of(g, args, p, dim)?)));
+        }
+        return Ok(values);
+    }
     if g.params.iter().all(|p| matches!(p.ty, ParamType::Tensor | ParamType::TensorMut)) {
         // Nothing to return (readers of the values look them up with
         // `get`): check the kinds without allocating, on every call.
         return values.try_for_each(|v| v.map(drop)).map(|()| Vec::new());
     }
     values.collect()
+}
+
+/// `x.size(dim)` of the tensor argument at `p`, for the body's
+/// `x.size(d)` and `x.shape()[d]`.
+fn size_of(g: &Graph, args: &[Arg], p: usize, dim: i64) -> Result<i64> {
+    let name = g.params.get(p).map_or("?", |p| p.name.as_str());
+    let t = args.get(p).and_then(Arg::tensor).ok_or_else(|| AotError::Signature {
+        func: g.name.clone(),
+        msg: format!("the body reads the size of `{name}`, but argument {p} is not a tensor"),
+    })?;
+    let shape = t.shape();
+    let rank = shape.len() as i64;
+    let d = if dim < 0 { dim + rank } else { dim };
+    match usize::try_from(d).ok().and_then(|d| shape.get(d)) {
+        Some(&n) => Ok(n as i64),
+        None => Err(AotError::Signature {
+            func: g.name.clone(),
+            msg: format!("the body reads `{name}.size({dim})`, but `{name}` has {rank} dims (shape {shape:?})"),
+        }),
+    }
 }
 
 /// The bases of a call's input groups, made on demand from its arguments.

@@ -42,6 +42,7 @@ pub mod compiled;
 pub mod cpu;
 pub mod cuda;
 pub mod device;
+pub mod dsl;
 pub mod dtype;
 pub mod error;
 pub(crate) mod executor;
@@ -52,6 +53,10 @@ pub mod tensor;
 pub mod tree;
 pub(crate) mod wrappers;
 
+/// Compiles a function of the tensor DSL (AOTAutograd at compile time).
+///
+/// The DSL reference, with every op, parameter and return form, is the
+/// [`dsl`] module.
 pub use aot_macros::aot_fn;
 pub use autograd::{is_grad_enabled, no_grad, NoGradGuard};
 pub use compiled::{Arg, CallReport, CompiledFn, KernelSource};

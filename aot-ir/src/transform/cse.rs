@@ -6,7 +6,7 @@
 use super::grad_rules::Prim;
 use super::ChainStep;
 use crate::op::OpKind;
-use crate::types::{Arg, IrDType, ScalarBinOp, ScalarExpr, ScalarTy, ValueId};
+use crate::types::{Arg, IrDType, ScalarBinOp, ScalarExpr, ScalarFn, ScalarTy, ValueId};
 
 /// A node's key; equal keys compute the same value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -34,6 +34,8 @@ pub(crate) enum ScalarKey {
     Neg(Box<ScalarKey>),
     Bin(ScalarBinOp, Box<ScalarKey>, Box<ScalarKey>),
     Cast(ScalarTy, Box<ScalarKey>),
+    Fn(ScalarFn, Vec<ScalarKey>),
+    Size(usize),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -128,6 +130,8 @@ fn scalar_key(s: &ScalarExpr) -> ScalarKey {
         ScalarExpr::Neg(e) => ScalarKey::Neg(Box::new(scalar_key(e))),
         ScalarExpr::Bin(op, a, b) => ScalarKey::Bin(*op, Box::new(scalar_key(a)), Box::new(scalar_key(b))),
         ScalarExpr::Cast(ty, e) => ScalarKey::Cast(*ty, Box::new(scalar_key(e))),
+        ScalarExpr::Fn(f, args) => ScalarKey::Fn(*f, args.iter().map(scalar_key).collect()),
+        ScalarExpr::Size { slot, .. } => ScalarKey::Size(*slot),
     }
 }
 

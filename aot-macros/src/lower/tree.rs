@@ -68,7 +68,8 @@ impl Lower<'_> {
         self.fields.insert(path, v);
         // Spanned at the user's tokens: a field that is not a tensor is
         // reported at the access, not at the attribute.
-        let check = quote_spanned!(e.span().start=> let _: &::aot_runtime::Tensor = &#used #(#access)*;);
+        let krate = &self.krate;
+        let check = quote_spanned!(e.span().start=> let _: &#krate::Tensor = &#used #(#access)*;);
         match self.field_checks.iter_mut().find(|(i, _)| *i == ident) {
             Some((_, list)) => list.push(check),
             None => self.field_checks.push((ident, vec![check])),

@@ -97,6 +97,9 @@ impl CompiledFn {
     /// # Ok::<(), AotError>(())
     /// ```
     pub fn graph_signature(&self, args: &[Arg]) -> Result<GraphSignature> {
+        if self.variants.is_some() {
+            return self.variant(args)?.graph_signature(args);
+        }
         let picked = match &self.boundary {
             Some(b) => b.pick(&self.graph.name, args)?,
             None => vec![None; self.graph.params.len()],

@@ -74,6 +74,9 @@ impl CompiledFn {
     /// without the `cuda` feature, `Device::Cuda` is
     /// `AotError::DeviceUnavailable`.
     pub fn kernels_for(&self, args: &[Arg], device: &Device) -> Result<Vec<KernelSource>> {
+        if self.variants.is_some() {
+            return self.variant(args)?.kernels_for(args, device);
+        }
         crate::arg::scalar_values(&self.graph, args)?;
         if let Device::Cuda(_) = device {
             crate::cuda::kernel_sources()?;

@@ -49,6 +49,7 @@ mod tests_compiled;
 mod tests_deferred;
 #[cfg(test)]
 mod tests_plan;
+mod variants;
 
 pub use crate::arg::Arg;
 pub use graph_signature::{BackwardSignature, GraphSignature};
@@ -79,6 +80,10 @@ pub struct CompiledFn {
     /// Set for functions with struct parameters: how their fields become
     /// graph inputs (`boundary.rs`).
     boundary: Option<Arc<boundary::Boundary>>,
+    /// Set for functions that branch on `bool` parameters: one traced
+    /// variant per combination of their values (`variants.rs`); this
+    /// function's own graph is the first variant's (every switch false).
+    variants: Option<Arc<variants::Variants>>,
 }
 
 impl CompiledFn {
@@ -89,12 +94,31 @@ impl CompiledFn {
             .map_err(|e| AotError::Internal { op: "CompiledFn::new", msg: format!("invalid graph `{}`: {e}", graph.name) })?;
         let meta = StaticMeta::compute(&graph);
         let may_write = reference::may_write(&graph, &meta);
-        Ok(CompiledFn { graph, meta, cache: Arc::default(), may_write, boundary: None })
+        Ok(CompiledFn { graph, meta, cache: Arc::default(), may_write, boundary: None, variants: None })
     }
 
-    /// The traced IR; its `Display` is the listing.
+    /// The traced IR; its `Display` is the listing. For a function whose
+    /// body branches on `bool` parameters (`if training { .. }`), the graph
+    /// traced with every such parameter `false`; [`graph_for`](Self::graph_for)
+    /// gives the one a call runs.
     pub fn graph(&self) -> &Graph {
         &self.graph
+    }
+
+    /// The traced IR a call with these arguments runs: [`graph`](Self::graph),
+    /// or for a function that branches on `bool` parameters, the variant
+    /// their values select.
+    pub fn graph_for(&self, args: &[Arg]) -> Result<&Graph> {
+        Ok(&self.variant(args)?.graph)
+    }
+
+    /// The variant a call with these arguments runs: itself unless the
+    /// body branches on `bool` parameters (`variants.rs`).
+    fn variant(&self, args: &[Arg]) -> Result<&CompiledFn> {
+        match &self.variants {
+            None => Ok(self),
+            Some(v) => v.pick(args),
+        }
     }
 
     /// The compile-time metadata template, before any call's facts.
@@ -131,7 +155,8 @@ impl CompiledFn {
     /// Struct arguments ([`Arg::tree`]) are flattened first: the report
     /// has one input per graph input (`m.w1`, ...).
     pub fn explain(&self, args: &[Arg]) -> Result<CallReport> {
-        self.with_flat(args, |args| self.explain_flat(args))
+        let f = self.variant(args)?;
+        f.with_flat(args, |args| f.explain_flat(args))
     }
 
     /// Runs `f` on the graph's arguments: `args` with struct arguments
@@ -227,7 +252,8 @@ impl CompiledFn {
 
     /// Runs the graph op by op on eager tensors: the reference semantics.
     pub fn run_eager(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
-        self.with_flat(args, |args| crate::executor::interp::run_source(&self.graph, args))
+        let f = self.variant(args)?;
+        f.with_flat(args, |args| crate::executor::interp::run_source(&f.graph, args))
     }
 
     /// The entry point of the functions `#[aot_fn]` generates.
@@ -251,6 +277,9 @@ impl CompiledFn {
     /// generated code calls: a small call allocates nothing for the list).
     #[doc(hidden)]
     pub fn __call_outputs(&self, args: &[Arg]) -> Result<Outputs> {
+        if let Some(v) = &self.variants {
+            return v.pick(args)?.__call_outputs(args);
+        }
         if self.boundary.is_some() {
             return self.with_flat(args, |args| self.call_flat(args));
         }
@@ -354,9 +383,10 @@ impl CompiledFn {
 
     /// The functional graph a call with these arguments runs, as a listing.
     pub fn functional_listing(&self, args: &[Arg]) -> Result<String> {
-        self.with_flat(args, |args| {
-            crate::arg::scalar_values(&self.graph, args)?;
-            let spec = self.cache.get(&self.graph, &self.meta, args)?;
+        let f = self.variant(args)?;
+        f.with_flat(args, |args| {
+            crate::arg::scalar_values(&f.graph, args)?;
+            let spec = f.cache.get(&f.graph, &f.meta, args)?;
             Ok(spec.plan.graph.listing())
         })
     }
@@ -386,12 +416,28 @@ impl CompiledFn {
         is_grad_enabled() && self.meta.records_history(|p| args.get(p).and_then(Arg::tensor).is_some_and(Tensor::requires_grad))
     }
 
-    /// How a call with these arguments runs: `"inference"`, `"compiled
-    /// training"`, or `"eager reference: <why>"` for a call that records
-    /// gradients through a function the joint graph does not cover yet.
-    /// For tests and diagnostics (`__private::call_path`).
-    fn call_path(&self, args: &[Arg]) -> Result<String> {
-        self.with_flat(args, |args| self.call_path_flat(args))
+    /// How a call with these arguments would run, without running it:
+    /// `"inference"` (no argument requires grad, or grad mode is off: the
+    /// functional graph), `"compiled training"` (the partitioned forward and
+    /// backward), or `"eager reference: <why>"` for a call that records
+    /// gradients in a way the compiled paths do not cover yet (the op-by-op
+    /// reference runs it, with the same results).
+    ///
+    /// ```
+    /// use aot_runtime::prelude::*;
+    /// #[aot_fn]
+    /// fn double(x: &Tensor) -> Tensor {
+    ///     x * 2.0
+    /// }
+    /// let x = Tensor::ones(&[3], DType::F32, &Device::Cpu)?;
+    /// assert_eq!(double::compiled().call_path(&[Arg::from(&x)])?, "inference");
+    /// let w = Tensor::ones(&[3], DType::F32, &Device::Cpu)?.requires_grad_(true)?;
+    /// assert_eq!(double::compiled().call_path(&[Arg::from(&w)])?, "compiled training");
+    /// # Ok::<(), AotError>(())
+    /// ```
+    pub fn call_path(&self, args: &[Arg]) -> Result<String> {
+        let f = self.variant(args)?;
+        f.with_flat(args, |args| f.call_path_flat(args))
     }
 
     fn call_path_flat(&self, args: &[Arg]) -> Result<String> {
@@ -412,9 +458,12 @@ impl CompiledFn {
         })
     }
 
-    /// How many specialisations are cached.
+    /// How many specialisations are cached (of every variant).
     fn num_specializations(&self) -> usize {
-        self.cache.len()
+        match &self.variants {
+            Some(v) => v.all().iter().map(|f| f.cache.len()).sum(),
+            None => self.cache.len(),
+        }
     }
 }
 
@@ -481,8 +530,8 @@ pub mod __private {
         pub use crate::executor::joint::{run_backward, run_forward, run_joint, run_subgraph, Outcome};
     }
 
-    /// How a call with these arguments runs: `"inference"`, `"compiled
-    /// training"`, or `"eager reference: <why>"`.
+    /// [`CompiledFn::call_path`], under its former name (kept for code
+    /// written against it; use the method).
     pub fn call_path(f: &CompiledFn, args: &[Arg]) -> Result<String> {
         f.call_path(args)
     }
@@ -490,6 +539,7 @@ pub mod __private {
     /// Whether a call with these arguments finds its specialisation cached
     /// (the guard key and lookup of a call, nothing else).
     pub fn cache_probe(f: &CompiledFn, args: &[Arg]) -> bool {
+        let Ok(f) = f.variant(args) else { return false };
         f.with_flat(args, |args| Ok(f.cache_probe(args))).unwrap_or(false)
     }
 
@@ -530,7 +580,19 @@ pub mod __private {
         let meta = serde_json::from_str(meta_json)
             .unwrap_or_else(|e| panic!("aot: corrupt embedded metadata ({e}); rebuild with matching aot-macros and aot-runtime"));
         let may_write = super::reference::may_write(&graph, &meta);
-        CompiledFn { graph, meta, cache: Default::default(), may_write, boundary: None }
+        CompiledFn { graph, meta, cache: Default::default(), may_write, boundary: None, variants: None }
+    }
+
+    /// A function whose body branches on `bool` parameters: `fns[k]` was
+    /// traced with the parameter at `switch_args[j]` equal to bit `j` of
+    /// `k`.
+    pub fn load_variants(fns: Vec<CompiledFn>, switch_args: &[usize]) -> CompiledFn {
+        let v = super::variants::Variants::new(fns, switch_args).unwrap_or_else(|| {
+            panic!("aot: the traced variants do not match their switches; rebuild with matching aot-macros and aot-runtime")
+        });
+        let mut f = v.all()[0].clone();
+        f.variants = Some(std::sync::Arc::new(v));
+        f
     }
 
     pub use super::outputs::Outputs;

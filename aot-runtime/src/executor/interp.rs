@@ -377,6 +377,10 @@ fn step<G: ArgGeometrySource + ?Sized>(
 
 /// `e`, naming the function and the argument `node` concerns: the first
 /// parameter among its source node's tensor operands (the receiver first).
+/// A dtype mismatch blames the first parameter after the receiver: the
+/// receiver sets the dtype the operands are expected to have (as in
+/// PyTorch's messages), so `x.matmul(w)` with an f32 `x` and an f64 `w`
+/// names `w`.
 pub(super) fn blame(e: AotError, node: &Node, how: &Blame<'_>) -> AotError {
     let (g, src) = match how {
         Blame::Nobody => return e,
@@ -386,8 +390,12 @@ pub(super) fn blame(e: AotError, node: &Node, how: &Blame<'_>) -> AotError {
             (*graph, k.and_then(|k| graph.nodes.get(k)))
         }
     };
-    let arg = src.and_then(|n| n.tensor_args().find_map(|v| g.param_of(v))).map(|p| g.params[p].name.as_str());
-    e.in_function(&g.name, arg)
+    let first_param = |skip: usize| src.and_then(|n| n.tensor_args().skip(skip).find_map(|v| g.param_of(v)));
+    let p = match e {
+        AotError::DTypeMismatch { .. } => first_param(1).or_else(|| first_param(0)),
+        _ => first_param(0),
+    };
+    e.in_function(&g.name, p.map(|p| g.params[p].name.as_str()))
 }
 
 /// The environment as a copy-`Mutate`'s operands see it: a tensor over the

@@ -38,6 +38,8 @@ use aot_ir::{Graph, ScalarValue, StaticMeta};
 use std::sync::{Arc, OnceLock};
 
 struct CompiledBackward {
+    /// The `#[aot_fn]` function's name: the backward's errors name it.
+    func: String,
     plan: Arc<TrainingPlan>,
     saved: Vec<SavedTensor>,
     scalars: Vec<Option<ScalarValue>>,
@@ -71,8 +73,10 @@ impl CustomBackward for CompiledBackward {
             })
             .collect::<Result<Vec<_>>>()?;
         let arrived: Vec<bool> = self.plan.joint.tangents.iter().map(|&oi| grads.get(oi).is_some_and(Option::is_some)).collect();
-        let bw = self.plan.compiled_backward()?;
-        let mut input_grads = backward(&bw.partition, Some(&bw.live), &saved, &tangents, &arrived, &self.scalars, &self.geometry)?;
+        let in_backward = |e: crate::error::AotError| e.in_function(&format!("{} (backward)", self.func), None);
+        let bw = self.plan.compiled_backward().map_err(in_backward)?;
+        let mut input_grads =
+            backward(&bw.partition, Some(&bw.live), &saved, &tangents, &arrived, &self.scalars, &self.geometry).map_err(in_backward)?;
         for (p, (g, deps)) in input_grads.iter_mut().zip(&self.plan.grad_tangents).enumerate() {
             if !deps.iter().any(|&t| arrived[t]) {
                 *g = None;
@@ -149,7 +153,7 @@ pub(crate) fn run(
     // pointing into the forward's internals (views of them are rebuilt below).
     let outs: Vec<Tensor> = outs.into_iter().map(|t| if t.view_base().is_some() { t.alias_with_layout(t.layout()) } else { t }).collect();
     let saved = protect_saved(meta, args, saved)?;
-    record_node(plan, fg, args, &synthetic, &outs, saved, scalars, geometry)?;
+    record_node(&g.name, plan, fg, args, &synthetic, &outs, saved, scalars, geometry)?;
     let training = TrainingEpilogue { jg: &plan.joint, fg, g, meta, args, synthetic: &synthetic, rg_at_call: &rg_at_call };
     training.write_inputs(&outs)?;
     training.outputs(&outs).map(Some)
@@ -234,6 +238,7 @@ fn protect_saved(meta: &StaticMeta, args: &[Arg], saved: Vec<Tensor>) -> Result<
 /// base's history, and through it to every argument's.
 #[allow(clippy::too_many_arguments)]
 fn record_node(
+    func: &str,
     plan: &Arc<TrainingPlan>,
     fg: &FunctionalGraph,
     args: &[Arg],
@@ -251,6 +256,7 @@ fn record_node(
     let inputs: Vec<Option<&Tensor>> = args.iter().enumerate().map(|(p, a)| base_of(p).or(a.tensor()).filter(|_| is_first(p))).collect();
     let synthetic_base: Vec<Option<Layout>> = (0..args.len()).map(|p| base_of(p).filter(|_| is_first(p)).map(Tensor::layout)).collect();
     let backward = CompiledBackward {
+        func: func.to_string(),
         plan: plan.clone(),
         saved: saved.iter().map(SavedTensor::save).collect(),
         scalars: scalars.to_vec(),

@@ -1,7 +1,7 @@
 use aot_runtime::prelude::*;
 
 #[aot_fn]
-fn f(x: &Tensor) -> Vec<Tensor> {
+fn f(x: &Tensor) -> Option<Tensor> {
     x.sin()
 }
 

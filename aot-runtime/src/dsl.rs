@@ -1,0 +1,376 @@
+//! The `#[aot_fn]` DSL reference: what the body of a compiled function may
+//! contain, its parameters and return forms, and every op, with examples.
+//!
+//! This module holds documentation only. Compile errors of `#[aot_fn]`
+//! point here. The op table at the end is checked against the IR's op
+//! table (`aot_ir::op::OP_TABLE`) by a test, so it lists every op.
+//!
+//! # A function
+//!
+//! `#[aot_fn]` traces the function at compile time into a graph, analyses
+//! its mutations and aliasing as PyTorch's AOTAutograd does, and replaces
+//! the body by a call to the runtime. The function returns
+//! `aot_runtime::Result` of its declared type; gradients flow through it
+//! when an argument requires grad.
+//!
+//! ```
+//! use aot_runtime::prelude::*;
+//!
+//! #[aot_fn]
+//! fn f(a: &mut Tensor, b: &Tensor, lr: f64) -> (Tensor, Tensor) {
+//!     a.mul_(2.0);
+//!     let c = a + b * lr;
+//!     (c, a.view(&[-1]))
+//! }
+//!
+//! let mut a = Tensor::ones(&[2, 2], DType::F32, &Device::Cpu)?;
+//! let b = Tensor::full(&[2, 2], 3.0, DType::F32, &Device::Cpu)?;
+//! let (c, v) = f(&mut a, &b, 0.5)?;
+//! assert_eq!(c.to_vec::<f32>()?, vec![3.5; 4]);
+//! assert_eq!(v.shape(), vec![4]);
+//! # Ok::<(), AotError>(())
+//! ```
+//!
+//! # Parameters
+//!
+//! - `&Tensor`, and `&mut Tensor` for a tensor the body mutates (data or
+//!   metadata; an in-place op on a `&Tensor` parameter is a compile error).
+//! - Scalars `f64`, `f32`, `i64`, `usize`, `bool`. They stay parameters of
+//!   the graph: a call with another value reuses the same compiled code
+//!   (except `bool`s that choose a branch, below).
+//! - `&S` / `&mut S` for a struct `S` that derives
+//!   [`TensorTree`](crate::TensorTree): the fields the body reads
+//!   (`m.w1`, `m.layers[0].b`) become graph inputs named by their paths.
+//! - `&self` / `&mut self` in an `impl` block of such a struct (see
+//!   [Methods](#methods)).
+//!
+//! # Return forms
+//!
+//! - nothing: the function returns `Result<()>`;
+//! - `Tensor`; a tuple `(Tensor, Tensor, ..)`; `Vec<Tensor>`, with a
+//!   `vec![a, b]` tail expression;
+//! - a struct of tensors, built by a struct literal at the end of the body.
+//!
+//! Returning an input returns that very tensor (same identity); the same
+//! tensor may be returned twice.
+//!
+//! ```
+//! use aot_runtime::prelude::*;
+//!
+//! #[aot_fn]
+//! fn parts(x: &Tensor) -> Vec<Tensor> {
+//!     vec![x.exp(), x.narrow(0, 0, 1), x]
+//! }
+//!
+//! let x = Tensor::zeros(&[3], DType::F64, &Device::Cpu)?;
+//! let out = parts(&x)?;
+//! assert_eq!(out.len(), 3);
+//! assert!(out[2].same_tensor(&x));
+//! # Ok::<(), AotError>(())
+//! ```
+//!
+//! # The body
+//!
+//! - `let` bindings (with or without `mut`; an in-place op needs no `mut`),
+//!   `name = value;` to a `let mut` binding, expression statements (in-place
+//!   calls, which may be chained: `buf.mul_(m).add_(g)`), and a tail
+//!   expression;
+//! - operators `+ - * /` and unary `-` between tensors and scalars (either
+//!   side), `!` on a `bool` parameter;
+//! - method calls from the [op table](#ops), and `Tensor::cat(&[&a, &b], 0)`
+//!   / `Tensor::stack(..)`;
+//! - `no_grad! { .. }` blocks, which may end in an expression that is their
+//!   value;
+//! - `for i in 0..n` over integer literal ranges (unrolled; `i` is an
+//!   integer usable as a dim or index);
+//! - `if flag { .. } else { .. }` on a `bool` parameter (below);
+//! - `&` on operands is accepted and ignored (`a.add(&b)` is `a.add(b)`).
+//!
+//! `.clone()` on a tensor is a compile error: write `.copy()` for a copy of
+//! the data (PyTorch's `clone()`). Closures, `match`, `while`, `?`,
+//! `return` and other items are compile errors pointing at the tokens.
+//! Unread `let` bindings, loop variables and parameters get rustc's
+//! `unused_variables` warning, as in plain Rust.
+//!
+//! # Scalars
+//!
+//! Scalar parameters and literals combine with `+ - * /`, `as f64` /
+//! `as i64` (and the other numeric casts), the methods of Rust's numbers
+//! `sqrt exp ln log2 log10 sin cos tan tanh floor ceil round recip abs
+//! powi powf min max`, and the constants `f64::consts::*` (also
+//! `std::f64::consts::PI`), `f64::EPSILON`, `f64::INFINITY`, `f64::MAX` and
+//! friends. They are evaluated at call time, with Rust's rules (integer
+//! arithmetic stays integer; `powi` takes an integer exponent, `i64` or
+//! `i32`). An AdamW step with bias correction:
+//!
+//! ```
+//! use aot_runtime::prelude::*;
+//!
+//! #[aot_fn]
+//! fn adamw(p: &mut Tensor, g: &Tensor, m: &mut Tensor, v: &mut Tensor, lr: f64, b1: f64, b2: f64, wd: f64, t: i64) {
+//!     let bc1 = 1.0 - b1.powi(t);
+//!     let bc2 = 1.0 - b2.powi(t);
+//!     p.mul_(1.0 - lr * wd);
+//!     m.mul_(b1).add_(&(g * (1.0 - b1)));
+//!     v.mul_(b2).add_(&(g * g * (1.0 - b2)));
+//!     p.sub_(&(m / (v.sqrt() / bc2.sqrt() + 1e-8) * (lr / bc1)));
+//! }
+//!
+//! let z = || Tensor::zeros(&[2], DType::F64, &Device::Cpu);
+//! let (mut p, mut m, mut v) = (Tensor::ones(&[2], DType::F64, &Device::Cpu)?, z()?, z()?);
+//! let g = Tensor::full(&[2], 0.5, DType::F64, &Device::Cpu)?;
+//! adamw(&mut p, &g, &mut m, &mut v, 0.1, 0.9, 0.999, 0.0, 1)?;
+//! // The first bias-corrected step moves each element by about `lr`.
+//! assert!(p.to_vec::<f64>()?.iter().all(|x| (x - 0.9).abs() < 1e-6));
+//! # Ok::<(), AotError>(())
+//! ```
+//!
+//! # Sizes
+//!
+//! `x.size(d)` and `x.shape()[d]` (`d` an integer literal or loop variable,
+//! negative from the end) of a tensor parameter, or of a field of a struct
+//! parameter, are integers read from the call's argument: use them in
+//! `view`, `reshape`, `narrow`, .. arguments and in scalar arithmetic. The
+//! size of a computed tensor is a compile error (take it from an input;
+//! `view_as` reshapes like another tensor).
+//!
+//! ```
+//! use aot_runtime::prelude::*;
+//!
+//! #[aot_fn]
+//! fn split_heads(x: &Tensor, heads: i64) -> Tensor {
+//!     let (b, t) = (x.size(0), x.size(1));
+//!     x.view(&[b, t, heads, x.shape()[2] / heads]).transpose(1, 2)
+//! }
+//!
+//! let x = Tensor::zeros(&[2, 5, 8], DType::F32, &Device::Cpu)?;
+//! assert_eq!(split_heads(&x, 4)?.shape(), vec![2, 4, 5, 2]);
+//! # Ok::<(), AotError>(())
+//! ```
+//!
+//! # Branches
+//!
+//! `if` takes a `bool` parameter (or `!` of one) as its condition: the
+//! function is traced once for each combination of the values of such
+//! parameters (at most 4 of them), and each call runs the variant its
+//! arguments select; the value is part of the call's guard. A branch on a
+//! tensor's values cannot be traced (the values are not known when
+//! tracing): select elementwise with `a.where_(&cond, &other)`.
+//!
+//! ```
+//! use aot_runtime::prelude::*;
+//!
+//! #[aot_fn]
+//! fn block(x: &Tensor, training: bool) -> Tensor {
+//!     let h = x.relu();
+//!     if training { h.dropout(0.1) } else { h }
+//! }
+//!
+//! let x = Tensor::ones(&[4], DType::F32, &Device::Cpu)?;
+//! assert_eq!(block(&x, false)?.to_vec::<f32>()?, vec![1.0; 4]);
+//! let args = [Arg::from(&x), Arg::from(true)];
+//! assert!(block::compiled().graph_for(&args)?.to_string().contains("dropout"));
+//! # Ok::<(), AotError>(())
+//! ```
+//!
+//! # Methods
+//!
+//! `#[aot_fn]` on a method with `&self` or `&mut self` of a struct that
+//! derives [`TensorTree`](crate::TensorTree): `self.w` reads a field, and
+//! `&mut self` allows in-place updates of the fields. The compiled form is
+//! the associated function `NAME_compiled()` (an `impl` block cannot hold
+//! the struct `NAME` that a free function gets). Associated functions
+//! without `self` are not supported inside `impl` blocks: make them free
+//! functions.
+//!
+//! ```
+//! use aot_runtime::prelude::*;
+//!
+//! #[derive(TensorTree)]
+//! struct Linear {
+//!     w: Tensor,
+//!     b: Tensor,
+//! }
+//!
+//! impl Linear {
+//!     #[aot_fn]
+//!     fn forward(&self, x: &Tensor) -> Tensor {
+//!         x.matmul(&self.w) + self.b
+//!     }
+//! }
+//!
+//! let lin = Linear { w: Tensor::ones(&[3, 2], DType::F32, &Device::Cpu)?, b: Tensor::ones(&[2], DType::F32, &Device::Cpu)? };
+//! let x = Tensor::ones(&[1, 3], DType::F32, &Device::Cpu)?;
+//! assert_eq!(lin.forward(&x)?.to_vec::<f32>()?, vec![4.0, 4.0]);
+//! let sig = Linear::forward_compiled().graph_signature(&[Arg::tree(&lin), Arg::from(&x)])?;
+//! assert_eq!(sig.parameters, vec!["self.w".to_string(), "self.b".to_string()]);
+//! # Ok::<(), AotError>(())
+//! ```
+//!
+//! # A renamed dependency
+//!
+//! The generated code names the runtime `::aot_runtime`. When the
+//! dependency is renamed, say so as with serde's `#[serde(crate = ..)]`:
+//! `#[aot_fn(crate = my_aot)]` (or `crate = "my_aot"`).
+//!
+//! # Introspection
+//!
+//! For `#[aot_fn] fn NAME`, `NAME::compiled()` is the
+//! [`CompiledFn`](crate::CompiledFn): [`graph`](crate::CompiledFn::graph)
+//! (the traced IR; its `Display` is a listing),
+//! [`explain`](crate::CompiledFn::explain) (PyTorch's metadata for a call),
+//! [`graph_signature`](crate::CompiledFn::graph_signature),
+//! [`kernels`](crate::CompiledFn::kernels) and
+//! [`call_path`](crate::CompiledFn::call_path) (whether a call runs the
+//! inference path, compiled training, or the eager reference).
+//!
+//! # Ops
+//!
+//! PyTorch's semantics, broadcasting where PyTorch broadcasts; dims accept
+//! negative values; index tensors are `I64`. Every op is also an eager
+//! method of [`Tensor`](crate::Tensor) with the same name and arguments.
+//! Binary ops take a tensor or a number as their operand.
+//!
+//! ### Ops that compute a new tensor
+//!
+//! | op | usage |
+//! |---|---|
+//! | `add` | `a.add(&b) or a.add(2.0)` |
+//! | `sub` | `a.sub(&b) or a.sub(2.0)` |
+//! | `mul` | `a.mul(&b) or a.mul(2.0)` |
+//! | `div` | `a.div(&b) or a.div(2.0)` |
+//! | `pow` | `a.pow(2.0)` |
+//! | `maximum` | `a.maximum(&b)` |
+//! | `minimum` | `a.minimum(&b)` |
+//! | `eq` | `a.eq(&b)` |
+//! | `ne` | `a.ne(&b)` |
+//! | `lt` | `a.lt(&b)` |
+//! | `le` | `a.le(&b)` |
+//! | `gt` | `a.gt(&b)` |
+//! | `ge` | `a.ge(&b)` |
+//! | `where_` | `a.where_(&cond, &other)` |
+//! | `neg` | `a.neg()` |
+//! | `exp` | `a.exp()` |
+//! | `log` | `a.log()` |
+//! | `sqrt` | `a.sqrt()` |
+//! | `rsqrt` | `a.rsqrt()` |
+//! | `abs` | `a.abs()` |
+//! | `sin` | `a.sin()` |
+//! | `cos` | `a.cos()` |
+//! | `tanh` | `a.tanh()` |
+//! | `sigmoid` | `a.sigmoid()` |
+//! | `relu` | `a.relu()` |
+//! | `gelu` | `a.gelu()` |
+//! | `silu` | `a.silu()` |
+//! | `reciprocal` | `a.reciprocal()` |
+//! | `square` | `a.square()` |
+//! | `sum` | `a.sum()` |
+//! | `mean` | `a.mean()` |
+//! | `sum_dim` | `a.sum_dim(&[dim, ..], keepdim)` |
+//! | `mean_dim` | `a.mean_dim(&[dim, ..], keepdim)` |
+//! | `amax_dim` | `a.amax_dim(&[dim, ..], keepdim)` |
+//! | `var_dim` | `a.var_dim(&[dim, ..], correction, keepdim)` |
+//! | `softmax` | `a.softmax(dim)` |
+//! | `log_softmax` | `a.log_softmax(dim)` |
+//! | `matmul` | `a.matmul(&b)` |
+//! | `mm` | `a.mm(&b)` |
+//! | `bmm` | `a.bmm(&b)` |
+//! | `copy` | `a.copy()` |
+//! | `contiguous` | `a.contiguous()` |
+//! | `to_dtype` | `a.to_dtype(DType::F32)` |
+//! | `zeros_like` | `a.zeros_like()` |
+//! | `ones_like` | `a.ones_like()` |
+//! | `full_like` | `a.full_like(value)` |
+//! | `rand_like` | `a.rand_like()` |
+//! | `dropout` | `a.dropout(p)` |
+//! | `log1p` | `a.log1p()` |
+//! | `expm1` | `a.expm1()` |
+//! | `clamp` | `a.clamp(min, max)` |
+//! | `masked_fill` | `a.masked_fill(&mask, value)` |
+//! | `tril` | `a.tril(k)` |
+//! | `triu` | `a.triu(k)` |
+//! | `cumsum` | `a.cumsum(dim)` |
+//! | `argmax` | `a.argmax(dim, keepdim)` |
+//! | `argmin` | `a.argmin(dim, keepdim)` |
+//! | `max_dim` | `let (values, indices) = a.max_dim(dim, keepdim)` |
+//! | `min_dim` | `let (values, indices) = a.min_dim(dim, keepdim)` |
+//! | `cross_entropy` | `logits.cross_entropy(&targets)` |
+//! | `nll_loss` | `log_probs.nll_loss(&targets)` |
+//! | `index_select` | `a.index_select(dim, &index)` |
+//! | `gather` | `a.gather(dim, &index)` |
+//! | `scatter_add` | `a.scatter_add(dim, &index, &src)` |
+//! | `embedding` | `ids.embedding(&weight)` |
+//! | `index_copy` | `a.index_copy(dim, &index, &src)` |
+//! | `index_add` | `a.index_add(dim, &index, &src)` |
+//! | `cat` | `Tensor::cat(&[&a, &b], dim)` |
+//! | `stack` | `Tensor::stack(&[&a, &b], dim)` |
+//!
+//! ### Views (the result aliases its receiver)
+//!
+//! | op | usage |
+//! |---|---|
+//! | `view` | `a.view(&[size, ..])` |
+//! | `reshape` | `a.reshape(&[size, ..])` |
+//! | `t` | `a.t()` |
+//! | `transpose` | `a.transpose(dim0, dim1)` |
+//! | `permute` | `a.permute(&[dim, ..])` |
+//! | `unsqueeze` | `a.unsqueeze(dim)` |
+//! | `squeeze` | `a.squeeze(dim)` |
+//! | `expand` | `a.expand(&[size, ..])` |
+//! | `select` | `a.select(dim, index)` |
+//! | `slice` | `a.slice(dim, start, end, step)` |
+//! | `narrow` | `a.narrow(dim, start, length)` |
+//! | `diagonal` | `a.diagonal()` |
+//! | `as_strided` | `a.as_strided(&[size, ..], &[stride, ..], storage_offset)` |
+//! | `detach` | `a.detach()` |
+//! | `flatten` | `a.flatten(start_dim, end_dim)` |
+//! | `view_as` | `a.view_as(&other)` |
+//!
+//! ### In-place data mutations (the receiver must be `&mut` when it is a parameter)
+//!
+//! | op | usage |
+//! |---|---|
+//! | `add_` | `a.add_(&b) or a.add_(2.0)` |
+//! | `sub_` | `a.sub_(&b) or a.sub_(2.0)` |
+//! | `mul_` | `a.mul_(&b) or a.mul_(2.0)` |
+//! | `div_` | `a.div_(&b) or a.div_(2.0)` |
+//! | `copy_` | `a.copy_(&b)` |
+//! | `fill_` | `a.fill_(value)` |
+//! | `zero_` | `a.zero_()` |
+//! | `clamp_` | `a.clamp_(min, max)` |
+//! | `relu_` | `a.relu_()` |
+//! | `sigmoid_` | `a.sigmoid_()` |
+//! | `exp_` | `a.exp_()` |
+//! | `neg_` | `a.neg_()` |
+//! | `index_copy_` | `a.index_copy_(dim, &index, &src)` |
+//! | `index_add_` | `a.index_add_(dim, &index, &src)` |
+//!
+//! ### In-place metadata mutations
+//!
+//! | op | usage |
+//! |---|---|
+//! | `t_` | `a.t_()` |
+//! | `transpose_` | `a.transpose_(dim0, dim1)` |
+//! | `unsqueeze_` | `a.unsqueeze_(dim)` |
+//! | `squeeze_` | `a.squeeze_(dim)` |
+//! | `as_strided_` | `a.as_strided_(&[size, ..], &[stride, ..], storage_offset)` |
+//!
+//! `max_dim`/`min_dim` give `(values, indices)`; `cat`/`stack` are called
+//! as `Tensor::cat(&[&a, &b], dim)`.
+
+#[cfg(test)]
+mod tests {
+    /// Every row of the IR's op table is listed here, with its usage.
+    #[test]
+    fn every_op_is_documented() {
+        let doc = include_str!("dsl.rs");
+        for sig in aot_ir::op::OP_TABLE {
+            let row = format!("| `{}` | `{}` |", sig.name, sig.usage.replace('|', "\\|"));
+            assert!(doc.contains(&row), "the `aot_runtime::dsl` docs lack the op `{}` (row `{row}`)", sig.name);
+        }
+        for f in aot_ir::ScalarFn::ALL {
+            let name = f.name();
+            assert!(doc.contains(&format!(" {name}")) || doc.contains(&format!("`{name}")), "the docs lack the scalar method `{name}`");
+        }
+    }
+}
