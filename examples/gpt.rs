@@ -69,7 +69,7 @@ fn options() -> std::result::Result<Options, String> {
                  [--dropout P] [--lr X] [--tokens N] [--temperature T] [--seed N] [--plot FILE.svg]";
     let mut o = Options {
         dev: Device::Cpu,
-        steps: 600,
+        steps: 1000,
         batch: 16,
         ctx: 64,
         width: 96,

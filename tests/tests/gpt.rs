@@ -7,7 +7,7 @@
 #[path = "../../examples/gpt/model.rs"]
 mod model;
 
-use aot_runtime::compiled::__private::call_path;
+use aot_runtime::compiled::__private::{call_path, num_specializations};
 use aot_runtime::prelude::*;
 use aot_runtime::tree::LeafKind;
 use model::{adamw, decode_step, gpt_forward, AdamState, Config, Gpt, KvCache};
@@ -127,6 +127,8 @@ fn decoding_with_the_cache_gives_the_full_forward_logits() -> Result<()> {
         assert!(pos + 1 == CFG.ctx || !at(pos + 1), "position {} is not written yet", pos + 1);
     }
     assert!(cache.k[0].same_tensor(&k0), "the caller's cache tensors are updated, not replaced");
+    // The position is a call-time value: one specialisation serves them all.
+    assert_eq!(num_specializations(decode_step::compiled()), 1);
     Ok(())
 }
 
