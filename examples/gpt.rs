@@ -85,7 +85,9 @@ fn options() -> std::result::Result<Options, String> {
     while let Some(flag) = args.next() {
         let value = args.next().ok_or(format!("{flag} needs a value; {usage}"))?;
         let count = |name: &str| value.parse::<usize>().ok().filter(|&n| n > 0).ok_or(format!("{name} takes a positive count; {usage}"));
-        let real = |name: &str| value.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).ok_or(format!("{name} takes a number >= 0; {usage}"));
+        let real = |name: &str| {
+            value.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).ok_or(format!("{name} takes a number >= 0; {usage}"))
+        };
         match flag.as_str() {
             "--device" => {
                 o.dev = match value.as_str() {
@@ -111,7 +113,7 @@ fn options() -> std::result::Result<Options, String> {
             _ => return Err(format!("unknown argument `{flag}`; {usage}")),
         }
     }
-    if o.width % o.heads != 0 {
+    if !o.width.is_multiple_of(o.heads) {
         return Err(format!("--width {} is not a multiple of --heads {}", o.width, o.heads));
     }
     Ok(o)

@@ -110,7 +110,8 @@ fn decoding_with_the_cache_gives_the_full_forward_logits() -> Result<()> {
     let mut cache = KvCache::new(&CFG, BATCH, &Device::Cpu)?;
     let k0 = cache.k[0].clone();
     let (tok, p) = (ids(vec![0; BATCH], &[BATCH, 1]), ids(vec![0], &[1]));
-    let args = [Arg::tree(&m), Arg::tree(&cache), (&tok).into(), (&p).into(), 1i64.into(), b.into(), nh.into(), hd.into(), CFG.scale().into()];
+    let args =
+        [Arg::tree(&m), Arg::tree(&cache), (&tok).into(), (&p).into(), 1i64.into(), b.into(), nh.into(), hd.into(), CFG.scale().into()];
     assert_eq!(call_path(decode_step::compiled(), &args)?, "inference");
     let xs = x.to_vec::<i64>()?;
     for pos in 0..CFG.ctx {
@@ -216,4 +217,3 @@ fn the_compiled_training_step_equals_eager() -> Result<()> {
     assert!(got.wte.requires_grad() && got.wte.is_leaf(), "the parameters stay leaves");
     Ok(())
 }
-
