@@ -196,6 +196,8 @@ fn the_compiled_training_step_equals_eager() -> Result<()> {
     let (b, tt, nh, hd) = sizes();
     let args = [Arg::tree(&got), (&x).into(), (&y).into(), b.into(), tt.into(), nh.into(), hd.into(), CFG.scale().into(), p.into()];
     assert_eq!(call_path(gpt_forward::compiled(), &args)?, "compiled training");
+    // Struct arguments are flattened for the kernel listing too.
+    assert!(!gpt_forward::compiled().kernels(&args)?.is_empty(), "the training step lists its kernels");
     let args = [Arg::tree(&got), Arg::tree(&st), Arg::tree(&got), 0.1.into(), 0.1.into(), 0.1.into(), 0.1.into(), 0.1.into(), 0.1.into()];
     assert_eq!(call_path(adamw::compiled(), &args)?, "inference", "AdamW records no history");
     for t in 1..=3 {
