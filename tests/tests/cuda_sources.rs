@@ -19,11 +19,11 @@
 mod cases;
 #[path = "../../ui-tests/tests/oracle/cases_extra.rs"]
 mod cases_extra;
+#[path = "../../examples/gpt/model.rs"]
+mod gpt;
 #[allow(dead_code)]
 #[path = "../../examples/train_mlp.rs"]
 mod train_mlp;
-#[path = "../../examples/gpt/model.rs"]
-mod gpt;
 
 use aot_runtime::cuda::nvrtc;
 use aot_runtime::prelude::*;
@@ -126,7 +126,17 @@ impl Collected {
         self.add("gpt adamw", gpt::adamw::compiled(), &args);
         let cache = gpt::KvCache::new(&cfg, 2, &Device::Cpu)?;
         let (tok, pos) = (Tensor::zeros(&[2, 1], DType::I64, &Device::Cpu)?, Tensor::zeros(&[1], DType::I64, &Device::Cpu)?);
-        let args = [Arg::tree(&m), Arg::tree(&cache), (&tok).into(), (&pos).into(), 1i64.into(), b.into(), nh.into(), hd.into(), cfg.scale().into()];
+        let args = [
+            Arg::tree(&m),
+            Arg::tree(&cache),
+            (&tok).into(),
+            (&pos).into(),
+            1i64.into(),
+            b.into(),
+            nh.into(),
+            hd.into(),
+            cfg.scale().into(),
+        ];
         self.add("gpt decode_step", gpt::decode_step::compiled(), &args);
         Ok(())
     }
