@@ -2,7 +2,8 @@
 //! `kernels_for(&args, &Device::Cuda(0))` reports for every call of both
 //! oracle corpora, for a few thousand programs of the differential tests
 //! (drawn as `run_case` draws them, with their alias patterns and autograd
-//! states) and for the `train_mlp` example's functions are deduplicated,
+//! states), for the `train_mlp` example's functions and for the `gpt`
+//! example's (training step, AdamW, KV-cache decode step) are deduplicated,
 //! batched into a few translation units (names unique within a unit; the
 //! renderer guards its shared helpers), compiled with the real NVRTC for
 //! `compute_80` and `compute_90`, and assembled with ptxas for `sm_80` and
@@ -18,6 +19,8 @@
 mod cases;
 #[path = "../../ui-tests/tests/oracle/cases_extra.rs"]
 mod cases_extra;
+#[path = "../../examples/gpt/model.rs"]
+mod gpt;
 #[allow(dead_code)]
 #[path = "../../examples/train_mlp.rs"]
 mod train_mlp;
@@ -108,6 +111,35 @@ impl Collected {
         self.add("train_mlp sgd_momentum", train_mlp::sgd_momentum::compiled(), &args);
         Ok(())
     }
+
+    /// The `gpt` example's functions at a small size.
+    fn gpt_example(&mut self) -> Result<()> {
+        let cfg = gpt::Config { vocab: 11, ctx: 8, width: 16, heads: 2 };
+        let (b, t, nh, hd) = (2i64, 8i64, 2i64, 8i64);
+        let m = gpt::Gpt::new(&cfg, &Device::Cpu, 1)?;
+        let ids = Tensor::zeros(&[2, 8], DType::I64, &Device::Cpu)?;
+        let args = [Arg::tree(&m), (&ids).into(), (&ids).into(), b.into(), t.into(), nh.into(), hd.into(), cfg.scale().into(), 0.1.into()];
+        self.add("gpt gpt_forward", gpt::gpt_forward::compiled(), &args);
+        let st = gpt::AdamState { m: m.zeros_like()?, v: m.zeros_like()? };
+        let g = m.zeros_like()?;
+        let args = [Arg::tree(&m), Arg::tree(&st), Arg::tree(&g), 0.1.into(), 0.1.into(), 0.9.into(), 0.9.into(), 0.99.into(), 1e-8.into()];
+        self.add("gpt adamw", gpt::adamw::compiled(), &args);
+        let cache = gpt::KvCache::new(&cfg, 2, &Device::Cpu)?;
+        let (tok, pos) = (Tensor::zeros(&[2, 1], DType::I64, &Device::Cpu)?, Tensor::zeros(&[1], DType::I64, &Device::Cpu)?);
+        let args = [
+            Arg::tree(&m),
+            Arg::tree(&cache),
+            (&tok).into(),
+            (&pos).into(),
+            1i64.into(),
+            b.into(),
+            nh.into(),
+            hd.into(),
+            cfg.scale().into(),
+        ];
+        self.add("gpt decode_step", gpt::decode_step::compiled(), &args);
+        Ok(())
+    }
 }
 
 /// The sources in units of at most [`PER_UNIT`], no name twice in a unit.
@@ -142,6 +174,9 @@ fn every_generated_kernel_compiles_with_nvrtc_and_ptxas() {
     c.differential("compiled_matches_eager", programs, 0x5eed_c0de);
     c.differential("compiled_matches_eager_with_autograd_and_no_grad", programs, 0xfeed_beef);
     c.example().expect("the example's arguments");
+    let failed_before = c.call_failed;
+    c.gpt_example().expect("the gpt example's arguments");
+    assert_eq!(c.call_failed, failed_before, "a call of the gpt example failed before its kernels");
     let units = units(&c.sources);
     println!(
         "{} calls ({} failed before any kernel), {} distinct CUDA sources ({oracle_sources} from the oracle corpora) in {} units, \

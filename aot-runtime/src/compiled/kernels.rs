@@ -62,8 +62,11 @@ impl CompiledFn {
     /// # Ok::<(), aot_runtime::AotError>(())
     /// ```
     pub fn kernels(&self, args: &[Arg]) -> Result<Vec<KernelSource>> {
-        let device = args.iter().find_map(Arg::tensor).map_or(Device::Cpu, |t| t.device());
-        self.kernels_for(args, &device)
+        let f = self.variant(args)?;
+        f.with_flat(args, |args| {
+            let device = args.iter().find_map(Arg::tensor).map_or(Device::Cpu, |t| t.device());
+            f.kernels_for_flat(args, &device)
+        })
     }
 
     /// [`kernels`](Self::kernels) as they would run on `device`, without
@@ -74,9 +77,13 @@ impl CompiledFn {
     /// without the `cuda` feature, `Device::Cuda` is
     /// `AotError::DeviceUnavailable`.
     pub fn kernels_for(&self, args: &[Arg], device: &Device) -> Result<Vec<KernelSource>> {
-        if self.variants.is_some() {
-            return self.variant(args)?.kernels_for(args, device);
-        }
+        let f = self.variant(args)?;
+        f.with_flat(args, |args| f.kernels_for_flat(args, device))
+    }
+
+    /// [`kernels_for`](Self::kernels_for) on the graph's arguments (struct
+    /// arguments flattened into their fields).
+    fn kernels_for_flat(&self, args: &[Arg], device: &Device) -> Result<Vec<KernelSource>> {
         crate::arg::scalar_values(&self.graph, args)?;
         if let Device::Cuda(_) = device {
             crate::cuda::kernel_sources()?;
@@ -202,7 +209,8 @@ impl CompiledFn {
         let copy_args: Vec<Arg> =
             args.iter().zip(copies.iter().zip(&leaves)).map(|(a, (c, l))| l.as_ref().or(c.as_ref()).map_or(*a, Arg::from)).collect();
         let recording = Recording::start();
-        let outs = self.__call(&copy_args)?;
+        // The arguments are already flat: the call skips the struct boundary.
+        let outs = self.call_flat(&copy_args)?.into_vec();
         let mut total: Option<Tensor> = None;
         for o in outs.iter().filter(|o| o.requires_grad() && o.dtype().is_float()) {
             let s = o.sum()?;

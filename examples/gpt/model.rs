@@ -1,0 +1,286 @@
+//! The `gpt` example's model: a character-level GPT (nanoGPT's layout,
+//! linear layers without biases, the output head tied to the token
+//! embedding) whose forward pass, AdamW update and KV-cache decode step are
+//! `#[aot_fn]` functions over structs of tensors.
+//!
+//! `tests/tests/gpt.rs` includes this file: it checks the decode step
+//! against the full forward pass and the compiled training step against
+//! eager ops.
+//!
+//! `#[aot_fn]` loops are unrolled over literal ranges, so the number of
+//! blocks is fixed here ([`LAYERS`], the `0..2` of every loop); widths,
+//! heads, batch and context length are call-time values.
+
+// Not every user of this file calls every item.
+#![allow(dead_code)]
+
+use aot_runtime::prelude::*;
+
+/// Transformer blocks (the bound of the `for` loops below, which must be a
+/// literal).
+pub const LAYERS: usize = 2;
+
+/// The sizes of a model.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    pub vocab: usize,
+    /// Context length: the most positions a sequence (and the KV cache) has.
+    pub ctx: usize,
+    /// Model width, `heads * head_dim`.
+    pub width: usize,
+    pub heads: usize,
+}
+
+impl Config {
+    pub fn head_dim(&self) -> usize {
+        self.width / self.heads
+    }
+
+    /// The attention's `1 / sqrt(head_dim)`.
+    pub fn scale(&self) -> f64 {
+        1.0 / (self.head_dim() as f64).sqrt()
+    }
+}
+
+/// One transformer block: LayerNorm, causal self-attention, LayerNorm, MLP.
+#[derive(TensorTree)]
+pub struct Block {
+    pub ln1_w: Tensor,
+    pub ln1_b: Tensor,
+    /// `[width, 3 * width]`: queries, keys and values side by side.
+    pub w_qkv: Tensor,
+    pub w_o: Tensor,
+    pub ln2_w: Tensor,
+    pub ln2_b: Tensor,
+    pub w_fc: Tensor,
+    pub w_proj: Tensor,
+}
+
+/// The GPT: embeddings, blocks, the final LayerNorm; the lm head is
+/// `wte.t()`.
+#[derive(TensorTree)]
+pub struct Gpt {
+    pub wte: Tensor,
+    pub wpe: Tensor,
+    pub blocks: Vec<Block>,
+    pub lnf_w: Tensor,
+    pub lnf_b: Tensor,
+    /// `tril(ones(ctx, ctx))`, as nanoGPT's `bias` buffer.
+    #[buffer]
+    pub causal: Tensor,
+}
+
+/// AdamW's moments, one struct of the model's shape each.
+#[derive(TensorTree)]
+pub struct AdamState {
+    pub m: Gpt,
+    pub v: Gpt,
+}
+
+/// The keys and values of every block, `[batch, heads, ctx, head_dim]`
+/// each, written in place at each decoded position.
+#[derive(TensorTree)]
+pub struct KvCache {
+    #[buffer]
+    pub k: Vec<Tensor>,
+    #[buffer]
+    pub v: Vec<Tensor>,
+}
+
+impl Gpt {
+    /// GPT-2's initialisation: weights `N(0, 0.02)`, the residual
+    /// projections scaled by `1 / sqrt(2 * LAYERS)`, LayerNorms `(1, 0)`; the
+    /// parameters require grad.
+    pub fn new(cfg: &Config, dev: &Device, seed: u64) -> Result<Gpt> {
+        let (c, mut seed) = (cfg.width, seed);
+        let mut normal = |shape: &[usize], std: f64| -> Result<Tensor> {
+            seed += 1;
+            Tensor::randn(shape, DType::F32, dev, seed)?.mul(std)
+        };
+        let proj_std = 0.02 / (2.0 * LAYERS as f64).sqrt();
+        let ones = || Tensor::ones(&[c], DType::F32, dev);
+        let zeros = || Tensor::zeros(&[c], DType::F32, dev);
+        let mut blocks = Vec::with_capacity(LAYERS);
+        for _ in 0..LAYERS {
+            blocks.push(Block {
+                ln1_w: ones()?,
+                ln1_b: zeros()?,
+                w_qkv: normal(&[c, 3 * c], 0.02)?,
+                w_o: normal(&[c, c], proj_std)?,
+                ln2_w: ones()?,
+                ln2_b: zeros()?,
+                w_fc: normal(&[c, 4 * c], 0.02)?,
+                w_proj: normal(&[4 * c, c], proj_std)?,
+            });
+        }
+        let model = Gpt {
+            wte: normal(&[cfg.vocab, c], 0.02)?,
+            wpe: normal(&[cfg.ctx, c], 0.02)?,
+            blocks,
+            lnf_w: ones()?,
+            lnf_b: zeros()?,
+            causal: Tensor::ones(&[cfg.ctx, cfg.ctx], DType::F32, dev)?.tril(0)?,
+        };
+        for leaf in model.flatten() {
+            if leaf.kind == aot_runtime::tree::LeafKind::Parameter {
+                leaf.tensor.requires_grad_(true)?;
+            }
+        }
+        Ok(model)
+    }
+
+    /// The number of trained values.
+    pub fn num_params(&self) -> usize {
+        self.flatten().iter().filter(|l| l.kind == aot_runtime::tree::LeafKind::Parameter).map(|l| l.tensor.numel()).sum()
+    }
+
+    /// A struct of the same shape whose tensors are zeros (AdamW's moments).
+    pub fn zeros_like(&self) -> Result<Gpt> {
+        let zeros = self.flatten().iter().map(|l| l.tensor.detach()?.zeros_like()).collect::<Result<Vec<_>>>()?;
+        self.rebuild_from(zeros)
+    }
+
+    /// The parameters' gradients as a struct of the model's shape; a buffer
+    /// stands for itself (AdamW never reads it). Clears the gradients
+    /// (`zero_grad(set_to_none=True)`).
+    pub fn take_grads(&self) -> Result<Gpt> {
+        let mut grads = Vec::new();
+        for leaf in self.flatten() {
+            grads.push(match leaf.kind {
+                aot_runtime::tree::LeafKind::Buffer => leaf.tensor,
+                aot_runtime::tree::LeafKind::Parameter => {
+                    let msg = format!("the parameter `{}` got no gradient", leaf.path);
+                    let g = leaf.tensor.grad().ok_or(AotError::Autograd { op: "take_grads".into(), msg })?;
+                    leaf.tensor.set_grad(None);
+                    g
+                }
+            });
+        }
+        self.rebuild_from(grads)
+    }
+}
+
+impl KvCache {
+    /// Zeros for `batch` sequences of up to `cfg.ctx` positions.
+    pub fn new(cfg: &Config, batch: usize, dev: &Device) -> Result<KvCache> {
+        let shape = [batch, cfg.heads, cfg.ctx, cfg.head_dim()];
+        let zeros = || (0..LAYERS).map(|_| Tensor::zeros(&shape, DType::F32, dev)).collect::<Result<Vec<_>>>();
+        Ok(KvCache { k: zeros()?, v: zeros()? })
+    }
+}
+
+/// The forward pass over `idx` (`[b, t]` token ids) and the mean
+/// cross-entropy against `targets` (`[b, t]`): `(logits [b, t, vocab],
+/// loss)`. `p` is the dropout probability (0 to evaluate).
+#[aot_fn]
+#[allow(clippy::too_many_arguments)]
+pub fn gpt_forward(m: &Gpt, idx: &Tensor, targets: &Tensor, b: i64, t: i64, nh: i64, hd: i64, scale: f64, p: f64) -> (Tensor, Tensor) {
+    let c = nh * hd;
+    let mut x = (idx.embedding(&m.wte) + m.wpe.narrow(0, 0, t)).dropout(p);
+    let masked = m.causal.narrow(0, 0, t).narrow(1, 0, t).eq(0.0);
+    for l in 0..2 {
+        let mu = x.mean_dim(&[-1], true);
+        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.blocks[l].ln1_w + m.blocks[l].ln1_b;
+        let qkv = h.matmul(&m.blocks[l].w_qkv);
+        let q = qkv.narrow(2, 0, c).view(&[b, t, nh, hd]).transpose(1, 2);
+        let k = qkv.narrow(2, c, c).view(&[b, t, nh, hd]).transpose(1, 2);
+        let v = qkv.narrow(2, 2 * c, c).view(&[b, t, nh, hd]).transpose(1, 2);
+        let att = (q.matmul(&k.transpose(2, 3)) * scale).masked_fill(&masked, -1e9).softmax(-1).dropout(p);
+        let y = att.matmul(&v).transpose(1, 2).contiguous().view(&[b, t, c]);
+        x = x + y.matmul(&m.blocks[l].w_o).dropout(p);
+        let mu = x.mean_dim(&[-1], true);
+        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.blocks[l].ln2_w + m.blocks[l].ln2_b;
+        x = x + h.matmul(&m.blocks[l].w_fc).gelu().matmul(&m.blocks[l].w_proj).dropout(p);
+    }
+    let mu = x.mean_dim(&[-1], true);
+    let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.lnf_w + m.lnf_b;
+    let logits = h.matmul(&m.wte.t());
+    let loss = logits.flatten(0, 1).cross_entropy(&targets.flatten(0, 1));
+    (logits, loss)
+}
+
+/// One decode step for `tok` (`[b, 1]`) at position `pos` (`[1]`, I64;
+/// `len = pos + 1` positions are then filled): writes this position's keys
+/// and values into the cache in place, attends over the filled prefix, and
+/// gives the next token's logits `[b, vocab]`.
+#[aot_fn]
+#[allow(clippy::too_many_arguments)]
+pub fn decode_step(m: &Gpt, cache: &mut KvCache, tok: &Tensor, pos: &Tensor, len: i64, b: i64, nh: i64, hd: i64, scale: f64) -> Tensor {
+    let c = nh * hd;
+    let mut x = tok.embedding(&m.wte) + pos.embedding(&m.wpe);
+    for l in 0..2 {
+        let mu = x.mean_dim(&[-1], true);
+        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.blocks[l].ln1_w + m.blocks[l].ln1_b;
+        let qkv = h.matmul(&m.blocks[l].w_qkv);
+        let q = qkv.narrow(2, 0, c).view(&[b, 1, nh, hd]).transpose(1, 2);
+        cache.k[l].index_copy_(2, pos, &qkv.narrow(2, c, c).view(&[b, 1, nh, hd]).transpose(1, 2));
+        cache.v[l].index_copy_(2, pos, &qkv.narrow(2, 2 * c, c).view(&[b, 1, nh, hd]).transpose(1, 2));
+        let keys = cache.k[l].narrow(2, 0, len);
+        let att = (q.matmul(&keys.transpose(2, 3)) * scale).softmax(-1);
+        let y = att.matmul(&cache.v[l].narrow(2, 0, len)).transpose(1, 2).contiguous().view(&[b, 1, c]);
+        x = x + y.matmul(&m.blocks[l].w_o);
+        let mu = x.mean_dim(&[-1], true);
+        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.blocks[l].ln2_w + m.blocks[l].ln2_b;
+        x = x + h.matmul(&m.blocks[l].w_fc).gelu().matmul(&m.blocks[l].w_proj);
+    }
+    let mu = x.mean_dim(&[-1], true);
+    let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.lnf_w + m.lnf_b;
+    h.matmul(&m.wte.t()).select(1, 0)
+}
+
+/// PyTorch's `AdamW` step on every parameter, in place (`torch.optim.AdamW`,
+/// `foreach=False`): `p *= 1 - lr * wd` (matrices only, as nanoGPT decays
+/// only 2-D parameters), `m = b1 m + (1 - b1) g`, `v = b2 v + (1 - b2) g²`,
+/// `p -= step_size * m / (sqrt(v) / bc2_sqrt + eps)`, with the bias
+/// corrections computed by the caller: `step_size = lr / (1 - b1^t)`,
+/// `bc2_sqrt = sqrt(1 - b2^t)`, `decay = 1 - lr * wd`.
+#[aot_fn]
+#[allow(clippy::too_many_arguments)]
+pub fn adamw(p: &mut Gpt, st: &mut AdamState, g: &Gpt, step_size: f64, bc2_sqrt: f64, decay: f64, b1: f64, b2: f64, eps: f64) {
+    no_grad! {
+        p.wte.mul_(decay);
+        st.m.wte.mul_(b1).add_(g.wte * (1.0 - b1));
+        st.v.wte.mul_(b2).add_(g.wte.square() * (1.0 - b2));
+        p.wte.sub_(st.m.wte / (st.v.wte.sqrt() / bc2_sqrt + eps) * step_size);
+        p.wpe.mul_(decay);
+        st.m.wpe.mul_(b1).add_(g.wpe * (1.0 - b1));
+        st.v.wpe.mul_(b2).add_(g.wpe.square() * (1.0 - b2));
+        p.wpe.sub_(st.m.wpe / (st.v.wpe.sqrt() / bc2_sqrt + eps) * step_size);
+        st.m.lnf_w.mul_(b1).add_(g.lnf_w * (1.0 - b1));
+        st.v.lnf_w.mul_(b2).add_(g.lnf_w.square() * (1.0 - b2));
+        p.lnf_w.sub_(st.m.lnf_w / (st.v.lnf_w.sqrt() / bc2_sqrt + eps) * step_size);
+        st.m.lnf_b.mul_(b1).add_(g.lnf_b * (1.0 - b1));
+        st.v.lnf_b.mul_(b2).add_(g.lnf_b.square() * (1.0 - b2));
+        p.lnf_b.sub_(st.m.lnf_b / (st.v.lnf_b.sqrt() / bc2_sqrt + eps) * step_size);
+        for l in 0..2 {
+            st.m.blocks[l].ln1_w.mul_(b1).add_(g.blocks[l].ln1_w * (1.0 - b1));
+            st.v.blocks[l].ln1_w.mul_(b2).add_(g.blocks[l].ln1_w.square() * (1.0 - b2));
+            p.blocks[l].ln1_w.sub_(st.m.blocks[l].ln1_w / (st.v.blocks[l].ln1_w.sqrt() / bc2_sqrt + eps) * step_size);
+            st.m.blocks[l].ln1_b.mul_(b1).add_(g.blocks[l].ln1_b * (1.0 - b1));
+            st.v.blocks[l].ln1_b.mul_(b2).add_(g.blocks[l].ln1_b.square() * (1.0 - b2));
+            p.blocks[l].ln1_b.sub_(st.m.blocks[l].ln1_b / (st.v.blocks[l].ln1_b.sqrt() / bc2_sqrt + eps) * step_size);
+            p.blocks[l].w_qkv.mul_(decay);
+            st.m.blocks[l].w_qkv.mul_(b1).add_(g.blocks[l].w_qkv * (1.0 - b1));
+            st.v.blocks[l].w_qkv.mul_(b2).add_(g.blocks[l].w_qkv.square() * (1.0 - b2));
+            p.blocks[l].w_qkv.sub_(st.m.blocks[l].w_qkv / (st.v.blocks[l].w_qkv.sqrt() / bc2_sqrt + eps) * step_size);
+            p.blocks[l].w_o.mul_(decay);
+            st.m.blocks[l].w_o.mul_(b1).add_(g.blocks[l].w_o * (1.0 - b1));
+            st.v.blocks[l].w_o.mul_(b2).add_(g.blocks[l].w_o.square() * (1.0 - b2));
+            p.blocks[l].w_o.sub_(st.m.blocks[l].w_o / (st.v.blocks[l].w_o.sqrt() / bc2_sqrt + eps) * step_size);
+            st.m.blocks[l].ln2_w.mul_(b1).add_(g.blocks[l].ln2_w * (1.0 - b1));
+            st.v.blocks[l].ln2_w.mul_(b2).add_(g.blocks[l].ln2_w.square() * (1.0 - b2));
+            p.blocks[l].ln2_w.sub_(st.m.blocks[l].ln2_w / (st.v.blocks[l].ln2_w.sqrt() / bc2_sqrt + eps) * step_size);
+            st.m.blocks[l].ln2_b.mul_(b1).add_(g.blocks[l].ln2_b * (1.0 - b1));
+            st.v.blocks[l].ln2_b.mul_(b2).add_(g.blocks[l].ln2_b.square() * (1.0 - b2));
+            p.blocks[l].ln2_b.sub_(st.m.blocks[l].ln2_b / (st.v.blocks[l].ln2_b.sqrt() / bc2_sqrt + eps) * step_size);
+            p.blocks[l].w_fc.mul_(decay);
+            st.m.blocks[l].w_fc.mul_(b1).add_(g.blocks[l].w_fc * (1.0 - b1));
+            st.v.blocks[l].w_fc.mul_(b2).add_(g.blocks[l].w_fc.square() * (1.0 - b2));
+            p.blocks[l].w_fc.sub_(st.m.blocks[l].w_fc / (st.v.blocks[l].w_fc.sqrt() / bc2_sqrt + eps) * step_size);
+            p.blocks[l].w_proj.mul_(decay);
+            st.m.blocks[l].w_proj.mul_(b1).add_(g.blocks[l].w_proj * (1.0 - b1));
+            st.v.blocks[l].w_proj.mul_(b2).add_(g.blocks[l].w_proj.square() * (1.0 - b2));
+            p.blocks[l].w_proj.sub_(st.m.blocks[l].w_proj / (st.v.blocks[l].w_proj.sqrt() / bc2_sqrt + eps) * step_size);
+        }
+    }
+}
