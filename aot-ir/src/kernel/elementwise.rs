@@ -12,15 +12,19 @@
 //! - f64 takes std's, and `erf`/`erfc` from [`super::special`];
 //! - a scalar operand is rounded to the compute type first.
 //!
-//! The ops that are not float arithmetic have their one definition here as
-//! well, each with its C: [`Comparison`] (eq ne lt le gt ge, in any
-//! compute type, giving bool), [`IntOp`] (the integer arithmetic that is
-//! exact in i64, wrapping on overflow as eager does) and [`BoolOp`] (bool
-//! `add`/`maximum` is or, `mul`/`minimum` is and).
+//! The ops that are not float arithmetic have their one definition in
+//! `elementwise/exact.rs`, each with its C: [`Comparison`] (eq ne lt le gt
+//! ge, in any compute type, giving bool), [`IntOp`] (the integer
+//! arithmetic that is exact in i64, wrapping on overflow as eager does,
+//! and PyTorch's integer `pow`) and [`BoolOp`] (bool `add`/`maximum` is
+//! or, `mul`/`minimum` is and).
 
 use super::math::{self, Lanes};
 use crate::op::OpKind;
 use std::ops::{Add, Div, Mul, Neg, Sub};
+
+mod exact;
+pub use exact::{int_pow, BoolOp, Comparison, IntOp, INT_POW_C};
 
 /// A compute type of kernels: plain arithmetic plus the functions the ops
 /// need.
@@ -216,210 +220,6 @@ fn with_unary<C: Compute, V: OpVisitor<C>>(op: OpKind, v: V) -> Option<V::Out> {
         ),
         _ => return None,
     })
-}
-
-/// A comparison: IEEE semantics on floats (NaN is unequal to everything,
-/// and neither less nor greater), `false < true` on bools.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Comparison {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl Comparison {
-    /// The comparison `op` computes, if it is one.
-    pub fn of(op: OpKind) -> Option<Comparison> {
-        Some(match op {
-            OpKind::Eq => Comparison::Eq,
-            OpKind::Ne => Comparison::Ne,
-            OpKind::Lt => Comparison::Lt,
-            OpKind::Le => Comparison::Le,
-            OpKind::Gt => Comparison::Gt,
-            OpKind::Ge => Comparison::Ge,
-            _ => return None,
-        })
-    }
-
-    /// `a <op> b`.
-    #[inline(always)]
-    pub fn eval<T: PartialOrd>(self, a: T, b: T) -> bool {
-        match self {
-            Comparison::Eq => a == b,
-            Comparison::Ne => a != b,
-            Comparison::Lt => a < b,
-            Comparison::Le => a <= b,
-            Comparison::Gt => a > b,
-            Comparison::Ge => a >= b,
-        }
-    }
-
-    /// The C operator (the same semantics on `float`, `double`, `long
-    /// long` and `bool`).
-    pub fn c_op(self) -> &'static str {
-        match self {
-            Comparison::Eq => "==",
-            Comparison::Ne => "!=",
-            Comparison::Lt => "<",
-            Comparison::Le => "<=",
-            Comparison::Gt => ">",
-            Comparison::Ge => ">=",
-        }
-    }
-}
-
-/// Integer (i64) arithmetic a kernel computes exactly: eager's integer
-/// kernels, wrapping on overflow. (Integer `div` and the float functions
-/// promote to f32, as eager does.) `Pow` is PyTorch's integer power; eager
-/// refuses a negative scalar exponent before any kernel runs, so kernels
-/// of compiled calls take only tensor exponents.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IntOp {
-    Add,
-    Sub,
-    Mul,
-    Maximum,
-    Minimum,
-    Neg,
-    Abs,
-    Square,
-    Relu,
-    Pow,
-}
-
-impl IntOp {
-    /// The integer op `op` computes on i64 operands, if it keeps them i64.
-    pub fn of(op: OpKind) -> Option<IntOp> {
-        Some(match op {
-            OpKind::Add => IntOp::Add,
-            OpKind::Sub => IntOp::Sub,
-            OpKind::Mul => IntOp::Mul,
-            OpKind::Maximum => IntOp::Maximum,
-            OpKind::Minimum => IntOp::Minimum,
-            OpKind::Neg => IntOp::Neg,
-            OpKind::Abs => IntOp::Abs,
-            OpKind::Square => IntOp::Square,
-            OpKind::Relu => IntOp::Relu,
-            OpKind::Pow => IntOp::Pow,
-            _ => return None,
-        })
-    }
-
-    /// Whether the op reads a second operand.
-    pub fn is_binary(self) -> bool {
-        matches!(self, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::Maximum | IntOp::Minimum | IntOp::Pow)
-    }
-
-    /// The op at one position (`b` ignored by unary ops).
-    #[inline(always)]
-    pub fn eval(self, a: i64, b: i64) -> i64 {
-        match self {
-            IntOp::Add => a.wrapping_add(b),
-            IntOp::Sub => a.wrapping_sub(b),
-            IntOp::Mul => a.wrapping_mul(b),
-            IntOp::Maximum => a.max(b),
-            IntOp::Minimum => a.min(b),
-            IntOp::Neg => a.wrapping_neg(),
-            IntOp::Abs => a.wrapping_abs(),
-            IntOp::Square => a.wrapping_mul(a),
-            IntOp::Relu => a.max(0),
-            IntOp::Pow => int_pow(a, b),
-        }
-    }
-
-    /// The op as a C expression of the `long long` expressions `a` and
-    /// `b`. Wrapping arithmetic goes through `unsigned long long`, where
-    /// C defines it (signed overflow is undefined).
-    pub fn c_expr(self, a: &str, b: &str) -> String {
-        let u = |x: &str| format!("(unsigned long long)({x})");
-        match self {
-            IntOp::Add => format!("(long long)({} + {})", u(a), u(b)),
-            IntOp::Sub => format!("(long long)({} - {})", u(a), u(b)),
-            IntOp::Mul => format!("(long long)({} * {})", u(a), u(b)),
-            IntOp::Maximum => format!("({a} >= {b} ? {a} : {b})"),
-            IntOp::Minimum => format!("({a} <= {b} ? {a} : {b})"),
-            IntOp::Neg => format!("(long long)(0ULL - {})", u(a)),
-            IntOp::Abs => format!("({a} < 0 ? (long long)(0ULL - {}) : {a})", u(a)),
-            IntOp::Square => format!("(long long)({} * {})", u(a), u(a)),
-            IntOp::Relu => format!("({a} > 0 ? {a} : 0LL)"),
-            // a loop: the renderer adds the function (`INT_POW_C`)
-            IntOp::Pow => format!("aot_int_pow({a}, {b})"),
-        }
-    }
-}
-
-/// PyTorch's integer `pow`: a negative exponent gives `1` for base 1, `+-1`
-/// for base -1 and 0 otherwise (base 0 included); an overflowing power
-/// wraps (square-and-multiply, as [`INT_POW_C`]).
-#[inline(always)]
-pub fn int_pow(base: i64, exp: i64) -> i64 {
-    if exp < 0 {
-        return match base {
-            1 => 1,
-            -1 if exp % 2 != 0 => -1,
-            -1 => 1,
-            _ => 0,
-        };
-    }
-    let (mut acc, mut b, mut e) = (1i64, base, exp);
-    while e > 0 {
-        if e & 1 == 1 {
-            acc = acc.wrapping_mul(b);
-        }
-        b = b.wrapping_mul(b);
-        e >>= 1;
-    }
-    acc
-}
-
-/// [`int_pow`] in C, wrapping through `unsigned long long`.
-pub const INT_POW_C: &str = "static __device__ __forceinline__ long long aot_int_pow(long long base, long long exp) {
-    if (exp < 0) return base == 1 ? 1 : (base == -1 ? ((exp & 1) ? -1 : 1) : 0);
-    unsigned long long acc = 1ULL, b = (unsigned long long)base;
-    while (exp > 0) {
-        if (exp & 1) acc *= b;
-        b *= b;
-        exp >>= 1;
-    }
-    return (long long)acc;
-}
-";
-
-/// Bool arithmetic: eager computes `add`/`maximum` of bools as or and
-/// `mul`/`minimum` as and (the rest of arithmetic is an error on bools).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BoolOp {
-    Or,
-    And,
-}
-
-impl BoolOp {
-    pub fn of(op: OpKind) -> Option<BoolOp> {
-        match op {
-            OpKind::Add | OpKind::Maximum => Some(BoolOp::Or),
-            OpKind::Mul | OpKind::Minimum => Some(BoolOp::And),
-            _ => None,
-        }
-    }
-
-    #[inline(always)]
-    pub fn eval(self, a: bool, b: bool) -> bool {
-        match self {
-            BoolOp::Or => a | b,
-            BoolOp::And => a & b,
-        }
-    }
-
-    /// The op as a C expression of the `bool` expressions `a` and `b`.
-    pub fn c_expr(self, a: &str, b: &str) -> String {
-        match self {
-            BoolOp::Or => format!("({a} || {b})"),
-            BoolOp::And => format!("({a} && {b})"),
-        }
-    }
 }
 
 impl Compute for f32 {
