@@ -305,8 +305,10 @@ impl Lower<'_> {
             Stmt::Expr(e) => {
                 self.expr(e);
             }
-            Stmt::For { var, start, end, body, span } => {
-                if end.saturating_sub(*start) > MAX_ITERATIONS {
+            Stmt::For { var, start, end, closed, body, span } => {
+                let (Some(start), Some(end)) = (self.loop_bound(start), self.loop_bound(end)) else { return };
+                let end = if *closed { end.saturating_add(1) } else { end };
+                if end.saturating_sub(start) > MAX_ITERATIONS {
                     self.errors.add(
                         *span,
                         format!("this loop runs more than {MAX_ITERATIONS} times"),
@@ -314,7 +316,7 @@ impl Lower<'_> {
                     );
                     return;
                 }
-                for k in *start..*end {
+                for k in start..end {
                     if self.over_budget {
                         break;
                     }
@@ -339,6 +341,36 @@ impl Lower<'_> {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// A loop bound: an integer known when unrolling (a literal, an outer
+    /// loop's variable, arithmetic on them); reports what is not.
+    fn loop_bound(&mut self, e: &Expr) -> Option<i64> {
+        if let Expr::Var(id) = e {
+            if self.lookup(&id.to_string()).is_none() {
+                crate::ast::const_bound_error(self.errors, e.span(), &id.to_string());
+                return None;
+            }
+        }
+        let help = "`for` loops are unrolled at compile time: use integer literals (`0..4`), or an outer loop's variable";
+        match self.expr(e) {
+            Val::Scalar(s, ScalarTy::Int) => {
+                let k = s.as_const_int();
+                if k.is_none() {
+                    self.errors.add(
+                        e.span(),
+                        "this loop bound is known only when the function is called (it depends on a parameter or a size)",
+                        Some(format!("{help}; for a count that varies between calls, write one function per count")),
+                    );
+                }
+                k
+            }
+            Val::Poison => None,
+            other => {
+                self.errors.add(e.span(), format!("a loop bound must be an integer, found {}", other.describe()), Some(help.into()));
+                None
             }
         }
     }

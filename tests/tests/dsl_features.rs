@@ -296,3 +296,30 @@ fn let_aliases_of_struct_fields() -> Result<()> {
     assert_eq!(sig.parameters, ["m.l1.w", "m.l1.b", "m.blocks.0.w", "m.blocks.0.b", "m.blocks.1.w", "m.blocks.1.b"]);
     Ok(())
 }
+
+/// Loop bounds known when unrolling: a `let` of a literal, and an outer
+/// loop's variable (`0..=i`, `i + 1..3`).
+#[aot_fn]
+fn triangle(x: &Tensor) -> Tensor {
+    let n = 3;
+    let mut acc = x.zeros_like();
+    for i in 0..n {
+        for j in 0..=i {
+            acc = acc + x * j;
+        }
+        for k in i + 1..n {
+            acc = acc + x.narrow(0, k, 1) * 10.0;
+        }
+    }
+    acc
+}
+
+#[test]
+fn loop_bounds_from_outer_loops() -> Result<()> {
+    let x = randn(&[3], 27);
+    // j sums to 0 + 1 + 3 = 4; the k loops run 2 + 1 + 0 times, reading
+    // x[1] once and x[2] twice.
+    let want = x.mul(4.0)?.add(&x.narrow(0, 1, 1)?.mul(10.0)?)?.add(&x.narrow(0, 2, 1)?.mul(20.0)?)?;
+    assert_close("triangle", &triangle(&x)?, &want);
+    Ok(())
+}

@@ -232,7 +232,11 @@ pub fn switch_names(block: &Block, out: &mut Vec<String>) {
     for stmt in &block.stmts {
         match stmt {
             Stmt::Let { init: e, .. } | Stmt::Assign { value: e, .. } | Stmt::Expr(e) => expr_switches(e, out),
-            Stmt::For { body, .. } => switch_names(body, out),
+            Stmt::For { start, end, body, .. } => {
+                expr_switches(start, out);
+                expr_switches(end, out);
+                switch_names(body, out);
+            }
         }
     }
     if let Some(t) = &block.tail {
