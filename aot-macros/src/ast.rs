@@ -395,7 +395,7 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::Closure(_) => unsupported("closures", Some("write the computation inline; the body is traced once at compile time")),
         syn::Expr::Match(_) => unsupported("`match`", Some("the traced program is a fixed sequence of ops; select values elementwise with `where_(&cond, &other)`")),
         syn::Expr::If(i) => parse_if(i, span, errors),
-        syn::Expr::While(_) | syn::Expr::Loop(_) => unsupported("this loop", Some("only `for` loops over integer literal ranges (`for i in 0..4`) are supported; they are unrolled")),
+        syn::Expr::While(_) | syn::Expr::Loop(_) => unsupported("this loop", Some("only `for` loops over integer ranges (`for i in 0..4`) are supported; they are unrolled")),
         syn::Expr::ForLoop(_) => unsupported("a `for` loop in expression position", Some("use the loop as a statement")),
         syn::Expr::Return(_) => unsupported("`return`", Some("make the returned value the tail expression of the body")),
         syn::Expr::Try(_) => unsupported("the `?` operator", Some("remove the `?`: ops in the body return tensors, and errors propagate from the generated function")),
