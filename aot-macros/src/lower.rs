@@ -345,36 +345,6 @@ impl Lower<'_> {
         }
     }
 
-    /// A loop bound: an integer known when unrolling (a literal, an outer
-    /// loop's variable, arithmetic on them); reports what is not.
-    fn loop_bound(&mut self, e: &Expr) -> Option<i64> {
-        if let Expr::Var(id) = e {
-            if self.lookup(&id.to_string()).is_none() {
-                crate::ast::const_bound_error(self.errors, e.span(), &id.to_string());
-                return None;
-            }
-        }
-        let help = "`for` loops are unrolled at compile time: use integer literals (`0..4`), or an outer loop's variable";
-        match self.expr(e) {
-            Val::Scalar(s, ScalarTy::Int) => {
-                let k = s.as_const_int();
-                if k.is_none() {
-                    self.errors.add(
-                        e.span(),
-                        "this loop bound is known only when the function is called (it depends on a parameter or a size)",
-                        Some(format!("{help}; for a count that varies between calls, write one function per count")),
-                    );
-                }
-                k
-            }
-            Val::Poison => None,
-            other => {
-                self.errors.add(e.span(), format!("a loop bound must be an integer, found {}", other.describe()), Some(help.into()));
-                None
-            }
-        }
-    }
-
     fn bind_pat(&mut self, pat: &Pat, v: Val) {
         match (pat, v) {
             (Pat::Wild, _) => {}
