@@ -163,7 +163,9 @@ impl ScalarBinOp {
 /// signature), or arithmetic over them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ScalarExpr {
-    F64(f64),
+    /// Non-finite values are written as strings: JSON has no number for
+    /// them (`-f64::INFINITY` in a body would otherwise become `null`).
+    F64(#[serde(with = "json_f64")] f64),
     I64(i64),
     Bool(bool),
     /// The scalar parameter at this position of the signature.
@@ -508,6 +510,51 @@ impl Arg {
     }
 }
 
+/// An `f64` in JSON: a number when finite, else `"inf"`, `"-inf"` or
+/// `"nan"`.
+mod json_f64 {
+    use serde::de::{self, Visitor};
+    use serde::{Deserializer, Serializer};
+    use std::fmt;
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            v if v.is_finite() => s.serialize_f64(*v),
+            v if v.is_nan() => s.serialize_str("nan"),
+            v if *v > 0.0 => s.serialize_str("inf"),
+            _ => s.serialize_str("-inf"),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        struct F;
+        impl Visitor<'_> for F {
+            type Value = f64;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number, \"inf\", \"-inf\" or \"nan\"")
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+                Ok(v)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
+                Ok(v as f64)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
+                Ok(v as f64)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<f64, E> {
+                match v {
+                    "inf" => Ok(f64::INFINITY),
+                    "-inf" => Ok(f64::NEG_INFINITY),
+                    "nan" => Ok(f64::NAN),
+                    _ => Err(E::invalid_value(de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(F)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,5 +571,17 @@ mod tests {
         assert_eq!(ScalarExpr::Neg(Box::new(ScalarExpr::I64(1))).as_const_int(), Some(-1));
         assert_eq!(e.ty(&[ParamType::Tensor, ParamType::F64]), Some(ScalarTy::Float));
         assert_eq!(ScalarExpr::Param(0).ty(&[ParamType::Tensor]), None);
+    }
+
+    #[test]
+    fn non_finite_floats_survive_json() {
+        for v in [f64::INFINITY, f64::NEG_INFINITY, 1.5, -0.0] {
+            let json = serde_json::to_string(&ScalarExpr::F64(v)).expect("serialise");
+            assert_eq!(serde_json::from_str::<ScalarExpr>(&json).expect("deserialise"), ScalarExpr::F64(v), "{json}");
+        }
+        let nan = serde_json::to_string(&ScalarExpr::F64(f64::NAN)).expect("serialise");
+        assert_eq!(nan, r#"{"F64":"nan"}"#);
+        assert!(matches!(serde_json::from_str(&nan), Ok(ScalarExpr::F64(v)) if v.is_nan()));
+        assert!(serde_json::from_str::<ScalarExpr>(r#"{"F64":"big"}"#).is_err());
     }
 }

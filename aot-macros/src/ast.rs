@@ -40,11 +40,13 @@ pub enum Stmt {
         value: Expr,
     },
     Expr(Expr),
-    /// `for var in start..end { body }`, unrolled during lowering.
+    /// `for var in start..end { body }` (`..=` when `closed`), unrolled
+    /// during lowering: the bounds must lower to integers known then.
     For {
         var: Option<Ident>,
-        start: i64,
-        end: i64,
+        start: Expr,
+        end: Expr,
+        closed: bool,
         body: Block,
         span: SpanRange,
     },
@@ -269,37 +271,43 @@ fn parse_for(f: &syn::ExprForLoop, errors: &mut Errors) -> Option<Stmt> {
             return None;
         }
     };
-    let bounds = match &*f.expr {
-        syn::Expr::Range(r) => {
-            let lit = |e: &Option<Box<syn::Expr>>| e.as_deref().and_then(int_literal);
-            match (lit(&r.start), lit(&r.end), &r.limits) {
-                (Some(a), Some(b), syn::RangeLimits::HalfOpen(_)) => Some((a, b)),
-                (Some(a), Some(b), syn::RangeLimits::Closed(_)) => b.checked_add(1).map(|b| (a, b)),
-                _ => None,
-            }
-        }
-        _ => None,
-    };
-    let Some((start, end)) = bounds else {
+    let syn::Expr::Range(syn::ExprRange { start: Some(start), end: Some(end), limits, .. }) = &*f.expr else {
         errors.add(
             SpanRange::of(&f.expr),
-            "loop bounds must be integer literals",
-            Some("`for` loops are unrolled at compile time, so they must iterate over a literal range like `0..4`".into()),
+            "a `for` loop must iterate over a range with both bounds",
+            Some("`for` loops are unrolled at compile time: iterate over a range of integers like `0..4`".into()),
         );
         return None;
     };
+    let closed = matches!(limits, syn::RangeLimits::Closed(_));
+    let (start, end) = (parse_bound(start, errors), parse_bound(end, errors));
     let body = parse_block(&f.body, errors);
-    Some(Stmt::For { var, start, end, body, span })
+    Some(Stmt::For { var, start, end, closed, body, span })
 }
 
-/// An integer literal, possibly negated: `3`, `-1`.
-fn int_literal(e: &syn::Expr) -> Option<i64> {
+/// A loop bound; a path to an item (`model::LAYERS`) cannot be unrolled.
+fn parse_bound(e: &syn::Expr, errors: &mut Errors) -> Expr {
     match e {
-        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse().ok(),
-        syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => int_literal(expr)?.checked_neg(),
-        syn::Expr::Paren(p) => int_literal(&p.expr),
-        _ => None,
+        syn::Expr::Path(p) if p.qself.is_none() && p.path.segments.len() > 1 => {
+            let name = p.path.segments.iter().map(|s| s.ident.to_string()).collect::<Vec<_>>().join("::");
+            let span = SpanRange::of(e);
+            const_bound_error(errors, span, &name);
+            Expr::Error(span)
+        }
+        _ => parse_expr(e, errors),
     }
+}
+
+/// A loop bound that names a `const` item (or anything else out of the
+/// body's reach): its value is not visible to the macro.
+pub fn const_bound_error(errors: &mut Errors, span: SpanRange, name: &str) {
+    errors.add(
+        span,
+        format!("`#[aot_fn]` cannot read the value of `{name}`: loops are unrolled when the macro expands, and a macro sees only the function's own tokens, not `const` items"),
+        Some(format!(
+            "write the bound as an integer literal (`0..2`); to keep it in step with the constant, assert it beside the function: `const _: () = assert!({name} == 2);`"
+        )),
+    );
 }
 
 /// `if cond { .. } else ..`; whether `cond` may be branched on is decided
@@ -387,7 +395,7 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::Closure(_) => unsupported("closures", Some("write the computation inline; the body is traced once at compile time")),
         syn::Expr::Match(_) => unsupported("`match`", Some("the traced program is a fixed sequence of ops; select values elementwise with `where_(&cond, &other)`")),
         syn::Expr::If(i) => parse_if(i, span, errors),
-        syn::Expr::While(_) | syn::Expr::Loop(_) => unsupported("this loop", Some("only `for` loops over integer literal ranges (`for i in 0..4`) are supported; they are unrolled")),
+        syn::Expr::While(_) | syn::Expr::Loop(_) => unsupported("this loop", Some("only `for` loops over integer ranges (`for i in 0..4`) are supported; they are unrolled")),
         syn::Expr::ForLoop(_) => unsupported("a `for` loop in expression position", Some("use the loop as a statement")),
         syn::Expr::Return(_) => unsupported("`return`", Some("make the returned value the tail expression of the body")),
         syn::Expr::Try(_) => unsupported("the `?` operator", Some("remove the `?`: ops in the body return tensors, and errors propagate from the generated function")),

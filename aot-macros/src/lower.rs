@@ -66,6 +66,9 @@ enum Val {
     /// A struct parameter (index into `Lower::trees`): only its fields are
     /// values.
     Tree(usize),
+    /// A `let` name for a field path of a struct parameter: a struct
+    /// whose fields are read through it, or a tensor read when it is used.
+    Alias(FieldPath),
     /// A struct literal of tensors (to be returned).
     Struct(syn::Path, Vec<(syn::Member, Val)>),
     /// `x.shape()` of the tensor parameter at this position: only indexed
@@ -87,12 +90,27 @@ impl Val {
             Val::DType(_) => "a dtype",
             Val::Tuple(_) => "a tuple",
             Val::Tree(_) => "a struct of tensors",
+            Val::Alias(_) => "a field of a struct parameter",
             Val::Struct(..) => "a struct",
             Val::Shape(_) => "a shape (index it: `x.shape()[0]`)",
             Val::Unit => "`()`",
             Val::Poison => "an invalid value",
         }
     }
+}
+
+/// A field path of a struct parameter (`m.blocks[1].w`).
+#[derive(Clone, Debug)]
+struct FieldPath {
+    /// The struct parameter (index into `Lower::trees`).
+    root: usize,
+    /// The parameter's name as the user wrote it, spanned there.
+    used: syn::Ident,
+    /// The graph input's name: `m.blocks.1.w`.
+    name: String,
+    /// The access in Rust (`.blocks[1usize].w`), for rustc's type check.
+    access: Vec<TokenStream>,
+    span: SpanRange,
 }
 
 /// A name in scope: its value and whether it was declared `mut`.
@@ -262,7 +280,13 @@ impl Lower<'_> {
     fn stmt(&mut self, stmt: &Stmt) {
         match stmt {
             Stmt::Let { pat, init } => {
-                let mut v = self.expr(init);
+                let mut v = match init {
+                    Expr::Field(..) => self.field_alias(init),
+                    Expr::Index(base, ..) if !matches!(&**base, Expr::Method { special: Some(crate::ast::Special::Shape), .. }) => {
+                        self.field_alias(init)
+                    }
+                    _ => self.expr(init),
+                };
                 if let Val::Tree(_) = v {
                     // Fields are named by the parameter's own path.
                     self.errors.add(
@@ -281,8 +305,10 @@ impl Lower<'_> {
             Stmt::Expr(e) => {
                 self.expr(e);
             }
-            Stmt::For { var, start, end, body, span } => {
-                if end.saturating_sub(*start) > MAX_ITERATIONS {
+            Stmt::For { var, start, end, closed, body, span } => {
+                let (Some(start), Some(end)) = (self.loop_bound(start), self.loop_bound(end)) else { return };
+                let end = if *closed { end.saturating_add(1) } else { end };
+                if end.saturating_sub(start) > MAX_ITERATIONS {
                     self.errors.add(
                         *span,
                         format!("this loop runs more than {MAX_ITERATIONS} times"),
@@ -290,7 +316,7 @@ impl Lower<'_> {
                     );
                     return;
                 }
-                for k in *start..*end {
+                for k in start..end {
                     if self.over_budget {
                         break;
                     }
@@ -428,6 +454,10 @@ impl Lower<'_> {
     fn expr(&mut self, e: &Expr) -> Val {
         match e {
             Expr::Var(id) => match self.lookup(&id.to_string()) {
+                Some(Val::Alias(mut p)) => {
+                    p.span = SpanRange::single(id.span());
+                    self.field_input(p)
+                }
                 Some(v) => v,
                 None => {
                     self.errors.add(SpanRange::single(id.span()), format!("cannot find value `{id}` in this scope"), None);

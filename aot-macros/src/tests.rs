@@ -292,3 +292,18 @@ fn float_constants_resolve_with_and_without_std() {
     let mut errors = crate::diag::Errors::default();
     assert!(matches!(crate::ast::parse_expr(&e, &mut errors), crate::ast::Expr::Float(v, _) if v == f64::from(std::f32::consts::E)));
 }
+
+#[test]
+fn loop_bounds_unknown_when_unrolling_are_reported() {
+    for (head, want) in [
+        ("for _ in 0..n", "known only when the function is called"),
+        ("for _ in 0..x.size(0)", "known only when the function is called"),
+        ("for _ in 0..LAYERS", "cannot read the value of `LAYERS`"),
+        ("for _ in 0..=model::LAYERS", "cannot read the value of `model::LAYERS`"),
+        ("for _ in 0..x", "a loop bound must be an integer, found a tensor"),
+        ("for _ in 0..", "a range with both bounds"),
+    ] {
+        let got = errors_of(&format!("fn f(x: &Tensor, n: i64) {{ {head} {{ x.exp(); }} }}"));
+        assert!(got.contains(want), "{head}: {got}");
+    }
+}

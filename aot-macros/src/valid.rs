@@ -242,7 +242,11 @@ pub fn body(block: &mut Block, errors: &mut Errors) {
         match stmt {
             Stmt::Let { init, .. } | Stmt::Assign { value: init, .. } => expr(init, errors),
             Stmt::Expr(e) => expr(e, errors),
-            Stmt::For { body: b, .. } => body(b, errors),
+            Stmt::For { start, end, body: b, .. } => {
+                expr(start, errors);
+                expr(end, errors);
+                body(b, errors);
+            }
         }
     }
     if let Some(t) = &mut block.tail {

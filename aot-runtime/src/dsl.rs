@@ -81,10 +81,14 @@
 //!   / `Tensor::stack(..)`;
 //! - `no_grad! { .. }` blocks, which may end in an expression that is their
 //!   value;
-//! - `for i in 0..n` over integer literal ranges (unrolled; `i` is an
-//!   integer usable as a dim or index);
+//! - `for i in a..b` / `a..=b` loops, unrolled at compile time (`i` is an
+//!   integer usable as a dim or index; see [Loops](#loops));
 //! - `if flag { .. } else { .. }` on a `bool` parameter (below);
 //! - `&` on operands is accepted and ignored (`a.add(&b)` is `a.add(b)`).
+//!
+//! - `let blk = &m.blocks[l];` names a part of a struct parameter: read
+//!   its fields through the name (`blk.w`), or use it as the tensor it is
+//!   (`let w = &m.w1;`); the graph input is still named `m.blocks.1.w`;
 //!
 //! `.clone()` on a tensor is a compile error: write `.copy()` for a copy of
 //! the data (PyTorch's `clone()`). Closures, `match`, `while`, `?`,
@@ -92,15 +96,56 @@
 //! Unread `let` bindings, loop variables and parameters get rustc's
 //! `unused_variables` warning, as in plain Rust.
 //!
+//! # Loops
+//!
+//! A `for` loop is unrolled when the macro expands, so its bounds must be
+//! known then: integer literals, `let` names bound to them, an outer
+//! loop's variable and arithmetic on these (`for j in i + 1..4`). A bound
+//! that is a scalar parameter or a size (`0..n`, `0..x.size(0)`) is known
+//! only at call time and is a compile error. So is a `const` item
+//! (`0..LAYERS`): a macro sees only the function's tokens, not other
+//! items. Write the literal and keep it in step with the constant by an
+//! assertion beside the function, `const _: () = assert!(LAYERS == 2);`.
+//!
+//! ```
+//! use aot_runtime::prelude::*;
+//!
+//! const LAYERS: usize = 2;
+//! const _: () = assert!(LAYERS == 2);
+//!
+//! #[derive(TensorTree)]
+//! struct Block { w: Tensor, b: Tensor }
+//! #[derive(TensorTree)]
+//! struct Model { blocks: Vec<Block> }
+//!
+//! #[aot_fn]
+//! fn forward(m: &Model, x: &Tensor) -> Tensor {
+//!     let mut h = x.relu();
+//!     for l in 0..2 {
+//!         let blk = &m.blocks[l];
+//!         h = h.matmul(&blk.w) + blk.b;
+//!     }
+//!     h
+//! }
+//!
+//! let blk = || -> Result<Block> { Ok(Block { w: Tensor::ones(&[2, 2], DType::F32, &Device::Cpu)?, b: Tensor::ones(&[2], DType::F32, &Device::Cpu)? }) };
+//! let m = Model { blocks: (0..LAYERS).map(|_| blk()).collect::<Result<_>>()? };
+//! let x = Tensor::ones(&[1, 2], DType::F32, &Device::Cpu)?;
+//! assert_eq!(forward(&m, &x)?.to_vec::<f32>()?, vec![7.0, 7.0]);
+//! # Ok::<(), AotError>(())
+//! ```
+//!
 //! # Scalars
 //!
 //! Scalar parameters and literals combine with `+ - * /`, `as f64` /
 //! `as i64` (and the other numeric casts), the methods of Rust's numbers
 //! `sqrt exp ln log2 log10 sin cos tan tanh floor ceil round recip abs
 //! powi powf min max`, and the constants `f64::consts::*` (also
-//! `std::f64::consts::PI`), `f64::EPSILON`, `f64::INFINITY`, `f64::MAX` and
-//! friends. They are evaluated at call time, with Rust's rules (integer
-//! arithmetic stays integer; `powi` takes an integer exponent, `i64` or
+//! `std::f64::consts::PI`), `f64::EPSILON`, `f64::INFINITY`,
+//! `f64::NEG_INFINITY` (or `-f64::INFINITY`), `f64::MAX` and friends (a
+//! causal mask: `att.masked_fill(&mask, f64::NEG_INFINITY)`). They are
+//! evaluated at call time, with Rust's rules (integer arithmetic stays
+//! integer; `powi` takes an integer exponent, `i64` or
 //! `i32`). An AdamW step with bias correction:
 //!
 //! ```

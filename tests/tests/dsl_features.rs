@@ -238,3 +238,88 @@ fn run_time_errors_name_the_function_and_the_odd_operand() -> Result<()> {
     assert!(matches!(&e, AotError::InFunction { func, .. } if func == "project (backward)"), "{e:?}");
     Ok(())
 }
+
+/// Infinite constants, both spelled as Rust spells them: a causal mask
+/// filled with `f64::NEG_INFINITY` and a clamp from `-f64::INFINITY`.
+#[aot_fn]
+fn causal_softmax(scores: &Tensor, mask: &Tensor) -> (Tensor, Tensor) {
+    let att = scores.masked_fill(&mask, f64::NEG_INFINITY).softmax(-1);
+    let lo = scores.masked_fill(&mask, -f64::INFINITY);
+    (att, lo.clamp(-f64::INFINITY, 0.0))
+}
+
+#[test]
+fn infinite_constants() -> Result<()> {
+    let s = randn(&[3, 3], 14);
+    let mask = Tensor::ones(&[3, 3], DType::F64, &Device::Cpu)?.triu(1)?.gt(0.5)?;
+    let (att, lo) = causal_softmax(&s, &mask)?;
+    assert_close("softmax", &att, &s.masked_fill(&mask, f64::NEG_INFINITY)?.softmax(-1)?);
+    let a = vals(&att);
+    assert_eq!((a[1], a[2], a[5]), (0.0, 0.0, 0.0), "masked entries get no weight: {a:?}");
+    let l = vals(&lo);
+    assert!(l[1] == f64::NEG_INFINITY && l[2] == f64::NEG_INFINITY, "{l:?}");
+    assert_eq!(l[0], vals(&s)[0].min(0.0));
+    Ok(())
+}
+
+#[derive(TensorTree)]
+struct Stack {
+    l1: Linear,
+    blocks: Vec<Linear>,
+}
+
+/// `let blk = &m.blocks[l];` names a part of a struct parameter: its
+/// fields are read through the alias as through the full path.
+#[aot_fn]
+fn stack_forward(m: &Stack, x: &Tensor) -> Tensor {
+    let first = &m.l1;
+    let mut h = x.matmul(&first.w) + first.b;
+    for l in 0..2 {
+        let blk = &m.blocks[l];
+        h = h.matmul(&blk.w).relu() + blk.b;
+    }
+    h
+}
+
+#[test]
+fn let_aliases_of_struct_fields() -> Result<()> {
+    let lin = |s: u64| Linear { w: randn(&[3, 3], s), b: randn(&[3], s + 1) };
+    let m = Stack { l1: lin(20), blocks: vec![lin(22), lin(24)] };
+    let x = randn(&[2, 3], 26);
+    let mut want = x.matmul(&m.l1.w)?.add(&m.l1.b)?;
+    for b in &m.blocks {
+        want = want.matmul(&b.w)?.relu()?.add(&b.b)?;
+    }
+    assert_close("stack", &stack_forward(&m, &x)?, &want);
+    // The inputs are named by their full paths, not by the aliases.
+    let sig = stack_forward::compiled().graph_signature(&[Arg::tree(&m), Arg::from(&x)])?;
+    assert_eq!(sig.parameters, ["m.l1.w", "m.l1.b", "m.blocks.0.w", "m.blocks.0.b", "m.blocks.1.w", "m.blocks.1.b"]);
+    Ok(())
+}
+
+/// Loop bounds known when unrolling: a `let` of a literal, and an outer
+/// loop's variable (`0..=i`, `i + 1..3`).
+#[aot_fn]
+fn triangle(x: &Tensor) -> Tensor {
+    let n = 3;
+    let mut acc = x.zeros_like();
+    for i in 0..n {
+        for j in 0..=i {
+            acc = acc + x * j;
+        }
+        for k in i + 1..n {
+            acc = acc + x.narrow(0, k, 1) * 10.0;
+        }
+    }
+    acc
+}
+
+#[test]
+fn loop_bounds_from_outer_loops() -> Result<()> {
+    let x = randn(&[3], 27);
+    // j sums to 0 + 1 + 3 = 4; the k loops run 2 + 1 + 0 times, reading
+    // x[1] once and x[2] twice.
+    let want = x.mul(4.0)?.add(&x.narrow(0, 1, 1)?.mul(10.0)?)?.add(&x.narrow(0, 2, 1)?.mul(20.0)?)?;
+    assert_close("triangle", &triangle(&x)?, &want);
+    Ok(())
+}

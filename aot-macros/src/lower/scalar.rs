@@ -3,7 +3,8 @@
 //! sizes of tensor parameters (`x.size(0)`, `x.shape()[1]`), which are read
 //! from the call's arguments, and `if` on a `bool` parameter, which picks
 //! one branch per traced variant (the function is traced once per value of
-//! its switch parameters, and the value is part of the call's guard).
+//! its switch parameters, and the value is part of the call's guard). Loop
+//! bounds, in contrast, must be known when unrolling.
 
 use super::{Lower, Val};
 use crate::ast::{Block, Expr, Special};
@@ -161,6 +162,36 @@ impl Lower<'_> {
         Some(p)
     }
 
+    /// A loop bound: an integer known when unrolling (a literal, an outer
+    /// loop's variable, arithmetic on them); reports what is not.
+    pub(super) fn loop_bound(&mut self, e: &Expr) -> Option<i64> {
+        if let Expr::Var(id) = e {
+            if self.lookup(&id.to_string()).is_none() {
+                crate::ast::const_bound_error(self.errors, e.span(), &id.to_string());
+                return None;
+            }
+        }
+        let help = "`for` loops are unrolled at compile time: use integer literals (`0..4`), or an outer loop's variable";
+        match self.expr(e) {
+            Val::Scalar(s, ScalarTy::Int) => {
+                let k = s.as_const_int();
+                if k.is_none() {
+                    self.errors.add(
+                        e.span(),
+                        "this loop bound is known only when the function is called (it depends on a parameter or a size)",
+                        Some(format!("{help}; for a count that varies between calls, write one function per count")),
+                    );
+                }
+                k
+            }
+            Val::Poison => None,
+            other => {
+                self.errors.add(e.span(), format!("a loop bound must be an integer, found {}", other.describe()), Some(help.into()));
+                None
+            }
+        }
+    }
+
     /// `!flag`, known when `flag` is a literal or a switch parameter.
     pub(super) fn not(&mut self, v: Val, span: SpanRange) -> Val {
         match v {
@@ -232,7 +263,11 @@ pub fn switch_names(block: &Block, out: &mut Vec<String>) {
     for stmt in &block.stmts {
         match stmt {
             Stmt::Let { init: e, .. } | Stmt::Assign { value: e, .. } | Stmt::Expr(e) => expr_switches(e, out),
-            Stmt::For { body, .. } => switch_names(body, out),
+            Stmt::For { start, end, body, .. } => {
+                expr_switches(start, out);
+                expr_switches(end, out);
+                switch_names(body, out);
+            }
         }
     }
     if let Some(t) = &block.tail {

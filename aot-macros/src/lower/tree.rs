@@ -4,7 +4,7 @@
 //! whose tensors become the graph's outputs and which the generated
 //! function rebuilds from them.
 
-use super::{Lower, Val};
+use super::{FieldPath, Lower, Val};
 use crate::ast::Expr;
 use aot_ir::{ScalarExpr, ScalarTy, ValueId};
 use proc_macro2::{Span, TokenStream};
@@ -15,10 +15,30 @@ impl Lower<'_> {
     /// literal or loop index): the graph input named by the path, made on
     /// first use.
     pub(super) fn field(&mut self, e: &Expr) -> Val {
+        match self.field_path(e) {
+            Some(path) => self.field_input(path),
+            None => Val::Poison,
+        }
+    }
+
+    /// `let blk = &m.blocks[l];`: the name stands for the path, which may
+    /// be a struct (`blk.w` extends it) or a tensor (a use of `blk` reads
+    /// it); the macro cannot see field types, so the path stays unresolved
+    /// until it is used.
+    pub(super) fn field_alias(&mut self, e: &Expr) -> Val {
+        match self.field_path(e) {
+            Some(path) => Val::Alias(path),
+            None => Val::Poison,
+        }
+    }
+
+    /// The path of a field access, rooted at a struct parameter or at an
+    /// alias of one of its parts; `None` when an error was reported.
+    fn field_path(&mut self, e: &Expr) -> Option<FieldPath> {
         let mut segments = Vec::new();
         let mut access = Vec::new();
         let mut cur = e;
-        let root = loop {
+        let mut prefix = loop {
             match cur {
                 Expr::Field(base, member, _) => {
                     segments.push(match member {
@@ -31,14 +51,14 @@ impl Lower<'_> {
                 Expr::Index(base, index, _) => {
                     let k = match self.expr(index) {
                         Val::Scalar(ScalarExpr::I64(k), ScalarTy::Int) if k >= 0 => k,
-                        Val::Poison => return Val::Poison,
+                        Val::Poison => return None,
                         _ => {
                             self.errors.add(
                                 index.span(),
                                 "the index of a `Vec` field must be an integer literal or a loop variable",
                                 Some("write `m.layers[0]`, or index with the variable of a `for` loop".into()),
                             );
-                            return Val::Poison;
+                            return None;
                         }
                     };
                     segments.push(k.to_string());
@@ -47,29 +67,48 @@ impl Lower<'_> {
                     cur = base;
                 }
                 Expr::Var(id) => match self.lookup(&id.to_string()) {
-                    Some(Val::Tree(t)) => break (t, id.clone()),
-                    Some(Val::Poison) => return Val::Poison,
-                    _ => return self.not_a_field(e, id),
+                    Some(Val::Tree(t)) => {
+                        let root = self.trees[t].0.clone();
+                        break FieldPath { root: t, used: id.clone(), name: root.to_string(), access: Vec::new(), span: e.span() };
+                    }
+                    Some(Val::Alias(p)) => break p,
+                    Some(Val::Poison) => return None,
+                    _ => {
+                        self.not_a_field(e, id);
+                        return None;
+                    }
                 },
-                Expr::Error(_) => return Val::Poison,
-                _ => return self.not_a_field(e, &syn::Ident::new("_", cur.span().start)),
+                Expr::Error(_) => return None,
+                _ => {
+                    self.not_a_field(e, &syn::Ident::new("_", cur.span().start));
+                    return None;
+                }
             }
         };
-        let (root, used) = root;
-        let (ident, ty) = self.trees[root].clone();
         segments.reverse();
         access.reverse();
-        let path = format!("{ident}.{}", segments.join("."));
-        if let Some(&v) = self.fields.get(&path) {
+        for s in segments {
+            prefix.name.push('.');
+            prefix.name.push_str(&s);
+        }
+        prefix.access.extend(access);
+        prefix.span = e.span();
+        Some(prefix)
+    }
+
+    /// The graph input of a field path, made on first use.
+    pub(super) fn field_input(&mut self, p: FieldPath) -> Val {
+        if let Some(&v) = self.fields.get(&p.name) {
             return Val::Tensor(v);
         }
-        let span = self.span_id(e.span());
-        let Some(v) = self.b.param(path.clone(), ty, span) else { return Val::Poison };
-        self.fields.insert(path, v);
+        let (ident, ty) = self.trees[p.root].clone();
+        let span = self.span_id(p.span);
+        let Some(v) = self.b.param(p.name.clone(), ty, span) else { return Val::Poison };
+        self.fields.insert(p.name, v);
         // Spanned at the user's tokens: a field that is not a tensor is
         // reported at the access, not at the attribute.
-        let krate = &self.krate;
-        let check = quote_spanned!(e.span().start=> let _: &#krate::Tensor = &#used #(#access)*;);
+        let (krate, used, access) = (&self.krate, &p.used, &p.access);
+        let check = quote_spanned!(p.span.start=> let _: &#krate::Tensor = &#used #(#access)*;);
         match self.field_checks.iter_mut().find(|(i, _)| *i == ident) {
             Some((_, list)) => list.push(check),
             None => self.field_checks.push((ident, vec![check])),
@@ -79,7 +118,7 @@ impl Lower<'_> {
 
     /// Field access or indexing on something that is not a struct
     /// parameter.
-    fn not_a_field(&mut self, e: &Expr, root: &syn::Ident) -> Val {
+    fn not_a_field(&mut self, e: &Expr, root: &syn::Ident) {
         let (what, help) = match e {
             Expr::Index(..) => (
                 "indexing a tensor",
@@ -89,7 +128,6 @@ impl Lower<'_> {
         };
         let on = if root == "_" { "this expression".to_string() } else { format!("`{root}`") };
         self.errors.add(e.span(), format!("{what} on {on} is not supported in an `#[aot_fn]` body"), Some(help.into()));
-        Val::Poison
     }
 
     /// `Path { field: value, .. }`: a struct of tensors (to be returned).

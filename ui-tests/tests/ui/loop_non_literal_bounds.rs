@@ -1,5 +1,11 @@
 use aot_runtime::prelude::*;
 
+const LAYERS: usize = 2;
+
+mod model {
+    pub const LAYERS: usize = 2;
+}
+
 #[aot_fn]
 fn f(x: &mut Tensor, n: i64) {
     for _ in 0..n {
@@ -7,4 +13,27 @@ fn f(x: &mut Tensor, n: i64) {
     }
 }
 
-fn main() {}
+#[aot_fn]
+fn g(x: &mut Tensor) {
+    for _ in 0..LAYERS {
+        x.mul_(2.0);
+    }
+}
+
+#[aot_fn]
+fn h(x: &mut Tensor) {
+    for _ in 0..=model::LAYERS {
+        x.mul_(2.0);
+    }
+}
+
+#[aot_fn]
+fn k(x: &mut Tensor) {
+    for _ in 0..x.size(0) {
+        x.mul_(2.0);
+    }
+}
+
+fn main() {
+    let _ = (LAYERS, model::LAYERS);
+}
