@@ -252,9 +252,7 @@ fn train(model: &mut Gpt, cfg: &Config, data: &Data, o: &Options) -> std::result
         loss.backward()?;
         let grads = model.take_grads()?;
         let (b1, b2) = BETAS;
-        let step_size = lr / (1.0 - b1.powi(step as i32));
-        let bc2_sqrt = (1.0 - b2.powi(step as i32)).sqrt();
-        adamw(model, &mut state, &grads, step_size, bc2_sqrt, 1.0 - lr * WEIGHT_DECAY, b1, b2, 1e-8)?;
+        adamw(model, &mut state, &grads, lr, step as i64, WEIGHT_DECAY, b1, b2, 1e-8)?;
 
         let value = loss.item::<f32>()?;
         if !value.is_finite() {

@@ -179,18 +179,19 @@ pub fn gpt_forward(m: &Gpt, idx: &Tensor, targets: &Tensor, b: i64, t: i64, nh: 
     let mut x = (idx.embedding(&m.wte) + m.wpe.narrow(0, 0, t)).dropout(p);
     let masked = m.causal.narrow(0, 0, t).narrow(1, 0, t).eq(0.0);
     for l in 0..2 {
+        let blk = &m.blocks[l];
         let mu = x.mean_dim(&[-1], true);
-        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.blocks[l].ln1_w + m.blocks[l].ln1_b;
-        let qkv = h.matmul(&m.blocks[l].w_qkv);
+        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * blk.ln1_w + blk.ln1_b;
+        let qkv = h.matmul(&blk.w_qkv);
         let q = qkv.narrow(2, 0, c).view(&[b, t, nh, hd]).transpose(1, 2);
         let k = qkv.narrow(2, c, c).view(&[b, t, nh, hd]).transpose(1, 2);
         let v = qkv.narrow(2, 2 * c, c).view(&[b, t, nh, hd]).transpose(1, 2);
         let att = (q.matmul(&k.transpose(2, 3)) * scale).masked_fill(&masked, -1e9).softmax(-1).dropout(p);
         let y = att.matmul(&v).transpose(1, 2).contiguous().view(&[b, t, c]);
-        x = x + y.matmul(&m.blocks[l].w_o).dropout(p);
+        x = x + y.matmul(&blk.w_o).dropout(p);
         let mu = x.mean_dim(&[-1], true);
-        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.blocks[l].ln2_w + m.blocks[l].ln2_b;
-        x = x + h.matmul(&m.blocks[l].w_fc).gelu().matmul(&m.blocks[l].w_proj).dropout(p);
+        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * blk.ln2_w + blk.ln2_b;
+        x = x + h.matmul(&blk.w_fc).gelu().matmul(&blk.w_proj).dropout(p);
     }
     let mu = x.mean_dim(&[-1], true);
     let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.lnf_w + m.lnf_b;
@@ -209,19 +210,20 @@ pub fn decode_step(m: &Gpt, cache: &mut KvCache, tok: &Tensor, pos: &Tensor, len
     let c = nh * hd;
     let mut x = tok.embedding(&m.wte) + pos.embedding(&m.wpe);
     for l in 0..2 {
+        let blk = &m.blocks[l];
         let mu = x.mean_dim(&[-1], true);
-        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.blocks[l].ln1_w + m.blocks[l].ln1_b;
-        let qkv = h.matmul(&m.blocks[l].w_qkv);
+        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * blk.ln1_w + blk.ln1_b;
+        let qkv = h.matmul(&blk.w_qkv);
         let q = qkv.narrow(2, 0, c).view(&[b, 1, nh, hd]).transpose(1, 2);
         cache.k[l].index_copy_(2, pos, &qkv.narrow(2, c, c).view(&[b, 1, nh, hd]).transpose(1, 2));
         cache.v[l].index_copy_(2, pos, &qkv.narrow(2, 2 * c, c).view(&[b, 1, nh, hd]).transpose(1, 2));
         let keys = cache.k[l].narrow(2, 0, len);
         let att = (q.matmul(&keys.transpose(2, 3)) * scale).softmax(-1);
         let y = att.matmul(&cache.v[l].narrow(2, 0, len)).transpose(1, 2).contiguous().view(&[b, 1, c]);
-        x = x + y.matmul(&m.blocks[l].w_o);
+        x = x + y.matmul(&blk.w_o);
         let mu = x.mean_dim(&[-1], true);
-        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.blocks[l].ln2_w + m.blocks[l].ln2_b;
-        x = x + h.matmul(&m.blocks[l].w_fc).gelu().matmul(&m.blocks[l].w_proj);
+        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * blk.ln2_w + blk.ln2_b;
+        x = x + h.matmul(&blk.w_fc).gelu().matmul(&blk.w_proj);
     }
     let mu = x.mean_dim(&[-1], true);
     let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.lnf_w + m.lnf_b;
@@ -232,11 +234,16 @@ pub fn decode_step(m: &Gpt, cache: &mut KvCache, tok: &Tensor, pos: &Tensor, len
 /// `foreach=False`): `p *= 1 - lr * wd` (matrices only, as nanoGPT decays
 /// only 2-D parameters), `m = b1 m + (1 - b1) g`, `v = b2 v + (1 - b2) g²`,
 /// `p -= step_size * m / (sqrt(v) / bc2_sqrt + eps)`, with the bias
-/// corrections computed by the caller: `step_size = lr / (1 - b1^t)`,
-/// `bc2_sqrt = sqrt(1 - b2^t)`, `decay = 1 - lr * wd`.
+/// corrections of step `t` computed in the body, at call time:
+/// `step_size = lr / (1 - b1^t)`, `bc2_sqrt = sqrt(1 - b2^t)`,
+/// `decay = 1 - lr * wd`.
 #[aot_fn]
 #[allow(clippy::too_many_arguments)]
-pub fn adamw(p: &mut Gpt, st: &mut AdamState, g: &Gpt, step_size: f64, bc2_sqrt: f64, decay: f64, b1: f64, b2: f64, eps: f64) {
+pub fn adamw(p: &mut Gpt, st: &mut AdamState, g: &Gpt, lr: f64, t: i64, wd: f64, b1: f64, b2: f64, eps: f64) {
+    // The bias corrections of step `t`, computed at call time.
+    let step_size = lr / (1.0 - b1.powi(t));
+    let bc2_sqrt = (1.0 - b2.powi(t)).sqrt();
+    let decay = 1.0 - lr * wd;
     no_grad! {
         p.wte.mul_(decay);
         st.m.wte.mul_(b1).add_(g.wte * (1.0 - b1));

@@ -323,3 +323,38 @@ fn loop_bounds_from_outer_loops() -> Result<()> {
     assert_close("triangle", &triangle(&x)?, &want);
     Ok(())
 }
+
+/// Scalar parameters after struct parameters keep their own types, also
+/// when the body binds scalar expressions of them before any field is used.
+#[derive(TensorTree)]
+struct TwoLeaves {
+    w: Tensor,
+    unused: Tensor,
+}
+
+#[aot_fn]
+fn scaled_by_product(s: &mut TwoLeaves, g: &TwoLeaves, a: f64, n: i64) {
+    let k = a * n as f64;
+    no_grad! {
+        s.w.sub_(g.w * k);
+    }
+}
+
+#[aot_fn]
+fn bias_corrected(s: &mut TwoLeaves, g: &TwoLeaves, lr: f64, t: i64, b1: f64) {
+    let step = lr / (1.0 - b1.powi(t));
+    no_grad! {
+        s.w.sub_(g.w * step);
+    }
+}
+
+#[test]
+fn scalar_parameters_after_struct_parameters_keep_their_types() {
+    let t = |v: f32| Tensor::full(&[2], v as f64, DType::F32, &Device::Cpu).unwrap();
+    let mut s = TwoLeaves { w: t(1.0), unused: t(0.0) };
+    let g = TwoLeaves { w: t(0.5), unused: t(0.0) };
+    scaled_by_product(&mut s, &g, 0.5, 3).unwrap();
+    assert_eq!(s.w.to_vec::<f32>().unwrap(), vec![0.25, 0.25]);
+    bias_corrected(&mut s, &g, 0.5, 1, 0.5).unwrap();
+    assert_eq!(s.w.to_vec::<f32>().unwrap(), vec![-0.25, -0.25]);
+}
