@@ -1,7 +1,7 @@
 //! The training plan of a specialisation: the joint graph of its
 //! functional graph, partitioned, and the checks that decide whether a
 //! function's training calls can run it (else they run the eager
-//! reference, with the reason `compiled::__private::call_path` reports).
+//! reference, with the reason `CompiledFn::call_path` reports).
 
 use aot_ir::analysis::alias::AliasInfo;
 use aot_ir::transform::joint::{create_joint, JointGraph};
