@@ -122,7 +122,8 @@ impl Collected {
         self.add("gpt gpt_forward", gpt::gpt_forward::compiled(), &args);
         let st = gpt::AdamState { m: m.zeros_like()?, v: m.zeros_like()? };
         let g = m.zeros_like()?;
-        let args = [Arg::tree(&m), Arg::tree(&st), Arg::tree(&g), 0.1.into(), 0.1.into(), 0.9.into(), 0.9.into(), 0.99.into(), 1e-8.into()];
+        let args =
+            [Arg::tree(&m), Arg::tree(&st), Arg::tree(&g), 0.1.into(), 1i64.into(), 0.1.into(), 0.9.into(), 0.99.into(), 1e-8.into()];
         self.add("gpt adamw", gpt::adamw::compiled(), &args);
         let cache = gpt::KvCache::new(&cfg, 2, &Device::Cpu)?;
         let (tok, pos) = (Tensor::zeros(&[2, 1], DType::I64, &Device::Cpu)?, Tensor::zeros(&[1], DType::I64, &Device::Cpu)?);
