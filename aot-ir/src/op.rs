@@ -296,6 +296,24 @@ impl OpKind {
         matches!(self, OpKind::RandLike | OpKind::Dropout)
     }
 
+    /// The out-of-place op an in-place data mutation computes (`add_` is
+    /// `add` written back), if it has one.
+    pub fn out_of_place(self) -> Option<OpKind> {
+        Some(match self {
+            OpKind::AddInplace => OpKind::Add,
+            OpKind::SubInplace => OpKind::Sub,
+            OpKind::MulInplace => OpKind::Mul,
+            OpKind::DivInplace => OpKind::Div,
+            OpKind::ReluInplace => OpKind::Relu,
+            OpKind::SigmoidInplace => OpKind::Sigmoid,
+            OpKind::ExpInplace => OpKind::Exp,
+            OpKind::NegInplace => OpKind::Neg,
+            OpKind::IndexCopyInplace => OpKind::IndexCopy,
+            OpKind::IndexAddInplace => OpKind::IndexAdd,
+            _ => return None,
+        })
+    }
+
     /// Whether gradients flow into the tensor at position `i` of a node's
     /// arguments (receiver = 0) when the node has `num_args` arguments.
     /// `where_`'s condition and the index tensors get none; of an

@@ -8,20 +8,22 @@
 //!
 //! Fields of struct parameters (graph inputs named by their paths, `m.w1`)
 //! and struct literals a function returns are lowered in `lower/tree.rs`;
-//! method calls and static calls (`Tensor::cat`) in `lower/call.rs`.
+//! method calls and static calls (`Tensor::cat`) in `lower/call.rs`;
+//! operators, casts and integer lists in `lower/operators.rs`.
 //!
 //! Errors poison the value they concern ([`Val::Poison`]); a poisoned value
 //! propagates silently, so one mistake yields one message.
 
-use crate::ast::{BinOp, Block, Expr, Pat, Stmt};
+use crate::ast::{Block, Expr, Pat, Stmt};
 use crate::diag::{Errors, SpanRange};
 use crate::valid::Signature;
-use aot_ir::{Arg, Graph, GraphBuilder, IrDType, OpKind, ParamType, ReturnKind, ScalarBinOp, ScalarExpr, ScalarTy, SpanId, ValueId};
+use aot_ir::{Graph, GraphBuilder, IrDType, ParamType, ReturnKind, ScalarExpr, ScalarTy, SpanId, ValueId};
 use proc_macro2::TokenStream;
 
 use std::collections::HashMap;
 
 mod call;
+mod operators;
 mod scalar;
 mod tree;
 
@@ -468,25 +470,7 @@ impl Lower<'_> {
             Expr::Int(v, _) => Val::Scalar(ScalarExpr::I64(*v), ScalarTy::Int),
             Expr::Bool(v, _) => Val::Scalar(ScalarExpr::Bool(*v), ScalarTy::Bool),
             Expr::DType(d, _) => Val::DType(*d),
-            Expr::List(items, _) => {
-                let mut out = Vec::with_capacity(items.len());
-                let mut poisoned = false;
-                for it in items {
-                    match self.expr(it) {
-                        Val::Scalar(s, ScalarTy::Int) => out.push(s),
-                        Val::Poison => poisoned = true,
-                        other => {
-                            self.errors.add(it.span(), format!("expected an integer in this list, found {}", other.describe()), None);
-                            poisoned = true;
-                        }
-                    }
-                }
-                if poisoned {
-                    Val::Poison
-                } else {
-                    Val::Ints(out)
-                }
-            }
+            Expr::List(items, _) => self.int_list(items),
             Expr::Tuple(items, _) if items.is_empty() => Val::Unit,
             Expr::Tuple(items, _) => Val::Tuple(items.iter().map(|x| self.expr(x)).collect()),
             Expr::Method { recv, method, args, span, op, special, .. } => {
@@ -521,27 +505,14 @@ impl Lower<'_> {
                 let r = self.expr(rhs);
                 self.binary(*op, l, r, *span)
             }
-            Expr::Neg(x, span) => match self.expr(x) {
-                Val::Tensor(t) => self.node(OpKind::Neg, vec![Arg::Tensor(t)], *span),
-                Val::Scalar(s, ty @ (ScalarTy::Float | ScalarTy::Int)) => Val::Scalar(ScalarExpr::Neg(Box::new(s)), ty),
-                Val::Poison => Val::Poison,
-                other => {
-                    self.errors.add(*span, format!("cannot negate {}", other.describe()), None);
-                    Val::Poison
-                }
-            },
-            Expr::Cast(x, ty, span) => match self.expr(x) {
-                Val::Scalar(s, ScalarTy::Float | ScalarTy::Int) => Val::Scalar(ScalarExpr::Cast(*ty, Box::new(s)), *ty),
-                Val::Poison => Val::Poison,
-                other => {
-                    self.errors.add(
-                        *span,
-                        format!("cannot cast {} with `as`", other.describe()),
-                        Some("use `to_dtype(DType::..)` to convert a tensor".into()),
-                    );
-                    Val::Poison
-                }
-            },
+            Expr::Neg(x, span) => {
+                let v = self.expr(x);
+                self.neg(v, *span)
+            }
+            Expr::Cast(x, ty, span) => {
+                let v = self.expr(x);
+                self.cast(v, *ty, *span)
+            }
             Expr::NoGrad(block, _) => {
                 let prev = self.b.set_no_grad(true);
                 let v = self.block(block);
@@ -552,41 +523,6 @@ impl Lower<'_> {
             Expr::Field(..) | Expr::Index(..) => self.field(e),
             Expr::Struct(path, fields, _) => self.struct_lit(path, fields),
             Expr::Error(_) => Val::Poison,
-        }
-    }
-
-    fn binary(&mut self, op: BinOp, l: Val, r: Val, span: SpanRange) -> Val {
-        let (tensor_op, scalar_op, sym) = match op {
-            BinOp::Add => (OpKind::Add, ScalarBinOp::Add, "+"),
-            BinOp::Sub => (OpKind::Sub, ScalarBinOp::Sub, "-"),
-            BinOp::Mul => (OpKind::Mul, ScalarBinOp::Mul, "*"),
-            BinOp::Div => (OpKind::Div, ScalarBinOp::Div, "/"),
-        };
-        let num = |ty: ScalarTy| ty != ScalarTy::Bool;
-        match (l, r) {
-            (Val::Poison, _) | (_, Val::Poison) => Val::Poison,
-            (Val::Tensor(a), Val::Tensor(b)) => self.node(tensor_op, vec![Arg::Tensor(a), Arg::Tensor(b)], span),
-            (Val::Tensor(a), Val::Scalar(s, ty)) if num(ty) => self.node(tensor_op, vec![Arg::Tensor(a), Arg::Scalar(s)], span),
-            // A scalar on the left, lowered as PyTorch's reflected operators do:
-            // `s - t` is `-t + s` and `s / t` is `t.reciprocal() * s`.
-            (Val::Scalar(s, ty), Val::Tensor(t)) if num(ty) => match op {
-                BinOp::Add | BinOp::Mul => self.node(tensor_op, vec![Arg::Tensor(t), Arg::Scalar(s)], span),
-                BinOp::Sub | BinOp::Div => {
-                    let (first, then) = if op == BinOp::Sub { (OpKind::Neg, OpKind::Add) } else { (OpKind::Reciprocal, OpKind::Mul) };
-                    match self.node(first, vec![Arg::Tensor(t)], span) {
-                        Val::Tensor(u) => self.node(then, vec![Arg::Tensor(u), Arg::Scalar(s)], span),
-                        other => other,
-                    }
-                }
-            },
-            (Val::Scalar(a, ta), Val::Scalar(b, tb)) if num(ta) && num(tb) => {
-                let ty = if ta == ScalarTy::Int && tb == ScalarTy::Int { ScalarTy::Int } else { ScalarTy::Float };
-                Val::Scalar(ScalarExpr::Bin(scalar_op, Box::new(a), Box::new(b)), ty)
-            }
-            (l, r) => {
-                self.errors.add(span, format!("cannot apply `{sym}` to {} and {}", l.describe(), r.describe()), None);
-                Val::Poison
-            }
         }
     }
 }

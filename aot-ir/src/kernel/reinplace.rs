@@ -58,15 +58,10 @@ impl InPlaceKernel {
     }
 }
 
-/// The out-of-place op of a whole-root in-place write.
+/// The out-of-place op of a whole-root in-place write this pass takes: the
+/// binary arithmetic ones.
 fn out_of_place(op: OpKind) -> Option<OpKind> {
-    Some(match op {
-        OpKind::AddInplace => OpKind::Add,
-        OpKind::SubInplace => OpKind::Sub,
-        OpKind::MulInplace => OpKind::Mul,
-        OpKind::DivInplace => OpKind::Div,
-        _ => return None,
-    })
+    op.out_of_place().filter(|k| matches!(k, OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div))
 }
 
 /// What a node of the graph is to the pass.

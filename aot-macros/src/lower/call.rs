@@ -42,22 +42,7 @@ impl Lower<'_> {
             }
         };
         let mut args = vec![Arg::Tensor(recv)];
-        let mut ok = true;
-        for ((v, e), kind) in vals.into_iter().zip(exprs).zip(sig.params) {
-            match convert_arg(v, *kind) {
-                Ok(a) => args.push(a),
-                Err(None) => ok = false,
-                Err(Some(found)) => {
-                    self.errors.add(
-                        e.span(),
-                        format!("`{method}` expects {} here, found {found}", kind.describe()),
-                        Some(format!("call it as `{}`", sig.usage)),
-                    );
-                    ok = false;
-                }
-            }
-        }
-        if !ok {
+        if !self.convert_args(&format!("`{method}`"), vals.into_iter().zip(exprs), sig.params, sig.usage, &mut args) {
             return Val::Poison;
         }
         // `max_dim`/`min_dim` give `(values, indices)`: two nodes on the same
@@ -117,25 +102,40 @@ impl Lower<'_> {
             );
             ok = false;
         }
-        for (e, kind) in rest.iter().zip(&sig.params[1..]) {
-            let v = self.expr(e);
+        let vals: Vec<(Val, &Expr)> = rest.iter().map(|e| (self.expr(e), e)).collect();
+        if !self.convert_args(&format!("`Tensor::{func}`"), vals.into_iter(), &sig.params[1..], sig.usage, &mut args) || !ok {
+            return Val::Poison;
+        }
+        self.node(op, args, span)
+    }
+
+    /// Converts each value to the kind its parameter names, appending to
+    /// `args`; a mismatch is reported at its expression (`what` names the
+    /// call). False if any value was poisoned or mismatched.
+    fn convert_args<'e>(
+        &mut self,
+        what: &str,
+        vals: impl Iterator<Item = (Val, &'e Expr)>,
+        kinds: &[ParamKind],
+        usage: &str,
+        args: &mut Vec<Arg>,
+    ) -> bool {
+        let mut ok = true;
+        for ((v, e), kind) in vals.zip(kinds) {
             match convert_arg(v, *kind) {
                 Ok(a) => args.push(a),
                 Err(None) => ok = false,
                 Err(Some(found)) => {
                     self.errors.add(
                         e.span(),
-                        format!("`Tensor::{func}` expects {} here, found {found}", kind.describe()),
-                        Some(format!("call it as `{}`", sig.usage)),
+                        format!("{what} expects {} here, found {found}", kind.describe()),
+                        Some(format!("call it as `{usage}`")),
                     );
                     ok = false;
                 }
             }
         }
-        if !ok {
-            return Val::Poison;
-        }
-        self.node(op, args, span)
+        ok
     }
 }
 

@@ -20,15 +20,10 @@ pub(crate) fn count() -> u64 {
     FRESH.load(Ordering::Relaxed)
 }
 
-/// The out-of-place op of an in-place one.
+/// The out-of-place op of an in-place one this path takes: the binary
+/// arithmetic ones.
 fn out_of_place_kind(op: OpKind) -> Option<OpKind> {
-    Some(match op {
-        OpKind::AddInplace => OpKind::Add,
-        OpKind::SubInplace => OpKind::Sub,
-        OpKind::MulInplace => OpKind::Mul,
-        OpKind::DivInplace => OpKind::Div,
-        _ => return None,
-    })
+    op.out_of_place().filter(|k| matches!(k, OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div))
 }
 
 /// The write `node_args` (`[c, c, x]`: `op_(c, x)` on the whole copy `c`

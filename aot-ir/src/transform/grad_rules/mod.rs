@@ -132,21 +132,12 @@ fn scalar_minus_one(s: &ScalarExpr) -> ScalarExpr {
 
 /// The out-of-place op whose rule an in-place op uses for its written region.
 pub fn out_of_place(op: OpKind) -> Option<OpKind> {
-    Some(match op {
-        OpKind::AddInplace => OpKind::Add,
-        OpKind::SubInplace => OpKind::Sub,
-        OpKind::MulInplace => OpKind::Mul,
-        OpKind::DivInplace => OpKind::Div,
-        OpKind::ReluInplace => OpKind::Relu,
-        OpKind::SigmoidInplace => OpKind::Sigmoid,
-        OpKind::ExpInplace => OpKind::Exp,
-        OpKind::NegInplace => OpKind::Neg,
-        OpKind::IndexCopyInplace => OpKind::IndexCopy,
-        OpKind::IndexAddInplace => OpKind::IndexAdd,
-        // clamp_ has no out-of-place DSL op; its rule is keyed on itself.
-        OpKind::Clamp => OpKind::Clamp,
-        _ => return None,
-    })
+    match op {
+        // clamp_'s rule is keyed on itself in the table (the rule predates
+        // the out-of-place `clamp` op).
+        OpKind::Clamp => Some(OpKind::Clamp),
+        _ => op.out_of_place(),
+    }
 }
 
 /// THE table: the gradients of `op(args..) = out` for output gradient `g`,
