@@ -327,7 +327,7 @@
 //! | `ones_like` | `a.ones_like()` |
 //! | `full_like` | `a.full_like(value)` |
 //! | `rand_like` | `a.rand_like()` |
-//! | `dropout` | `a.dropout(p)` |
+//! | `dropout` | `a.dropout(p)` (training mode; `p` 0 or 1 draws nothing, and `p = 0` gives a copy, as PyTorch's traced dropout) |
 //! | `log1p` | `a.log1p()` |
 //! | `expm1` | `a.expm1()` |
 //! | `clamp` | `a.clamp(min, max)` |

@@ -115,3 +115,51 @@ fn training_twice_from_one_seed_gives_the_same_bits() {
     let close = a.iter().flatten().zip(eager.iter().flatten()).all(|(c, e)| (f32::from_bits(*c) - f32::from_bits(*e)).abs() <= 1e-5);
     assert!(close, "compiled and eager training drew different masks");
 }
+
+#[aot_fn]
+fn dropout_by(x: &Tensor, p: f64) -> Tensor {
+    x.dropout(p).mul(2.0)
+}
+
+#[aot_fn]
+fn dropout_literal_zero(x: &Tensor) -> Tensor {
+    x.dropout(0.0)
+}
+
+/// `dropout` with `p` 0 or 1 draws nothing (PyTorch's rule), in eager and in
+/// compiled inference and training calls alike; `p = 0` gives a new tensor
+/// equal to the input and `p = 1` zeros, with the matching gradients.
+#[test]
+fn dropout_of_zero_or_one_draws_nothing() {
+    let _turn = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    for grad in [false, true] {
+        for p in [0.0, 1.0] {
+            let x = randn(&[3, 5], 21, grad);
+            let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| if p == 0.0 { 2.0 * v } else { 0.0 }).collect();
+            let runs: [(&str, Box<dyn Fn() -> Tensor>); 2] = [
+                ("compiled", Box::new(|| dropout_by(&x, p).unwrap())),
+                ("eager", Box::new(|| dropout_by::compiled().run_eager(&[(&x).into(), p.into()]).unwrap().remove(0))),
+            ];
+            for (how, run) in runs {
+                aot_runtime::manual_seed(5);
+                let before = aot_runtime::rng_state();
+                let y = run();
+                assert_eq!(aot_runtime::rng_state(), before, "{how} dropout({p}) advanced the generator (grad {grad})");
+                assert_eq!(y.to_vec::<f32>().unwrap(), want, "{how} dropout({p})");
+                if grad {
+                    y.sum().unwrap().backward().unwrap();
+                    let g = x.grad().unwrap().to_vec::<f32>().unwrap();
+                    assert!(g.iter().all(|&v| v == if p == 0.0 { 2.0 } else { 0.0 }), "{how} dropout({p}) gradient {g:?}");
+                    x.set_grad(None);
+                }
+            }
+        }
+    }
+    // A literal 0 likewise: a fresh tensor, never the input itself.
+    let x = randn(&[4], 22, false);
+    let before = aot_runtime::rng_state();
+    let y = dropout_literal_zero(&x).unwrap();
+    assert!(!y.same_tensor(&x));
+    assert_eq!(y.to_vec::<f32>().unwrap(), x.to_vec::<f32>().unwrap());
+    assert_eq!(aot_runtime::rng_state(), before);
+}

@@ -458,7 +458,7 @@ fn run_prim<G: ArgGeometrySource + ?Sized>(p: &Prim, node: &Node, env: &[Option<
                 if !(0.0..=1.0).contains(&prob) || !x.dtype().is_float() {
                     return x.dropout(prob);
                 }
-                return x.take_dropout_draw();
+                return x.take_dropout_draw(prob);
             }
             let state = tensors.get(1).cloned().flatten().ok_or_else(|| internal("dropout_mask: no generator state".into()))?;
             x.dropout_mask_at(prob, &state)

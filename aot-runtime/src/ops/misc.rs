@@ -118,6 +118,26 @@ impl Tensor {
 
     /// Dropout in training mode: zeroes each element with probability `p`
     /// and scales the rest by `1/(1-p)`.
+    ///
+    /// `p = 0` and `p = 1` draw nothing: the generator does not advance, as
+    /// in PyTorch. `p = 0` returns a new tensor equal to the input, which is
+    /// what PyTorch's AOTAutograd traces (`input.clone()`); PyTorch's eager
+    /// CPU kernel returns the input itself instead. Eager follows the traced
+    /// form so that a compiled call and its eager run agree on aliasing.
+    ///
+    /// ```
+    /// use aot_runtime::prelude::*;
+    /// aot_runtime::manual_seed(0);
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2], &Device::Cpu)?;
+    /// let a = x.dropout(0.0)?;
+    /// assert_eq!(a.to_vec::<f32>()?, [1.0, 2.0]);
+    /// assert!(!a.same_tensor(&x));
+    /// // Nothing was drawn: the next draw is the first after the seed.
+    /// let r = x.rand_like()?.to_vec::<f32>()?;
+    /// aot_runtime::manual_seed(0);
+    /// assert_eq!(x.rand_like()?.to_vec::<f32>()?, r);
+    /// # Ok::<(), AotError>(())
+    /// ```
     pub fn dropout(&self, p: f64) -> Result<Tensor> {
         if !(0.0..=1.0).contains(&p) {
             return Err(AotError::unsupported("dropout", format!("dropout probability has to be between 0 and 1, but got {p}")));
@@ -140,10 +160,26 @@ impl Tensor {
     /// `dropout_mask_at`), so both consume the generator alike.
     pub(crate) fn dropout_mask(&self, p: f64) -> Result<Tensor> {
         let n = self.numel();
+        if let Some(fill) = constant_dropout_mask(p) {
+            let data = Storage::full("dropout", &self.device(), self.dtype(), n, fill)?;
+            return Ok(Tensor::from_storage(data, Layout::contiguous(&self.shape())));
+        }
         let scale = if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
         let dist = Distribution::Dropout { p, scale };
         let data = with_rng(|r| Storage::random("dropout", &self.device(), dist, self.dtype(), n, r))?;
         Ok(Tensor::from_storage(data, Layout::contiguous(&self.shape())))
+    }
+}
+
+/// Dropout's mask when it is the same for every element (`p` is 0 or 1):
+/// its value. No random number is drawn for it, as in PyTorch.
+pub(crate) fn constant_dropout_mask(p: f64) -> Option<f64> {
+    if p == 0.0 {
+        Some(1.0)
+    } else if p == 1.0 {
+        Some(0.0)
+    } else {
+        None
     }
 }
 

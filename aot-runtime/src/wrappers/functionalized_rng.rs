@@ -24,6 +24,7 @@
 use crate::backend::{Distribution, Rng};
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
+use crate::ops::constant_dropout_mask;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 use aot_ir::kernel::random::{lanes, RandomKind};
@@ -35,9 +36,11 @@ impl Tensor {
     /// advances it. A compiled graph's `rng_take`; the mask is then
     /// [`Tensor::dropout_mask_at`] of the state, in the forward and, when
     /// the backward recomputes it, there too (functionalized RNG).
-    pub(crate) fn take_dropout_draw(&self) -> Result<Tensor> {
+    /// With `p` 0 or 1 the mask is constant and nothing is drawn.
+    pub(crate) fn take_dropout_draw(&self, p: f64) -> Result<Tensor> {
         let per = lanes(RandomKind::Dropout, self.dtype().kernel_dtype());
-        let (seed, offset) = crate::ops::with_rng(|r| r.take(self.numel(), per));
+        let n = if constant_dropout_mask(p).is_some() { 0 } else { self.numel() };
+        let (seed, offset) = crate::ops::with_rng(|r| r.take(n, per));
         // The state's bits: a seed or an offset above i64::MAX wraps.
         Tensor::from_vec(vec![seed as i64, offset as i64], &[2], &crate::device::Device::Cpu)
     }
@@ -49,7 +52,11 @@ impl Tensor {
         let [seed, offset] = s[..] else {
             return Err(AotError::internal("dropout", format!("a generator state of {} elements", s.len())));
         };
-        let scale = if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
+        if let Some(fill) = constant_dropout_mask(p) {
+            let data = Storage::full("dropout", &self.device(), self.dtype(), self.numel(), fill)?;
+            return Ok(Tensor::from_storage(data, Layout::contiguous(&self.shape())));
+        }
+        let scale = 1.0 / (1.0 - p);
         let dist = Distribution::Dropout { p, scale };
         let mut rng = Rng::at(seed as u64, offset as u64);
         let data = Storage::random("dropout", &self.device(), dist, self.dtype(), self.numel(), &mut rng)?;
