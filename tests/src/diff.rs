@@ -9,6 +9,7 @@ use crate::alias::{ArgTemplate, Materialised};
 use crate::oracle_loss;
 use crate::progen::PROGRAM_NAME;
 use crate::snapshot::{snapshot_all, values_close, TensorSnapshot};
+use aot_ir::OpKind;
 use aot_runtime::{CompiledFn, DType, Tensor};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -181,6 +182,9 @@ pub fn base_class(o: &Tensor, _m: &Materialised) -> String {
 }
 
 /// Runs one call both ways and compares everything observable.
+/// Differential calls of programs with random ops take turns.
+static GENERATOR: Mutex<()> = Mutex::new(());
+
 pub fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<(), String> {
     let a = tpl.materialise().map_err(|e| format!("materialising the arguments failed: {e}"))?;
     let b = tpl.materialise().map_err(|e| format!("materialising the arguments failed: {e}"))?;
@@ -202,17 +206,30 @@ pub fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<()
         }
     };
     bump(&stats.calls);
+    // Random ops draw from the global generator: both paths start from the
+    // same state and must leave it in the same state; the turn keeps other
+    // threads' draws out of the way meanwhile.
+    let random = f.graph().nodes.iter().any(|n| n.kind().is_some_and(OpKind::is_random));
+    let _turn = random.then(|| GENERATOR.lock().unwrap_or_else(|e| e.into_inner()));
+    let start = (0x5eed_u64, 7_u64);
+    aot_runtime::set_rng_state(start.0, start.1);
     let eager = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.run_eager(&a.args()))) {
         Ok(r) => r,
         Err(p) => return eager_panicked(stats, "run_eager", &*p, f, tpl),
     };
+    let eager_rng = aot_runtime::rng_state();
     count(&stats.paths, aot_runtime::compiled::__private::call_path(f, &b.args()).unwrap_or_else(|e| format!("error: {e}")));
+    aot_runtime::set_rng_state(start.0, start.1);
     let compiled = f.__call(&b.args());
+    let compiled_rng = aot_runtime::rng_state();
     let tol = template_tol(tpl);
     for feature in tpl.features() {
         count(&stats.patterns, feature);
     }
     let mut errs = vec![];
+    if random && compiled.is_ok() && eager.is_ok() && eager_rng != compiled_rng {
+        errs.push(format!("the generator state after the call: eager {eager_rng:?}, compiled {compiled_rng:?}"));
+    }
     match (eager, compiled) {
         (Err(ee), Err(ce)) => {
             bump(&stats.both_err);

@@ -136,7 +136,8 @@ fn dropout_of_zero_or_one_draws_nothing() {
         for p in [0.0, 1.0] {
             let x = randn(&[3, 5], 21, grad);
             let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| if p == 0.0 { 2.0 * v } else { 0.0 }).collect();
-            let runs: [(&str, Box<dyn Fn() -> Tensor>); 2] = [
+            type Run<'a> = (&'a str, Box<dyn Fn() -> Tensor + 'a>);
+            let runs: [Run; 2] = [
                 ("compiled", Box::new(|| dropout_by(&x, p).unwrap())),
                 ("eager", Box::new(|| dropout_by::compiled().run_eager(&[(&x).into(), p.into()]).unwrap().remove(0))),
             ];

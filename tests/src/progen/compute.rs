@@ -3,6 +3,7 @@
 
 use super::{broadcast, Gen, Val};
 use aot_ir::graph::args::{b as bool_arg, f, i, ints, t};
+use aot_ir::Arg as IrArg;
 use aot_ir::OpKind;
 
 impl Gen<'_, '_> {
@@ -137,7 +138,7 @@ impl Gen<'_, '_> {
 
     fn misc(&mut self, x: usize) {
         let xv = self.vals[x].clone();
-        match self.c.weighted(&[3, 3, 1, 1, 1]) {
+        match self.c.weighted(&[3, 3, 1, 1, 1, 1, 1]) {
             0 => {
                 let out = self.b.call(OpKind::Copy, xv.id, vec![]);
                 self.fresh(out, xv.shape.clone(), xv.contiguous);
@@ -164,9 +165,24 @@ impl Gen<'_, '_> {
                 let out = self.b.call(OpKind::OnesLike, xv.id, vec![]);
                 self.fresh(out, xv.shape.clone(), xv.contiguous);
             }
-            _ => {
+            4 => {
                 let v = self.scalar_literal();
                 let out = self.b.call(OpKind::FullLike, xv.id, vec![v]);
+                self.fresh(out, xv.shape.clone(), xv.contiguous);
+            }
+            // Random ops: both paths start from one generator state
+            // (`diff::check_call`) and must draw the same numbers.
+            5 => {
+                let out = self.b.call(OpKind::RandLike, xv.id, vec![]);
+                self.fresh(out, xv.shape.clone(), xv.contiguous);
+            }
+            _ => {
+                // 0 and 1 draw nothing; the scalar parameter may be any value.
+                let p = match &self.scalar {
+                    Some(s) if self.c.chance(1, 4) => IrArg::Scalar(s.clone()),
+                    _ => f(*self.c.pick(&[0.0, 0.25, 0.5, 1.0])),
+                };
+                let out = self.b.call(OpKind::Dropout, xv.id, vec![p]);
                 self.fresh(out, xv.shape.clone(), xv.contiguous);
             }
         }
