@@ -98,9 +98,32 @@ fn open_gpu(op: &'static str, ordinal: usize) -> Result<Gpu> {
         return Err(unavailable(op, format!("cuda:{ordinal} does not exist: this machine has {count} CUDA device(s)")));
     }
     let ctx = CudaContext::new(ordinal).map_err(|e| driver(op, e))?;
+    keep_freed_memory(&ctx);
     let (major, minor) = ctx.compute_capability().map_err(|e| driver(op, e))?;
     let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
     Ok(Gpu::Real(Real { stream: ctx.default_stream(), arch, functions: Mutex::new(HashMap::new()), blas: OnceLock::new() }))
+}
+
+/// Buffers are allocated stream-ordered from the device's default memory
+/// pool (cudarc uses `cuMemAllocAsync` where the device supports pools).
+/// By default the pool returns freed memory to the driver at every
+/// synchronisation, so each training step would map its activations
+/// anew; an unbounded release threshold keeps them for the next step, as
+/// PyTorch's caching allocator does. Best effort: a device without memory
+/// pools allocates directly, and a failure here changes nothing else.
+fn keep_freed_memory(ctx: &CudaContext) {
+    use cudarc::driver::sys;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    let mut threshold = u64::MAX;
+    // SAFETY: `pool` is a valid out-pointer for the device's default pool
+    // handle; the attribute call reads one u64 through the pointer, which
+    // lives across the call, and runs only when the pool handle was set.
+    unsafe {
+        if sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) == sys::CUresult::CUDA_SUCCESS && !pool.is_null() {
+            let attr = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+            let _ = sys::cuMemPoolSetAttribute(pool, attr, (&mut threshold as *mut u64).cast());
+        }
+    }
 }
 
 impl Gpu {
