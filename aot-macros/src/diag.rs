@@ -108,7 +108,8 @@ pub fn suggest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Opt
     let candidates: Vec<&'a str> = candidates.collect();
     let alias = match name {
         "concat" | "concatenate" | "hstack" | "vstack" => Some("cat"),
-        "clip" => Some("clamp"),
+        "clip" | "clamp_min" | "clamp_max" => Some("clamp"),
+        "clamp_min_" | "clamp_max_" => Some("clamp_"),
         "clip_" => Some("clamp_"),
         "transpose_dims" | "swapaxes" => Some("transpose"),
         "clone" => Some("copy"),
@@ -133,7 +134,9 @@ pub fn suggest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Opt
     candidates
         .into_iter()
         .map(|c| (distance(name, c), c))
-        .filter(|(d, c)| *d <= limit && *d < c.len().max(len))
+        // A name without `_` is not pointed at an op that mutates (`clampp`
+        // is not `clamp_`); the aliases above may still do so on purpose.
+        .filter(|(d, c)| *d <= limit && *d < c.len().max(len) && (name.ends_with('_') || !c.ends_with('_')))
         .min_by_key(|(d, c)| (*d, c.ends_with('_') != name.ends_with('_')))
         .map(|(_, c)| c)
 }
@@ -172,6 +175,7 @@ mod tests {
         assert_eq!(suggest("sofmax", names.iter().copied()), Some("softmax"));
         assert_eq!(suggest("mull_", names.iter().copied()), Some("mul_"));
         assert_eq!(suggest("frobnicate", names.iter().copied()), None);
+        assert_eq!(suggest("mull", names.iter().copied()), None, "a mutating op for a functional name");
         let ops: Vec<&str> = aot_ir::op::op_names().collect();
         // A short unknown name is not matched to an unrelated short op.
         assert_eq!(suggest("cta", ["lt", "le", "cat"].into_iter()), Some("cat"));

@@ -306,8 +306,10 @@ fn special_method(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut E
             (Special::Scalar(f), f.arity(), usage)
         }
     };
-    // A tensor op of the same name checks its own arity.
-    if args.len() != arity && OpKind::from_name(&name).is_none() {
+    // A tensor op of the same name checks its own arity, and a method of
+    // numbers is checked when lowering sees its receiver (`x.max()` on a
+    // tensor is not an arity mistake).
+    if args.len() != arity && OpKind::from_name(&name).is_none() && !matches!(special, Special::Scalar(_)) {
         errors.add(
             call,
             format!("`{name}` takes {arity} argument{} but {} supplied", if arity == 1 { "" } else { "s" }, args.len()),

@@ -63,6 +63,16 @@ impl Lower<'_> {
     }
 
     fn scalar_fn(&mut self, f: ScalarFn, recv: &Val, vals: &[Val], exprs: &[Expr], span: SpanRange) -> Val {
+        if vals.len() != f.arity() {
+            let (arity, name) = (f.arity(), f.name());
+            let usage = if arity == 1 { format!("x.{name}(y)") } else { format!("x.{name}()") };
+            self.errors.add(
+                span,
+                format!("`{name}` takes {arity} argument{} but {} supplied", if arity == 1 { "" } else { "s" }, vals.len()),
+                Some(format!("call it as `{usage}`")),
+            );
+            return Val::Poison;
+        }
         let mut args = Vec::with_capacity(vals.len() + 1);
         let mut tys = Vec::with_capacity(vals.len() + 1);
         for (v, at) in std::iter::once((recv, None)).chain(vals.iter().zip(exprs).map(|(v, e)| (v, Some(e.span())))) {
