@@ -327,7 +327,7 @@
 //! | `ones_like` | `a.ones_like()` |
 //! | `full_like` | `a.full_like(value)` |
 //! | `rand_like` | `a.rand_like()` |
-//! | `dropout` | `a.dropout(p)` (training mode; `p` 0 or 1 draws nothing, and `p = 0` gives a copy, as PyTorch's traced dropout) |
+//! | `dropout` | `a.dropout(p)` |
 //! | `log1p` | `a.log1p()` |
 //! | `expm1` | `a.expm1()` |
 //! | `clamp` | `a.clamp(min, max)` |
@@ -401,7 +401,9 @@
 //! | `as_strided_` | `a.as_strided_(&[size, ..], &[stride, ..], storage_offset)` |
 //!
 //! `max_dim`/`min_dim` give `(values, indices)`; `cat`/`stack` are called
-//! as `Tensor::cat(&[&a, &b], dim)`.
+//! as `Tensor::cat(&[&a, &b], dim)`. `dropout` is training-mode dropout;
+//! with `p` 0 or 1 it draws no random numbers, and `p = 0` gives a copy of
+//! its input, as PyTorch's traced dropout does.
 
 #[cfg(test)]
 mod tests {

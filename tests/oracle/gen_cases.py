@@ -29,6 +29,7 @@ CORPORA = [
     ("extra.json", "cases_extra.rs"),
     ("ops_a.json", "cases_ops_a.rs"),
     ("ops_b.json", "cases_ops_b.rs"),
+    ("new_user.json", "cases_new_user.rs"),
 ]
 
 

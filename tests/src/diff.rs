@@ -190,6 +190,18 @@ pub fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<()
     let b = tpl.materialise().map_err(|e| format!("materialising the arguments failed: {e}"))?;
     let before_a = snapshot_all(&a.tensors);
     let before_b = snapshot_all(&b.tensors);
+    // Random ops draw from the global generator: both paths start from the
+    // same state and must leave it in the same state (and `explain` must
+    // leave it alone); the turn keeps other threads' draws out of the way.
+    let random = f.graph().nodes.iter().any(|n| n.kind().is_some_and(OpKind::is_random));
+    let _turn = random.then(|| GENERATOR.lock().unwrap_or_else(|e| e.into_inner()));
+    let start = (0x5eed_u64, 7_u64);
+    let restart = || {
+        if random {
+            aot_runtime::set_rng_state(start.0, start.1);
+        }
+    };
+    restart();
     // `explain` is not what this test checks, but it must not fail where the
     // call succeeds, and must never panic: both are counted and reported.
     let explained = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.explain(&b.args()))) {
@@ -206,20 +218,16 @@ pub fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<()
         }
     };
     bump(&stats.calls);
-    // Random ops draw from the global generator: both paths start from the
-    // same state and must leave it in the same state; the turn keeps other
-    // threads' draws out of the way meanwhile.
-    let random = f.graph().nodes.iter().any(|n| n.kind().is_some_and(OpKind::is_random));
-    let _turn = random.then(|| GENERATOR.lock().unwrap_or_else(|e| e.into_inner()));
-    let start = (0x5eed_u64, 7_u64);
-    aot_runtime::set_rng_state(start.0, start.1);
+    if random && aot_runtime::rng_state() != start {
+        return Err(format!("explain() moved the generator from {start:?} to {:?}", aot_runtime::rng_state()));
+    }
     let eager = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.run_eager(&a.args()))) {
         Ok(r) => r,
         Err(p) => return eager_panicked(stats, "run_eager", &*p, f, tpl),
     };
     let eager_rng = aot_runtime::rng_state();
     count(&stats.paths, aot_runtime::compiled::__private::call_path(f, &b.args()).unwrap_or_else(|e| format!("error: {e}")));
-    aot_runtime::set_rng_state(start.0, start.1);
+    restart();
     let compiled = f.__call(&b.args());
     let compiled_rng = aot_runtime::rng_state();
     let tol = template_tol(tpl);

@@ -9,6 +9,8 @@
 mod cases;
 #[path = "oracle/cases_extra.rs"]
 mod cases_extra;
+#[path = "oracle/cases_new_user.rs"]
+mod cases_new_user;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -231,4 +233,10 @@ fn check_eager(oracle: &[Value], fns: Vec<(&'static str, &'static CompiledFn)>) 
     }
     println!("ran {checked} oracle calls on the eager reference");
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The same over the programs written as a new user would (tests/oracle/new_user.json).
+#[test]
+fn new_user_eager_reference_matches_pytorch() {
+    check_eager(&common::load_new_user(), cases_new_user::all());
 }

@@ -44,7 +44,7 @@ impl StaticMeta {
             layouts.apply(g, &alias, k);
             c.visit(node);
         }
-        let Collector { mut inputs, detach_writes, mut uncertain, deps, grad_mode_deps, view_deps, frozen, .. } = c;
+        let Collector { mut inputs, detach_writes, mut uncertain, deps, grad_mode_deps, view_deps, frozen, rg_deps, .. } = c;
         let group = |v: ValueId| alias.grad_root[v.index()];
         for (p, inp) in inputs.iter_mut().enumerate() {
             inp.mutated_only_through_detach = inp.data_mutations > 0 && detach_writes[p] == inp.data_mutations;
@@ -87,6 +87,7 @@ impl StaticMeta {
                 no_grad_view: frozen.contains_key(&v),
                 static_type: None,
                 alias_uncertain: alias.uncertain[v.index()] || is_to_dtype(g, alias.owner_of(v)),
+                matmul_deps: matmul_deps(g, v, &rg_deps),
             });
         }
         mark_layout_uncertain(&mut outputs, &keys);
@@ -97,7 +98,8 @@ impl StaticMeta {
             g.nodes.iter().any(|n| matches!(n.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame))
                 && g.nodes.iter().any(|n| n.kind().is_some_and(OpKind::is_inplace));
         let uncertain = uncertain || maybe_written_through_reshape;
-        let needs_observation = uncertain || inputs.iter().any(|i| i.mutates_metadata) || outputs.iter().any(|o| o.alias_uncertain);
+        let needs_observation =
+            uncertain || inputs.iter().any(|i| i.mutates_metadata) || outputs.iter().any(|o| o.alias_uncertain || o.matmul_deps.is_some());
         let mut meta = StaticMeta {
             mutates_inputs: inputs.iter().any(|i| i.mutates_data() || i.mutates_metadata),
             needs_observation,
@@ -108,6 +110,9 @@ impl StaticMeta {
             grad_mode_deps: grad_mode_deps.into_iter().collect(),
         };
         meta.fill_static_types();
+        for o in meta.outputs.iter_mut().filter(|o| o.matmul_deps.is_some()) {
+            o.static_type = None;
+        }
         meta
     }
 
@@ -176,6 +181,9 @@ impl StaticMeta {
             let (output_type, base_idx) = match o.alias {
                 ObservedAlias::IsInput(p) => (OutputType::IsInput, Some(last_same(p))),
                 ObservedAlias::AliasOfInput(p) => (OutputType::AliasOfInput, Some(last_same(p))),
+                ObservedAlias::Intermediate if o.base.is_none() && out_rg[k] && self.unsafe_view(k, o, facts) => {
+                    (OutputType::UnsafeViewAlias, None)
+                }
                 ObservedAlias::Intermediate => {
                     let aliased = count_in_storage(o.storage);
                     // The base is in o's autograd group, so it requires grad exactly when o does.
@@ -223,6 +231,17 @@ impl StaticMeta {
 }
 
 impl StaticMeta {
+    /// Whether output `k`, as observed in `o`, is a `matmul`'s
+    /// `_unsafe_view` of its product that no other output shares.
+    fn unsafe_view(&self, k: usize, o: &ObservedOutput, facts: &CallFacts) -> bool {
+        let rg = |deps: &[usize]| facts.grad_enabled && deps.iter().any(|&i| arg_facts(facts, i).requires_grad);
+        let alone = facts.observed.as_ref().is_some_and(|obs| obs.outputs.iter().filter(|t| t.storage == o.storage).count() == 1);
+        match (o.matmul, self.outputs.get(k).and_then(|t| t.matmul_deps.as_ref())) {
+            (Some(shape), Some((lhs, rhs))) => alone && shape.unsafe_view(rg(lhs), rg(rhs)),
+            _ => false,
+        }
+    }
+
     /// Input `i`'s `InputAliasInfo` for a call with these facts.
     fn complete_input(&self, facts: &CallFacts, i: usize) -> InputAliasInfo {
         let t = &self.inputs[i];
@@ -433,3 +452,11 @@ impl<'a> Collector<'a> {
 
 #[cfg(test)]
 mod tests;
+
+/// For an output `v` that is a `matmul`'s own result, the gradient
+/// dependencies of its left and right operands.
+fn matmul_deps(g: &Graph, v: ValueId, rg_deps: &[BTreeSet<usize>]) -> Option<(Vec<usize>, Vec<usize>)> {
+    let n = g.def_node(v).filter(|n| n.is(OpKind::Matmul))?;
+    let mut operands = n.tensor_args().map(|a| rg_deps.get(a.index()).map(|s| s.iter().copied().collect()).unwrap_or_default());
+    Some((operands.next()?, operands.next()?))
+}

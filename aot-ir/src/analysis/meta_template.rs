@@ -121,6 +121,12 @@ pub struct OutputTemplate {
     /// output's. A run decides.
     #[serde(default)]
     pub alias_uncertain: bool,
+    /// For an output that is a `matmul`'s own result: the inputs whose
+    /// `requires_grad` makes its left and its right operand require grad.
+    /// Whether it is an `_unsafe_view` hangs on the operands' ranks, which a
+    /// run shows ([`super::MatmulShape`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matmul_deps: Option<(Vec<usize>, Vec<usize>)>,
 }
 
 /// A call's facts about one argument.
@@ -195,6 +201,8 @@ pub struct ObservedOutput {
     pub layout: u32,
     /// The object id of PyTorch's `._base`, when the output is a view.
     pub base: Option<u32>,
+    /// The operands of the `matmul` whose result the output is.
+    pub matmul: Option<super::MatmulShape>,
 }
 
 /// An output's relation to the arguments.
@@ -221,6 +229,7 @@ impl ObservedOutput {
             storage: o.storage,
             layout: o.layout_key,
             base: o.base.map(|b| b.0),
+            matmul: None,
         }
     }
 }

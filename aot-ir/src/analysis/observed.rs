@@ -11,7 +11,10 @@
 //! - `reshape` is a view or a copy, `contiguous` the receiver itself or a
 //!   copy, `to_dtype` to the same dtype the receiver itself;
 //! - whether a view of an output has that output's very metadata (a
-//!   `view(-1)` of a 1-D tensor).
+//!   `view(-1)` of a 1-D tensor);
+//! - whether `matmul` returned an `_unsafe_view` of its product, which
+//!   PyTorch reports as `unsafe_view_alias` ([`MatmulShape`]): that hangs on
+//!   the operands' ranks.
 //!
 //! The template marks where this matters ([`StaticMeta::needs_observation`](super::StaticMeta));
 //! the runtime then runs the function on copies of the arguments and hands
@@ -99,7 +102,7 @@ mod tests {
     use crate::schema::{MutationType, OutputType};
 
     fn out(alias: ObservedAlias, object: u32, storage: u32, layout: u32, base: Option<u32>) -> ObservedOutput {
-        ObservedOutput { alias, object, storage, layout, base }
+        ObservedOutput { alias, object, storage, layout, base, matmul: None }
     }
 
     #[test]
@@ -161,5 +164,65 @@ mod tests {
             outputs: vec![out(ObservedAlias::Intermediate, 7, 0, 0, None), out(ObservedAlias::Intermediate, 8, 0, 1, Some(7))],
         });
         assert_eq!(meta.complete(&facts).output_info[1].output_type, OutputType::NonAlias);
+    }
+}
+
+/// The operands' ranks (and first batch sizes) of a `matmul` in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatmulShape {
+    pub lhs_dim: usize,
+    pub rhs_dim: usize,
+    /// The first size of each operand (its batch size when 3-D).
+    pub lhs_first: usize,
+    pub rhs_first: usize,
+}
+
+impl MatmulShape {
+    /// Whether PyTorch's `matmul` returns an `_unsafe_view` of its
+    /// `mm`/`mv`/`bmm` for these operands, given whether each requires
+    /// grad. Products of operands of rank 2 or less are returned as they
+    /// are; an operand of rank 3 or more is folded or batched, and the
+    /// product reshaped by `_unsafe_view`, except where a matrix on the left
+    /// that requires grad is folded from the right: that product is
+    /// transposed back by a copy. Of two 3-D operands with different batch
+    /// sizes, one with batch size 1 that requires grad is squeezed first.
+    pub fn unsafe_view(&self, lhs_rg: bool, rhs_rg: bool) -> bool {
+        let (d1, d2) = (self.lhs_dim, self.rhs_dim);
+        if d1 == 3 && d2 == 3 && self.lhs_first != self.rhs_first {
+            if self.lhs_first == 1 && lhs_rg {
+                return MatmulShape { lhs_dim: 2, ..*self }.unsafe_view(lhs_rg, rhs_rg);
+            }
+            if self.rhs_first == 1 && rhs_rg {
+                return MatmulShape { rhs_dim: 2, ..*self }.unsafe_view(lhs_rg, rhs_rg);
+            }
+        }
+        if d1 <= 2 && d2 <= 2 {
+            return false;
+        }
+        !(d1 == 2 && lhs_rg)
+    }
+}
+
+#[cfg(test)]
+mod matmul_tests {
+    use super::MatmulShape;
+
+    fn shape(lhs_dim: usize, rhs_dim: usize) -> MatmulShape {
+        MatmulShape { lhs_dim, rhs_dim, lhs_first: 2, rhs_first: 2 }
+    }
+
+    #[test]
+    fn matmul_unsafe_views_follow_pytorch() {
+        assert!(!shape(2, 2).unsafe_view(true, true), "mm");
+        assert!(!shape(1, 2).unsafe_view(true, true));
+        assert!(shape(3, 2).unsafe_view(true, true), "folded");
+        assert!(shape(3, 1).unsafe_view(false, true), "folded mv");
+        assert!(shape(4, 4).unsafe_view(true, true), "batched");
+        assert!(!shape(2, 3).unsafe_view(true, false), "folded from the right, transposed back by a copy");
+        assert!(shape(2, 3).unsafe_view(false, true), "batched");
+        assert!(shape(1, 3).unsafe_view(true, true));
+        let squeezed = MatmulShape { lhs_dim: 3, rhs_dim: 3, lhs_first: 1, rhs_first: 4 };
+        assert!(!squeezed.unsafe_view(true, false), "2-D x 3-D folded from the right");
+        assert!(squeezed.unsafe_view(false, true));
     }
 }

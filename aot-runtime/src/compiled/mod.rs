@@ -228,12 +228,9 @@ impl CompiledFn {
         if !any_grad && !self.meta.needs_observation {
             return fw_metadata;
         }
-        // Running on copies draws random numbers: give them back.
-        let rng = self.meta.has_random_ops.then(crate::ops::rng_snapshot);
-        let run = observe::CopyRun::new(&self.graph, args);
-        if let Some(state) = rng {
-            crate::ops::rng_restore(state);
-        }
+        // Running on copies draws random numbers: from a private copy of
+        // the generator, so that explaining a call consumes nothing.
+        let run = crate::ops::with_private_rng(|| observe::CopyRun::new(&self.graph, args));
         // A run that fails leaves the template's answer (the call fails too).
         let Some(run) = run else { return fw_metadata };
         if self.meta.needs_observation {

@@ -15,7 +15,7 @@ use crate::autograd::NoGradGuard;
 use crate::executor::interp;
 use crate::layout::Layout;
 use crate::tensor::Tensor;
-use aot_ir::analysis::{Observation, ObservedAlias, ObservedOutput};
+use aot_ir::analysis::{MatmulShape, Observation, ObservedAlias, ObservedOutput};
 use aot_ir::{Graph, OutputAlias, StaticMeta};
 
 /// The copies of the arguments after the run, their layouts before it, and
@@ -27,6 +27,8 @@ pub(crate) struct CopyRun {
     pub(crate) outs: Vec<Tensor>,
     /// Per source node: whether a `reshape`/`contiguous` aliased.
     pub(crate) outcomes: Vec<Option<bool>>,
+    /// Per output: the operand shapes of the `matmul` that computed it.
+    out_matmuls: Vec<Option<MatmulShape>>,
 }
 
 impl CopyRun {
@@ -37,9 +39,14 @@ impl CopyRun {
         let copies = deep_copy_args(args).ok()?;
         let before = copies.iter().map(|c| c.as_ref().map(Tensor::layout)).collect();
         let copy_args: Vec<Arg> = args.iter().zip(&copies).map(|(a, c)| c.as_ref().map_or(*a, Arg::Tensor)).collect();
-        let mut outcomes = Vec::new();
-        let outs = interp::run_recording(g, &copy_args, &mut outcomes).ok()?;
-        Some(CopyRun { copies, before, outs, outcomes })
+        let mut rec = interp::Recording::default();
+        let outs = interp::run_recording(g, &copy_args, &mut rec).ok()?;
+        let out_matmuls = g
+            .outputs
+            .iter()
+            .map(|&v| g.nodes.iter().position(|n| n.out == Some(v)).and_then(|i| rec.matmuls.get(i).copied().flatten()))
+            .collect();
+        Some(CopyRun { copies, before, outs, outcomes: rec.outcomes, out_matmuls })
     }
 
     /// What the run shows about metadata mutations and output aliasing.
@@ -63,6 +70,7 @@ impl CopyRun {
                     storage: ids.storage(o),
                     layout: ids.layout(o),
                     base: base.as_ref().map(|b| ids.object(b)),
+                    matmul: self.out_matmuls.get(k).copied().flatten(),
                 }
             })
             .collect();

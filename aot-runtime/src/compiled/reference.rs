@@ -31,15 +31,13 @@ use std::sync::Arc;
 /// function may write its inputs.
 pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tensor>> {
     if may_write(g, meta) {
-        let rng = meta.has_random_ops.then(crate::ops::rng_snapshot);
-        let dry = replicas(args).and_then(|reps| {
+        // The dry run draws from a private copy of the generator, so the
+        // real run draws the same numbers.
+        crate::ops::with_private_rng(|| {
+            let reps = replicas(args)?;
             let rep_args: Vec<Arg> = args.iter().zip(&reps).map(|(a, r)| r.as_ref().map_or(*a, Arg::Tensor)).collect();
             interp::run_source(g, &rep_args)
-        });
-        if let Some(state) = rng {
-            crate::ops::rng_restore(state);
-        }
-        dry?;
+        })?;
     }
     interp::run_source(g, args)
 }

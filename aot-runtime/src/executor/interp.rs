@@ -42,6 +42,7 @@ use crate::autograd::NoGradGuard;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
+use aot_ir::analysis::MatmulShape;
 use aot_ir::transform::grad_rules::Prim;
 use aot_ir::transform::ChainStep;
 use aot_ir::{Arg as IrArg, Graph, Node, Op, OpKind, ScalarValue, ValueId};
@@ -109,11 +110,21 @@ pub(crate) enum Blame<'a> {
 }
 
 /// What a run records besides its values.
+/// What a recording run notes, per node.
+#[derive(Debug, Default)]
+pub(crate) struct Recording {
+    /// Whether a `reshape`/`contiguous` result aliased its receiver
+    /// (`None` for other nodes).
+    pub outcomes: Vec<Option<bool>>,
+    /// A `matmul`'s operand ranks, which decide whether PyTorch returns an
+    /// `_unsafe_view` of its product (`None` for other nodes).
+    pub matmuls: Vec<Option<MatmulShape>>,
+}
+
 pub(crate) enum Track<'a> {
     Nothing,
-    /// Per node: whether a `reshape`/`contiguous` result aliased its
-    /// receiver (`None` for other nodes).
-    Aliasing(&'a mut Vec<Option<bool>>),
+    /// What a run shows about aliasing (see [`Recording`]).
+    Aliasing(&'a mut Recording),
     /// Per value: whether it is known to be zero (a backward some of whose
     /// tangents never arrived; see [`zero_result`]).
     Zeros(&'a mut [bool]),
@@ -206,12 +217,13 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
         };
         let t = match track {
             Track::Nothing => t,
-            Track::Aliasing(outcomes) => {
+            Track::Aliasing(rec) => {
                 let maybe = node
                     .kind()
                     .is_some_and(|op| matches!(op.alias_effect(), aot_ir::op::AliasEffect::MaybeView | aot_ir::op::AliasEffect::MaybeSame));
                 let recv = node.receiver().and_then(|r| env.get(r.index())).and_then(Option::as_ref);
-                outcomes.push(recv.filter(|_| maybe).map(|r| t.shares_storage_with(r)));
+                rec.outcomes.push(recv.filter(|_| maybe).map(|r| t.shares_storage_with(r)));
+                rec.matmuls.push(matmul_shape(node, env));
                 t
             }
             Track::Zeros(zero) if zero_result(node, zero) => {
@@ -497,13 +509,24 @@ pub(super) fn zero_result(node: &Node, zero: &[bool]) -> bool {
 
 /// The source stage: runs `g` on `args` and returns its outputs.
 pub(crate) fn run_source(g: &Graph, args: &[Arg]) -> Result<Vec<Tensor>> {
-    run_recording(g, args, &mut Vec::new())
+    run_recording(g, args, &mut Recording::default())
 }
 
 /// [`run_source`], recording per node whether a `reshape`/`contiguous`
 /// result aliased its receiver (`None` for other nodes).
-pub(crate) fn run_recording(g: &Graph, args: &[Arg], outcomes: &mut Vec<Option<bool>>) -> Result<Vec<Tensor>> {
-    outcomes.clear();
+/// A `matmul` node's operand shapes, from the operands in `env`.
+fn matmul_shape(node: &Node, env: &[Option<Tensor>]) -> Option<MatmulShape> {
+    if !node.is(OpKind::Matmul) {
+        return None;
+    }
+    let mut operands = node.tensor_args().map(|v| env.get(v.index()).and_then(Option::as_ref).map(Tensor::shape));
+    let (lhs, rhs) = (operands.next()??, operands.next()??);
+    let first = |s: &[usize]| s.first().copied().unwrap_or(1);
+    Some(MatmulShape { lhs_dim: lhs.len(), rhs_dim: rhs.len(), lhs_first: first(&lhs), rhs_first: first(&rhs) })
+}
+
+pub(crate) fn run_recording(g: &Graph, args: &[Arg], rec: &mut Recording) -> Result<Vec<Tensor>> {
+    *rec = Recording::default();
     let scalars = scalar_values(g, args)?;
     let mut env: Vec<Option<Tensor>> = vec![None; g.values.len()];
     for (p, a) in g.params.iter().zip(args) {
@@ -524,7 +547,7 @@ pub(crate) fn run_recording(g: &Graph, args: &[Arg], outcomes: &mut Vec<Option<b
         live: &live,
         blame: Blame::Source(g),
     };
-    run(&g.nodes, &mut env, &cx, &mut Track::Aliasing(outcomes)).map_err(Stop::into_error)?;
+    run(&g.nodes, &mut env, &cx, &mut Track::Aliasing(rec)).map_err(Stop::into_error)?;
     g.outputs
         .iter()
         .map(|v| {

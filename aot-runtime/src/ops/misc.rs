@@ -7,9 +7,16 @@ use crate::error::{AotError, Result};
 use crate::layout::{preserve_layout, Layout};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+use std::cell::Cell;
 use std::sync::Mutex;
 
 static GLOBAL_RNG: Mutex<Option<Rng>> = Mutex::new(None);
+
+thread_local! {
+    /// While a run whose draws must not count is under way on this thread
+    /// (see [`with_private_rng`]), the generator its draws come from.
+    static PRIVATE_RNG: Cell<Option<Rng>> = const { Cell::new(None) };
+}
 
 /// Seeds the generator behind `rand_like` and `dropout` (PyTorch's
 /// `manual_seed`): its state becomes `(seed, 0)`.
@@ -45,8 +52,31 @@ pub fn set_rng_state(seed: u64, offset: u64) {
 }
 
 pub(crate) fn with_rng<R>(f: impl FnOnce(&mut Rng) -> R) -> R {
+    if let Some(mut r) = PRIVATE_RNG.with(Cell::get) {
+        let out = f(&mut r);
+        PRIVATE_RNG.with(|c| c.set(Some(r)));
+        return out;
+    }
     let mut g = GLOBAL_RNG.lock().unwrap_or_else(|e| e.into_inner());
     f(g.get_or_insert_with(|| Rng::new(0)))
+}
+
+/// Runs `f` with this thread's draws coming from a copy of the generator's
+/// current state, dropped afterwards: the global generator, and so every
+/// other thread, sees nothing of them. For runs that only look (a dry run
+/// on replicas, `explain()`'s run on copies): taking and giving back the
+/// global state instead would also give back what other threads drew
+/// meanwhile.
+pub(crate) fn with_private_rng<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Rng>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PRIVATE_RNG.with(|c| c.set(self.0));
+        }
+    }
+    let start = PRIVATE_RNG.with(Cell::get).or_else(rng_snapshot).unwrap_or_else(|| Rng::new(0));
+    let _restore = Restore(PRIVATE_RNG.with(|c| c.replace(Some(start))));
+    f()
 }
 
 impl Tensor {

@@ -20,7 +20,7 @@ mod view;
 
 pub(crate) use inplace::write_into as write_into_raw;
 pub(crate) use loss::nll_loss_grad;
-pub(crate) use misc::{constant_dropout_mask, rng_restore, rng_snapshot, with_rng};
+pub(crate) use misc::{constant_dropout_mask, rng_restore, rng_snapshot, with_private_rng, with_rng};
 pub use misc::{manual_seed, rng_state, set_rng_state};
 pub(crate) use scan::cumsum_rev;
 pub(crate) use view::ViewOp;

@@ -26,6 +26,11 @@ pub fn load_ops_b() -> Vec<Value> {
     load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/ops_b.json"))
 }
 
+/// The corpus of programs written as a new user would (tests/oracle/new_user.json).
+pub fn load_new_user() -> Vec<Value> {
+    load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user.json"))
+}
+
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     match serde_json::from_str(&text) {
