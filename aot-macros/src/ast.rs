@@ -100,6 +100,13 @@ pub enum Expr {
         call: SpanRange,
         op: Option<aot_ir::OpKind>,
     },
+    /// `callee(args)`: a call of another `#[aot_fn]` function, by its
+    /// path as written; each argument with whether it is passed `&mut`.
+    Call {
+        path: syn::Path,
+        args: Vec<(Expr, bool)>,
+        span: SpanRange,
+    },
     Binary {
         op: BinOp,
         lhs: Box<Expr>,
@@ -144,6 +151,7 @@ impl Expr {
             | Expr::Tuple(_, s)
             | Expr::Method { span: s, .. }
             | Expr::Static { span: s, .. }
+            | Expr::Call { span: s, .. }
             | Expr::Binary { span: s, .. }
             | Expr::Neg(_, s)
             | Expr::Not(_, s)
@@ -393,12 +401,20 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             None => unsupported("this cast", Some("scalars can be cast with `as f64`, `as f32`, `as i64` or `as usize`")),
         },
         syn::Expr::Closure(_) => unsupported("closures", Some("write the computation inline; the body is traced once at compile time")),
-        syn::Expr::Match(_) => unsupported("`match`", Some("the traced program is a fixed sequence of ops; select values elementwise with `where_(&cond, &other)`")),
+        syn::Expr::Match(_) => unsupported(
+            "`match`",
+            Some("the traced program is a fixed sequence of ops; select values elementwise with `where_(&cond, &other)`"),
+        ),
         syn::Expr::If(i) => parse_if(i, span, errors),
-        syn::Expr::While(_) | syn::Expr::Loop(_) => unsupported("this loop", Some("only `for` loops over integer ranges (`for i in 0..4`) are supported; they are unrolled")),
+        syn::Expr::While(_) | syn::Expr::Loop(_) => {
+            unsupported("this loop", Some("only `for` loops over integer ranges (`for i in 0..4`) are supported; they are unrolled"))
+        }
         syn::Expr::ForLoop(_) => unsupported("a `for` loop in expression position", Some("use the loop as a statement")),
         syn::Expr::Return(_) => unsupported("`return`", Some("make the returned value the tail expression of the body")),
-        syn::Expr::Try(_) => unsupported("the `?` operator", Some("remove the `?`: ops in the body return tensors, and errors propagate from the generated function")),
+        syn::Expr::Try(_) => unsupported(
+            "the `?` operator",
+            Some("remove the `?`: ops in the body return tensors, and errors propagate from the generated function"),
+        ),
         syn::Expr::Async(_) | syn::Expr::Await(_) => unsupported("`async`/`.await`", None),
         syn::Expr::Call(c) if static_op(&c.func).is_some() => {
             let func = static_op(&c.func).cloned().unwrap_or_else(|| Ident::new("_", c.paren_token.span.join()));
@@ -406,7 +422,20 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             let call = SpanRange::of(&c.func).to(SpanRange::single(c.paren_token.span.join()));
             Expr::Static { func, args, span, call, op: None }
         }
-        syn::Expr::Call(_) => unsupported("function calls", Some("call ops as methods on a tensor, e.g. `a.exp()`; create tensors from an argument with `zeros_like`, `ones_like`, `full_like`")),
+        syn::Expr::Call(c) => match &*c.func {
+            syn::Expr::Path(p) if p.qself.is_none() => {
+                let args = c
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        syn::Expr::Reference(r) => (parse_expr(&r.expr, errors), r.mutability.is_some()),
+                        other => (parse_expr(other, errors), false),
+                    })
+                    .collect();
+                Expr::Call { path: p.path.clone(), args, span }
+            }
+            _ => unsupported("calls of closures or computed functions", Some("call an `#[aot_fn]` function by its name: `helper(&x)`")),
+        },
         // Fields of struct parameters; lowering refuses them elsewhere.
         syn::Expr::Field(f) => Expr::Field(Box::new(parse_expr(&f.base, errors)), f.member.clone(), span),
         syn::Expr::Struct(s) if s.rest.is_some() || s.dot2_token.is_some() => {
