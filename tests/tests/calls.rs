@@ -316,3 +316,99 @@ fn mutual_recursion_is_a_clear_error() {
     let msg = pong(&x).expect_err("recursion").to_string();
     assert!(msg.contains("pong calls ping calls pong"), "{msg}");
 }
+
+// ---- struct arguments, and a callee named by its path ----
+
+mod layers {
+    use aot_runtime::prelude::*;
+
+    #[derive(TensorTree)]
+    pub struct Block {
+        pub w: Tensor,
+        pub b: Tensor,
+    }
+
+    #[aot_fn]
+    pub fn block(x: &Tensor, blk: &Block) -> Tensor {
+        (x.matmul(&blk.w) + &blk.b).tanh()
+    }
+
+    #[aot_fn]
+    pub fn decay(blk: &mut Block, lr: f64) {
+        blk.w.mul_(1.0 - lr);
+        blk.b.mul_(1.0 - lr);
+    }
+}
+
+#[derive(TensorTree)]
+struct Model {
+    blocks: Vec<layers::Block>,
+    head: Tensor,
+}
+
+#[aot_fn]
+fn model(x: &Tensor, m: &Model) -> Tensor {
+    let mut h = x * 1.0;
+    for l in 0..2 {
+        let blk = &m.blocks[l];
+        h = layers::block(&h, &blk);
+    }
+    h.matmul(&scale(&m.head, 2.0))
+}
+
+#[aot_fn]
+fn decay_all(m: &mut Model, lr: f64) {
+    for l in 0..2 {
+        layers::decay(&mut m.blocks[l], lr);
+    }
+}
+
+fn make_model() -> Model {
+    let blk = |s| layers::Block { w: randn(&[3, 3], s), b: randn(&[3], s + 1) };
+    Model { blocks: vec![blk(20), blk(30)], head: randn(&[3, 2], 40) }
+}
+
+#[test]
+fn struct_arguments_pass_their_fields() -> Result<()> {
+    let (x, mut m) = (randn(&[4, 3], 13), make_model());
+    let got = model(&x, &m)?;
+    let mut h = x.mul(1.0)?;
+    for b in &m.blocks {
+        h = layers::block(&h, b)?;
+    }
+    assert_close("model", &got, &h.matmul(&m.head.mul(2.0)?)?);
+    // The caller's inputs are the fields the callees read.
+    let names: Vec<String> = model::compiled().graph().params.iter().map(|p| p.name.clone()).collect();
+    assert!(names.contains(&"m.blocks.1.w".to_string()) && names.contains(&"m.head".to_string()), "{names:?}");
+
+    let before: Vec<Vec<f64>> = m.blocks.iter().map(|b| vals(&b.w)).collect();
+    decay_all(&mut m, 0.5)?;
+    for (b, w) in m.blocks.iter().zip(&before) {
+        let want: Vec<f64> = w.iter().map(|v| v * 0.5).collect();
+        assert_eq!(vals(&b.w), want);
+    }
+    let r = report(decay_all::compiled(), &[Arg::tree(&m), Arg::from(0.5)]);
+    assert_eq!(r["fw_metadata"]["input_info"][1]["mutates_data"], true, "{r}");
+    Ok(())
+}
+
+// ---- a callee reading a size of its argument ----
+
+#[aot_fn]
+fn rows(x: &Tensor) -> Tensor {
+    x.view(&[x.size(0), -1])
+}
+
+#[aot_fn]
+fn rows_of(x: &Tensor) -> Tensor {
+    rows(&x).sum_dim(&[1], false)
+}
+
+#[test]
+fn callee_sizes_are_the_callers_arguments() -> Result<()> {
+    let x = randn(&[2, 3, 2], 14);
+    assert_close("rows", &rows_of(&x)?, &x.view(&[2, 6])?.sum_dim(&[1], false)?);
+    let y = randn(&[5, 4], 15);
+    assert_close("other shape", &rows_of(&y)?, &y.sum_dim(&[1], false)?);
+    Ok(())
+}
