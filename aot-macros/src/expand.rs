@@ -275,7 +275,7 @@ fn generate(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<Token
 }
 
 /// `tokens` with every span set to `span`.
-fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
     tokens
         .into_iter()
         .map(|mut t| {

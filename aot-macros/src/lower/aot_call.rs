@@ -42,14 +42,18 @@ impl Lower<'_> {
             );
             return Val::Poison;
         }
-        let krate = self.krate.clone();
         let mut node_args = Vec::new();
         let mut trees = Vec::new();
         let mut proxies = Vec::new();
         let mut ok = true;
         for (pos, (e, mutref)) in args.iter().enumerate() {
+            // Each stand-in at its argument: rustc's errors point there.
             let at = e.span().start;
-            let (amp, proxy_ty) = if *mutref { (quote!(&mut), quote!(&mut #krate::Tensor)) } else { (quote!(&), quote!(&#krate::Tensor)) };
+            let krate = crate::expand::respan(self.krate.clone(), at);
+            let (amp, proxy_ty) = match mutref {
+                true => (quote_spanned!(at=> &mut), quote_spanned!(at=> &mut #krate::Tensor)),
+                false => (quote_spanned!(at=> &), quote_spanned!(at=> &#krate::Tensor)),
+            };
             match self.call_arg(e) {
                 Val::Alias(p) => {
                     let (used, access) = (&p.used, &p.access);
@@ -169,8 +173,8 @@ impl Lower<'_> {
 
     /// The closure rustc type-checks for a call (see the module docs).
     fn call_check(&mut self, path: &syn::Path, proxies: &[TokenStream], span: SpanRange, want: Want) {
-        let krate = &self.krate;
         let at = span.start;
+        let krate = &crate::expand::respan(self.krate.clone(), at);
         let ty = match want {
             Want::Discard => quote!(),
             Want::Values(0) => quote!(: ()),
@@ -181,6 +185,7 @@ impl Lower<'_> {
             }
         };
         let call = quote_spanned!(at=> #path(#(#proxies),*));
+        let ty = crate::expand::respan(ty, at);
         let check = quote_spanned! {at=>
             let _ = || {
                 let _r #ty = #krate::compiled::__private::aot_fn_result(#call);
