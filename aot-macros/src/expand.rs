@@ -10,6 +10,13 @@
 //! function `NAME_compiled()` instead, since an `impl` block cannot hold a
 //! struct. A function whose `if`s branch on `bool` parameters is traced
 //! once per combination of their values, and the call picks the variant.
+//! What was traced (the variants' graphs and metadata, the parameters, and
+//! the sources of the `#[aot_fn]` functions the body calls) is the hidden
+//! `NAME::__aot_source()`: `compiled()` builds from it, inlining the
+//! callees' graphs read from theirs; the metadata of a graph with calls is
+//! computed then, once they are inlined. Each call also gets a closure,
+//! never run, that rustc type-checks against the callee
+//! (`lower/aot_call.rs`).
 //!
 //! On any error the output is the same items with a body that is never run,
 //! plus one `compile_error!` per problem: callers of the function and of
@@ -175,34 +182,8 @@ fn lower_variants(func: &ItemFn, sig: &Signature, body: &ast::Block, errors: &mu
 fn generate(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<TokenStream, String> {
     let krate = &sig.krate;
     let private = quote!(#krate::compiled::__private);
-    let (mut graphs, mut metas, mut tables) = (Vec::new(), Vec::new(), Vec::new());
-    for lowered in &variants.lowered {
-        let graph = aot_ir::checked(lowered.graph.clone(), "lowering").map_err(|e| e.to_string())?;
-        // A graph with calls is analysed once the runtime has inlined them.
-        let meta_json = match aot_ir::transform::inline::has_calls(&graph) {
-            true => String::new(),
-            false => serde_json::to_string(&StaticMeta::compute(&graph)).map_err(|e| e.to_string())?,
-        };
-        graphs.push(serde_json::to_string(&graph).map_err(|e| e.to_string())?);
-        metas.push(meta_json);
-        let callees = lowered.callees.iter().map(|p| quote!(#p::__aot_source as fn() -> &'static #private::Source));
-        tables.push(quote!(&[#(#callees),*]));
-    }
-    let params = sig.params.iter().map(|p| {
-        let (name, tree) = (p.ident.to_string(), p.tree);
-        quote!((#name, #tree))
-    });
-    let (switch_args, name_str) = (&variants.switch_args, func.sig.ident.to_string());
-    let source = quote! {
-        #private::Source {
-            name: #name_str,
-            graphs: &[#(#graphs),*],
-            metas: &[#(#metas),*],
-            params: &[#(#params),*],
-            switch_args: &[#(#switch_args),*],
-            callees: &[#(#tables),*],
-        }
-    };
+    let source = emit_source(func, sig, variants)?;
+    let name_str = func.sig.ident.to_string();
     // Every variant returns the same kind; the first one's is the shape.
     let lowered = &variants.lowered[0];
 
@@ -272,6 +253,42 @@ fn generate(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<Token
         },
     );
     Ok(quote!(#item_fn #holder))
+}
+
+/// The function's `Source` (`aot_runtime::compiled::__private`): its
+/// traced variants, their metadata and the callees they inline.
+fn emit_source(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<TokenStream, String> {
+    let krate = &sig.krate;
+    let private = quote!(#krate::compiled::__private);
+    let (mut graphs, mut metas, mut tables) = (Vec::new(), Vec::new(), Vec::new());
+    for lowered in &variants.lowered {
+        let graph = aot_ir::checked(lowered.graph.clone(), "lowering").map_err(|e| e.to_string())?;
+        // A graph with calls is analysed once the runtime has inlined them.
+        let meta_json = match aot_ir::transform::inline::has_calls(&graph) {
+            true => String::new(),
+            false => serde_json::to_string(&StaticMeta::compute(&graph)).map_err(|e| e.to_string())?,
+        };
+        graphs.push(serde_json::to_string(&graph).map_err(|e| e.to_string())?);
+        metas.push(meta_json);
+        let callees = lowered.callees.iter().map(|p| quote!(#p::__aot_source as fn() -> &'static #private::Source));
+        tables.push(quote!(&[#(#callees),*]));
+    }
+    let params = sig.params.iter().map(|p| {
+        let (name, tree) = (p.ident.to_string(), p.tree);
+        quote!((#name, #tree))
+    });
+    let (switch_args, name_str) = (&variants.switch_args, func.sig.ident.to_string());
+    let source = quote! {
+        #private::Source {
+            name: #name_str,
+            graphs: &[#(#graphs),*],
+            metas: &[#(#metas),*],
+            params: &[#(#params),*],
+            switch_args: &[#(#switch_args),*],
+            callees: &[#(#tables),*],
+        }
+    };
+    Ok(source)
 }
 
 /// `tokens` with every span set to `span`.

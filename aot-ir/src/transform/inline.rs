@@ -77,11 +77,14 @@ pub struct Callee {
     pub params: Vec<(String, bool)>,
 }
 
+/// How the runtime resolves a call (with the node's arguments) to its callee.
+pub type Resolve<'a> = dyn FnMut(&CallSite, &[Arg]) -> Result<Callee, String> + 'a;
+
 /// `caller` with every call replaced by its callee's graph; `resolve`
 /// gives the callee of a call (seeing the call's arguments, which pick
 /// the variant of a callee that branches on a `bool`). Errors are
 /// messages naming the callee and the argument.
-pub fn inline(caller: &Graph, resolve: &mut dyn FnMut(&CallSite, &[Arg]) -> Result<Callee, String>) -> Result<Graph, String> {
+pub fn inline(caller: &Graph, resolve: &mut Resolve<'_>) -> Result<Graph, String> {
     let mut s = Splice { b: GraphBuilder::new(caller.name.clone()), map: vec![None; caller.values.len()], names: Vec::new() };
     for p in &caller.params {
         let v = s.b.param(p.name.clone(), p.ty, p.span);

@@ -188,6 +188,8 @@ impl Lower<'_> {
         let ty = crate::expand::respan(ty, at);
         let check = quote_spanned! {at=>
             let _ = || {
+                // A callee returning `()` binds `()`: that is the check.
+                #[allow(clippy::let_unit_value)]
                 let _r #ty = #krate::compiled::__private::aot_fn_result(#call);
             };
         };
