@@ -88,21 +88,6 @@ pub use std::sync::OnceLock;
 /// built with, so a failure here is a build inconsistency, not a user
 /// error; there is no caller to return it to (`compiled()` returns a
 /// reference), hence the panic.
-pub fn load(graph_json: &str, meta_json: &str) -> CompiledFn {
-    load_inner(graph_json, meta_json)
-}
-
-/// [`load`] for a function with struct parameters: `params` lists the
-/// Rust parameters (name, and whether it is a struct).
-pub fn load_tree(graph_json: &str, meta_json: &str, params: &[(&str, bool)]) -> CompiledFn {
-    let mut f = load_inner(graph_json, meta_json);
-    let b = super::boundary::Boundary::new(&f.graph, params).unwrap_or_else(|| {
-        panic!("aot: the graph of `{}` does not match its parameters; rebuild with matching aot-macros and aot-runtime", f.graph.name)
-    });
-    f.boundary = Some(std::sync::Arc::new(b));
-    f
-}
-
 fn load_inner(graph_json: &str, meta_json: &str) -> CompiledFn {
     let graph = serde_json::from_str(graph_json)
         .unwrap_or_else(|e| panic!("aot: corrupt embedded graph ({e}); rebuild with matching aot-macros and aot-runtime"));
@@ -229,7 +214,7 @@ pub fn aot_fn_result<R: AotFnResult>(_: R) -> R::Output {
 /// A function whose body branches on `bool` parameters: `fns[k]` was
 /// traced with the parameter at `switch_args[j]` equal to bit `j` of
 /// `k`.
-pub fn load_variants(fns: Vec<CompiledFn>, switch_args: &[usize]) -> CompiledFn {
+fn load_variants(fns: Vec<CompiledFn>, switch_args: &[usize]) -> CompiledFn {
     let v = super::variants::Variants::new(fns, switch_args).unwrap_or_else(|| {
         panic!("aot: the traced variants do not match their switches; rebuild with matching aot-macros and aot-runtime")
     });
