@@ -11,7 +11,10 @@
 //! PyTorch's `aot_export_module` does (`graph_signature.rs`).
 //!
 //! The macro embeds the graph and the static metadata template as JSON;
-//! `NAME::compiled()` deserialises them once, on first use. Each guard key
+//! `NAME::compiled()` deserialises them once, on first use. A body that
+//! calls other `#[aot_fn]` functions gets their graphs inlined then, and
+//! its metadata computed on the result (`inline.rs`); if that fails (a
+//! cycle of calls), every use of the function returns the error. Each guard key
 //! gets one specialisation (`specialize.rs`) holding one plan, which the
 //! runtime wrappers' pre-compile steps build (`crate::wrappers::CallPlan`).
 //! A call ([`CompiledFn::__call`]) runs that plan's run-time steps: the
