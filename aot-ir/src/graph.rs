@@ -9,6 +9,7 @@
 //! produces a new graph of the same nodes.
 
 pub use crate::node::Node;
+use crate::node::{CallSite, Op};
 use crate::op::OpKind;
 use crate::types::{Arg, IrDType, ParamType, ScalarExpr, SpanId, ValueId};
 use serde::{Deserialize, Serialize};
@@ -197,6 +198,17 @@ impl GraphBuilder {
         let out = (!op.is_inplace()).then(|| self.new_value(ValueDef::Node(index), None));
         self.graph.nodes.push(Node { op: op.into(), args, out, no_grad: self.no_grad, span });
         self.graph.nodes[index].result()
+    }
+
+    /// Appends a call of another `#[aot_fn]` function ([`CallSite`]; its
+    /// `results` are made here): `results` values, or `None` when the
+    /// call's value is unused. Returns the results.
+    pub fn call_fn(&mut self, mut site: CallSite, args: Vec<Arg>, results: Option<usize>, span: SpanId) -> Vec<ValueId> {
+        let index = self.graph.nodes.len();
+        let made: Option<Vec<ValueId>> = results.map(|n| (0..n).map(|_| self.new_value(ValueDef::Node(index), None)).collect());
+        site.results = made.clone();
+        self.graph.nodes.push(Node { op: Op::Call(Box::new(site)), args, out: None, no_grad: self.no_grad, span });
+        made.unwrap_or_default()
     }
 
     /// Shorthand for a node whose arguments are the receiver plus `rest`.

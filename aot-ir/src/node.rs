@@ -17,6 +17,9 @@
 //! - [`Op::Kernel`], [`Op::Load`]: the kernel stage: a group of
 //!   elementwise nodes computed by one generated kernel, whose body reads
 //!   its inputs with `Load` ([`crate::kernel`]).
+//! - [`Op::Call`]: a call of another `#[aot_fn]` function, in the source
+//!   as traced only: the runtime inlines the callee's graph in its place
+//!   before anything analyses the graph ([`crate::transform::inline`]).
 
 use crate::kernel::Kernel;
 use crate::op::{AliasEffect, OpClass, OpKind};
@@ -73,7 +76,14 @@ pub enum Op {
     /// `[inputs..]`: a generated kernel (the kernel stage; see
     /// [`crate::kernel`]), computing its body on its inputs.
     Kernel(Box<Kernel>),
+    /// `[args..]` (the call's arguments that are not structs, in order):
+    /// a call of another `#[aot_fn]` function, which defines the values
+    /// [`CallSite::results`] names. Only in a traced source graph; the
+    /// runtime inlines it ([`crate::transform::inline`]).
+    Call(Box<CallSite>),
 }
+
+pub use crate::transform::inline::CallSite;
 
 impl From<OpKind> for Op {
     fn from(op: OpKind) -> Op {
@@ -94,6 +104,7 @@ impl Op {
             Op::Prim(p) => p.name(),
             Op::Load(_) => "load",
             Op::Kernel(_) => "kernel",
+            Op::Call(_) => "call",
         }
     }
 }
@@ -210,7 +221,7 @@ impl Node {
     /// Elementwise or view-like: cheap to recompute rather than save.
     pub fn is_cheap(&self) -> bool {
         match &self.op {
-            Op::Primal(_) | Op::Tangent(_) | Op::Cow | Op::Mutate { .. } => false,
+            Op::Primal(_) | Op::Tangent(_) | Op::Cow | Op::Mutate { .. } | Op::Call(_) => false,
             Op::Regen(_) | Op::Kernel(_) => true,
             Op::Load(_) => false,
             Op::Prim(p) => p.is_cheap(),

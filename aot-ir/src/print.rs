@@ -74,6 +74,12 @@ impl<'a> Names<'a> {
             },
             Op::Load(i) => write!(line, "load(in{i})"),
             Op::Kernel(k) => write!(line, "{}({})", k.name, args.join(", ")),
+            Op::Call(site) => {
+                let results: Vec<String> = site.results.iter().flatten().map(ValueId::to_string).collect();
+                let mut all = args.clone();
+                all.extend(site.trees.iter().map(|t| t.path.clone()));
+                write!(line, "({}) = call {}({})", results.join(", "), site.callee, all.join(", "))
+            }
         };
         match (&node.op, node.out.and_then(|v| self.values.get(v.index())).and_then(|i| i.name.as_ref())) {
             (Op::Dsl { check_alias: Some(true), .. }, _) => line.push_str("  // checked: aliases"),

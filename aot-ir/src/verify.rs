@@ -114,6 +114,8 @@ impl Stage {
             Op::Prim(p) => matches!(self, Joint | Forward | Backward) || (self == Kernel && crate::kernel::is_elementwise_prim(p)),
             Op::Load(_) => self == Kernel,
             Op::Kernel(_) => matches!(self, Functional | Joint | Forward | Backward),
+            // A traced source's calls are checked by `verify` itself.
+            Op::Call(_) => false,
         }
     }
 
@@ -177,6 +179,7 @@ fn check_args(node: &Node, params: &[ParamType]) -> Result<(), String> {
             (0..node.args.len()).try_for_each(tensor_at)?;
             check_kernel(k, params)
         }
+        Op::Call(_) => Ok(()),
     }
 }
 
@@ -286,6 +289,10 @@ pub fn verify(g: &Graph) -> Result<(), VerifyError> {
     for (n, node) in g.nodes.iter().enumerate() {
         let op = node.op.name();
         let err = |msg: String| VerifyError::Node { node: n, op, msg };
+        if let Op::Call(site) = &node.op {
+            check_call(g, n, node, site, &mut defined).map_err(err)?;
+            continue;
+        }
         let kind = node.kind().ok_or_else(|| err("not admitted in a source graph".into()))?;
         Stage::Source.check_nodes(std::slice::from_ref(node), &mut defined, &param_types).map_err(|(_, m)| err(m))?;
         match (kind.is_inplace(), node.out) {
@@ -312,6 +319,24 @@ pub fn verify(g: &Graph) -> Result<(), VerifyError> {
     }
     if g.outputs.len() != g.ret.arity() {
         return Err(VerifyError::Outputs(format!("{} outputs for a return type of {}", g.outputs.len(), g.ret.arity())));
+    }
+    Ok(())
+}
+
+/// A call of a traced source: its arguments defined before it, and the
+/// values it binds defined by it.
+fn check_call(g: &Graph, n: usize, node: &Node, site: &crate::node::CallSite, defined: &mut [bool]) -> Result<(), String> {
+    if let Some(v) = node.tensor_args().find(|v| !defined.get(v.index()).copied().unwrap_or(false)) {
+        return Err(format!("uses {v} before it is defined"));
+    }
+    if node.out.is_some() || node.args.iter().any(|a| !matches!(a, Arg::Tensor(_) | Arg::Scalar(_))) {
+        return Err("a call defines its results only, and takes tensors and scalars".into());
+    }
+    for v in site.results.iter().flatten() {
+        if g.values.get(v.index()).map(|i| i.def) != Some(ValueDef::Node(n)) {
+            return Err(format!("result {v} is not defined by this call"));
+        }
+        mark(defined, v.0).map_err(|e| e.to_string())?;
     }
     Ok(())
 }

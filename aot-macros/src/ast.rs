@@ -10,6 +10,9 @@ use crate::diag::{Errors, SpanRange};
 use aot_ir::{IrDType, ScalarTy};
 use syn::Ident;
 
+mod float_consts;
+use float_consts::float_const;
+
 /// A `{ .. }` body: statements and an optional tail expression.
 #[derive(Debug)]
 pub struct Block {
@@ -100,6 +103,13 @@ pub enum Expr {
         call: SpanRange,
         op: Option<aot_ir::OpKind>,
     },
+    /// `callee(args)`: a call of another `#[aot_fn]` function, by its
+    /// path as written; each argument with whether it is passed `&mut`.
+    Call {
+        path: syn::Path,
+        args: Vec<(Expr, bool)>,
+        span: SpanRange,
+    },
     Binary {
         op: BinOp,
         lhs: Box<Expr>,
@@ -144,6 +154,7 @@ impl Expr {
             | Expr::Tuple(_, s)
             | Expr::Method { span: s, .. }
             | Expr::Static { span: s, .. }
+            | Expr::Call { span: s, .. }
             | Expr::Binary { span: s, .. }
             | Expr::Neg(_, s)
             | Expr::Not(_, s)
@@ -393,12 +404,20 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             None => unsupported("this cast", Some("scalars can be cast with `as f64`, `as f32`, `as i64` or `as usize`")),
         },
         syn::Expr::Closure(_) => unsupported("closures", Some("write the computation inline; the body is traced once at compile time")),
-        syn::Expr::Match(_) => unsupported("`match`", Some("the traced program is a fixed sequence of ops; select values elementwise with `where_(&cond, &other)`")),
+        syn::Expr::Match(_) => unsupported(
+            "`match`",
+            Some("the traced program is a fixed sequence of ops; select values elementwise with `where_(&cond, &other)`"),
+        ),
         syn::Expr::If(i) => parse_if(i, span, errors),
-        syn::Expr::While(_) | syn::Expr::Loop(_) => unsupported("this loop", Some("only `for` loops over integer ranges (`for i in 0..4`) are supported; they are unrolled")),
+        syn::Expr::While(_) | syn::Expr::Loop(_) => {
+            unsupported("this loop", Some("only `for` loops over integer ranges (`for i in 0..4`) are supported; they are unrolled"))
+        }
         syn::Expr::ForLoop(_) => unsupported("a `for` loop in expression position", Some("use the loop as a statement")),
         syn::Expr::Return(_) => unsupported("`return`", Some("make the returned value the tail expression of the body")),
-        syn::Expr::Try(_) => unsupported("the `?` operator", Some("remove the `?`: ops in the body return tensors, and errors propagate from the generated function")),
+        syn::Expr::Try(_) => unsupported(
+            "the `?` operator",
+            Some("remove the `?`: ops in the body return tensors, and errors propagate from the generated function"),
+        ),
         syn::Expr::Async(_) | syn::Expr::Await(_) => unsupported("`async`/`.await`", None),
         syn::Expr::Call(c) if static_op(&c.func).is_some() => {
             let func = static_op(&c.func).cloned().unwrap_or_else(|| Ident::new("_", c.paren_token.span.join()));
@@ -406,7 +425,20 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             let call = SpanRange::of(&c.func).to(SpanRange::single(c.paren_token.span.join()));
             Expr::Static { func, args, span, call, op: None }
         }
-        syn::Expr::Call(_) => unsupported("function calls", Some("call ops as methods on a tensor, e.g. `a.exp()`; create tensors from an argument with `zeros_like`, `ones_like`, `full_like`")),
+        syn::Expr::Call(c) => match &*c.func {
+            syn::Expr::Path(p) if p.qself.is_none() => {
+                let args = c
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        syn::Expr::Reference(r) => (parse_expr(&r.expr, errors), r.mutability.is_some()),
+                        other => (parse_expr(other, errors), false),
+                    })
+                    .collect();
+                Expr::Call { path: p.path.clone(), args, span }
+            }
+            _ => unsupported("calls of closures or computed functions", Some("call an `#[aot_fn]` function by its name: `helper(&x)`")),
+        },
         // Fields of struct parameters; lowering refuses them elsewhere.
         syn::Expr::Field(f) => Expr::Field(Box::new(parse_expr(&f.base, errors)), f.member.clone(), span),
         syn::Expr::Struct(s) if s.rest.is_some() || s.dot2_token.is_some() => {
@@ -512,61 +544,6 @@ fn parse_path(p: &syn::ExprPath, span: SpanRange, errors: &mut Errors) -> Expr {
         Some("refer to parameters and `let` bindings by name, to dtypes as `DType::F32`, and to constants as `f64::consts::PI`".into()),
     );
     Expr::Error(span)
-}
-
-/// A constant of `f64`/`f32` (`f64::consts::PI`, `std::f64::consts::E`,
-/// `f64::EPSILON`), as an `f64`.
-fn float_const(path: &syn::Path) -> Option<f64> {
-    use std::f64::consts as c;
-    let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-    let names: Vec<&str> = segs.iter().map(String::as_str).collect();
-    let (ty, rest) = match names[..] {
-        ["std" | "core", ty, ref rest @ ..] | [ty, ref rest @ ..] if ty == "f64" || ty == "f32" => (ty, rest),
-        _ => return None,
-    };
-    let v = match rest {
-        ["consts", name] => match *name {
-            "PI" => c::PI,
-            "E" => c::E,
-            "TAU" => c::TAU,
-            "SQRT_2" => c::SQRT_2,
-            "LN_2" => c::LN_2,
-            "LN_10" => c::LN_10,
-            "LOG2_E" => c::LOG2_E,
-            "LOG10_E" => c::LOG10_E,
-            "FRAC_1_SQRT_2" => c::FRAC_1_SQRT_2,
-            "FRAC_2_SQRT_PI" => c::FRAC_2_SQRT_PI,
-            "FRAC_1_PI" => c::FRAC_1_PI,
-            "FRAC_2_PI" => c::FRAC_2_PI,
-            "FRAC_PI_2" => c::FRAC_PI_2,
-            "FRAC_PI_3" => c::FRAC_PI_3,
-            "FRAC_PI_4" => c::FRAC_PI_4,
-            "FRAC_PI_6" => c::FRAC_PI_6,
-            "FRAC_PI_8" => c::FRAC_PI_8,
-            _ => return None,
-        },
-        [name] if ty == "f64" => match *name {
-            "EPSILON" => f64::EPSILON,
-            "INFINITY" => f64::INFINITY,
-            "NEG_INFINITY" => f64::NEG_INFINITY,
-            "MAX" => f64::MAX,
-            "MIN" => f64::MIN,
-            "MIN_POSITIVE" => f64::MIN_POSITIVE,
-            _ => return None,
-        },
-        [name] => f64::from(match *name {
-            "EPSILON" => f32::EPSILON,
-            "INFINITY" => f32::INFINITY,
-            "NEG_INFINITY" => f32::NEG_INFINITY,
-            "MAX" => f32::MAX,
-            "MIN" => f32::MIN,
-            "MIN_POSITIVE" => f32::MIN_POSITIVE,
-            _ => return None,
-        }),
-        _ => return None,
-    };
-    // `f32::consts::PI` is the f32 constant, widened.
-    Some(if ty == "f32" { f64::from(v as f32) } else { v })
 }
 
 /// `f` of a call `Tensor::f(..)` (also with a path before `Tensor`).

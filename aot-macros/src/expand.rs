@@ -10,6 +10,13 @@
 //! function `NAME_compiled()` instead, since an `impl` block cannot hold a
 //! struct. A function whose `if`s branch on `bool` parameters is traced
 //! once per combination of their values, and the call picks the variant.
+//! What was traced (the variants' graphs and metadata, the parameters, and
+//! the sources of the `#[aot_fn]` functions the body calls) is the hidden
+//! `NAME::__aot_source()`: `compiled()` builds from it, inlining the
+//! callees' graphs read from theirs; the metadata of a graph with calls is
+//! computed then, once they are inlined. Each call also gets a closure,
+//! never run, that rustc type-checks against the callee
+//! (`lower/aot_call.rs`).
 //!
 //! On any error the output is the same items with a body that is never run,
 //! plus one `compile_error!` per problem: callers of the function and of
@@ -174,34 +181,12 @@ fn lower_variants(func: &ItemFn, sig: &Signature, body: &ast::Block, errors: &mu
 
 fn generate(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<TokenStream, String> {
     let krate = &sig.krate;
-    let mut loads = Vec::new();
-    for lowered in &variants.lowered {
-        let graph = aot_ir::checked(lowered.graph.clone(), "lowering").map_err(|e| e.to_string())?;
-        let meta = StaticMeta::compute(&graph);
-        let graph_json = serde_json::to_string(&graph).map_err(|e| e.to_string())?;
-        let meta_json = serde_json::to_string(&meta).map_err(|e| e.to_string())?;
-        loads.push(if sig.params.iter().any(|p| p.tree) {
-            let params = sig.params.iter().map(|p| {
-                let (name, tree) = (p.ident.to_string(), p.tree);
-                quote!((#name, #tree))
-            });
-            quote!(#krate::compiled::__private::load_tree(#graph_json, #meta_json, &[#(#params),*]))
-        } else {
-            quote!(#krate::compiled::__private::load(#graph_json, #meta_json))
-        });
-    }
-    let load = match &loads[..] {
-        [one] => one.clone(),
-        _ => {
-            let switch_args = &variants.switch_args;
-            quote!(#krate::compiled::__private::load_variants(::std::vec![#(#loads),*], &[#(#switch_args),*]))
-        }
-    };
+    let private = quote!(#krate::compiled::__private);
+    let source = emit_source(func, sig, variants)?;
+    let name_str = func.sig.ident.to_string();
     // Every variant returns the same kind; the first one's is the shape.
     let lowered = &variants.lowered[0];
 
-    let name = &func.sig.ident;
-    let name_str = name.to_string();
     let args = sig.params.iter().map(|p| {
         let id = &p.ident;
         match p.ty {
@@ -237,8 +222,15 @@ fn generate(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<Token
     // the user's token, as they would in plain Rust.
     let unused = variants.unused.iter().map(|id| quote!({ let #id = 0_u8; }));
     let compiled = compiled_path(func, sig.method);
+    let mut call_checks: Vec<&TokenStream> = Vec::new();
+    for c in variants.lowered.iter().flat_map(|l| &l.call_checks) {
+        if !call_checks.iter().any(|d| d.to_string() == c.to_string()) {
+            call_checks.push(c);
+        }
+    }
     let body = quote! {{
         #checks
+        #(#call_checks)*
         #(#unused)*
         #[allow(unused_mut)]
         let mut #outs = #compiled().__call_outputs(&[#(#args),*])?;
@@ -252,16 +244,55 @@ fn generate(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<Token
         sig.method,
         krate,
         quote! {
-            static COMPILED: #krate::compiled::__private::OnceLock<#krate::CompiledFn> =
-            #krate::compiled::__private::OnceLock::new();
-            COMPILED.get_or_init(|| #load)
+            static COMPILED: #private::OnceLock<#krate::CompiledFn> = #private::OnceLock::new();
+            COMPILED.get_or_init(|| #private::load_source(__aot_source()))
+        },
+        quote! {
+            static SOURCE: #private::Source = #source;
+            &SOURCE
         },
     );
     Ok(quote!(#item_fn #holder))
 }
 
+/// The function's `Source` (`aot_runtime::compiled::__private`): its
+/// traced variants, their metadata and the callees they inline.
+fn emit_source(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<TokenStream, String> {
+    let krate = &sig.krate;
+    let private = quote!(#krate::compiled::__private);
+    let (mut graphs, mut metas, mut tables) = (Vec::new(), Vec::new(), Vec::new());
+    for lowered in &variants.lowered {
+        let graph = aot_ir::checked(lowered.graph.clone(), "lowering").map_err(|e| e.to_string())?;
+        // A graph with calls is analysed once the runtime has inlined them.
+        let meta_json = match aot_ir::transform::inline::has_calls(&graph) {
+            true => String::new(),
+            false => serde_json::to_string(&StaticMeta::compute(&graph)).map_err(|e| e.to_string())?,
+        };
+        graphs.push(serde_json::to_string(&graph).map_err(|e| e.to_string())?);
+        metas.push(meta_json);
+        let callees = lowered.callees.iter().map(|p| quote!(#p::__aot_source as fn() -> &'static #private::Source));
+        tables.push(quote!(&[#(#callees),*]));
+    }
+    let params = sig.params.iter().map(|p| {
+        let (name, tree) = (p.ident.to_string(), p.tree);
+        quote!((#name, #tree))
+    });
+    let (switch_args, name_str) = (&variants.switch_args, func.sig.ident.to_string());
+    let source = quote! {
+        #private::Source {
+            name: #name_str,
+            graphs: &[#(#graphs),*],
+            metas: &[#(#metas),*],
+            params: &[#(#params),*],
+            switch_args: &[#(#switch_args),*],
+            callees: &[#(#tables),*],
+        }
+    };
+    Ok(source)
+}
+
 /// `tokens` with every span set to `span`.
-fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
     tokens
         .into_iter()
         .map(|mut t| {
@@ -314,7 +345,7 @@ fn field_checks(func: &ItemFn, sig: &Signature, lowered: &Lowered) -> TokenStrea
 /// body that never runs, and the errors.
 fn fallback(func: &ItemFn, method: bool, krate: &TokenStream, errors: &Errors) -> TokenStream {
     let never = quote!(::core::unreachable!("`#[aot_fn]` reported a compile error"));
-    let holder = emit_holder(func, method, krate, never.clone());
+    let holder = emit_holder(func, method, krate, never.clone(), never.clone());
     let errs = errors.to_compile_errors();
     if method {
         // Inside an `impl` block only associated items may follow, so the
@@ -370,7 +401,8 @@ fn emit_fn(func: &ItemFn, krate: &TokenStream, body: TokenStream) -> TokenStream
 /// The item that carries the compiled form: for a free function, a braced
 /// struct of the same name (type namespace only) with `NAME::compiled()`;
 /// for a method, the associated function `NAME_compiled()` beside it.
-fn emit_holder(func: &ItemFn, method: bool, krate: &TokenStream, compiled_body: TokenStream) -> TokenStream {
+fn emit_holder(func: &ItemFn, method: bool, krate: &TokenStream, compiled_body: TokenStream, source_body: TokenStream) -> TokenStream {
+    let source = quote!(&'static #krate::compiled::__private::Source);
     let vis = &func.vis;
     let name = &func.sig.ident;
     // The holder exists exactly when the function does.
@@ -383,6 +415,9 @@ fn emit_holder(func: &ItemFn, method: bool, krate: &TokenStream, compiled_body: 
             #[doc = #doc]
             #[allow(dead_code)]
             #vis fn #f() -> &'static #krate::CompiledFn {
+                fn __aot_source() -> #source {
+                    #source_body
+                }
                 #compiled_body
             }
         };
@@ -399,7 +434,15 @@ fn emit_holder(func: &ItemFn, method: bool, krate: &TokenStream, compiled_body: 
         impl #name {
             /// The traced graph and static metadata, built on first use.
             pub fn compiled() -> &'static #krate::CompiledFn {
+                let __aot_source = Self::__aot_source;
                 #compiled_body
+            }
+
+            /// What the macro traced, for the callers that inline this
+            /// function.
+            #[doc(hidden)]
+            pub fn __aot_source() -> #source {
+                #source_body
             }
         }
     }

@@ -9,7 +9,8 @@
 //! Fields of struct parameters (graph inputs named by their paths, `m.w1`)
 //! and struct literals a function returns are lowered in `lower/tree.rs`;
 //! method calls and static calls (`Tensor::cat`) in `lower/call.rs`;
-//! operators, casts and integer lists in `lower/operators.rs`.
+//! operators, casts and integer lists in `lower/operators.rs`; calls of
+//! other `#[aot_fn]` functions in `lower/aot_call.rs`.
 //!
 //! Errors poison the value they concern ([`Val::Poison`]); a poisoned value
 //! propagates silently, so one mistake yields one message.
@@ -22,11 +23,13 @@ use proc_macro2::TokenStream;
 
 use std::collections::HashMap;
 
+mod aot_call;
 mod call;
 mod operators;
 mod scalar;
 mod tree;
 
+use aot_call::Want;
 pub use scalar::switch_names;
 
 /// Unrolled loops stop here rather than exhausting the compiler.
@@ -49,6 +52,11 @@ pub struct Lowered {
     /// The `let` bindings, loop variables and parameters the body never
     /// reads, keyed by their declaration (for rustc's `unused_variables`).
     pub unused: Vec<(String, syn::Ident)>,
+    /// The paths of the `#[aot_fn]` functions the body calls, in the order
+    /// of [`aot_ir::transform::inline::CallSite::index`].
+    pub callees: Vec<TokenStream>,
+    /// Per call, a closure rustc type-checks (`lower/aot_call.rs`).
+    pub call_checks: Vec<TokenStream>,
 }
 
 impl Lowered {
@@ -142,6 +150,9 @@ struct Lower<'e> {
     decls: HashMap<String, (syn::Ident, bool)>,
     /// The path of the runtime crate (`::aot_runtime`, or `crate = ..`).
     krate: TokenStream,
+    /// The callees' table: the path as a string (the key) and as tokens.
+    callees: Vec<(String, TokenStream)>,
+    call_checks: Vec<TokenStream>,
 }
 
 /// Lowers a function for one combination of its switch parameters'
@@ -162,6 +173,8 @@ pub fn lower(name: &str, sig: &Signature, body: &Block, switches: HashMap<usize,
         switches,
         decls: HashMap::new(),
         krate: sig.krate.clone(),
+        callees: Vec::new(),
+        call_checks: Vec::new(),
     };
     for p in &sig.params {
         if p.tree {
@@ -181,8 +194,19 @@ pub fn lower(name: &str, sig: &Signature, body: &Block, switches: HashMap<usize,
         l.bind(&p.ident.to_string(), val, p.mutable);
         l.declare(&p.ident);
     }
-    let tail = l.block_stmts(body);
+    for stmt in &body.stmts {
+        l.stmt(stmt);
+    }
+    // A call in tail position returns what the function declares.
+    let tail = match body.tail.as_deref() {
+        Some(Expr::Call { path, args, span }) if !sig.ret_struct && !sig.ret_vec => {
+            l.fn_call(path, args, *span, Want::Values(sig.ret.arity()))
+        }
+        Some(e) => l.expr(e),
+        None => Val::Unit,
+    };
     let outputs = l.outputs(tail, body, sig);
+    let (callees, call_checks) = (l.callees.into_iter().map(|(_, t)| t).collect(), l.call_checks);
     let spans = l.spans;
     let field_checks = l.field_checks;
     let ret_struct = l.ret_struct;
@@ -198,7 +222,7 @@ pub fn lower(name: &str, sig: &Signature, body: &Block, switches: HashMap<usize,
         errors.add(sig.ret_span, format!("internal error in `#[aot_fn]`: the lowered graph is invalid: {e}"), None);
         return None;
     }
-    Some(Lowered { graph, spans, field_checks, ret_struct, unused })
+    Some(Lowered { graph, spans, field_checks, ret_struct, unused, callees, call_checks })
 }
 
 impl Lower<'_> {
@@ -283,6 +307,14 @@ impl Lower<'_> {
         match stmt {
             Stmt::Let { pat, init } => {
                 let mut v = match init {
+                    Expr::Call { path, args, span } => {
+                        let want = match pat {
+                            Pat::Tuple(items, _) => Want::Values(items.len()),
+                            Pat::Bind(..) => Want::Values(1),
+                            Pat::Wild => Want::Discard,
+                        };
+                        self.fn_call(path, args, *span, want)
+                    }
                     Expr::Field(..) => self.field_alias(init),
                     Expr::Index(base, ..) if !matches!(&**base, Expr::Method { special: Some(crate::ast::Special::Shape), .. }) => {
                         self.field_alias(init)
@@ -303,6 +335,9 @@ impl Lower<'_> {
             Stmt::Assign { name, value } => {
                 let v = self.expr(value);
                 self.assign(name, v);
+            }
+            Stmt::Expr(Expr::Call { path, args, span }) => {
+                self.fn_call(path, args, *span, Want::Discard);
             }
             Stmt::Expr(e) => {
                 self.expr(e);
@@ -522,6 +557,7 @@ impl Lower<'_> {
             Expr::Block(block, _) => self.block(block),
             Expr::Field(..) | Expr::Index(..) => self.field(e),
             Expr::Struct(path, fields, _) => self.struct_lit(path, fields),
+            Expr::Call { path, args, span } => self.fn_call(path, args, *span, Want::Values(1)),
             Expr::Error(_) => Val::Poison,
         }
     }

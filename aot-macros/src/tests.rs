@@ -239,7 +239,7 @@ fn struct_parameters_expand_through_the_tree_boundary() {
     .to_string();
     assert!(!out.contains("compile_error"), "{out}");
     assert!(out.contains("Arg :: tree (& * m)"), "{out}");
-    assert!(out.contains("load_tree"), "{out}");
+    assert!(out.contains("load_source"), "{out}");
     assert!(out.contains("(\"m\" , true) , (\"x\" , false)"), "{out}");
     // Each used field is type-checked as a tensor, once.
     assert_eq!(out.matches("= & m . w1 ;").count(), 1, "{out}");
@@ -306,4 +306,24 @@ fn loop_bounds_unknown_when_unrolling_are_reported() {
         let got = errors_of(&format!("fn f(x: &Tensor, n: i64) {{ {head} {{ x.exp(); }} }}"));
         assert!(got.contains(want), "{head}: {got}");
     }
+}
+
+#[test]
+fn calls_become_call_nodes_with_a_callee_table() {
+    let out = expand::expand(
+        TokenStream::new(),
+        "fn f(x: &Tensor, p: &mut Tensor, lr: f64) -> Tensor { let (a, b) = layers::split(&x); step(&mut p, &a, lr * 2.0); b }"
+            .parse()
+            .unwrap(),
+    )
+    .to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    // The callees' sources, in the order of the call sites' indices.
+    assert!(out.contains("layers :: split :: __aot_source as fn"), "{out}");
+    assert!(out.contains("step :: __aot_source as fn"), "{out}");
+    // rustc checks each call: a pair bound by the tuple, `()` unused.
+    assert!(out.contains("let _r : (:: aot_runtime :: Tensor , :: aot_runtime :: Tensor ,) ="), "{out}");
+    assert!(out.contains("step (:: aot_runtime :: compiled :: __private :: proxy :: < & mut :: aot_runtime :: Tensor > ()"), "{out}");
+    let errs = expand::expand(TokenStream::new(), "fn f(x: &Tensor) -> Tensor { f(&x) }".parse().unwrap()).to_string();
+    assert!(errs.contains("calls itself"), "{errs}");
 }

@@ -282,6 +282,7 @@ fn expr(e: &mut Expr, errors: &mut Errors) {
         }
         Expr::Neg(x, _) | Expr::Not(x, _) | Expr::Cast(x, _, _) | Expr::Field(x, _, _) => expr(x, errors),
         Expr::Struct(_, fields, _) => fields.iter_mut().for_each(|(_, x)| expr(x, errors)),
+        Expr::Call { args, .. } => args.iter_mut().for_each(|(x, _)| expr(x, errors)),
         Expr::Index(x, i, _) => {
             expr(x, errors);
             expr(i, errors);

@@ -252,6 +252,69 @@
 //! # Ok::<(), AotError>(())
 //! ```
 //!
+//! # Calls between functions
+//!
+//! A body may call another `#[aot_fn]` function by name or path
+//! (`gelu_mlp(&x, &w, 0.5)`, `layers::block(&h, &m.blocks[l])`): the
+//! callee's graph is inlined into the caller's when `NAME::compiled()` is
+//! first built, so [`graph`](crate::CompiledFn::graph) lists the callee's
+//! nodes (their `let` names read `callee::name`), and `explain()`,
+//! `kernels()` (fusion crosses the call), calls and gradients are those of
+//! the same program written in one body. It behaves as if the callee's
+//! body were written in place:
+//! - a tensor passed `&mut` is written by the callee (the caller's
+//!   parameter must itself be `&mut Tensor`: passing `&mut x` for an
+//!   `x: &Tensor` is a compile error), and a callee returning its
+//!   argument returns that very tensor;
+//! - scalars are the caller's scalar expressions, evaluated at call time;
+//!   a `bool` that the callee branches on must be a literal or a `bool`
+//!   parameter of the caller (the caller is traced for each of its values);
+//! - a struct argument is a field path of the caller's struct parameter
+//!   (`&m.blocks[l]`, or `blk` after `let blk = &m.blocks[l];`);
+//! - the result is bound as a tensor, a tuple (`let (a, b) = split(&x);`),
+//!   or not at all (`step(&mut p, &g, lr);`);
+//! - a callee that reads `x.size(d)` needs a parameter of the caller
+//!   there (a run-time error names it otherwise).
+//!
+//! rustc checks each call against the callee's signature, at the call:
+//! the number of arguments, `&` where it takes `&mut`, a tensor where it
+//! takes a scalar, the result's form. Only `#[aot_fn]` functions can be
+//! called (their graph is what gets inlined); a function calling itself is
+//! a compile error, and a cycle through several functions is an
+//! [`AotError::Signature`](crate::AotError::Signature) naming it, from
+//! every call.
+//!
+//! ```
+//! use aot_runtime::prelude::*;
+//!
+//! #[aot_fn]
+//! fn gelu_mlp(x: &Tensor, w: &Tensor, s: f64) -> Tensor {
+//!     x.matmul(w).gelu() * s
+//! }
+//!
+//! #[aot_fn]
+//! fn sgd(p: &mut Tensor, g: &Tensor, lr: f64) {
+//!     p.sub_(&(g * lr));
+//! }
+//!
+//! #[aot_fn]
+//! fn step(x: &Tensor, w: &mut Tensor, g: &Tensor, lr: f64) -> Tensor {
+//!     let y = gelu_mlp(&x, &w, 0.5);
+//!     sgd(&mut w, &g, lr * 2.0);
+//!     y
+//! }
+//!
+//! let x = Tensor::ones(&[1, 2], DType::F32, &Device::Cpu)?;
+//! let mut w = Tensor::ones(&[2, 2], DType::F32, &Device::Cpu)?;
+//! let g = Tensor::ones(&[2, 2], DType::F32, &Device::Cpu)?;
+//! let y = step(&x, &mut w, &g, 0.25)?;
+//! assert_eq!(w.to_vec::<f32>()?, vec![0.5; 4]);
+//! assert_eq!(y.shape(), vec![1, 2]);
+//! let listing = step::compiled().graph().to_string();
+//! assert!(listing.contains("gelu(") && listing.contains("sub_("), "{listing}");
+//! # Ok::<(), AotError>(())
+//! ```
+//!
 //! # A renamed dependency
 //!
 //! The generated code names the runtime `::aot_runtime`. When the

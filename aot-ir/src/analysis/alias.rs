@@ -86,6 +86,15 @@ impl AliasInfo {
             }
         }
         for (k, node) in g.nodes.iter().enumerate() {
+            // A call not yet inlined (the macro's compile-time checks):
+            // its results count as new storage; the runtime checks the
+            // inlined graph again.
+            if let crate::node::Op::Call(site) = &node.op {
+                for &r in site.results.iter().flatten() {
+                    a.new_storage(r, StorageOwner::Intermediate(r));
+                }
+                continue;
+            }
             // The source holds DSL nodes only (its verifier checks).
             let Some(op) = node.kind() else { continue };
             let recv = node.receiver();

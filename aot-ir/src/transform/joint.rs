@@ -183,6 +183,7 @@ fn forward(fg: &FunctionalGraph, requires_grad: &[bool]) -> Result<Forward, Join
             Op::Primal(group) => (group_rg.get(*group).copied().unwrap_or(false), false),
             Op::Cow | Op::Regen(_) => (arg_rg(0), true),
             Op::Load(_) | Op::Kernel(_) => return Err(err(format!("node {src}: a kernel before scheduling"))),
+            Op::Call(_) => return Err(err(format!("node {src}: a call that was not inlined"))),
             Op::Dsl { op: OpKind::Dropout, .. } => {
                 // Dropout is `x * mask` with the mask drawn as a value of its
                 // own (PyTorch's `native_dropout`), at the generator state
@@ -319,6 +320,7 @@ fn node_vjp(e: &mut Emit, node: &Node, g: ValueId, flow: &Flow, grads: &mut [Opt
         Op::Load(_) | Op::Kernel(_) => {
             return Err(format!("node {src_node}: a kernel has no gradient rule (the joint graph is built before scheduling)"))
         }
+        Op::Call(_) => return Err(format!("node {src_node}: a call that was not inlined")),
         Op::Cow => {
             if let Some(src) = node.args[0].as_tensor() {
                 accumulate(e, grads, src, g);

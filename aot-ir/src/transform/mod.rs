@@ -14,6 +14,8 @@
 //! - [`emit`]: the builder that emits a rule's values as joint nodes;
 //!   `cse` the structural key under which it emits identical pure nodes
 //!   once (common-subexpression elimination).
+//! - [`inline`]: the calls of a traced source graph replaced by the
+//!   callees' graphs, before any other pass sees it.
 //! - [`partition`]: the joint graph split into a forward and a backward
 //!   graph (min-cut over saved bytes, recomputing cheap values).
 
@@ -23,5 +25,6 @@ pub use functionalize::{functionalize, ChainStep, FOutput, FunctionalGraph, Inpu
 mod cse;
 pub mod emit;
 pub mod grad_rules;
+pub mod inline;
 pub mod joint;
 pub mod partition;

@@ -313,7 +313,7 @@ fn estimate_sizes(jg: &JointGraph) -> Vec<f64> {
         let largest = ins.iter().copied().fold(0.0, f64::max);
         let first = ins.first().copied().unwrap_or(1.0);
         let (e, b) = match &node.op {
-            Op::Primal(_) | Op::Tangent(_) | Op::Load(_) => (1.0, 1.0),
+            Op::Primal(_) | Op::Tangent(_) | Op::Load(_) | Op::Call(_) => (1.0, 1.0),
             Op::Cow | Op::Mutate { .. } => (first, 1.0),
             Op::Kernel(_) => (largest, 1.0),
             Op::Regen(_) => (first * 1.01, bytes[node.tensor_args().next().map_or(v, |u| u.index())]),

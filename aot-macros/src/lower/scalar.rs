@@ -323,6 +323,12 @@ fn expr_switches(e: &Expr, out: &mut Vec<String>) {
         Expr::Neg(x, _) | Expr::Cast(x, _, _) | Expr::Field(x, _, _) => expr_switches(x, out),
         Expr::NoGrad(b, _) | Expr::Block(b, _) => switch_names(b, out),
         Expr::Struct(_, fields, _) => fields.iter().for_each(|(_, x)| expr_switches(x, out)),
+        // A `bool` parameter passed on may choose the callee's branch: the
+        // caller is traced for each of its values too.
+        Expr::Call { args, .. } => args.iter().for_each(|(x, _)| {
+            cond_names(x, out);
+            expr_switches(x, out)
+        }),
         Expr::Var(_) | Expr::Float(..) | Expr::Int(..) | Expr::Bool(..) | Expr::DType(..) | Expr::Error(_) => {}
     }
 }

@@ -11,7 +11,10 @@
 //! PyTorch's `aot_export_module` does (`graph_signature.rs`).
 //!
 //! The macro embeds the graph and the static metadata template as JSON;
-//! `NAME::compiled()` deserialises them once, on first use. Each guard key
+//! `NAME::compiled()` deserialises them once, on first use. A body that
+//! calls other `#[aot_fn]` functions gets their graphs inlined then, and
+//! its metadata computed on the result (`inline.rs`); if that fails (a
+//! cycle of calls), every use of the function returns the error. Each guard key
 //! gets one specialisation (`specialize.rs`) holding one plan, which the
 //! runtime wrappers' pre-compile steps build (`crate::wrappers::CallPlan`).
 //! A call ([`CompiledFn::__call`]) runs that plan's run-time steps: the
@@ -33,6 +36,7 @@
 
 mod boundary;
 mod graph_signature;
+mod inline;
 pub(crate) mod kernels;
 mod observe;
 mod outputs;
@@ -84,6 +88,9 @@ pub struct CompiledFn {
     /// variant per combination of their values (`variants.rs`); this
     /// function's own graph is the first variant's (every switch false).
     variants: Option<Arc<variants::Variants>>,
+    /// Set when the calls of the body could not be inlined (`inline.rs`):
+    /// every use returns this error.
+    broken: Option<AotError>,
 }
 
 impl CompiledFn {
@@ -92,9 +99,15 @@ impl CompiledFn {
     pub fn new(graph: Graph) -> Result<CompiledFn> {
         aot_ir::verify(&graph)
             .map_err(|e| AotError::Internal { op: "CompiledFn::new", msg: format!("invalid graph `{}`: {e}", graph.name) })?;
+        if aot_ir::transform::inline::has_calls(&graph) {
+            return Err(AotError::Signature {
+                func: graph.name.clone(),
+                msg: "the graph calls other functions; `NAME::compiled()` inlines them".into(),
+            });
+        }
         let meta = StaticMeta::compute(&graph);
         let may_write = reference::may_write(&graph, &meta);
-        Ok(CompiledFn { graph, meta, cache: Arc::default(), may_write, boundary: None, variants: None })
+        Ok(CompiledFn { graph, meta, cache: Arc::default(), may_write, boundary: None, variants: None, broken: None })
     }
 
     /// The traced IR; its `Display` is the listing. For a function whose
@@ -115,6 +128,9 @@ impl CompiledFn {
     /// The variant a call with these arguments runs: itself unless the
     /// body branches on `bool` parameters (`variants.rs`).
     fn variant(&self, args: &[Arg]) -> Result<&CompiledFn> {
+        if let Some(e) = &self.broken {
+            return Err(e.clone());
+        }
         match &self.variants {
             None => Ok(self),
             Some(v) => v.pick(args),
@@ -274,6 +290,9 @@ impl CompiledFn {
     /// generated code calls: a small call allocates nothing for the list).
     #[doc(hidden)]
     pub fn __call_outputs(&self, args: &[Arg]) -> Result<Outputs> {
+        if let Some(e) = &self.broken {
+            return Err(e.clone());
+        }
         if let Some(v) = &self.variants {
             return v.pick(args)?.__call_outputs(args);
         }

@@ -88,14 +88,70 @@ pub use std::sync::OnceLock;
 /// built with, so a failure here is a build inconsistency, not a user
 /// error; there is no caller to return it to (`compiled()` returns a
 /// reference), hence the panic.
-pub fn load(graph_json: &str, meta_json: &str) -> CompiledFn {
-    load_inner(graph_json, meta_json)
+fn load_inner(graph_json: &str, meta_json: &str) -> CompiledFn {
+    let graph = serde_json::from_str(graph_json)
+        .unwrap_or_else(|e| panic!("aot: corrupt embedded graph ({e}); rebuild with matching aot-macros and aot-runtime"));
+    let meta = serde_json::from_str(meta_json)
+        .unwrap_or_else(|e| panic!("aot: corrupt embedded metadata ({e}); rebuild with matching aot-macros and aot-runtime"));
+    from_parts(graph, meta)
 }
 
-/// [`load`] for a function with struct parameters: `params` lists the
-/// Rust parameters (name, and whether it is a struct).
-pub fn load_tree(graph_json: &str, meta_json: &str, params: &[(&str, bool)]) -> CompiledFn {
-    let mut f = load_inner(graph_json, meta_json);
+fn from_parts(graph: aot_ir::Graph, meta: aot_ir::StaticMeta) -> CompiledFn {
+    let may_write = super::reference::may_write(&graph, &meta);
+    CompiledFn { graph, meta, cache: Default::default(), may_write, boundary: None, variants: None, broken: None }
+}
+
+pub use super::inline::Source;
+
+/// `NAME::compiled()`: the compiled function of what the macro traced.
+/// A function that calls other `#[aot_fn]` functions gets their graphs
+/// inlined into its own first (`inline.rs`); when that fails (mutual
+/// recursion, a call the callee does not fit), every use of the
+/// function returns the error.
+pub fn load_source(src: &'static Source) -> CompiledFn {
+    let params: Vec<(&str, bool)> = src.params.to_vec();
+    let trees = params.iter().any(|p| p.1);
+    let mut fns = Vec::with_capacity(src.graphs.len());
+    for (k, graph_json) in src.graphs.iter().enumerate() {
+        let f = if src.callees.get(k).is_some_and(|c| !c.is_empty()) {
+            match super::inline::inlined_variant(src, k) {
+                Ok(graph) => {
+                    let meta = aot_ir::StaticMeta::compute(&graph);
+                    from_parts(graph, meta)
+                }
+                Err(e) => return broken(graph_json, e),
+            }
+        } else {
+            load_inner(graph_json, src.metas.get(k).copied().unwrap_or(""))
+        };
+        fns.push(if trees { with_boundary(f, &params) } else { f });
+    }
+    match fns.len() {
+        1 => fns.pop().unwrap_or_else(|| unreachable!()),
+        _ => load_variants(fns, src.switch_args),
+    }
+}
+
+/// A function whose calls could not be inlined: its traced graph, and the
+/// error every use returns.
+fn broken(graph_json: &str, e: AotError) -> CompiledFn {
+    let graph: aot_ir::Graph = serde_json::from_str(graph_json)
+        .unwrap_or_else(|e| panic!("aot: corrupt embedded graph ({e}); rebuild with matching aot-macros and aot-runtime"));
+    // Its metadata is never read (every use returns the error); that of
+    // the parameters alone keeps it well-formed.
+    let mut stub = aot_ir::GraphBuilder::new(graph.name.clone());
+    for p in &graph.params {
+        stub.param(p.name.clone(), p.ty, p.span);
+    }
+    let stub = stub.finish(Vec::new(), aot_ir::ReturnKind::Unit);
+    let meta = aot_ir::StaticMeta::compute(&stub);
+    let mut f = from_parts(stub, meta);
+    f.graph = graph;
+    f.broken = Some(e);
+    f
+}
+
+fn with_boundary(mut f: CompiledFn, params: &[(&str, bool)]) -> CompiledFn {
     let b = super::boundary::Boundary::new(&f.graph, params).unwrap_or_else(|| {
         panic!("aot: the graph of `{}` does not match its parameters; rebuild with matching aot-macros and aot-runtime", f.graph.name)
     });
@@ -103,19 +159,62 @@ pub fn load_tree(graph_json: &str, meta_json: &str, params: &[(&str, bool)]) -> 
     f
 }
 
-fn load_inner(graph_json: &str, meta_json: &str) -> CompiledFn {
-    let graph = serde_json::from_str(graph_json)
-        .unwrap_or_else(|e| panic!("aot: corrupt embedded graph ({e}); rebuild with matching aot-macros and aot-runtime"));
-    let meta = serde_json::from_str(meta_json)
-        .unwrap_or_else(|e| panic!("aot: corrupt embedded metadata ({e}); rebuild with matching aot-macros and aot-runtime"));
-    let may_write = super::reference::may_write(&graph, &meta);
-    CompiledFn { graph, meta, cache: Default::default(), may_write, boundary: None, variants: None }
+/// A stand-in of type `T` for the type check of a call of another
+/// `#[aot_fn]` function (in a closure that never runs).
+pub fn proxy<T>() -> T {
+    unreachable!("aot: a type-check stand-in was called")
+}
+
+/// A float passed to an `#[aot_fn]` function: its parameter is `f64` or `f32`.
+#[diagnostic::on_unimplemented(message = "a float is passed where the `#[aot_fn]` function takes `{Self}`", label = "this is a float")]
+pub trait FloatArg {}
+impl FloatArg for f64 {}
+impl FloatArg for f32 {}
+
+/// An integer passed to an `#[aot_fn]` function: its parameter is an
+/// integer, or a float (converted).
+#[diagnostic::on_unimplemented(
+    message = "an integer is passed where the `#[aot_fn]` function takes `{Self}`",
+    label = "this is an integer"
+)]
+pub trait IntArg {}
+impl IntArg for i64 {}
+impl IntArg for usize {}
+impl IntArg for f64 {}
+impl IntArg for f32 {}
+
+/// The stand-in of a float argument.
+pub fn float_arg<T: FloatArg>() -> T {
+    unreachable!("aot: a type-check stand-in was called")
+}
+
+/// The stand-in of an integer argument.
+pub fn int_arg<T: IntArg>() -> T {
+    unreachable!("aot: a type-check stand-in was called")
+}
+
+/// What an `#[aot_fn]` function returns: `aot_runtime::Result<T>`.
+#[diagnostic::on_unimplemented(
+    message = "only `#[aot_fn]` functions can be called in an `#[aot_fn]` body, but this call returns `{Self}`",
+    label = "not an `#[aot_fn]` function",
+    note = "helper functions must be `#[aot_fn]` themselves, so that their graph can be inlined into the caller's"
+)]
+pub trait AotFnResult {
+    type Output;
+}
+impl<T> AotFnResult for Result<T> {
+    type Output = T;
+}
+
+/// The value of a call of an `#[aot_fn]` function, for the type check.
+pub fn aot_fn_result<R: AotFnResult>(_: R) -> R::Output {
+    unreachable!("aot: a type-check stand-in was called")
 }
 
 /// A function whose body branches on `bool` parameters: `fns[k]` was
 /// traced with the parameter at `switch_args[j]` equal to bit `j` of
 /// `k`.
-pub fn load_variants(fns: Vec<CompiledFn>, switch_args: &[usize]) -> CompiledFn {
+fn load_variants(fns: Vec<CompiledFn>, switch_args: &[usize]) -> CompiledFn {
     let v = super::variants::Variants::new(fns, switch_args).unwrap_or_else(|| {
         panic!("aot: the traced variants do not match their switches; rebuild with matching aot-macros and aot-runtime")
     });

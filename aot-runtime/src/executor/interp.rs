@@ -384,6 +384,7 @@ fn step<G: ArgGeometrySource + ?Sized>(
         Op::Prim(p) => Ok(run_prim(p, node, env, cx)?),
         Op::Kernel(k) => super::kernel::run(k, node, env, cx, None, over),
         Op::Load(_) => Err(internal("`load` outside a kernel body".into()).into()),
+        Op::Call(_) => Err(internal("a call that was not inlined".into()).into()),
     }
 }
 

@@ -1,0 +1,303 @@
+//! Inlining: the calls of a traced source graph ([`Op::Call`]) replaced by
+//! the callees' graphs, so that every later pass (the mutation and alias
+//! metadata, functionalization, partitioning, the kernel stage's fusion)
+//! sees one program, as if each callee's body were written in place.
+//!
+//! The macro cannot see a callee's body, so it records the call; the
+//! runtime resolves each callee (its graph with its own calls already
+//! inlined) and splices it here. A callee's tensor parameters become the
+//! caller's argument values (its in-place writes write them, and a
+//! returned parameter is that very value); its scalar parameters become
+//! the caller's scalar expressions, evaluated at call time; fields of its
+//! struct parameters become the caller's field inputs (`blk.w1` passed
+//! `&m.blocks[1]` reads `m.blocks.1.w1`, an input added to the caller
+//! when the caller did not use it itself). `no_grad` regions carry over.
+
+use crate::graph::{Graph, GraphBuilder, ValueDef};
+use crate::node::{Node, Op};
+use crate::types::{Arg, ParamType, ScalarExpr, ScalarTy, SpanId, ValueId};
+use serde::{Deserialize, Serialize};
+
+/// A call of another `#[aot_fn]` function in a traced source graph. The
+/// node's arguments are the call's arguments that are not structs, in
+/// order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallSite {
+    /// The callee as written (`layers::block`), for messages.
+    pub callee: String,
+    /// The callee's position in the caller's table of callees.
+    pub index: usize,
+    /// The struct arguments (`&m.blocks[1]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trees: Vec<TreeArg>,
+    /// The values the caller binds to the results; `None` for a call
+    /// whose value is unused (a statement).
+    pub results: Option<Vec<ValueId>>,
+}
+
+/// A struct argument of a call: a field path of one of the caller's
+/// struct parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TreeArg {
+    /// Its position among the call's arguments.
+    pub pos: usize,
+    /// The caller's path to it: `m.blocks.1` (or `m` itself).
+    pub path: String,
+    /// The type the caller's inputs under that path get.
+    pub ty: ParamType,
+}
+
+impl CallSite {
+    /// The call's arguments in order: the node's argument, or the struct
+    /// argument's path. `None` when the positions do not add up.
+    pub fn arguments<'a>(&'a self, node_args: &'a [Arg]) -> Option<Vec<CallArg<'a>>> {
+        let n = node_args.len() + self.trees.len();
+        let mut plain = node_args.iter();
+        (0..n)
+            .map(|pos| match self.trees.iter().find(|t| t.pos == pos) {
+                Some(t) => Some(CallArg::Tree(t)),
+                None => plain.next().map(CallArg::Plain),
+            })
+            .collect()
+    }
+}
+
+/// One argument of a call.
+#[derive(Clone, Copy, Debug)]
+pub enum CallArg<'a> {
+    Plain(&'a Arg),
+    Tree(&'a TreeArg),
+}
+
+/// A callee as the runtime resolved it.
+pub struct Callee {
+    /// Its graph, free of calls.
+    pub graph: Graph,
+    /// Its Rust parameters in order: name, and whether it is a struct.
+    pub params: Vec<(String, bool)>,
+}
+
+/// How the runtime resolves a call (with the node's arguments) to its callee.
+pub type Resolve<'a> = dyn FnMut(&CallSite, &[Arg]) -> Result<Callee, String> + 'a;
+
+/// `caller` with every call replaced by its callee's graph; `resolve`
+/// gives the callee of a call (seeing the call's arguments, which pick
+/// the variant of a callee that branches on a `bool`). Errors are
+/// messages naming the callee and the argument.
+pub fn inline(caller: &Graph, resolve: &mut Resolve<'_>) -> Result<Graph, String> {
+    let mut s = Splice { b: GraphBuilder::new(caller.name.clone()), map: vec![None; caller.values.len()], names: Vec::new() };
+    for p in &caller.params {
+        let v = s.b.param(p.name.clone(), p.ty, p.span);
+        if let (Some(old), Some(new)) = (p.value, v) {
+            s.map[old.index()] = Some(new);
+        }
+    }
+    for node in &caller.nodes {
+        match &node.op {
+            Op::Call(site) => {
+                let callee = resolve(site, &node.args)?;
+                s.call(caller, node, site, &callee)?;
+            }
+            _ => s.copy(node)?,
+        }
+    }
+    // The caller's names first: a result is called what the caller bound it to.
+    for (old, info) in caller.values.iter().enumerate() {
+        if let (Some(name), Some(new)) = (&info.name, s.map[old]) {
+            s.b.name_value(new, name);
+        }
+    }
+    for (v, name) in std::mem::take(&mut s.names) {
+        s.b.name_value(v, &name);
+    }
+    let outputs = caller.outputs.iter().map(|&v| s.value(v)).collect::<Result<Vec<_>, _>>()?;
+    let g = s.b.finish(outputs, caller.ret);
+    crate::verify(&g).map_err(|e| format!("the inlined graph is invalid: {e}"))?;
+    Ok(g)
+}
+
+struct Splice {
+    b: GraphBuilder,
+    /// The caller's values to the new graph's.
+    map: Vec<Option<ValueId>>,
+    /// Names for the callees' values (`gelu::h`), given after the caller's.
+    names: Vec<(ValueId, String)>,
+}
+
+impl Splice {
+    fn value(&self, v: ValueId) -> Result<ValueId, String> {
+        self.map.get(v.index()).copied().flatten().ok_or_else(|| format!("value {v} is used before it is defined"))
+    }
+
+    /// A node of the caller, as it is.
+    fn copy(&mut self, node: &Node) -> Result<(), String> {
+        let op = node.kind().ok_or_else(|| format!("`{}` in a source graph", node.op.name()))?;
+        let mut args = Vec::with_capacity(node.args.len());
+        for a in &node.args {
+            args.push(match a {
+                Arg::Tensor(v) => Arg::Tensor(self.value(*v)?),
+                Arg::Scalar(e) => Arg::Scalar(self.caller_scalar(e)),
+                Arg::Ints(items) => Arg::Ints(items.iter().map(|e| self.caller_scalar(e)).collect()),
+                Arg::DType(d) => Arg::DType(*d),
+            });
+        }
+        self.b.set_no_grad(node.no_grad);
+        let r = self.b.op(op, args, node.span);
+        if let (Some(out), Some(r)) = (node.out, r) {
+            self.map[out.index()] = Some(r);
+        }
+        Ok(())
+    }
+
+    /// A scalar of the caller: its size slots renumbered for the new
+    /// graph's parameters.
+    fn caller_scalar(&mut self, e: &ScalarExpr) -> ScalarExpr {
+        let b = &mut self.b;
+        subst(e, &mut |leaf| match leaf {
+            ScalarExpr::Size { param, dim, .. } => Ok(Some(b.size(*param, *dim))),
+            _ => Ok(None),
+        })
+        .unwrap_or_else(|_: String| e.clone())
+    }
+
+    /// One call: the callee's parameters bound to the caller's arguments,
+    /// its nodes appended, its results bound to the caller's values.
+    fn call(&mut self, caller: &Graph, node: &Node, site: &CallSite, callee: &Callee) -> Result<(), String> {
+        let (name, g) = (&site.callee, &callee.graph);
+        let at = |k: usize| callee.params.get(k).map_or_else(|| format!("argument {}", k + 1), |p| format!("argument `{}`", p.0));
+        let args = site.arguments(&node.args).ok_or_else(|| format!("the call of `{name}` has inconsistent arguments"))?;
+        if args.len() != callee.params.len() {
+            return Err(format!("`{name}` takes {} arguments, but {} were passed", callee.params.len(), args.len()));
+        }
+        // Per callee graph parameter: the tensor value or scalar it takes.
+        let mut tensors: Vec<Option<ValueId>> = vec![None; g.values.len()];
+        let mut scalars: Vec<Option<ScalarExpr>> = vec![None; g.params.len()];
+        for (j, p) in g.params.iter().enumerate() {
+            let (k, field) = match p.name.split_once('.') {
+                Some((root, rest)) => (callee.params.iter().position(|(n, tree)| *tree && n == root), Some(rest)),
+                None => (callee.params.iter().position(|(n, tree)| !*tree && *n == p.name), None),
+            };
+            let k = k.ok_or_else(|| format!("`{name}` has no parameter for its input `{}`", p.name))?;
+            match (args[k], field, p.value) {
+                (CallArg::Tree(t), Some(rest), Some(v)) => {
+                    tensors[v.index()] = Some(self.field(&format!("{}.{rest}", t.path), t.ty, node.span))
+                }
+                // A field path the macro could not type (`&m.w1`): a tensor field.
+                (CallArg::Tree(t), None, Some(v)) => tensors[v.index()] = Some(self.field(&t.path, t.ty, node.span)),
+                (CallArg::Plain(Arg::Tensor(a)), None, Some(v)) => tensors[v.index()] = Some(self.value(*a)?),
+                (CallArg::Plain(Arg::Scalar(e)), None, None) => {
+                    let e = self.caller_scalar(e);
+                    // An integer passed to a float parameter is converted, as
+                    // the callee's arithmetic on it is float arithmetic.
+                    let int = e.ty(&self.b.graph().param_types()) == Some(ScalarTy::Int);
+                    scalars[j] = Some(if int && p.ty.scalar_ty() == Some(ScalarTy::Float) {
+                        ScalarExpr::Cast(ScalarTy::Float, Box::new(e))
+                    } else {
+                        e
+                    });
+                }
+                (CallArg::Plain(Arg::Scalar(_)), _, Some(_)) => {
+                    return Err(format!("{} of `{name}` is a tensor, but a scalar was passed", at(k)))
+                }
+                (CallArg::Plain(Arg::Tensor(_)), _, None) => {
+                    return Err(format!("{} of `{name}` is a scalar, but a tensor was passed", at(k)))
+                }
+                (CallArg::Tree(_), ..) => return Err(format!("{} of `{name}` is not a struct, but a struct was passed", at(k))),
+                _ => return Err(format!("{} of `{name}` is a struct of tensors, but a tensor or scalar was passed", at(k))),
+            }
+        }
+        let outputs: Vec<ValueId> = g.outputs.clone();
+        for cn in &g.nodes {
+            let op = cn.kind().ok_or_else(|| format!("`{name}` still holds a `{}` after inlining", cn.op.name()))?;
+            let mut args = Vec::with_capacity(cn.args.len());
+            for a in &cn.args {
+                args.push(match a {
+                    Arg::Tensor(v) => Arg::Tensor(tensors[v.index()].ok_or_else(|| format!("`{name}`: value {v} is undefined"))?),
+                    Arg::Scalar(e) => Arg::Scalar(self.callee_scalar(e, name, g, &scalars, &tensors)?),
+                    Arg::Ints(items) => {
+                        Arg::Ints(items.iter().map(|e| self.callee_scalar(e, name, g, &scalars, &tensors)).collect::<Result<_, _>>()?)
+                    }
+                    Arg::DType(d) => Arg::DType(*d),
+                });
+            }
+            self.b.set_no_grad(cn.no_grad || node.no_grad);
+            let r = self.b.op(op, args, node.span);
+            if let (Some(out), Some(r)) = (cn.out, r) {
+                tensors[out.index()] = Some(r);
+                let own = g.values.get(out.index()).and_then(|i| i.name.as_deref());
+                if !outputs.contains(&out) {
+                    self.names.push((r, own.map_or_else(|| format!("in {name}"), |n| format!("{name}::{n}"))));
+                }
+            }
+        }
+        let Some(results) = &site.results else { return Ok(()) };
+        if results.len() != outputs.len() {
+            let got = match outputs.len() {
+                0 => "nothing".to_string(),
+                1 => "one tensor".to_string(),
+                n => format!("{n} tensors"),
+            };
+            return Err(format!("`{}` binds {} values to the result of `{name}`, which returns {got}", caller.name, results.len()));
+        }
+        for (r, o) in results.iter().zip(&outputs) {
+            self.map[r.index()] = Some(tensors[o.index()].ok_or_else(|| format!("`{name}`: output {o} is undefined"))?);
+        }
+        Ok(())
+    }
+
+    /// The caller's input for a field path, added when the caller does
+    /// not read it itself.
+    fn field(&mut self, path: &str, ty: ParamType, span: SpanId) -> ValueId {
+        let found = self.b.graph().params.iter().find(|p| p.name == path).and_then(|p| p.value);
+        found.unwrap_or_else(|| self.b.param(path.to_string(), ty, span).unwrap_or(ValueId(u32::MAX)))
+    }
+
+    /// A scalar of the callee in the caller's terms: its parameters are
+    /// the call's scalar arguments; a size of its tensor parameter is the
+    /// size of the caller's input passed there.
+    fn callee_scalar(
+        &mut self,
+        e: &ScalarExpr,
+        name: &str,
+        g: &Graph,
+        scalars: &[Option<ScalarExpr>],
+        tensors: &[Option<ValueId>],
+    ) -> Result<ScalarExpr, String> {
+        let b = &mut self.b;
+        subst(e, &mut |leaf| match leaf {
+            ScalarExpr::Param(j) => {
+                scalars.get(*j).cloned().flatten().map(Some).ok_or_else(|| format!("`{name}`: scalar parameter {j} is unbound"))
+            }
+            ScalarExpr::Size { param, dim, .. } => {
+                let pname = g.params.get(*param).map_or("?", |p| p.name.as_str());
+                let arg = g.params.get(*param).and_then(|p| p.value).and_then(|v| tensors[v.index()]);
+                match arg.map(|v| b.graph().values[v.index()].def) {
+                    Some(ValueDef::Param(p)) => Ok(Some(b.size(p, *dim))),
+                    _ => Err(format!(
+                        "`{name}` reads the size of its argument `{pname}`, which the caller computes: sizes are read from the call's arguments, so pass a parameter of the caller there, or pass the size as an integer argument"
+                    )),
+                }
+            }
+            _ => Ok(None),
+        })
+    }
+}
+
+/// `e` with each leaf that `f` replaces (`Some`) replaced.
+fn subst(e: &ScalarExpr, f: &mut dyn FnMut(&ScalarExpr) -> Result<Option<ScalarExpr>, String>) -> Result<ScalarExpr, String> {
+    if let Some(r) = f(e)? {
+        return Ok(r);
+    }
+    Ok(match e {
+        ScalarExpr::Neg(x) => ScalarExpr::Neg(Box::new(subst(x, f)?)),
+        ScalarExpr::Cast(t, x) => ScalarExpr::Cast(*t, Box::new(subst(x, f)?)),
+        ScalarExpr::Bin(op, a, c) => ScalarExpr::Bin(*op, Box::new(subst(a, f)?), Box::new(subst(c, f)?)),
+        ScalarExpr::Fn(func, args) => ScalarExpr::Fn(*func, args.iter().map(|a| subst(a, f)).collect::<Result<_, _>>()?),
+        leaf => leaf.clone(),
+    })
+}
+
+/// Whether a graph holds calls still to inline.
+pub fn has_calls(g: &Graph) -> bool {
+    g.nodes.iter().any(|n| matches!(n.op, Op::Call(_)))
+}
