@@ -96,7 +96,7 @@ pub fn load(graph_json: &str, meta_json: &str) -> CompiledFn {
 /// Rust parameters (name, and whether it is a struct).
 pub fn load_tree(graph_json: &str, meta_json: &str, params: &[(&str, bool)]) -> CompiledFn {
     let mut f = load_inner(graph_json, meta_json);
-    let b = super::boundary::Boundary::new(&f.graph, params).unwrap_or_else(|| {
+    let b = super::boundary::Boundary::new(&f.graph, &f.meta, params).unwrap_or_else(|| {
         panic!("aot: the graph of `{}` does not match its parameters; rebuild with matching aot-macros and aot-runtime", f.graph.name)
     });
     f.boundary = Some(std::sync::Arc::new(b));
