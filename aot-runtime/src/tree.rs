@@ -22,6 +22,13 @@
 //!   `TensorTree` is not implemented for `f64`"). A skipped field is not a
 //!   leaf, and [`TensorTree::rebuild`] clones it from the template.
 //!
+//! `#[tensor_subclass]` on the struct makes it a tensor subclass: one
+//! tensor made of its inner (`Tensor`) fields and non-tensor attributes
+//! (its `#[skip]` fields, which must implement `Debug`). It flattens as
+//! any struct, and [`TensorTree::subclass_metas_into`] records how to
+//! rebuild it (PyTorch's `SubclassCreationMeta`); see
+//! [`subclass`](crate::subclass) for what `#[aot_fn]` does with it.
+//!
 //! ```
 //! use aot_runtime::prelude::*;
 //! use aot_runtime::tree::LeafKind;

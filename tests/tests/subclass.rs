@@ -156,7 +156,7 @@ fn compiled_matches_eager_values_and_gradients() -> Result<()> {
 fn the_graph_sees_only_plain_inner_tensors() -> Result<()> {
     let g = qlinear::compiled().graph();
     let names: Vec<&str> = g.params.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["x", "w.q", "w.scale", "b"]);
+    assert_eq!(names, ["x", "b", "w.q", "w.scale"]);
     let w = quantize(&randn(&[3, 5], 6))?;
     let w = Int8Weight { scale: w.scale.requires_grad_(true)?, ..w };
     let (x, b) = (randn(&[2, 5], 7), randn(&[3], 8));
@@ -167,7 +167,7 @@ fn the_graph_sees_only_plain_inner_tensors() -> Result<()> {
     assert_eq!(bw.gradients_to_parameters.values().collect::<Vec<_>>(), ["w.scale"]);
     let report = qlinear::compiled().explain(&[Arg::from(&x), Arg::tree(&w), Arg::from(&b)])?;
     let rg: Vec<bool> = report.fw_metadata.input_info.iter().map(|i| i.requires_grad).collect();
-    assert_eq!(rg, [false, false, true, false]);
+    assert_eq!(rg, [false, false, false, true]);
     Ok(())
 }
 
@@ -189,7 +189,8 @@ fn training_the_scale_with_frozen_codes_lowers_the_loss() -> Result<()> {
         loss.backward()?;
         let g = w.scale.grad().expect("scale gradient");
         w.scale.set_grad(None);
-        sgd_scale(&mut w, &g, 0.5)?;
+        // The codes are up to 127, so the loss is steep in the scale.
+        sgd_scale(&mut w, &g, 5e-5)?;
         last = loss.item::<f32>()?;
     }
     assert!(last < first * 0.05, "loss {first} -> {last}");
