@@ -166,18 +166,15 @@ impl Lower<'_> {
             match self.expr(e) {
                 v @ (Val::Tensor(_) | Val::Struct(..)) => out.push((member.clone(), v)),
                 Val::Poison => poisoned = true,
-                Val::Scalar(s, _) if constant(&s, e.span().start).is_some() => {
-                    out.push((member.clone(), Val::Attr(constant(&s, e.span().start).unwrap_or_default())))
-                }
+                Val::Scalar(s, ty) => match constant(&s, e.span().start) {
+                    Some(lit) => out.push((member.clone(), Val::Attr(lit))),
+                    None => {
+                        self.not_a_struct_field(e, Val::Scalar(s, ty).describe());
+                        poisoned = true;
+                    }
+                },
                 other => {
-                    self.errors.add(
-                        e.span(),
-                        format!(
-                            "a field of a struct built in an `#[aot_fn]` body must be a tensor, a struct of tensors or a constant, found {}",
-                            other.describe()
-                        ),
-                        Some("a non-tensor field (the attribute of a tensor subclass, `bits: 8`) is recorded when the body is traced, so it must be a literal".into()),
-                    );
+                    self.not_a_struct_field(e, other.describe());
                     poisoned = true;
                 }
             }
@@ -187,6 +184,14 @@ impl Lower<'_> {
         } else {
             Val::Struct(path.clone(), out)
         }
+    }
+
+    fn not_a_struct_field(&mut self, e: &Expr, found: &str) {
+        self.errors.add(
+            e.span(),
+            format!("a field of a struct built in an `#[aot_fn]` body must be a tensor, a struct of tensors or a literal, found {found}"),
+            Some("a non-tensor field (an attribute of a tensor subclass, `bits: 8`) is recorded when the body is traced, so it must be a literal".into()),
+        );
     }
 }
 
