@@ -41,8 +41,8 @@ const OUT: usize = 32;
 const BATCH: usize = 128;
 const STEPS: usize = 300;
 /// The codes are up to 127, so the loss is steep in the scale.
-const LR: f64 = 5e-5;
-const LOG_EVERY: usize = 50;
+const LR: f64 = 1e-5;
+const LOG_EVERY: usize = 25;
 
 /// An int8-quantised weight: `q[o, i] * scale[o]` is the weight.
 #[derive(TensorTree)]
@@ -94,12 +94,12 @@ fn run(steps: usize) -> Result<bool> {
     let q0 = quantize(&w_float)?;
     let meta = &create_subclass_meta(&q0)[0];
     println!(
-        "quantised a {OUT}x{IN} weight: {} {{ {} }}, bits = {}, outer size {:?}, dtype {:?}",
+        "quantised a {OUT}x{IN} weight: {} {{ {} }}, bits = {}, outer size {:?}, outer dtype {}",
         meta.type_name,
         meta.inner.join(", "),
         q0.bits,
         meta.outer_size.as_deref().unwrap_or_default(),
-        meta.outer_dtype
+        meta.outer_dtype.map_or("-".to_string(), |d| format!("{d:?}"))
     );
     let codes = q0.q.to_vec::<i64>()?;
     let mut w = Int8Weight { scale: q0.scale.mul(0.5)?.requires_grad_(true)?, ..q0 };

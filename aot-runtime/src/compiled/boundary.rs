@@ -71,7 +71,8 @@ impl Boundary {
                 None => params.iter().position(|&(n, tree)| !tree && n == p.name).map(|i| (i, None)),
             })
             .collect::<Option<Vec<_>>>()?;
-        let meta_mutated = (0..sources.len()).filter(|&j| meta.inputs.get(j).is_some_and(|i| i.mutates_metadata) && sources[j].1.is_some()).collect();
+        let meta_mutated =
+            (0..sources.len()).filter(|&j| meta.inputs.get(j).is_some_and(|i| i.mutates_metadata) && sources[j].1.is_some()).collect();
         Some(Boundary { params: params.iter().map(|&(n, t)| (n.to_string(), t)).collect(), sources, meta_mutated })
     }
 

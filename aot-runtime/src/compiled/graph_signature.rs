@@ -141,7 +141,12 @@ fn build(g: &Graph, meta: &ViewAndMutationMeta, picked: &[Option<Picked>], unrea
             let p = p.as_ref()?;
             Some(Lifted { name: name(j), kind: p.kind, order: p.order, requires_grad: meta.input_info[j].requires_grad })
         })
-        .chain(unread.iter().map(|u| Lifted { name: u.name.clone(), kind: u.kind, order: u.order, requires_grad: u.tensor.requires_grad() }))
+        .chain(unread.iter().map(|u| Lifted {
+            name: u.name.clone(),
+            kind: u.kind,
+            order: u.order,
+            requires_grad: u.tensor.requires_grad(),
+        }))
         .collect();
     tree.sort_by_key(|l| l.order);
     let of_kind = |k: LeafKind| tree.iter().filter(|l| l.kind == k).collect::<Vec<_>>();
