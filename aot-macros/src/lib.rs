@@ -32,8 +32,9 @@ pub fn aot_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// `#[derive(TensorTree)]`: flattens a struct of tensors into its leaves
 /// (parameters, and `#[buffer]` fields as buffers; `#[skip]` leaves a field
-/// out). See `aot_runtime::tree`.
-#[proc_macro_derive(TensorTree, attributes(buffer, skip))]
+/// out; `#[tensor_subclass]` on the struct makes it a tensor subclass). See
+/// `aot_runtime::tree` and `aot_runtime::subclass`.
+#[proc_macro_derive(TensorTree, attributes(buffer, skip, tensor_subclass))]
 pub fn derive_tensor_tree(item: TokenStream) -> TokenStream {
     tree::derive(item.into()).into()
 }

@@ -81,6 +81,9 @@ enum Val {
     Alias(FieldPath),
     /// A struct literal of tensors (to be returned).
     Struct(syn::Path, Vec<(syn::Member, Val)>),
+    /// A constant non-tensor field of a struct literal (`bits: 8`): the
+    /// Rust literal, spanned at the user's expression.
+    Attr(TokenStream),
     /// `x.shape()` of the tensor parameter at this position: only indexed
     /// (`x.shape()[0]`).
     Shape(usize),
@@ -102,6 +105,7 @@ impl Val {
             Val::Tree(_) => "a struct of tensors",
             Val::Alias(_) => "a field of a struct parameter",
             Val::Struct(..) => "a struct",
+            Val::Attr(_) => "a constant",
             Val::Shape(_) => "a shape (index it: `x.shape()[0]`)",
             Val::Unit => "`()`",
             Val::Poison => "an invalid value",
@@ -517,6 +521,9 @@ impl Lower<'_> {
                     }
                 }
                 let Some(op) = *op else { return Val::Poison };
+                if op.class() == aot_ir::OpClass::MetadataMutation && matches!(recv_v, Val::Tensor(_)) {
+                    self.metadata_mutation_check(recv);
+                }
                 self.method(op, method, recv_v, recv.span(), arg_vs, args, *span)
             }
             Expr::If { cond, then, els, .. } => self.if_expr(cond, then, els.as_deref()),

@@ -257,7 +257,10 @@ fn struct_parameter_errors() {
         ("fn f(m: &Mlp) -> Tensor { m }", "the body ends in a struct of tensors"),
         ("fn f(m: &Mlp) -> Tensor { let n = m; n.w1 }", "cannot be bound to another name"),
         ("fn f(m: &Mlp) -> Mlp { m.w1 }", "the function returns a struct, but the body ends in a tensor"),
-        ("fn f(m: &Mlp, s: f64) -> Mlp { Mlp { w1: m.w1, lr: s } }", "must be a tensor or a struct of tensors, found a float scalar"),
+        (
+            "fn f(m: &Mlp, s: f64) -> Mlp { Mlp { w1: m.w1, lr: s } }",
+            "must be a tensor, a struct of tensors or a literal, found a float scalar",
+        ),
         ("fn f(m: &Mlp) -> Mlp { Mlp { w1: m.w1, ..m } }", "struct update syntax"),
     ] {
         let out = expand::expand(TokenStream::new(), src.parse().unwrap()).to_string();
@@ -276,6 +279,29 @@ fn returned_structs_are_rebuilt_from_the_outputs() {
     assert!(out.contains(":: aot_runtime :: Result < Net >"), "{out}");
     assert!(out.contains("Net { l1 : Linear { w : __aot_out0 , b : __aot_out1 } , out : __aot_out2 }"), "{out}");
     assert!(out.contains("arity (& __aot_outputs , 3usize"), "{out}");
+}
+
+#[test]
+fn literal_attributes_of_a_returned_struct_are_recorded() {
+    let out = expand::expand(TokenStream::new(), "fn f(x: &Tensor) -> W { W { q: x.exp(), bits: 8, on: true, r: 0.5 } }".parse().unwrap())
+        .to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    assert!(out.contains("W { q : __aot_out0 , bits : 8 , on : true , r : 0.5 }"), "{out}");
+}
+
+#[test]
+fn metadata_mutation_of_a_field_requires_no_subclass_on_its_path() {
+    let out =
+        expand::expand(TokenStream::new(), "fn f(l: &mut Layer) { l.w.q.t_(); let a = &mut l.w; a.scale.unsqueeze_(0); }".parse().unwrap())
+            .to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    assert!(out.contains("__no_metadata_mutation (& * l)"), "{out}");
+    assert!(out.contains("__no_metadata_mutation (& l . w)"), "{out}");
+    assert_eq!(out.matches("__no_metadata_mutation").count(), 4, "{out}");
+    // Out-of-place ops and data mutations need no check.
+    let out =
+        expand::expand(TokenStream::new(), "fn f(l: &mut Layer) -> Tensor { l.w.q.add_(1.0); l.w.q.t() }".parse().unwrap()).to_string();
+    assert!(!out.contains("__no_metadata_mutation"), "{out}");
 }
 
 #[test]

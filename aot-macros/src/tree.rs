@@ -4,6 +4,14 @@
 //! derived struct), which rustc checks at the field's type. `#[buffer]`
 //! marks a field's tensors as buffers, `#[skip]` leaves a field out (it is
 //! cloned on rebuild).
+//!
+//! `#[tensor_subclass]` on the struct (optionally
+//! `#[tensor_subclass(size = field, dtype = field)]`, naming the inner
+//! tensors whose shape and dtype are the outer tensor's) makes it a tensor
+//! subclass: its tensor fields must be `Tensor`s (rustc checks at each
+//! field's type), its `#[skip]` fields are the recorded non-tensor
+//! attributes (`Debug`). Every other derived type implements
+//! `NotTensorSubclass`, which a metadata mutation of a field requires.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -64,8 +72,14 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         parsed.push(Field { ident, ty: &f.ty, buffer, skip });
     }
 
+    let subclass = subclass_attr(input, &parsed)?;
     let name = &input.ident;
     let rt = quote!(::aot_runtime::tree);
+    let metas = subclass_metas(name, &parsed, subclass.as_ref());
+    let marker = match subclass {
+        Some(_) => quote!(),
+        None => quote!(impl ::aot_runtime::subclass::NotTensorSubclass for #name {}),
+    };
     let flatten = parsed.iter().filter(|f| !f.skip).map(|f| {
         let (id, ty, buffer) = (f.ident, f.ty, f.buffer);
         let path = id.to_string();
@@ -95,8 +109,96 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             ) -> ::aot_runtime::Result<Self> {
                 ::core::result::Result::Ok(#name { #(#rebuild)* })
             }
+
+            fn subclass_metas_into(
+                &self,
+                prefix: &str,
+                start: &mut usize,
+                out: &mut ::std::vec::Vec<::aot_runtime::subclass::SubclassCreationMeta>,
+            ) {
+                #metas
+            }
         }
+
+        #marker
     })
+}
+
+/// `#[tensor_subclass]` / `#[tensor_subclass(size = f, dtype = g)]`: the
+/// fields named for the outer size and dtype (each must be a tensor field).
+struct Subclass {
+    size: Option<syn::Ident>,
+    dtype: Option<syn::Ident>,
+}
+
+fn subclass_attr(input: &DeriveInput, fields: &[Field]) -> syn::Result<Option<Subclass>> {
+    let Some(attr) = input.attrs.iter().find(|a| a.path().is_ident("tensor_subclass")) else { return Ok(None) };
+    let mut sub = Subclass { size: None, dtype: None };
+    if let syn::Meta::List(_) = &attr.meta {
+        attr.parse_nested_meta(|m| {
+            let slot = if m.path.is_ident("size") {
+                &mut sub.size
+            } else if m.path.is_ident("dtype") {
+                &mut sub.dtype
+            } else {
+                return Err(m.error("expected `size = field` or `dtype = field`"));
+            };
+            let id: syn::Ident = m.value()?.parse()?;
+            if !fields.iter().any(|f| !f.skip && *f.ident == id) {
+                return Err(syn::Error::new(id.span(), format!("`{id}` is not a tensor field of this struct")));
+            }
+            *slot = Some(id);
+            Ok(())
+        })?;
+    } else {
+        attr.meta.require_path_only()?;
+    }
+    Ok(Some(sub))
+}
+
+/// The body of `subclass_metas_into`: a subclass records itself; any
+/// other struct asks each of its fields.
+fn subclass_metas(name: &syn::Ident, fields: &[Field], subclass: Option<&Subclass>) -> TokenStream {
+    let rt = quote!(::aot_runtime::tree);
+    let Some(sub) = subclass else {
+        let each = fields.iter().filter(|f| !f.skip).map(|f| {
+            let (id, ty) = (f.ident, f.ty);
+            let path = id.to_string();
+            quote_spanned! {ty.span()=>
+                <#ty as #rt::TensorTree>::subclass_metas_into(&self.#id, &#rt::join(prefix, #path), start, out);
+            }
+        });
+        return quote!(#(#each)*);
+    };
+    // Spanned at the field's type: an inner field that is not a `Tensor`
+    // is reported there.
+    let inner_checks = fields.iter().filter(|f| !f.skip).map(|f| {
+        let (id, ty) = (f.ident, f.ty);
+        quote_spanned!(ty.span()=> let _: &::aot_runtime::Tensor = &self.#id;)
+    });
+    let inner = fields.iter().filter(|f| !f.skip).map(|f| f.ident.to_string());
+    let attrs = fields.iter().filter(|f| f.skip).map(|f| {
+        let (id, ty) = (f.ident, f.ty);
+        let key = id.to_string();
+        quote_spanned!(ty.span()=> (::std::string::String::from(#key), ::std::format!("{:?}", self.#id)))
+    });
+    let opt = |f: &Option<syn::Ident>| match f {
+        Some(id) => quote!(::core::option::Option::Some(&self.#id)),
+        None => quote!(::core::option::Option::None),
+    };
+    let (size, dtype) = (opt(&sub.size), opt(&sub.dtype));
+    let type_name = name.to_string();
+    quote! {
+        #(#inner_checks)*
+        out.push(::aot_runtime::subclass::__subclass_meta(
+            #type_name,
+            prefix,
+            start,
+            &[#(#inner),*],
+            ::std::vec![#(#attrs),*],
+            (#size, #dtype),
+        ));
+    }
 }
 
 #[cfg(test)]
@@ -119,6 +221,18 @@ mod tests {
     }
 
     #[test]
+    fn subclass_records_inner_tensors_and_attributes() {
+        let out = errors("#[tensor_subclass(size = q, dtype = scale)] struct W { q: Tensor, scale: Tensor, #[skip] bits: u8 }");
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("__subclass_meta"), "{out}");
+        assert!(out.contains("[\"q\" , \"scale\"]"), "{out}");
+        assert!(out.contains("\"bits\""), "{out}");
+        assert!(!out.contains("NotTensorSubclass"), "{out}");
+        let plain = errors("struct P { w: Tensor }");
+        assert!(plain.contains("NotTensorSubclass for P"), "{plain}");
+    }
+
+    #[test]
     fn refusals() {
         for (src, want) in [
             ("struct S(Tensor);", "name the fields"),
@@ -127,6 +241,8 @@ mod tests {
             ("struct S<T> { t: T }", "generic"),
             ("struct S { #[buffer] #[skip] t: Tensor }", "both"),
             ("struct S { #[buffer(x)] t: Tensor }", "unexpected"),
+            ("#[tensor_subclass(size = n)] struct S { t: Tensor, #[skip] n: u8 }", "not a tensor field"),
+            ("#[tensor_subclass(shape = t)] struct S { t: Tensor }", "expected `size = field`"),
         ] {
             let out = errors(src);
             assert!(out.contains("compile_error") && out.contains(want), "{src}: {out}");

@@ -43,13 +43,15 @@
 //!   (`m.w1`, `m.layers[0].b`) become graph inputs named by their paths.
 //! - `&self` / `&mut self` in an `impl` block of such a struct (see
 //!   [Methods](#methods)).
+//! - `&S` for a tensor subclass `S` (see [Tensor subclasses](#tensor-subclasses)).
 //!
 //! # Return forms
 //!
 //! - nothing: the function returns `Result<()>`;
 //! - `Tensor`; a tuple `(Tensor, Tensor, ..)`; `Vec<Tensor>`, with a
 //!   `vec![a, b]` tail expression;
-//! - a struct of tensors, built by a struct literal at the end of the body.
+//! - a struct of tensors, built by a struct literal at the end of the body
+//!   (its non-tensor fields, if any, given as literals).
 //!
 //! Returning an input returns that very tensor (same identity); the same
 //! tensor may be returned twice.
@@ -283,6 +285,18 @@
 //! a compile error, and a cycle through several functions is an
 //! [`AotError::Signature`](crate::AotError::Signature) naming it, from
 //! every call.
+//! # Tensor subclasses
+//!
+//! A struct that derives [`TensorTree`](crate::TensorTree) and is marked
+//! `#[tensor_subclass]` stands for one tensor made of inner tensors (its
+//! `Tensor` fields) and non-tensor attributes (its `#[skip]` fields); see
+//! [`subclass`](crate::subclass). As a parameter it is unwrapped into its
+//! inner tensors (`w.q`, `w.scale`: the graph sees only plain tensors, and
+//! gradients reach the inner tensors that require grad). A function that
+//! returns it builds it with a struct literal whose attributes are
+//! literals (`bits: 8`), recorded when the body is traced and given to
+//! every result. Changing the metadata of an inner tensor in place
+//! (`w.q.t_()`) is a compile error, as PyTorch refuses it.
 //!
 //! ```
 //! use aot_runtime::prelude::*;
@@ -312,6 +326,35 @@
 //! assert_eq!(y.shape(), vec![1, 2]);
 //! let listing = step::compiled().graph().to_string();
 //! assert!(listing.contains("gelu(") && listing.contains("sub_("), "{listing}");
+//! #[derive(TensorTree)]
+//! #[tensor_subclass]
+//! struct Int8Weight {
+//!     q: Tensor,
+//!     scale: Tensor,
+//!     #[skip]
+//!     bits: u8,
+//! }
+//!
+//! #[aot_fn]
+//! fn quantize(w: &Tensor) -> Int8Weight {
+//!     let scale = w.abs().amax_dim(&[1], false) / 127.0;
+//!     Int8Weight { q: (w / scale.unsqueeze(1)).to_dtype(DType::I64), scale, bits: 8 }
+//! }
+//!
+//! #[aot_fn]
+//! fn qmatmul(x: &Tensor, w: &Int8Weight) -> Tensor {
+//!     x.matmul(&(w.q.to_dtype(DType::F32) * w.scale.unsqueeze(1)).t())
+//! }
+//!
+//! let w = Tensor::from_vec(vec![127.0f32, -63.5, -254.0, 127.0], &[2, 2], &Device::Cpu)?;
+//! let qw = quantize(&w)?;
+//! assert_eq!(qw.bits, 8);
+//! assert_eq!(qw.q.to_vec::<i64>()?, [127, -63, -127, 63]);
+//! let qw = Int8Weight { scale: qw.scale.requires_grad_(true)?, ..qw };
+//! let x = Tensor::ones(&[1, 2], DType::F32, &Device::Cpu)?;
+//! qmatmul(&x, &qw)?.sum()?.backward()?;
+//! assert!(qw.scale.grad().is_some() && qw.q.grad().is_none());
+//! assert_eq!(qmatmul::compiled().graph().params[1].name, "w.q");
 //! # Ok::<(), AotError>(())
 //! ```
 //!

@@ -52,6 +52,7 @@ pub mod storage;
 pub mod tensor;
 pub mod tree;
 pub(crate) mod wrappers;
+pub use wrappers::subclass;
 
 /// Compiles a function of the tensor DSL (AOTAutograd at compile time).
 ///

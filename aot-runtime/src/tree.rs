@@ -22,6 +22,13 @@
 //!   `TensorTree` is not implemented for `f64`"). A skipped field is not a
 //!   leaf, and [`TensorTree::rebuild`] clones it from the template.
 //!
+//! `#[tensor_subclass]` on the struct makes it a tensor subclass: one
+//! tensor made of its inner (`Tensor`) fields and non-tensor attributes
+//! (its `#[skip]` fields, which must implement `Debug`). It flattens as
+//! any struct, and [`TensorTree::subclass_metas_into`] records how to
+//! rebuild it (PyTorch's `SubclassCreationMeta`); see
+//! [`subclass`](crate::subclass) for what `#[aot_fn]` does with it.
+//!
 //! ```
 //! use aot_runtime::prelude::*;
 //! use aot_runtime::tree::LeafKind;
@@ -59,6 +66,7 @@
 
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
+use crate::wrappers::subclass::SubclassCreationMeta;
 
 pub use aot_macros::TensorTree;
 
@@ -95,6 +103,15 @@ pub trait TensorTree {
     fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Result<Self>
     where
         Self: Sized;
+
+    /// Appends the [`SubclassCreationMeta`] of every tensor subclass in
+    /// this value (at `prefix`), its inner tensors numbered from `*start`
+    /// among the leaves; advances `*start` past this value's leaves. The
+    /// default is for a value that holds no subclass.
+    fn subclass_metas_into(&self, prefix: &str, start: &mut usize, out: &mut Vec<SubclassCreationMeta>) {
+        let _ = (prefix, out);
+        *start += self.flatten().len();
+    }
 
     /// The leaves in declaration order.
     fn flatten(&self) -> Vec<Leaf> {
@@ -142,6 +159,10 @@ impl TensorTree for Tensor {
     fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Result<Self> {
         next_leaf(leaves)
     }
+
+    fn subclass_metas_into(&self, _: &str, start: &mut usize, _: &mut Vec<SubclassCreationMeta>) {
+        *start += 1;
+    }
 }
 
 impl<T: TensorTree> TensorTree for Vec<T> {
@@ -154,6 +175,12 @@ impl<T: TensorTree> TensorTree for Vec<T> {
     fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Result<Self> {
         self.iter().map(|item| item.rebuild(leaves)).collect()
     }
+
+    fn subclass_metas_into(&self, prefix: &str, start: &mut usize, out: &mut Vec<SubclassCreationMeta>) {
+        for (i, item) in self.iter().enumerate() {
+            item.subclass_metas_into(&join(prefix, &i.to_string()), start, out);
+        }
+    }
 }
 
 impl<T: TensorTree> TensorTree for Box<T> {
@@ -163,6 +190,10 @@ impl<T: TensorTree> TensorTree for Box<T> {
 
     fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Result<Self> {
         (**self).rebuild(leaves).map(Box::new)
+    }
+
+    fn subclass_metas_into(&self, prefix: &str, start: &mut usize, out: &mut Vec<SubclassCreationMeta>) {
+        (**self).subclass_metas_into(prefix, start, out);
     }
 }
 

@@ -228,6 +228,61 @@ fn signature_fields_and_names() -> Result<()> {
     Ok(())
 }
 
+#[derive(TensorTree)]
+struct WithUnread {
+    w: Tensor,
+    unused: Tensor,
+    #[buffer]
+    steps: Tensor,
+    #[buffer]
+    idle: Tensor,
+}
+
+#[aot_fn]
+fn reads_some(m: &mut WithUnread, x: &Tensor) -> Tensor {
+    no_grad! {
+        m.steps.add_(1.0);
+    }
+    x * m.w
+}
+
+/// PyTorch's `aot_export_module` lifts every parameter and buffer of the
+/// module, read or not, and its backward signature has a gradient for
+/// every parameter that requires grad. Leaves the body never reads are no
+/// inputs of our graph, but the signature and `explain()` list them.
+#[test]
+fn unread_parameters_and_buffers_are_listed() -> Result<()> {
+    let zeros = || Tensor::zeros(&[2], DType::F32, &Device::Cpu);
+    let m = WithUnread { w: randn(&[2], 1, true), unused: randn(&[2], 2, true), steps: zeros()?, idle: zeros()? };
+    let x = randn(&[2], 3, false);
+    let args = [Arg::tree(&m), Arg::from(&x)];
+    let names: Vec<&str> = reads_some::compiled().graph().params.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["x", "m.steps", "m.w"]);
+    let sig = reads_some::compiled().graph_signature(&args)?;
+    assert_eq!(sig.parameters, ["m.w", "m.unused"]);
+    assert_eq!(sig.buffers, ["m.steps", "m.idle"]);
+    assert_eq!(sig.inputs_to_parameters.keys().collect::<Vec<_>>(), ["m.unused", "m.w"]);
+    assert_eq!(sig.inputs_to_buffers.keys().collect::<Vec<_>>(), ["m.idle", "m.steps"]);
+    assert_eq!(sig.buffers_to_mutate.values().collect::<Vec<_>>(), ["m.steps"]);
+    assert_eq!(sig.user_inputs, ["x"]);
+    let back = sig.backward_signature.expect("a training call");
+    assert_eq!(back.gradients_to_parameters.values().collect::<Vec<_>>(), ["m.unused", "m.w"]);
+    // `explain()`: the graph's inputs, then the unread leaves, not mutated.
+    let report = reads_some::compiled().explain(&args)?;
+    let info = &report.fw_metadata.input_info;
+    assert_eq!(info.len(), 5);
+    let facts: Vec<(bool, bool)> = info.iter().map(|i| (i.mutates_data, i.requires_grad)).collect();
+    assert_eq!(facts, [(false, false), (true, false), (false, true), (false, true), (false, false)]);
+    assert!(info[3..].iter().all(|i| i.is_leaf && !i.mutates_metadata));
+    // The call itself reads and writes only what the body names.
+    let mut m = m;
+    let out = reads_some(&mut m, &x)?;
+    assert_eq!(out.to_vec::<f32>()?, x.mul(&m.w)?.to_vec::<f32>()?);
+    assert_eq!(m.steps.to_vec::<f32>()?, [1.0, 1.0]);
+    assert_eq!(m.idle.to_vec::<f32>()?, [0.0, 0.0]);
+    Ok(())
+}
+
 #[aot_fn]
 fn sgd(m: &mut Mlp, lr: f64) {
     m.w1.sub_(&(m.w1 * lr));

@@ -2,7 +2,8 @@
 //! `m.l1.w`, `m.layers[0]`), which become graph inputs named by their
 //! paths, and struct literals returned by the body (`Mlp { w1: .., .. }`),
 //! whose tensors become the graph's outputs and which the generated
-//! function rebuilds from them.
+//! function rebuilds from them (with its constant fields, such as a tensor
+//! subclass's attributes, as written).
 
 use super::{FieldPath, Lower, Val};
 use crate::ast::Expr;
@@ -116,6 +117,33 @@ impl Lower<'_> {
         Val::Tensor(v)
     }
 
+    /// `w.q.t_()`: a field's metadata changes in place. As in PyTorch, that
+    /// is refused for an inner tensor of a tensor subclass; the macro cannot
+    /// see the field types, so rustc checks that each struct on the path
+    /// implements `NotTensorSubclass`, at the receiver's tokens.
+    pub(super) fn metadata_mutation_check(&mut self, recv: &Expr) {
+        let on_path = match recv {
+            Expr::Field(..) | Expr::Index(..) => true,
+            Expr::Var(id) => matches!(self.lookup(&id.to_string()), Some(Val::Alias(_))),
+            _ => false,
+        };
+        let Some(p) = on_path.then(|| self.field_path(recv)).flatten() else { return };
+        let (ident, _) = self.trees[p.root].clone();
+        let (krate, used, span) = (&self.krate, &p.used, p.span.start);
+        // The root through `&*`, so that the bound names the struct, not
+        // the reference to it; the tensor itself (the whole path) is no
+        // struct.
+        let mut checks = vec![quote_spanned!(span=> #krate::subclass::__no_metadata_mutation(&*#used);)];
+        for k in 1..p.access.len() {
+            let access = &p.access[..k];
+            checks.push(quote_spanned!(span=> #krate::subclass::__no_metadata_mutation(&#used #(#access)*);));
+        }
+        match self.field_checks.iter_mut().find(|(i, _)| *i == ident) {
+            Some((_, list)) => list.extend(checks),
+            None => self.field_checks.push((ident, checks)),
+        }
+    }
+
     /// Field access or indexing on something that is not a struct
     /// parameter.
     fn not_a_field(&mut self, e: &Expr, root: &syn::Ident) {
@@ -138,15 +166,15 @@ impl Lower<'_> {
             match self.expr(e) {
                 v @ (Val::Tensor(_) | Val::Struct(..)) => out.push((member.clone(), v)),
                 Val::Poison => poisoned = true,
+                Val::Scalar(s, ty) => match constant(&s, e.span().start) {
+                    Some(lit) => out.push((member.clone(), Val::Attr(lit))),
+                    None => {
+                        self.not_a_struct_field(e, Val::Scalar(s, ty).describe());
+                        poisoned = true;
+                    }
+                },
                 other => {
-                    self.errors.add(
-                        e.span(),
-                        format!(
-                            "a field of a struct built in an `#[aot_fn]` body must be a tensor or a struct of tensors, found {}",
-                            other.describe()
-                        ),
-                        None,
-                    );
+                    self.not_a_struct_field(e, other.describe());
                     poisoned = true;
                 }
             }
@@ -157,6 +185,28 @@ impl Lower<'_> {
             Val::Struct(path.clone(), out)
         }
     }
+
+    fn not_a_struct_field(&mut self, e: &Expr, found: &str) {
+        self.errors.add(
+            e.span(),
+            format!("a field of a struct built in an `#[aot_fn]` body must be a tensor, a struct of tensors or a literal, found {found}"),
+            Some("a non-tensor field (an attribute of a tensor subclass, `bits: 8`) is recorded when the body is traced, so it must be a literal".into()),
+        );
+    }
+}
+
+/// A constant scalar as an unsuffixed Rust literal (it takes the field's
+/// type), spanned at `span`; `None` for a value known only at run time.
+fn constant(s: &ScalarExpr, span: Span) -> Option<TokenStream> {
+    let lit = match s {
+        ScalarExpr::I64(k) => proc_macro2::Literal::i64_unsuffixed(*k),
+        ScalarExpr::F64(x) if x.is_finite() => proc_macro2::Literal::f64_unsuffixed(*x),
+        ScalarExpr::Bool(b) => return Some(if *b { quote_spanned!(span=> true) } else { quote_spanned!(span=> false) }),
+        _ => return None,
+    };
+    let mut lit = lit;
+    lit.set_span(span);
+    Some(quote!(#lit))
 }
 
 /// The graph outputs of a returned struct, in field order, and the
@@ -172,6 +222,7 @@ pub(super) fn struct_outputs(path: &syn::Path, fields: &[(syn::Member, Val)], ou
                 quote!(#name)
             }
             Val::Struct(p, fs) => struct_outputs(p, fs, outputs)?,
+            Val::Attr(tokens) => tokens.clone(),
             _ => return None,
         };
         parts.push(quote!(#member: #value));

@@ -15,6 +15,14 @@
 //!   last in-place node that writes it;
 //! - gradients (the backward graph's outputs) are named `<input>.grad`.
 //!
+//! Every parameter and buffer of a struct argument is listed, as
+//! `aot_export_module` lifts every one of a module's: a leaf the body never
+//! reads is not an input of our graph, but the signature lists it as an
+//! input that nothing reads (named by its path, in declaration order, with
+//! a gradient entry when it requires grad, as PyTorch's has one for every
+//! parameter that requires grad), and `explain()` appends its
+//! `input_info` (see `CompiledFn::explain`).
+//!
 //! Our graph's inputs are in the function's parameter order, not PyTorch's
 //! (parameters, buffers, user inputs); the lists follow PyTorch's order:
 //! parameters and buffers in the structs' declaration order, then user
@@ -25,7 +33,7 @@
 //! has no graph signature and is an error. For a call that records
 //! gradients the loss is the first user output (`output_loss_index=0`).
 
-use super::boundary::Picked;
+use super::boundary::{Picked, Unread};
 use super::CompiledFn;
 use crate::arg::Arg;
 use crate::error::{AotError, Result};
@@ -104,24 +112,48 @@ impl CompiledFn {
             Some(b) => b.pick(&self.graph.name, args)?,
             None => vec![None; self.graph.params.len()],
         };
+        let unread = self.boundary.as_ref().map(|b| b.unread(args)).unwrap_or_default();
         let flat = match &self.boundary {
             Some(b) => b.flat(args, &picked),
             None => args.to_vec(),
         };
         let report = self.explain_flat(&flat)?;
         let training = self.records_grad(&flat);
-        build(&self.graph, &report.fw_metadata, &picked, training)
+        build(&self.graph, &report.fw_metadata, &picked, &unread, training)
     }
 }
 
-fn build(g: &Graph, meta: &ViewAndMutationMeta, picked: &[Option<Picked>], training: bool) -> Result<GraphSignature> {
+/// A parameter or buffer of the signature: a graph input, or a leaf the
+/// body never reads.
+struct Lifted {
+    name: String,
+    kind: LeafKind,
+    order: (usize, usize),
+    requires_grad: bool,
+}
+
+fn build(g: &Graph, meta: &ViewAndMutationMeta, picked: &[Option<Picked>], unread: &[Unread], training: bool) -> Result<GraphSignature> {
     let name = |j: usize| g.params[j].name.clone();
-    let mut tree: Vec<(usize, &Picked)> = picked.iter().enumerate().filter_map(|(j, p)| Some((j, p.as_ref()?))).collect();
-    tree.sort_by_key(|(_, p)| p.order);
-    let of_kind = |k: LeafKind| tree.iter().filter(|(_, p)| p.kind == k).map(|&(j, _)| j).collect::<Vec<_>>();
+    let mut tree: Vec<Lifted> = picked
+        .iter()
+        .enumerate()
+        .filter_map(|(j, p)| {
+            let p = p.as_ref()?;
+            Some(Lifted { name: name(j), kind: p.kind, order: p.order, requires_grad: meta.input_info[j].requires_grad })
+        })
+        .chain(unread.iter().map(|u| Lifted {
+            name: u.name.clone(),
+            kind: u.kind,
+            order: u.order,
+            requires_grad: u.tensor.requires_grad(),
+        }))
+        .collect();
+    tree.sort_by_key(|l| l.order);
+    let of_kind = |k: LeafKind| tree.iter().filter(|l| l.kind == k).collect::<Vec<_>>();
     let (params, buffers) = (of_kind(LeafKind::Parameter), of_kind(LeafKind::Buffer));
     let users: Vec<usize> = (0..g.params.len()).filter(|&j| picked[j].is_none()).collect();
-    let identity = |js: &[usize]| js.iter().map(|&j| (name(j), name(j))).collect::<BTreeMap<_, _>>();
+    let names = |ls: &[&Lifted]| ls.iter().map(|l| l.name.clone()).collect::<Vec<_>>();
+    let identity = |ls: &[&Lifted]| ls.iter().map(|l| (l.name.clone(), l.name.clone())).collect::<BTreeMap<_, _>>();
 
     let nodes = node_names(g);
     let refuse = |msg: String| AotError::Unsupported { op: "graph_signature", msg: format!("`{}`: {msg}", g.name) };
@@ -156,27 +188,22 @@ fn build(g: &Graph, meta: &ViewAndMutationMeta, picked: &[Option<Picked>], train
         .collect();
 
     let backward_signature = if training {
-        let grads = |js: &[usize]| {
-            js.iter()
-                .filter(|&&j| meta.input_info[j].requires_grad)
-                .map(|&j| (format!("{}.grad", name(j)), name(j)))
-                .collect::<BTreeMap<_, _>>()
-        };
+        let grad = |n: &str| (format!("{n}.grad"), n.to_string());
         let loss_output = user_outputs
             .first()
             .cloned()
             .ok_or_else(|| refuse("a call that records gradients needs a loss output, but the function returns nothing".into()))?;
         Some(BackwardSignature {
-            gradients_to_parameters: grads(&[params.as_slice(), buffers.as_slice()].concat()),
-            gradients_to_user_inputs: grads(&users),
+            gradients_to_parameters: tree.iter().filter(|l| l.requires_grad).map(|l| grad(&l.name)).collect(),
+            gradients_to_user_inputs: users.iter().filter(|&&j| meta.input_info[j].requires_grad).map(|&j| grad(&name(j))).collect(),
             loss_output,
         })
     } else {
         None
     };
     Ok(GraphSignature {
-        parameters: params.iter().map(|&j| name(j)).collect(),
-        buffers: buffers.iter().map(|&j| name(j)).collect(),
+        parameters: names(&params),
+        buffers: names(&buffers),
         user_inputs: users.iter().map(|&j| name(j)).collect(),
         user_outputs,
         inputs_to_parameters: identity(&params),

@@ -169,10 +169,30 @@ impl CompiledFn {
     /// either dedupe strategy.)
     ///
     /// Struct arguments ([`Arg::tree`]) are flattened first: the report
-    /// has one input per graph input (`m.w1`, ...).
+    /// has one input per graph input (`m.w1`, ...), then one per leaf of a
+    /// struct argument that the body never reads, in declaration order
+    /// (PyTorch's export lifts every parameter and buffer; such an input
+    /// is not mutated, and requires grad as its tensor does).
     pub fn explain(&self, args: &[Arg]) -> Result<CallReport> {
         let f = self.variant(args)?;
-        f.with_flat(args, |args| f.explain_flat(args))
+        let mut report = f.with_flat(args, |args| f.explain_flat(args))?;
+        if let Some(b) = &f.boundary {
+            let grad_enabled = is_grad_enabled();
+            for u in b.unread(args) {
+                report.fw_metadata.input_info.push(aot_ir::InputAliasInfo {
+                    is_leaf: u.tensor.is_leaf(),
+                    mutates_data: false,
+                    mutates_metadata: false,
+                    mutations_hidden_from_autograd: true,
+                    mutations_under_no_grad_or_inference_mode: false,
+                    mutates_storage_metadata: false,
+                    requires_grad: grad_enabled && u.tensor.requires_grad(),
+                    keep_input_mutations: true,
+                    mutation_type: aot_ir::MutationType::NotMutated,
+                });
+            }
+        }
+        Ok(report)
     }
 
     /// Runs `f` on the graph's arguments: `args` with struct arguments

@@ -152,7 +152,7 @@ fn broken(graph_json: &str, e: AotError) -> CompiledFn {
 }
 
 fn with_boundary(mut f: CompiledFn, params: &[(&str, bool)]) -> CompiledFn {
-    let b = super::boundary::Boundary::new(&f.graph, params).unwrap_or_else(|| {
+    let b = super::boundary::Boundary::new(&f.graph, &f.meta, params).unwrap_or_else(|| {
         panic!("aot: the graph of `{}` does not match its parameters; rebuild with matching aot-macros and aot-runtime", f.graph.name)
     });
     f.boundary = Some(std::sync::Arc::new(b));

@@ -46,6 +46,7 @@ pub(crate) mod epilogue;
 pub(crate) mod functionalized_rng;
 pub(crate) mod lazy_backward;
 pub(crate) mod runtime_wrapper;
+pub mod subclass;
 pub(crate) mod synthetic_base;
 pub(crate) mod training_plan;
 
