@@ -138,11 +138,13 @@ impl Collected {
         let y = Tensor::from_vec(vec![4i64, 1], &[2], &Device::Cpu)?;
         let pos = Tensor::from_vec(vec![3i64, 0, 3, 1], &[4], &Device::Cpu)?;
         let args = [Arg::from(&ids), Arg::from(&table), Arg::from(&y), Arg::from(&pos)];
-        let before = self.sources.len();
-        self.add("index_scan_loss", index_scan_loss::compiled(), &args);
+        let f = index_scan_loss::compiled();
+        self.add("index_scan_loss", f, &args);
+        let mut names: Vec<String> = f.kernels_for(&args, &Device::Cuda(0))?.into_iter().map(|k| k.name).collect();
         let _no_grad = NoGradGuard::new();
-        self.add("index_scan_loss (no grad)", index_scan_loss::compiled(), &args);
-        Ok(self.sources[before..].iter().map(|k| k.name.clone()).collect())
+        self.add("index_scan_loss (no grad)", f, &args);
+        names.extend(f.kernels_for(&args, &Device::Cuda(0))?.into_iter().map(|k| k.name));
+        Ok(names)
     }
 
     /// The `gpt` example's functions at a small size.
