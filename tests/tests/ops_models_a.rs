@@ -422,7 +422,8 @@ fn the_scan_and_loss_kernels_are_listed_for_cuda_only() {
 
 /// The CUDA C of the fused chain calls the f32 helpers rendered from the
 /// one definition; on a device (or `AOT_CUDA_SIM=1`) the kernel gives the
-/// CPU's bits, and the host-computed ops give the CPU's values.
+/// CPU's bits, and the scan and loss kernels (`cuda/scan.rs`) the CPU's
+/// values.
 #[cfg(feature = "cuda")]
 #[test]
 fn ops_for_models_on_cuda() {
