@@ -29,6 +29,8 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 mod fused;
 mod index;
 mod over;
+mod scan;
+pub(crate) use scan::LossTargets;
 
 /// An empty vector with room for exactly `n` elements of `T`. A byte size
 /// beyond `isize::MAX`, or one the allocator refuses, is an `OutOfMemory`

@@ -3,7 +3,10 @@
 //! oracle corpora, for a few thousand programs of the differential tests
 //! (drawn as `run_case` draws them, with their alias patterns and autograd
 //! states), for the `train_mlp` example's functions and for the `gpt`
-//! example's (training step, AdamW, KV-cache decode step) are deduplicated,
+//! example's (training step, AdamW, KV-cache decode step), and for a
+//! function of the ops the CUDA backend runs as kernels of its own
+//! (gathers and scatters, `cumsum`, `argmax`, `max_dim`, `cross_entropy`,
+//! which the listing must name) are deduplicated,
 //! batched into a few translation units (names unique within a unit; the
 //! renderer guards its shared helpers), compiled with the real NVRTC for
 //! `compute_80` and `compute_90`, and assembled with ptxas for `sm_80` and
@@ -27,10 +30,26 @@ mod train_mlp;
 
 use aot_runtime::cuda::nvrtc;
 use aot_runtime::prelude::*;
-use aot_runtime::{Arg, CompiledFn, KernelSource};
+use aot_runtime::{Arg, CompiledFn, KernelSource, NoGradGuard};
 use aot_tests::diff_property::{draw_case, options};
 use aot_tests::{build_args, load_cases, load_extra_cases, to_args, Case};
 use std::collections::HashSet;
+
+/// A model's tail with every op the CUDA backend runs as kernels of its
+/// own: a gather (`embedding`), scatters (its gradient, `index_add`),
+/// `cumsum`, `argmax`, `max_dim` and `cross_entropy` (`nll_loss` and its
+/// gradient).
+#[aot_fn]
+fn index_scan_loss(ids: &Tensor, table: &Tensor, y: &Tensor, pos: &Tensor) -> (Tensor, Tensor, Tensor) {
+    let h = ids.embedding(table);
+    let c = h.cumsum(1);
+    let logits = c.sum_dim(&[1], false);
+    let (best, at) = logits.max_dim(1, false);
+    let loss = logits.cross_entropy(y) + best.sum();
+    let pred = logits.argmax(-1, false) + at;
+    let acc = table.detach().zeros_like().index_add(0, pos, &table.detach());
+    (loss, pred, acc)
+}
 
 /// Sources per translation unit: NVRTC's fixed cost per unit is most of a
 /// small kernel's, so few large units keep the test fast.
@@ -112,6 +131,22 @@ impl Collected {
         Ok(())
     }
 
+    /// [`index_scan_loss`], training (its backward scatters) and not.
+    fn ops(&mut self) -> Result<Vec<String>> {
+        let ids = Tensor::from_vec(vec![0i64, 3, 1, 1, 2, 0], &[2, 3], &Device::Cpu)?;
+        let table = Tensor::randn(&[4, 5], DType::F32, &Device::Cpu, 3)?.requires_grad_(true)?;
+        let y = Tensor::from_vec(vec![4i64, 1], &[2], &Device::Cpu)?;
+        let pos = Tensor::from_vec(vec![3i64, 0, 3, 1], &[4], &Device::Cpu)?;
+        let args = [Arg::from(&ids), Arg::from(&table), Arg::from(&y), Arg::from(&pos)];
+        let f = index_scan_loss::compiled();
+        self.add("index_scan_loss", f, &args);
+        let mut names: Vec<String> = f.kernels_for(&args, &Device::Cuda(0))?.into_iter().map(|k| k.name).collect();
+        let _no_grad = NoGradGuard::new();
+        self.add("index_scan_loss (no grad)", f, &args);
+        names.extend(f.kernels_for(&args, &Device::Cuda(0))?.into_iter().map(|k| k.name));
+        Ok(names)
+    }
+
     /// The `gpt` example's functions at a small size.
     fn gpt_example(&mut self) -> Result<()> {
         let cfg = gpt::Config { vocab: 11, ctx: 8, width: 16, heads: 2 };
@@ -175,6 +210,11 @@ fn every_generated_kernel_compiles_with_nvrtc_and_ptxas() {
     c.differential("compiled_matches_eager", programs, 0x5eed_c0de);
     c.differential("compiled_matches_eager_with_autograd_and_no_grad", programs, 0xfeed_beef);
     c.example().expect("the example's arguments");
+    let names = c.ops().expect("index_scan_loss's arguments");
+    for want in ["aot_take_float32", "aot_cumsum_float32", "aot_max_dim_float32", "aot_nll_loss_float32", "aot_scatter_put_float32"] {
+        assert!(names.iter().any(|n| n == want), "{want} is not listed: {names:?}");
+    }
+    assert!(names.iter().any(|n| n.starts_with("aot_nll_loss_backward_")), "{names:?}");
     let failed_before = c.call_failed;
     c.gpt_example().expect("the gpt example's arguments");
     assert_eq!(c.call_failed, failed_before, "a call of the gpt example failed before its kernels");

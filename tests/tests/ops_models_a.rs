@@ -392,9 +392,38 @@ fn log1p_and_expm1_fuse_into_one_kernel() {
     assert_eq!(y, want, "the kernel computes what eager does, bit for bit");
 }
 
+/// `kernels()` on the CPU lists the kernel stage's kernels only: `cumsum`,
+/// the extremes and the loss are native Rust kernels there, with no
+/// source (as matmul is). `kernels_for` on CUDA lists their kernels, in
+/// the order the call runs them, between the stage's.
+#[test]
+fn the_scan_and_loss_kernels_are_listed_for_cuda_only() {
+    let (x, w) = (leaf(5, &[4, 3]).requires_grad_(true).unwrap(), leaf(6, &[3, 3]));
+    let t = ids(vec![2, 0, 1, 2], &[4]);
+    let args = [Arg::from(&x), Arg::from(&w), Arg::from(&t)];
+    let cpu: Vec<String> = g_loss::compiled().kernels(&args).unwrap().into_iter().map(|k| k.name).collect();
+    assert!(cpu.iter().all(|n| !n.starts_with("aot_")), "{cpu:?}");
+    let cuda = g_loss::compiled().kernels_for(&args, &Device::Cuda(0));
+    if !cfg!(feature = "cuda") {
+        assert!(matches!(cuda, Err(AotError::DeviceUnavailable { .. })), "{cuda:?}");
+        return;
+    }
+    let cuda: Vec<String> = cuda.unwrap().into_iter().map(|k| k.name).collect();
+    let at = |name: &str| cuda.iter().position(|n| n == name).unwrap_or_else(|| panic!("{name} is not listed: {cuda:?}"));
+    // The forward's losses, then the backward's gradients.
+    let (fw, bw) = (at("aot_nll_loss_float64"), at("aot_nll_loss_backward_float64_float64"));
+    assert!(fw < bw, "{cuda:?}");
+    let sx = [Arg::from(&x)];
+    let scans: Vec<String> = g_scans::compiled().kernels_for(&sx, &Device::Cuda(0)).unwrap().into_iter().map(|k| k.name).collect();
+    for want in ["aot_max_dim_float64", "aot_min_dim_float64", "aot_cumsum_float64"] {
+        assert!(scans.iter().any(|n| n == want), "{want} is not listed: {scans:?}");
+    }
+}
+
 /// The CUDA C of the fused chain calls the f32 helpers rendered from the
 /// one definition; on a device (or `AOT_CUDA_SIM=1`) the kernel gives the
-/// CPU's bits, and the host-computed ops give the CPU's values.
+/// CPU's bits, and the scan and loss kernels (`cuda/scan.rs`) the CPU's
+/// values.
 #[cfg(feature = "cuda")]
 #[test]
 fn ops_for_models_on_cuda() {

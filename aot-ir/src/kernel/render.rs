@@ -172,6 +172,39 @@ impl KernelDType {
         }
     }
 
+    /// `x`, a stored element, as a C `double` (exact for every dtype).
+    pub fn to_double(self, x: &str) -> String {
+        match self {
+            KernelDType::Bool => format!("({x} ? 1.0 : 0.0)"),
+            d => format!("(double){}", d.load(x)),
+        }
+    }
+
+    /// `x`, a C `double`, as a stored element, rounded once as eager's
+    /// conversion from f64 rounds (half types through a float rounded to
+    /// odd; i64 truncating and saturating, NaN to 0). Needs
+    /// [`KernelDType::double_helpers`] in the unit.
+    pub fn from_double(self, x: &str) -> String {
+        match self {
+            KernelDType::F64 => x.to_string(),
+            KernelDType::F32 => format!("(float)({x})"),
+            KernelDType::F16 => format!("__float2half_rn(aot_f64_to_f32_odd({x}))"),
+            KernelDType::BF16 => format!("__float2bfloat16_rn(aot_f64_to_f32_odd({x}))"),
+            KernelDType::I64 => format!("aot_f64_to_i64({x})"),
+            KernelDType::Bool => format!("(({x}) != 0.0)"),
+        }
+    }
+
+    /// The C helpers of [`from_double`](Self::from_double), guarded so
+    /// that units joined into one translation unit define them once.
+    pub fn double_helpers() -> String {
+        format!(
+            "#ifndef AOT_DOUBLE_HELPERS\n#define AOT_DOUBLE_HELPERS\n{}{}#endif\n",
+            body::Helper::F64ToI64.render(),
+            body::Helper::F64ToF32Odd.render()
+        )
+    }
+
     /// `x`, a computed value, as a stored element (exact: every op's result
     /// is already rounded to the half type).
     fn store(self, x: &str) -> String {

@@ -1,7 +1,7 @@
 //! The CPU backend: `impl Backend for CpuStorage`, each method one call of
 //! the kernels in [`crate::cpu`].
 
-use super::{Backend, Distribution, Indexed};
+use super::{Backend, Distribution, Indexed, Targets};
 use crate::cpu::{self, BinaryOp, ReduceOp, Rng, UnaryOp};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -108,6 +108,18 @@ impl Backend for CpuStorage {
     }
     fn matmul(&self, _op: &'static str, la: &Layout, rhs: &Self, lb: &Layout) -> Result<Self> {
         cpu::matmul(self, la, rhs, lb)
+    }
+    fn cumsum(&self, op: &'static str, l: &Layout, dim: usize, reverse: bool) -> Result<Self> {
+        cpu::cumsum(op, self, l, dim, reverse)
+    }
+    fn extreme(&self, op: &'static str, l: &Layout, dim: usize, max: bool) -> Result<(Self, Self)> {
+        cpu::extreme(op, self, l, dim, max)
+    }
+    fn nll_loss(&self, op: &'static str, l: &Layout, t: Targets<'_, Self>) -> Result<Self> {
+        cpu::nll_loss(op, self, l, t)
+    }
+    fn nll_loss_backward(&self, op: &'static str, lg: &Layout, t: Targets<'_, Self>, dtype: DType) -> Result<Self> {
+        cpu::nll_loss_backward(op, self, lg, t, dtype)
     }
     fn fused(
         op: &'static str,

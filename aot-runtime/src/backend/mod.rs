@@ -134,6 +134,26 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
     /// Batched product of `self` [b, m, k] and `rhs` [b, k, n] (3-D layouts).
     fn matmul(&self, op: &'static str, la: &Layout, rhs: &Self, lb: &Layout) -> Result<Self>;
 
+    // ---- scans, index reductions and losses (contiguous results) ----------
+
+    /// The cumulative sum of `l` along `dim` (from the end if `reverse`),
+    /// with `l`'s shape: floats keep their dtype (f64 running sums, each
+    /// rounded once), i64 and bool sum into i64 exactly (wrapping).
+    fn cumsum(&self, op: &'static str, l: &Layout, dim: usize, reverse: bool) -> Result<Self>;
+    /// Along `dim` of `l` (a non-empty dim), per position of the other
+    /// dims in row-major order: `(values, indices)`, the value and the
+    /// first index (i64) of the maximum, or of the minimum if not `max`. A
+    /// NaN counts as the extreme; ties keep the first index.
+    fn extreme(&self, op: &'static str, l: &Layout, dim: usize, max: bool) -> Result<(Self, Self)>;
+    /// `nll_loss` of the `[N, C]` input `l` (f64 sum in row order of the
+    /// picked elements, `-sum / t.count` rounded once to the dtype): one
+    /// element.
+    fn nll_loss(&self, op: &'static str, l: &Layout, t: Targets<'_, Self>) -> Result<Self>;
+    /// `nll_loss`'s gradient for the output gradient `self` (the one
+    /// element of `lg`): `[N, C]` of `dtype`, zero except `-g / t.count` at
+    /// each counted `(r, targets[r])`.
+    fn nll_loss_backward(&self, op: &'static str, lg: &Layout, t: Targets<'_, Self>, dtype: DType) -> Result<Self>;
+
     // ---- the kernel stage ---------------------------------------------------
 
     /// A fused elementwise kernel over `inputs`, each with its layout
@@ -175,6 +195,50 @@ pub struct Indexed<'a, S> {
     pub index: &'a S,
     pub layout: &'a Layout,
     pub dim: usize,
+}
+
+/// The class targets of a loss: an i64 buffer read through `layout`
+/// (`[N]`), each in `[0, classes)` or `ignore` (the caller checked them);
+/// `count` of them are not `ignore`.
+#[derive(Clone, Copy, Debug)]
+pub struct Targets<'a, S> {
+    pub index: &'a S,
+    pub layout: &'a Layout,
+    pub classes: usize,
+    pub ignore: i64,
+    pub count: usize,
+}
+
+/// A primitive that the CUDA backend runs as kernels of its own (not the
+/// kernel stage's): the storage notes each as it runs, on any device, so
+/// that `kernels_for` lists their CUDA sources in the order a call runs
+/// them (`cuda::op_kernel_sources`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpKernels {
+    /// [`Backend::gather`] of a buffer of `dtype`.
+    Gather {
+        dtype: DType,
+    },
+    /// [`Backend::scatter`] into a buffer of `dtype`.
+    Scatter {
+        dtype: DType,
+        accumulate: bool,
+    },
+    Cumsum {
+        dtype: DType,
+    },
+    Extreme {
+        dtype: DType,
+        max: bool,
+    },
+    NllLoss {
+        dtype: DType,
+    },
+    /// `grad`: the output gradient's dtype; `dtype`: the result's.
+    NllLossBackward {
+        grad: DType,
+        dtype: DType,
+    },
 }
 
 /// A kernel of the kernel stage as one call runs it, for a backend that

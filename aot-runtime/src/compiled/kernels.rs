@@ -6,14 +6,20 @@
 //! the kernel stage leaves to run time. So the CUDA sources come from a run
 //! of the call on copies of its arguments (as `explain()` observes one),
 //! during which the executor reports every kernel it runs ([`note_kernel`])
-//! with its inputs' dtypes and its result's rank, and every random fill
-//! ([`note_random`]); a call that records gradients also runs its compiled
-//! backward, with tangents of ones.
+//! with its inputs' dtypes and its result's rank, every random fill
+//! ([`note_random`]) and every primitive that the CUDA backend runs as
+//! kernels of its own ([`note_op`]: gathers and scatters by an index,
+//! `cumsum`, the index reductions and `nll_loss`); a call that records
+//! gradients also runs its compiled backward, with tangents of ones.
+//!
+//! On the CPU those primitives are native Rust kernels with no generated
+//! source, as matmul is, so the CPU listing holds the kernel stage's
+//! kernels only.
 
 use super::CompiledFn;
 use crate::arg::Arg;
 use crate::autograd::is_grad_enabled;
-use crate::backend::Distribution;
+use crate::backend::{Distribution, OpKernels};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
@@ -87,7 +93,11 @@ impl CompiledFn {
         crate::arg::scalar_values(&self.graph, args)?;
         if let Device::Cuda(_) = device {
             crate::cuda::kernel_sources()?;
-            return self.ran_kernels(args)?.iter().map(|r| r.cuda_source()).collect();
+            let mut sources = Vec::new();
+            for r in self.ran_kernels(args)? {
+                r.cuda_sources(&mut sources)?;
+            }
+            return Ok(sources);
         }
         let spec = self.cache.get(&self.graph, &self.meta, args)?;
         let names = Names::params(&self.graph.params);
@@ -125,12 +135,15 @@ struct RanKernel {
     rank: usize,
 }
 
-/// A kernel run while a recording is on: one of the kernel stage's, or a
+/// A kernel run while a recording is on: one of the kernel stage's, a
 /// random fill (dropout's mask, `rand_like`), which the CUDA backend runs as
-/// a kernel of the generator's stream (`aot_ir::kernel::random`).
+/// a kernel of the generator's stream (`aot_ir::kernel::random`), or a
+/// primitive the CUDA backend runs as kernels of its own (gathers and
+/// scatters, scans, index reductions, the loss).
 enum Ran {
     Stage(RanKernel),
     Random { kind: RandomKind, dtype: DType },
+    Op(OpKernels),
 }
 
 thread_local! {
@@ -149,6 +162,16 @@ pub(crate) fn note_random(dist: Distribution, dtype: DType) {
                 Distribution::Dropout { .. } => RandomKind::Dropout,
             };
             ran.push(Ran::Random { kind, dtype });
+        }
+    });
+}
+
+/// Called by the storage for every primitive of [`OpKernels`]; records it
+/// while [`CompiledFn::ran_kernels`] runs a call.
+pub(crate) fn note_op(k: OpKernels) {
+    RAN.with(|r| {
+        if let Some(ran) = r.borrow_mut().as_mut() {
+            ran.push(Ran::Op(k));
         }
     });
 }
@@ -227,15 +250,17 @@ impl CompiledFn {
 }
 
 impl Ran {
-    /// The kernel as one CUDA C translation unit.
-    fn cuda_source(&self) -> Result<KernelSource> {
+    /// The kernels it ran, each as one CUDA C translation unit, onto `out`.
+    fn cuda_sources(&self, out: &mut Vec<KernelSource>) -> Result<()> {
         match self {
-            Ran::Stage(k) => k.cuda_source(),
+            Ran::Stage(k) => out.push(k.cuda_source()?),
             Ran::Random { kind, dtype } => {
                 let r = render_random(*kind, dtype.kernel_dtype());
-                Ok(KernelSource { name: r.name, source: r.source })
+                out.push(KernelSource { name: r.name, source: r.source });
             }
+            Ran::Op(k) => out.extend(crate::cuda::op_kernel_sources(*k)?),
         }
+        Ok(())
     }
 }
 

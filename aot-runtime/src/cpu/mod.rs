@@ -28,6 +28,8 @@
 //!   `index_add`).
 //! - `reduce`: [`reduce`] (sum, mean, amax) and [`var`].
 //! - `softmax`: [`softmax`] and log-softmax.
+//! - `scan`: [`cumsum`], [`extreme`] (argmax/argmin, max/min along a dim),
+//!   [`nll_loss`] and [`nll_loss_backward`].
 //! - `matmul`: batched [`matmul`] on the `gemm` crate.
 //! - `fused`: the kernel stage's fused elementwise kernels, one pass per
 //!   kernel, built from the one op definition (`aot_ir::kernel::elementwise`).
@@ -48,6 +50,7 @@ mod matmul;
 mod output;
 mod random;
 mod reduce;
+mod scan;
 mod softmax;
 mod strided;
 mod unary;
@@ -66,6 +69,9 @@ pub use index::{gather, index_offsets, scatter};
 pub use matmul::matmul;
 pub use random::{dropout_mask, rand_uniform, randn, Rng};
 pub use reduce::{reduce, var, ReduceOp};
+#[cfg(feature = "cuda")]
+pub(crate) use scan::split;
+pub use scan::{cumsum, extreme, nll_loss, nll_loss_backward};
 pub use softmax::softmax;
 pub(crate) use strided::check_layout;
 pub use unary::{clamp, unary, UnaryOp};

@@ -14,7 +14,9 @@
 //! elementwise and reductions, are rendered from the kernel stage and
 //! launched as they are (`fused.rs`). Random fills are kernels of the
 //! generator's Philox stream (`random.rs`). `clamp`, scalar ops of every
-//! dtype and `scatter_add` have kernels of their own (`ops.rs`).
+//! dtype and `scatter_add` have kernels of their own (`ops.rs`), as have
+//! the gathers and scatters by an index (`index.rs`) and `cumsum`, the
+//! extremes along a dim and `nll_loss` (`scan.rs`).
 //!
 //! The rest (what eager refuses, which the host reports with the CPU's
 //! error) run on the host:
@@ -27,7 +29,9 @@ use super::device::Gpu;
 use super::kernels::{self, Buf, OneOp, Use, KERNEL_LAUNCHES};
 use super::reduce::{self, EagerRow};
 use super::CudaStorage;
-use crate::backend::{Backend, BinaryOp, Distribution, FusedProgram, FusedReduceProgram, Indexed, KernelCall, ReduceOp, Rng, UnaryOp};
+use crate::backend::{
+    Backend, BinaryOp, Distribution, FusedProgram, FusedReduceProgram, Indexed, KernelCall, ReduceOp, Rng, Targets, UnaryOp,
+};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
@@ -337,6 +341,18 @@ impl Backend for CudaStorage {
         }
         let b = rhs.host(op)?;
         self.on_host(op, |h| h.matmul(op, la, &b, lb))
+    }
+    fn cumsum(&self, op: &'static str, l: &Layout, dim: usize, reverse: bool) -> Result<Self> {
+        self.cumsum_kernel(op, l, dim, reverse)
+    }
+    fn extreme(&self, op: &'static str, l: &Layout, dim: usize, max: bool) -> Result<(Self, Self)> {
+        self.extreme_kernel(op, l, dim, max)
+    }
+    fn nll_loss(&self, op: &'static str, l: &Layout, t: Targets<'_, Self>) -> Result<Self> {
+        self.nll_loss_kernel(op, l, t)
+    }
+    fn nll_loss_backward(&self, op: &'static str, lg: &Layout, t: Targets<'_, Self>, dtype: DType) -> Result<Self> {
+        self.nll_loss_backward_kernel(op, lg, t, dtype)
     }
     fn fused(
         op: &'static str,

@@ -76,3 +76,5 @@ pub fn is_available() -> bool {
 pub(crate) fn kernel_sources() -> Result<()> {
     Ok(())
 }
+
+pub(crate) use super::scan::op_kernel_sources;

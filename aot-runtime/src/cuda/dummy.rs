@@ -1,7 +1,7 @@
 //! The CUDA backend of a build without the `cuda` feature: no buffer can
 //! be made, and every primitive says why.
 
-use crate::backend::{BinaryOp, Distribution, Indexed, ReduceOp, Rng, UnaryOp};
+use crate::backend::{BinaryOp, Distribution, Indexed, ReduceOp, Rng, Targets, UnaryOp};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
@@ -69,6 +69,12 @@ pub fn is_simulated() -> bool {
 /// Kernel sources for CUDA need the renderer of the `cuda` feature.
 pub(crate) fn kernel_sources() -> Result<()> {
     Err(AotError::DeviceUnavailable { op: "kernels_for", msg: REASON.into() })
+}
+
+/// The CUDA sources of a primitive's own kernels need the `cuda` feature
+/// (`kernel_sources` reports it first).
+pub(crate) fn op_kernel_sources(_: crate::backend::OpKernels) -> Result<Vec<crate::compiled::KernelSource>> {
+    kernel_sources().map(|()| Vec::new())
 }
 
 /// The error of a CUDA primitive that cannot run: `op` is the eager op,
@@ -156,6 +162,18 @@ macro_rules! unavailable_backend {
                 Err(CudaStorage::unavailable(op))
             }
             fn matmul(&self, op: &'static str, _: &Layout, _: &Self, _: &Layout) -> Result<Self> {
+                Err(CudaStorage::unavailable(op))
+            }
+            fn cumsum(&self, op: &'static str, _: &Layout, _: usize, _: bool) -> Result<Self> {
+                Err(CudaStorage::unavailable(op))
+            }
+            fn extreme(&self, op: &'static str, _: &Layout, _: usize, _: bool) -> Result<(Self, Self)> {
+                Err(CudaStorage::unavailable(op))
+            }
+            fn nll_loss(&self, op: &'static str, _: &Layout, _: Targets<'_, Self>) -> Result<Self> {
+                Err(CudaStorage::unavailable(op))
+            }
+            fn nll_loss_backward(&self, op: &'static str, _: &Layout, _: Targets<'_, Self>, _: DType) -> Result<Self> {
                 Err(CudaStorage::unavailable(op))
             }
             /// Declined: the caller runs the kernel's ops one by one, and

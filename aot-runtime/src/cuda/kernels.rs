@@ -56,7 +56,7 @@ fn ir_dtype(d: DType) -> IrDType {
 }
 
 /// The kernel and its types.
-fn kernel(one: &OneOp<'_>, inputs: &[Buf<'_>], out: DType) -> (Kernel, KernelTypes) {
+fn kernel(one: &OneOp<'_>, inputs: &[DType], out: DType) -> (Kernel, KernelTypes) {
     let n = inputs.len() as u32;
     let mut body: Vec<Node> = (0..n).map(|i| Node::new(Op::Load(i as usize), vec![], Some(ValueId(i)))).collect();
     let mut args: Vec<Arg> = one
@@ -77,10 +77,19 @@ fn kernel(one: &OneOp<'_>, inputs: &[Buf<'_>], out: DType) -> (Kernel, KernelTyp
         None => format!("aot_{}", one.op.name()),
     };
     let k = Kernel { name, body, num_values, out: ValueId(n), stage_values: (0..num_values as u32).map(ValueId).collect() };
-    let values: Vec<KernelDType> = inputs.iter().map(|b| b.dtype.kernel_dtype()).chain([out.kernel_dtype()]).collect();
+    let values: Vec<KernelDType> = inputs.iter().map(|d| d.kernel_dtype()).chain([out.kernel_dtype()]).collect();
     let mut compute = values.clone();
     compute[n as usize] = one.compute.kernel_dtype();
     (k, KernelTypes { values, compute })
+}
+
+/// The source of the one-op cast of `from` to `to` for rank `rank`, as
+/// `CudaStorage::cast` launches it (for `kernels_for`'s listing).
+pub(super) fn cast_source(name: &'static str, from: DType, to: DType, rank: usize) -> Result<crate::compiled::KernelSource> {
+    let one = OneOp { op: OpKind::ToDtype, uses: &[Use::Input(0)], cast: Some(to), compute: to };
+    let (k, types) = kernel(&one, &[from], to);
+    let r = render_cuda_typed(&k, &types, rank, &ScalarSlots::of(&k)).map_err(|e| AotError::internal(name, e.to_string()))?;
+    Ok(crate::compiled::KernelSource { name: r.name, source: r.source })
 }
 
 /// The renderer's view of a layout: offset and strides (0 on size-1 dims).
@@ -104,7 +113,8 @@ pub(super) unsafe fn launch(
     scalars: &[f64],
     out: Buf<'_>,
 ) -> Result<()> {
-    let (k, types) = kernel(one, inputs, out.dtype);
+    let dtypes: Vec<DType> = inputs.iter().map(|b| b.dtype).collect();
+    let (k, types) = kernel(one, &dtypes, out.dtype);
     // SAFETY: this function's contract.
     unsafe { launch_kernel(name, gpu, &k, &types, scalars, inputs, out) }
 }

@@ -53,11 +53,13 @@ mod random;
 #[cfg(feature = "cuda")]
 mod reduce;
 #[cfg(feature = "cuda")]
+mod scan;
+#[cfg(feature = "cuda")]
 pub mod sim;
 #[cfg(test)]
 mod tests;
 
 #[cfg(feature = "cuda")]
 pub use backend::host_round_trips;
-pub(crate) use imp::kernel_sources;
 pub use imp::{is_available, is_simulated, CudaStorage};
+pub(crate) use imp::{kernel_sources, op_kernel_sources};

@@ -205,9 +205,18 @@ fn sums_integers(src: DType, dst: DType) -> bool {
     src == DType::I64 && dst == DType::I64
 }
 
+/// The dtype of the gather kernel's sums of `src` into `dst`.
+pub(super) fn sum_dtype(src: DType, dst: DType) -> DType {
+    if sums_integers(src, dst) {
+        DType::I64
+    } else {
+        DType::F64
+    }
+}
+
 /// The gather kernel: `sums[u] = dst[at[u]] + Σ src[from[j]]` in f64, or
 /// in wrapping 64-bit integers for i64 into i64 ([`sums_integers`]).
-fn gather_source(src: DType, dst: DType) -> (String, Entry) {
+pub(super) fn gather_source(src: DType, dst: DType) -> (String, Entry) {
     let name = format!("aot_scatter_gather_{}_{}", src.name(), dst.name());
     let (ts, td) = (src.kernel_dtype().storage(), dst.kernel_dtype().storage());
     let (sum_t, acc_t, init, add) = if sums_integers(src, dst) {
@@ -257,7 +266,7 @@ pub(super) fn scatter_plan(src: &CudaStorage, op: &'static str, p: Plan, dst: &m
     let u = p.at.len();
     let (at, starts, from) =
         (gpu.upload(op, &i64_bytes(&p.at))?, gpu.upload(op, &i64_bytes(&p.starts))?, gpu.upload(op, &i64_bytes(&p.from))?);
-    let sum_dtype = if sums_integers(src.dtype, dst.dtype) { DType::I64 } else { DType::F64 };
+    let sum_dtype = sum_dtype(src.dtype, dst.dtype);
     let sums = CudaStorage { mem: gpu.alloc(op, u * 8)?, dtype: sum_dtype, len: u, ordinal: dst.ordinal };
     let (source, entry) = gather_source(src.dtype, dst.dtype);
     let bufs = [&sums.mem, &dst.mem, &src.mem, &at, &starts, &from].map(|m: &Mem| m.address(gpu));

@@ -5,11 +5,11 @@
 //! ignored (PyTorch's default `ignore_index`), any other target outside
 //! `[0, C)` is an error naming the op.
 
-use super::scan::host_tensor;
 use crate::autograd::{record, BackwardOp, Kept, SavedTensor};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
-use crate::storage::CpuStorage;
+use crate::layout::Layout;
+use crate::storage::LossTargets;
 use crate::tensor::Tensor;
 use aot_ir::graph::args::t;
 use aot_ir::{OpKind, ValueId};
@@ -17,8 +17,26 @@ use aot_ir::{OpKind, ValueId};
 /// PyTorch's default `ignore_index`.
 const IGNORE_INDEX: i64 = -100;
 
-/// The checked targets of a loss over `x`: `(rows, classes, targets)`.
-fn checked_targets(op: &'static str, x: &Tensor, targets: &Tensor) -> Result<(usize, usize, Vec<i64>)> {
+/// A loss's checked operands: the input's and the targets' layouts as
+/// `[N, C]` and `[N]` (a `[C]` input with a 0-d target is one row), the
+/// number of classes and the number of targets that count.
+struct Checked {
+    input: Layout,
+    targets: Layout,
+    classes: usize,
+    count: usize,
+}
+
+impl Checked {
+    fn targets<'a>(&'a self, t: &'a Tensor) -> LossTargets<'a> {
+        LossTargets { index: t.storage(), layout: &self.targets, classes: self.classes, ignore: IGNORE_INDEX, count: self.count }
+    }
+}
+
+/// Checks a loss's operands: dtypes, devices, shapes and every target
+/// value (read on the host: an out-of-range target is an error before
+/// anything runs).
+fn checked_targets(op: &'static str, x: &Tensor, targets: &Tensor) -> Result<Checked> {
     if !x.dtype().is_float() {
         return Err(AotError::dtype(op, format!("expected a floating input, got {}", x.dtype())));
     }
@@ -27,9 +45,10 @@ fn checked_targets(op: &'static str, x: &Tensor, targets: &Tensor) -> Result<(us
     }
     super::check_same_device(op, x, targets)?;
     let (xs, ts) = (x.shape(), targets.shape());
-    let (rows, classes) = match (xs.as_slice(), ts.as_slice()) {
-        ([c], []) => (1, *c),
-        ([n, c], [m]) if n == m => (*n, *c),
+    let (xl, tl) = (x.layout(), targets.layout());
+    let (input, tlayout, classes) = match (xs.as_slice(), ts.as_slice()) {
+        ([c], []) => (Layout::new(vec![1, *c], vec![0, xl.stride[0]], xl.offset), Layout::new(vec![1], vec![0], tl.offset), *c),
+        ([n, c], [m]) if n == m => (xl, tl, *c),
         _ => {
             return Err(AotError::shape(
                 op,
@@ -41,21 +60,14 @@ fn checked_targets(op: &'static str, x: &Tensor, targets: &Tensor) -> Result<(us
     if let Some(&bad) = tv.iter().find(|&&c| c != IGNORE_INDEX && !(0..classes as i64).contains(&c)) {
         return Err(AotError::IndexOutOfRange { op, index: bad, dim: 1.min(xs.len() - 1), size: classes });
     }
-    Ok((rows, classes, tv))
-}
-
-/// The number of targets that count (not ignored), as the mean's divisor.
-fn counted(tv: &[i64]) -> usize {
-    tv.iter().filter(|&&c| c != IGNORE_INDEX).count()
+    let count = tv.iter().filter(|&&c| c != IGNORE_INDEX).count();
+    Ok(Checked { input, targets: tlayout, classes, count })
 }
 
 fn nll_loss_as(op: &'static str, x: &Tensor, targets: &Tensor) -> Result<Tensor> {
-    let (_, classes, tv) = checked_targets(op, x, targets)?;
-    let xv = x.to_vec::<f64>()?;
-    let picked: f64 = tv.iter().enumerate().filter(|(_, &c)| c != IGNORE_INDEX).map(|(r, &c)| xv[r * classes + c as usize]).sum();
-    // No target counted: 0/0, NaN, as PyTorch.
-    let loss = -picked / counted(&tv) as f64;
-    let out = host_tensor(op, CpuStorage::from_f64s(op, x.dtype(), std::iter::once(loss))?, &[], &x.device())?;
+    let c = checked_targets(op, x, targets)?;
+    let data = x.storage().nll_loss(op, &c.input, c.targets(targets))?;
+    let out = Tensor::from_storage(data, Layout::contiguous(&[]));
     record(&out, &[Some(x)], || {
         let args = vec![t(ValueId(0)), t(ValueId(1))];
         let inputs = vec![Kept::Saved(SavedTensor::save(x)), Kept::Saved(SavedTensor::save(targets))];
@@ -85,15 +97,8 @@ impl Tensor {
 /// zeros like `like` with `-g / count` at each counted `(i, targets[i])`.
 pub(crate) fn nll_loss_grad(g: &Tensor, like: &Tensor, targets: &Tensor) -> Result<Tensor> {
     const OP: &str = "nll_loss_backward";
-    let (_, classes, tv) = checked_targets(OP, like, targets)?;
-    let gv = g.to_vec::<f64>()?;
-    let &[gv] = gv.as_slice() else {
-        return Err(AotError::shape(OP, format!("expected a one-element gradient, got shape {:?}", g.shape())));
-    };
-    let share = -gv / counted(&tv) as f64;
-    let mut out = vec![0.0; like.numel()];
-    for (r, &c) in tv.iter().enumerate().filter(|(_, &c)| c != IGNORE_INDEX) {
-        out[r * classes + c as usize] = share;
-    }
-    host_tensor(OP, CpuStorage::from_f64s(OP, like.dtype(), out.into_iter())?, &like.shape(), &like.device())
+    let c = checked_targets(OP, like, targets)?;
+    super::check_same_device(OP, g, targets)?;
+    let data = g.storage().nll_loss_backward(OP, &g.layout(), c.targets(targets), like.dtype())?;
+    Ok(Tensor::from_storage(data, Layout::contiguous(&like.shape())))
 }
