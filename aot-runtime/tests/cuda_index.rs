@@ -9,37 +9,14 @@
 //! elsewhere it says it is skipped.
 #![cfg(feature = "cuda")]
 
+mod cuda_common;
+
 use aot_runtime::backend::{Backend, Indexed};
-use aot_runtime::cuda::{is_available, CudaStorage};
+use aot_runtime::cuda::CudaStorage;
 use aot_runtime::layout::Layout;
 use aot_runtime::storage::CpuStorage;
 use aot_runtime::{DType, Device, Tensor};
-
-const CUDA: Device = Device::Cuda(0);
-const DTYPES: [DType; 6] = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::Bool];
-
-fn on() -> bool {
-    if !is_available() {
-        assert!(std::env::var_os("CI").is_none(), "CI runs this file with AOT_CUDA_SIM=1");
-        eprintln!("skipped: no CUDA device (set AOT_CUDA_SIM=1 to simulate one)");
-    }
-    is_available()
-}
-
-/// xorshift64*: reproducible cases without a dependency.
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use cuda_common::{on, Gen, CUDA, DTYPES};
 
 fn values(g: &mut Gen, dtype: DType, n: usize) -> CpuStorage {
     match dtype {

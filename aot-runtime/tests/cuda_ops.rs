@@ -6,54 +6,29 @@
 //! elsewhere it says it is skipped.
 #![cfg(feature = "cuda")]
 
+mod cuda_common;
+
 use aot_runtime::backend::{Backend, BinaryOp};
-use aot_runtime::cuda::{host_round_trips, is_available, CudaStorage};
+use aot_runtime::cuda::{host_round_trips, CudaStorage};
 use aot_runtime::layout::Layout;
 use aot_runtime::storage::CpuStorage;
-use aot_runtime::{DType, Device};
+use aot_runtime::DType;
+use cuda_common::{on, Gen, CUDA, DTYPES};
 use std::sync::Mutex;
-
-const CUDA: Device = Device::Cuda(0);
-const DTYPES: [DType; 6] = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::Bool];
 
 /// The host round-trip counter is per process: one test at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn on() -> bool {
-    if !is_available() {
-        assert!(std::env::var_os("CI").is_none(), "CI runs this file with AOT_CUDA_SIM=1");
-        eprintln!("skipped: no CUDA device (set AOT_CUDA_SIM=1 to simulate one)");
-    }
-    is_available()
-}
-
-/// xorshift64*: reproducible cases without a dependency.
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// A value that exercises the edges now and then.
-    fn value(&mut self) -> f64 {
-        match self.below(16) {
-            0 => f64::NAN,
-            1 => f64::INFINITY,
-            2 => -0.0,
-            3 => 0.0,
-            4 => (1u64 << 60) as f64 + 3.0 * self.unit(),
-            5 => -1e30,
-            _ => (self.unit() - 0.5) * 20.0,
-        }
+/// A value that exercises the edges now and then.
+fn value(g: &mut Gen) -> f64 {
+    match g.below(16) {
+        0 => f64::NAN,
+        1 => f64::INFINITY,
+        2 => -0.0,
+        3 => 0.0,
+        4 => (1u64 << 60) as f64 + 3.0 * g.unit(),
+        5 => -1e30,
+        _ => (g.unit() - 0.5) * 20.0,
     }
 }
 
@@ -64,7 +39,7 @@ fn values(g: &mut Gen, dtype: DType, n: usize) -> CpuStorage {
             (0..n).map(|_| if g.below(8) == 0 { (1i64 << 60) + g.below(1000) as i64 } else { g.below(41) as i64 - 20 }).collect(),
         ),
         DType::Bool => CpuStorage::Bool((0..n).map(|_| g.below(2) == 1).collect()),
-        d => CpuStorage::from_f64s("test", d, (0..n).map(|_| g.value()).collect::<Vec<_>>().into_iter()).unwrap(),
+        d => CpuStorage::from_f64s("test", d, (0..n).map(|_| value(g)).collect::<Vec<_>>().into_iter()).unwrap(),
     }
 }
 
@@ -236,7 +211,7 @@ fn scalar_ops_match_the_cpu_in_every_dtype_and_order() {
                     (DType::Bool, _) => g.below(2) as f64,
                     (DType::I64, 1) => 1e30,
                     (DType::I64, _) => g.below(9) as f64 - 4.0,
-                    _ => g.value(),
+                    _ => value(&mut g),
                 };
                 let host0 = host_round_trips().0;
                 let what = format!("{op:?} {dtype:?} scalar {s} first {first} {l:?}");

@@ -5,20 +5,12 @@
 //! compile with NVRTC and ptxas when `AOT_CUDA_TOOLS` is set.
 #![cfg(feature = "cuda")]
 
+mod cuda_common;
+
 use aot_ir::kernel::random::{render_random, RandomKind};
-use aot_runtime::cuda::{host_round_trips, is_available, nvrtc};
+use aot_runtime::cuda::{host_round_trips, nvrtc};
 use aot_runtime::prelude::*;
-
-const CUDA: Device = Device::Cuda(0);
-const DTYPES: [DType; 6] = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::Bool];
-
-fn on() -> bool {
-    if !is_available() {
-        assert!(std::env::var_os("CI").is_none(), "CI runs this file with AOT_CUDA_SIM=1");
-        eprintln!("skipped: no CUDA device (set AOT_CUDA_SIM=1 to simulate one)");
-    }
-    is_available()
-}
+use cuda_common::{on, CUDA, DTYPES};
 
 fn bits(t: &Tensor) -> Vec<u64> {
     let t = t.to_device(&Device::Cpu).unwrap();

@@ -7,25 +7,18 @@
 //! elsewhere it says it is skipped.
 #![cfg(feature = "cuda")]
 
-use aot_runtime::cuda::{host_round_trips, is_available, is_simulated};
-use aot_runtime::prelude::*;
-use std::sync::{Mutex, MutexGuard};
+mod cuda_common;
 
-const CUDA: Device = Device::Cuda(0);
+use aot_runtime::cuda::{host_round_trips, is_simulated};
+use aot_runtime::prelude::*;
+use cuda_common::{on, CUDA};
+use std::sync::{Mutex, MutexGuard};
 
 /// The tests count launches and host round trips, which are per process:
 /// they run one at a time.
 fn serial() -> MutexGuard<'static, ()> {
     static ONE: Mutex<()> = Mutex::new(());
     ONE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn on() -> bool {
-    if !is_available() {
-        assert!(std::env::var_os("CI").is_none(), "CI runs this file with AOT_CUDA_SIM=1");
-        eprintln!("skipped: no CUDA device (set AOT_CUDA_SIM=1 to simulate one)");
-    }
-    is_available()
 }
 
 fn bits(t: &Tensor) -> Vec<u64> {

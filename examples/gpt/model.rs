@@ -1,7 +1,10 @@
 //! The `gpt` example's model: a character-level GPT (nanoGPT's layout,
 //! linear layers without biases, the output head tied to the token
 //! embedding) whose forward pass, AdamW update and KV-cache decode step are
-//! `#[aot_fn]` functions over structs of tensors.
+//! `#[aot_fn]` functions over structs of tensors. LayerNorm and Adam's
+//! update of one parameter are `#[aot_fn]`s of their own, which those call:
+//! a call is inlined into the caller's graph, so it fuses with what is
+//! around it.
 //!
 //! `tests/tests/gpt.rs` includes this file: it checks the decode step
 //! against the full forward pass and the compiled training step against
@@ -169,6 +172,14 @@ impl KvCache {
     }
 }
 
+/// LayerNorm over the last dim with eps 1e-5 (PyTorch's `F.layer_norm`),
+/// called from the functions below: its graph is inlined into theirs.
+#[aot_fn]
+pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+    let mu = x.mean_dim(&[-1], true);
+    (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * w + b
+}
+
 /// The forward pass over `idx` (`[b, t]` token ids) and the mean
 /// cross-entropy against `targets` (`[b, t]`): `(logits [b, t, vocab],
 /// loss)`. `p` is the dropout probability (0 to evaluate).
@@ -180,8 +191,7 @@ pub fn gpt_forward(m: &Gpt, idx: &Tensor, targets: &Tensor, b: i64, t: i64, nh: 
     let masked = m.causal.narrow(0, 0, t).narrow(1, 0, t).eq(0.0);
     for l in 0..2 {
         let blk = &m.blocks[l];
-        let mu = x.mean_dim(&[-1], true);
-        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * blk.ln1_w + blk.ln1_b;
+        let h = layer_norm(&x, &blk.ln1_w, &blk.ln1_b);
         let qkv = h.matmul(&blk.w_qkv);
         let q = qkv.narrow(2, 0, c).view(&[b, t, nh, hd]).transpose(1, 2);
         let k = qkv.narrow(2, c, c).view(&[b, t, nh, hd]).transpose(1, 2);
@@ -189,12 +199,10 @@ pub fn gpt_forward(m: &Gpt, idx: &Tensor, targets: &Tensor, b: i64, t: i64, nh: 
         let att = (q.matmul(&k.transpose(2, 3)) * scale).masked_fill(&masked, -1e9).softmax(-1).dropout(p);
         let y = att.matmul(&v).transpose(1, 2).contiguous().view(&[b, t, c]);
         x = x + y.matmul(&blk.w_o).dropout(p);
-        let mu = x.mean_dim(&[-1], true);
-        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * blk.ln2_w + blk.ln2_b;
+        let h = layer_norm(&x, &blk.ln2_w, &blk.ln2_b);
         x = x + h.matmul(&blk.w_fc).gelu().matmul(&blk.w_proj).dropout(p);
     }
-    let mu = x.mean_dim(&[-1], true);
-    let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.lnf_w + m.lnf_b;
+    let h = layer_norm(&x, &m.lnf_w, &m.lnf_b);
     let logits = h.matmul(&m.wte.t());
     let loss = logits.flatten(0, 1).cross_entropy(&targets.flatten(0, 1));
     (logits, loss)
@@ -211,8 +219,7 @@ pub fn decode_step(m: &Gpt, cache: &mut KvCache, tok: &Tensor, pos: &Tensor, len
     let mut x = tok.embedding(&m.wte) + pos.embedding(&m.wpe);
     for l in 0..2 {
         let blk = &m.blocks[l];
-        let mu = x.mean_dim(&[-1], true);
-        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * blk.ln1_w + blk.ln1_b;
+        let h = layer_norm(&x, &blk.ln1_w, &blk.ln1_b);
         let qkv = h.matmul(&blk.w_qkv);
         let q = qkv.narrow(2, 0, c).view(&[b, 1, nh, hd]).transpose(1, 2);
         cache.k[l].index_copy_(2, pos, &qkv.narrow(2, c, c).view(&[b, 1, nh, hd]).transpose(1, 2));
@@ -221,13 +228,24 @@ pub fn decode_step(m: &Gpt, cache: &mut KvCache, tok: &Tensor, pos: &Tensor, len
         let att = (q.matmul(&keys.transpose(2, 3)) * scale).softmax(-1);
         let y = att.matmul(&cache.v[l].narrow(2, 0, len)).transpose(1, 2).contiguous().view(&[b, 1, c]);
         x = x + y.matmul(&blk.w_o);
-        let mu = x.mean_dim(&[-1], true);
-        let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * blk.ln2_w + blk.ln2_b;
+        let h = layer_norm(&x, &blk.ln2_w, &blk.ln2_b);
         x = x + h.matmul(&blk.w_fc).gelu().matmul(&blk.w_proj);
     }
-    let mu = x.mean_dim(&[-1], true);
-    let h = (x - mu) * (x.var_dim(&[-1], 0, true) + 1e-5).rsqrt() * m.lnf_w + m.lnf_b;
+    let h = layer_norm(&x, &m.lnf_w, &m.lnf_b);
     h.matmul(&m.wte.t()).select(1, 0)
+}
+
+/// Adam's update of one parameter and its moments, in place, with the
+/// step's bias corrections (`adamw` calls it for every parameter; the
+/// calls are inlined).
+#[aot_fn]
+#[allow(clippy::too_many_arguments)]
+pub fn adam_update(p: &mut Tensor, m: &mut Tensor, v: &mut Tensor, g: &Tensor, b1: f64, b2: f64, eps: f64, step_size: f64, bc2_sqrt: f64) {
+    no_grad! {
+        m.mul_(b1).add_(g * (1.0 - b1));
+        v.mul_(b2).add_(g.square() * (1.0 - b2));
+        p.sub_(m / (v.sqrt() / bc2_sqrt + eps) * step_size);
+    }
 }
 
 /// PyTorch's `AdamW` step on every parameter, in place (`torch.optim.AdamW`,
@@ -246,48 +264,28 @@ pub fn adamw(p: &mut Gpt, st: &mut AdamState, g: &Gpt, lr: f64, t: i64, wd: f64,
     let decay = 1.0 - lr * wd;
     no_grad! {
         p.wte.mul_(decay);
-        st.m.wte.mul_(b1).add_(g.wte * (1.0 - b1));
-        st.v.wte.mul_(b2).add_(g.wte.square() * (1.0 - b2));
-        p.wte.sub_(st.m.wte / (st.v.wte.sqrt() / bc2_sqrt + eps) * step_size);
+        adam_update(&mut p.wte, &mut st.m.wte, &mut st.v.wte, &g.wte, b1, b2, eps, step_size, bc2_sqrt);
         p.wpe.mul_(decay);
-        st.m.wpe.mul_(b1).add_(g.wpe * (1.0 - b1));
-        st.v.wpe.mul_(b2).add_(g.wpe.square() * (1.0 - b2));
-        p.wpe.sub_(st.m.wpe / (st.v.wpe.sqrt() / bc2_sqrt + eps) * step_size);
-        st.m.lnf_w.mul_(b1).add_(g.lnf_w * (1.0 - b1));
-        st.v.lnf_w.mul_(b2).add_(g.lnf_w.square() * (1.0 - b2));
-        p.lnf_w.sub_(st.m.lnf_w / (st.v.lnf_w.sqrt() / bc2_sqrt + eps) * step_size);
-        st.m.lnf_b.mul_(b1).add_(g.lnf_b * (1.0 - b1));
-        st.v.lnf_b.mul_(b2).add_(g.lnf_b.square() * (1.0 - b2));
-        p.lnf_b.sub_(st.m.lnf_b / (st.v.lnf_b.sqrt() / bc2_sqrt + eps) * step_size);
+        adam_update(&mut p.wpe, &mut st.m.wpe, &mut st.v.wpe, &g.wpe, b1, b2, eps, step_size, bc2_sqrt);
+        adam_update(&mut p.lnf_w, &mut st.m.lnf_w, &mut st.v.lnf_w, &g.lnf_w, b1, b2, eps, step_size, bc2_sqrt);
+        adam_update(&mut p.lnf_b, &mut st.m.lnf_b, &mut st.v.lnf_b, &g.lnf_b, b1, b2, eps, step_size, bc2_sqrt);
         for l in 0..2 {
-            st.m.blocks[l].ln1_w.mul_(b1).add_(g.blocks[l].ln1_w * (1.0 - b1));
-            st.v.blocks[l].ln1_w.mul_(b2).add_(g.blocks[l].ln1_w.square() * (1.0 - b2));
-            p.blocks[l].ln1_w.sub_(st.m.blocks[l].ln1_w / (st.v.blocks[l].ln1_w.sqrt() / bc2_sqrt + eps) * step_size);
-            st.m.blocks[l].ln1_b.mul_(b1).add_(g.blocks[l].ln1_b * (1.0 - b1));
-            st.v.blocks[l].ln1_b.mul_(b2).add_(g.blocks[l].ln1_b.square() * (1.0 - b2));
-            p.blocks[l].ln1_b.sub_(st.m.blocks[l].ln1_b / (st.v.blocks[l].ln1_b.sqrt() / bc2_sqrt + eps) * step_size);
-            p.blocks[l].w_qkv.mul_(decay);
-            st.m.blocks[l].w_qkv.mul_(b1).add_(g.blocks[l].w_qkv * (1.0 - b1));
-            st.v.blocks[l].w_qkv.mul_(b2).add_(g.blocks[l].w_qkv.square() * (1.0 - b2));
-            p.blocks[l].w_qkv.sub_(st.m.blocks[l].w_qkv / (st.v.blocks[l].w_qkv.sqrt() / bc2_sqrt + eps) * step_size);
-            p.blocks[l].w_o.mul_(decay);
-            st.m.blocks[l].w_o.mul_(b1).add_(g.blocks[l].w_o * (1.0 - b1));
-            st.v.blocks[l].w_o.mul_(b2).add_(g.blocks[l].w_o.square() * (1.0 - b2));
-            p.blocks[l].w_o.sub_(st.m.blocks[l].w_o / (st.v.blocks[l].w_o.sqrt() / bc2_sqrt + eps) * step_size);
-            st.m.blocks[l].ln2_w.mul_(b1).add_(g.blocks[l].ln2_w * (1.0 - b1));
-            st.v.blocks[l].ln2_w.mul_(b2).add_(g.blocks[l].ln2_w.square() * (1.0 - b2));
-            p.blocks[l].ln2_w.sub_(st.m.blocks[l].ln2_w / (st.v.blocks[l].ln2_w.sqrt() / bc2_sqrt + eps) * step_size);
-            st.m.blocks[l].ln2_b.mul_(b1).add_(g.blocks[l].ln2_b * (1.0 - b1));
-            st.v.blocks[l].ln2_b.mul_(b2).add_(g.blocks[l].ln2_b.square() * (1.0 - b2));
-            p.blocks[l].ln2_b.sub_(st.m.blocks[l].ln2_b / (st.v.blocks[l].ln2_b.sqrt() / bc2_sqrt + eps) * step_size);
-            p.blocks[l].w_fc.mul_(decay);
-            st.m.blocks[l].w_fc.mul_(b1).add_(g.blocks[l].w_fc * (1.0 - b1));
-            st.v.blocks[l].w_fc.mul_(b2).add_(g.blocks[l].w_fc.square() * (1.0 - b2));
-            p.blocks[l].w_fc.sub_(st.m.blocks[l].w_fc / (st.v.blocks[l].w_fc.sqrt() / bc2_sqrt + eps) * step_size);
-            p.blocks[l].w_proj.mul_(decay);
-            st.m.blocks[l].w_proj.mul_(b1).add_(g.blocks[l].w_proj * (1.0 - b1));
-            st.v.blocks[l].w_proj.mul_(b2).add_(g.blocks[l].w_proj.square() * (1.0 - b2));
-            p.blocks[l].w_proj.sub_(st.m.blocks[l].w_proj / (st.v.blocks[l].w_proj.sqrt() / bc2_sqrt + eps) * step_size);
+            let pb = &p.blocks[l];
+            let mb = &st.m.blocks[l];
+            let vb = &st.v.blocks[l];
+            let gb = &g.blocks[l];
+            adam_update(&mut pb.ln1_w, &mut mb.ln1_w, &mut vb.ln1_w, &gb.ln1_w, b1, b2, eps, step_size, bc2_sqrt);
+            adam_update(&mut pb.ln1_b, &mut mb.ln1_b, &mut vb.ln1_b, &gb.ln1_b, b1, b2, eps, step_size, bc2_sqrt);
+            pb.w_qkv.mul_(decay);
+            adam_update(&mut pb.w_qkv, &mut mb.w_qkv, &mut vb.w_qkv, &gb.w_qkv, b1, b2, eps, step_size, bc2_sqrt);
+            pb.w_o.mul_(decay);
+            adam_update(&mut pb.w_o, &mut mb.w_o, &mut vb.w_o, &gb.w_o, b1, b2, eps, step_size, bc2_sqrt);
+            adam_update(&mut pb.ln2_w, &mut mb.ln2_w, &mut vb.ln2_w, &gb.ln2_w, b1, b2, eps, step_size, bc2_sqrt);
+            adam_update(&mut pb.ln2_b, &mut mb.ln2_b, &mut vb.ln2_b, &gb.ln2_b, b1, b2, eps, step_size, bc2_sqrt);
+            pb.w_fc.mul_(decay);
+            adam_update(&mut pb.w_fc, &mut mb.w_fc, &mut vb.w_fc, &gb.w_fc, b1, b2, eps, step_size, bc2_sqrt);
+            pb.w_proj.mul_(decay);
+            adam_update(&mut pb.w_proj, &mut mb.w_proj, &mut vb.w_proj, &gb.w_proj, b1, b2, eps, step_size, bc2_sqrt);
         }
     }
 }
