@@ -13,7 +13,7 @@ use aot_runtime::cuda::{host_round_trips, CudaStorage};
 use aot_runtime::layout::Layout;
 use aot_runtime::storage::CpuStorage;
 use aot_runtime::DType;
-use cuda_common::{on, Gen, CUDA, DTYPES};
+use cuda_common::{bits, download, on, upload, Gen, CUDA, DTYPES};
 use std::sync::Mutex;
 
 /// The host round-trip counter is per process: one test at a time.
@@ -43,17 +43,6 @@ fn values(g: &mut Gen, dtype: DType, n: usize) -> CpuStorage {
     }
 }
 
-fn bits(s: &CpuStorage) -> Vec<u64> {
-    match s {
-        CpuStorage::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
-        CpuStorage::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
-        CpuStorage::F16(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
-        CpuStorage::BF16(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
-        CpuStorage::I64(v) => v.iter().map(|&x| x as u64).collect(),
-        CpuStorage::Bool(v) => v.iter().map(|&x| u64::from(x)).collect(),
-    }
-}
-
 /// NaN payloads aside (C and Rust may pick different quiet NaNs).
 fn canonical(s: &CpuStorage) -> Vec<u64> {
     let nan = |d: DType, b: u64| match d {
@@ -64,14 +53,6 @@ fn canonical(s: &CpuStorage) -> Vec<u64> {
         _ => false,
     };
     bits(s).into_iter().map(|b| if nan(s.dtype(), b) { u64::MAX } else { b }).collect()
-}
-
-fn upload(s: &CpuStorage) -> CudaStorage {
-    CudaStorage::from_host("test", &CUDA, s.clone()).unwrap()
-}
-
-fn download(s: &CudaStorage) -> CpuStorage {
-    s.to_host("test", &Layout::contiguous(&[s.len()]), s.dtype()).unwrap()
 }
 
 fn shape(g: &mut Gen) -> Vec<usize> {

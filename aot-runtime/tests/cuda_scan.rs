@@ -11,11 +11,11 @@
 mod cuda_common;
 
 use aot_runtime::backend::{Backend, Targets};
-use aot_runtime::cuda::{host_round_trips, CudaStorage};
+use aot_runtime::cuda::host_round_trips;
 use aot_runtime::layout::Layout;
 use aot_runtime::storage::CpuStorage;
 use aot_runtime::{DType, Device, Tensor};
-use cuda_common::{on, Gen, CUDA, DTYPES};
+use cuda_common::{bits, download, layout, on, upload, Gen, CUDA, DTYPES};
 
 /// Values with many ties (few distinct values) and, for floats, a NaN
 /// now and then.
@@ -34,43 +34,6 @@ fn values(g: &mut Gen, dtype: DType, n: usize) -> CpuStorage {
             CpuStorage::from_f64s("test", d, v.into_iter()).unwrap()
         }
     }
-}
-
-fn bits(s: &CpuStorage) -> Vec<u64> {
-    match s {
-        CpuStorage::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
-        CpuStorage::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
-        CpuStorage::F16(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
-        CpuStorage::BF16(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
-        CpuStorage::I64(v) => v.iter().map(|&x| x as u64).collect(),
-        CpuStorage::Bool(v) => v.iter().map(|&x| u64::from(x)).collect(),
-    }
-}
-
-fn upload(s: &CpuStorage) -> CudaStorage {
-    CudaStorage::from_host("test", &CUDA, s.clone()).unwrap()
-}
-
-fn download(s: &CudaStorage) -> CpuStorage {
-    s.to_host("test", &Layout::contiguous(&[s.len()]), s.dtype()).unwrap()
-}
-
-/// A strided layout of `shape` (dims in a random order, some strided by
-/// 2) with an offset, and the buffer length it needs.
-fn layout(g: &mut Gen, shape: &[usize]) -> (Layout, usize) {
-    let mut order: Vec<usize> = (0..shape.len()).collect();
-    for i in (1..order.len()).rev() {
-        order.swap(i, g.below(i + 1));
-    }
-    let mut stride = vec![0; shape.len()];
-    let mut step = 1 + g.below(2);
-    for &d in order.iter().rev() {
-        stride[d] = step;
-        step *= shape[d].max(1) * (1 + g.below(2));
-    }
-    let l = Layout::new(shape.to_vec(), stride, g.below(3));
-    let len = l.storage_extent() + g.below(2);
-    (l, len)
 }
 
 #[test]
