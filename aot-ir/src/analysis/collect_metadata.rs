@@ -98,8 +98,7 @@ impl StaticMeta {
             g.nodes.iter().any(|n| matches!(n.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame))
                 && g.nodes.iter().any(|n| n.kind().is_some_and(OpKind::is_inplace));
         let uncertain = uncertain || maybe_written_through_reshape;
-        let needs_observation =
-            uncertain || inputs.iter().any(|i| i.mutates_metadata) || outputs.iter().any(|o| o.alias_uncertain || o.matmul_deps.is_some());
+        let needs_observation = uncertain || inputs.iter().any(|i| i.mutates_metadata) || outputs.iter().any(|o| o.alias_uncertain);
         let mut meta = StaticMeta {
             mutates_inputs: inputs.iter().any(|i| i.mutates_data() || i.mutates_metadata),
             needs_observation,

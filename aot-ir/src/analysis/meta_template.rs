@@ -124,7 +124,9 @@ pub struct OutputTemplate {
     /// For an output that is a `matmul`'s own result: the inputs whose
     /// `requires_grad` makes its left and its right operand require grad.
     /// Whether it is an `_unsafe_view` hangs on the operands' ranks, which a
-    /// run shows ([`super::MatmulShape`]).
+    /// run shows ([`super::MatmulShape`]); it only matters when the output
+    /// requires grad, and such a call is run on copies anyway (for its
+    /// traced tangents), so it does not set `needs_observation`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matmul_deps: Option<(Vec<usize>, Vec<usize>)>,
 }

@@ -269,7 +269,10 @@ impl CompiledFn {
         let run = crate::ops::with_private_rng(|| observe::CopyRun::new(&self.graph, args));
         // A run that fails leaves the template's answer (the call fails too).
         let Some(run) = run else { return fw_metadata };
-        if self.meta.needs_observation {
+        // A matmul's `_unsafe_view` output matters only in a call that
+        // records grad, where the run above was needed anyway.
+        let matmul_out = any_grad && self.meta.outputs.iter().any(|o| o.matmul_deps.is_some());
+        if self.meta.needs_observation || matmul_out {
             // Where a `reshape`/`contiguous` decides whether an input is
             // written, the template is redone knowing what they did.
             let redone = run.outcomes.iter().any(Option::is_some).then(|| StaticMeta::compute_with(&self.graph, &run.outcomes));
