@@ -230,7 +230,7 @@ fn mean_tail(losses: &[f32]) -> f32 {
 /// The training loop; gives every step's loss.
 fn train(model: &mut Gpt, cfg: &Config, data: &Data, o: &Options) -> std::result::Result<Vec<f32>, Box<dyn std::error::Error>> {
     let mut state = AdamState { m: model.zeros_like()?, v: model.zeros_like()? };
-    let (b, t, nh, hd) = (o.batch as i64, cfg.ctx as i64, cfg.heads as i64, cfg.head_dim() as i64);
+    let nh = cfg.heads as i64;
     let mut rng = SplitMix64(o.seed);
     let bar = ProgressBar::new(o.steps as u64);
     bar.set_style(
@@ -248,7 +248,7 @@ fn train(model: &mut Gpt, cfg: &Config, data: &Data, o: &Options) -> std::result
             o.lr * (0.1 + 0.9 * 0.5 * (1.0 + (std::f64::consts::PI * frac).cos()))
         };
         let (x, y) = Data::batch(&data.train, o.batch, cfg.ctx, &mut rng, &o.dev)?;
-        let (_logits, loss) = gpt_forward(model, &x, &y, b, t, nh, hd, cfg.scale(), o.dropout)?;
+        let (_logits, loss) = gpt_forward(model, &x, &y, nh, o.dropout)?;
         loss.backward()?;
         let grads = model.take_grads()?;
         let (b1, b2) = BETAS;
@@ -284,11 +284,11 @@ fn train(model: &mut Gpt, cfg: &Config, data: &Data, o: &Options) -> std::result
 fn evaluate(model: &Gpt, cfg: &Config, data: &Data, o: &Options) -> Result<f32> {
     let _no_grad = aot_runtime::NoGradGuard::new();
     let mut rng = SplitMix64(o.seed ^ 0xDA7A);
-    let (b, t, nh, hd) = (o.batch as i64, cfg.ctx as i64, cfg.heads as i64, cfg.head_dim() as i64);
+    let nh = cfg.heads as i64;
     let mut sum = 0.0;
     for _ in 0..8 {
         let (x, y) = Data::batch(&data.val, o.batch, cfg.ctx, &mut rng, &o.dev)?;
-        sum += gpt_forward(model, &x, &y, b, t, nh, hd, cfg.scale(), 0.0)?.1.item::<f32>()?;
+        sum += gpt_forward(model, &x, &y, nh, 0.0)?.1.item::<f32>()?;
     }
     Ok(sum / 8.0)
 }
@@ -317,7 +317,7 @@ fn sample(logits: &[f32], temperature: f64, rng: &mut SplitMix64) -> i64 {
 /// beyond the context).
 fn generate(model: &Gpt, cfg: &Config, data: &Data, o: &Options) -> Result<()> {
     let _no_grad = aot_runtime::NoGradGuard::new();
-    let (nh, hd) = (cfg.heads as i64, cfg.head_dim() as i64);
+    let nh = cfg.heads as i64;
     let mut cache = KvCache::new(cfg, 1, &o.dev)?;
     let mut rng = SplitMix64(o.seed ^ 0x5A3F);
     let mut text = data.encode(PROMPT);
@@ -331,7 +331,7 @@ fn generate(model: &Gpt, cfg: &Config, data: &Data, o: &Options) -> Result<()> {
         for &tok in &pending {
             let tok = Tensor::from_vec(vec![tok], &[1, 1], &o.dev)?;
             let pos = Tensor::from_vec(vec![fed as i64], &[1], &o.dev)?;
-            logits = decode_step(model, &mut cache, &tok, &pos, fed as i64 + 1, 1, nh, hd, cfg.scale())?.to_vec::<f32>()?;
+            logits = decode_step(model, &mut cache, &tok, &pos, fed as i64 + 1, nh)?.to_vec::<f32>()?;
             fed += 1;
             positions += 1;
         }

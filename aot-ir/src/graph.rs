@@ -35,6 +35,22 @@ pub struct Graph {
     /// [`ScalarExpr::Size`] reads it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sizes: Vec<(usize, i64)>,
+    /// The sizes the body reads of tensors it computes (`h.size(-1)`), in
+    /// [`ScalarExpr::ValueSize`] order. A call's scalar values hold entry
+    /// `k` at `params.len() + sizes.len() + k`; shape propagation computes
+    /// them from the arguments' shapes ([`crate::analysis::shape_prop`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub value_sizes: Vec<ValueSizeRead>,
+}
+
+/// One size of a computed tensor that the body reads: `value`'s size at
+/// `dim` as it is after the graph's first `at` nodes (an in-place
+/// metadata change later in the body does not move it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValueSizeRead {
+    pub value: ValueId,
+    pub dim: i64,
+    pub at: usize,
 }
 
 /// The declared return type.
@@ -143,6 +159,7 @@ impl GraphBuilder {
                 outputs: Vec::new(),
                 ret: ReturnKind::Unit,
                 sizes: Vec::new(),
+                value_sizes: Vec::new(),
             },
             no_grad: false,
         }
@@ -183,6 +200,29 @@ impl GraphBuilder {
         // `slot` is `k` until `finish` knows the number of parameters
         // (fields of struct parameters are added as the body uses them).
         ScalarExpr::Size { param, dim, slot: k }
+    }
+
+    /// The expression reading `value`'s size at `dim` as it is now, after
+    /// the nodes appended so far, at call time (one entry of
+    /// [`Graph::value_sizes`] per distinct read).
+    pub fn value_size(&mut self, value: ValueId, dim: i64) -> ScalarExpr {
+        self.value_size_at(value, dim, self.graph.nodes.len())
+    }
+
+    /// As [`GraphBuilder::value_size`], as the size is after the first
+    /// `at` nodes.
+    pub fn value_size_at(&mut self, value: ValueId, dim: i64, at: usize) -> ScalarExpr {
+        let read = ValueSizeRead { value, dim, at };
+        let k = match self.graph.value_sizes.iter().position(|&r| r == read) {
+            Some(k) => k,
+            None => {
+                self.graph.value_sizes.push(read);
+                self.graph.value_sizes.len() - 1
+            }
+        };
+        // `slot` is set by `finish`, which knows how many parameters and
+        // parameter sizes come first.
+        ScalarExpr::ValueSize { read: k, slot: k }
     }
 
     /// Sets whether the following nodes are inside a `no_grad` region; returns the previous setting.
@@ -236,13 +276,14 @@ impl GraphBuilder {
     pub fn finish(mut self, outputs: Vec<ValueId>, ret: ReturnKind) -> Graph {
         self.graph.outputs = outputs;
         self.graph.ret = ret;
-        if !self.graph.sizes.is_empty() {
+        if !self.graph.sizes.is_empty() || !self.graph.value_sizes.is_empty() {
             let n = self.graph.params.len();
+            let m = n + self.graph.sizes.len();
             for node in &mut self.graph.nodes {
                 for arg in &mut node.args {
                     match arg {
-                        Arg::Scalar(e) => offset_size_slots(e, n),
-                        Arg::Ints(items) => items.iter_mut().for_each(|e| offset_size_slots(e, n)),
+                        Arg::Scalar(e) => offset_size_slots(e, n, m),
+                        Arg::Ints(items) => items.iter_mut().for_each(|e| offset_size_slots(e, n, m)),
                         Arg::Tensor(_) | Arg::DType(_) => {}
                     }
                 }
@@ -258,16 +299,18 @@ impl GraphBuilder {
     }
 }
 
-/// Moves the size slots of `e` behind the `n` parameters.
-fn offset_size_slots(e: &mut ScalarExpr, n: usize) {
+/// Moves the size slots of `e` behind the `n` parameters, and those of
+/// computed tensors behind the `m` parameters and parameter sizes.
+fn offset_size_slots(e: &mut ScalarExpr, n: usize, m: usize) {
     match e {
         ScalarExpr::Size { slot, .. } => *slot += n,
-        ScalarExpr::Neg(x) | ScalarExpr::Cast(_, x) => offset_size_slots(x, n),
+        ScalarExpr::ValueSize { read, slot } => *slot = m + *read,
+        ScalarExpr::Neg(x) | ScalarExpr::Cast(_, x) => offset_size_slots(x, n, m),
         ScalarExpr::Bin(_, a, b) => {
-            offset_size_slots(a, n);
-            offset_size_slots(b, n);
+            offset_size_slots(a, n, m);
+            offset_size_slots(b, n, m);
         }
-        ScalarExpr::Fn(_, args) => args.iter_mut().for_each(|a| offset_size_slots(a, n)),
+        ScalarExpr::Fn(_, args) => args.iter_mut().for_each(|a| offset_size_slots(a, n, m)),
         ScalarExpr::F64(_) | ScalarExpr::I64(_) | ScalarExpr::Bool(_) | ScalarExpr::Param(_) => {}
     }
 }

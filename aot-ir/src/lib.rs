@@ -37,7 +37,7 @@ pub mod types;
 pub mod verify;
 
 pub use analysis::{ArgFacts, CallFacts, Diagnostic, OutputAlias, StaticMeta};
-pub use graph::{Graph, GraphBuilder, Param, ReturnKind, ValueDef, ValueInfo};
+pub use graph::{Graph, GraphBuilder, Param, ReturnKind, ValueDef, ValueInfo, ValueSizeRead};
 pub use node::{ChainStep, Node, Op, Prim};
 pub use op::{OpClass, OpKind, OpSig, ParamKind, OP_TABLE};
 pub use schema::{

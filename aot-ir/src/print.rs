@@ -148,6 +148,7 @@ impl<'a> Names<'a> {
                 let name = self.params.get(*param).map_or_else(|| format!("${param}"), |p| p.name.clone());
                 format!("{name}.size({dim})")
             }
+            ScalarExpr::ValueSize { read, .. } => format!("size#{read}"),
         }
     }
 }

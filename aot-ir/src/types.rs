@@ -185,6 +185,16 @@ pub enum ScalarExpr {
         dim: i64,
         slot: usize,
     },
+    /// `v.size(dim)` of a tensor the body computes (or of a parameter
+    /// whose shape the body changed in place): entry `read` of
+    /// [`Graph::value_sizes`](crate::Graph::value_sizes), which shape
+    /// propagation over the source graph computes at call time
+    /// ([`crate::analysis::shape_prop`]); the call's scalar values hold it
+    /// at `slot`, after the parameters' sizes.
+    ValueSize {
+        read: usize,
+        slot: usize,
+    },
 }
 
 /// The methods of Rust's `f64`/`i64` that the DSL evaluates on scalars.
@@ -388,7 +398,7 @@ impl ScalarExpr {
             },
             ScalarExpr::Cast(t, _) => *t,
             ScalarExpr::Fn(f, args) => f.result_ty(&args.iter().map(|a| a.ty(params)).collect::<Option<Vec<_>>>()?)?,
-            ScalarExpr::Size { .. } => ScalarTy::Int,
+            ScalarExpr::Size { .. } | ScalarExpr::ValueSize { .. } => ScalarTy::Int,
         })
     }
 
@@ -420,6 +430,10 @@ impl ScalarExpr {
             ScalarExpr::Size { param, slot, .. } => match params.get(*slot).copied().flatten() {
                 Some(v @ V::I64(_)) => v,
                 _ => return Err(ScalarError::MissingParam(*param)),
+            },
+            ScalarExpr::ValueSize { slot, .. } => match params.get(*slot).copied().flatten() {
+                Some(v @ V::I64(_)) => v,
+                _ => return Err(ScalarError::MissingParam(*slot)),
             },
         })
     }

@@ -84,9 +84,8 @@ enum Val {
     /// A constant non-tensor field of a struct literal (`bits: 8`): the
     /// Rust literal, spanned at the user's expression.
     Attr(TokenStream),
-    /// `x.shape()` of the tensor parameter at this position: only indexed
-    /// (`x.shape()[0]`).
-    Shape(usize),
+    /// `x.shape()` of a tensor: only indexed (`x.shape()[0]`).
+    Shape(scalar::SizeOf),
     Unit,
     /// An expression that already produced an error.
     Poison,

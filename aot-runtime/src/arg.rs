@@ -109,7 +109,11 @@ pub(crate) fn scalar_values(g: &Graph, args: &[Arg]) -> Result<Vec<Option<Scalar
     // The commonest signature, checked first on every call: tensors only,
     // each passed a tensor (nothing to return).
     let is_tensor = |p: &aot_ir::Param, a: &Arg| matches!(p.ty, ParamType::Tensor | ParamType::TensorMut) && a.tensor().is_some();
-    if g.sizes.is_empty() && args.len() == g.params.len() && g.params.iter().zip(args).all(|(p, a)| is_tensor(p, a)) {
+    if g.sizes.is_empty()
+        && g.value_sizes.is_empty()
+        && args.len() == g.params.len()
+        && g.params.iter().zip(args).all(|(p, a)| is_tensor(p, a))
+    {
         return Ok(Vec::new());
     }
     let sig_err = |msg: String| AotError::Signature { func: g.name.clone(), msg };
@@ -134,10 +138,17 @@ pub(crate) fn scalar_values(g: &Graph, args: &[Arg]) -> Result<Vec<Option<Scalar
         };
         Ok(v)
     });
-    if !g.sizes.is_empty() {
+    if !g.sizes.is_empty() || !g.value_sizes.is_empty() {
         let mut values: Vec<Option<ScalarValue>> = values.collect::<Result<_>>()?;
         for &(p, dim) in &g.sizes {
             values.push(Some(ScalarValue::I64(size_of(g, args, p, dim)?)));
+        }
+        if !g.value_sizes.is_empty() {
+            crate::compiled::shape_prop::fill_value_sizes(g, args, &mut values).map_err(|e| AotError::InFunction {
+                func: g.name.clone(),
+                arg: None,
+                source: Box::new(e),
+            })?;
         }
         return Ok(values);
     }

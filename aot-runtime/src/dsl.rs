@@ -175,11 +175,16 @@
 //! # Sizes
 //!
 //! `x.size(d)` and `x.shape()[d]` (`d` an integer literal or loop variable,
-//! negative from the end) of a tensor parameter, or of a field of a struct
-//! parameter, are integers read from the call's argument: use them in
-//! `view`, `reshape`, `narrow`, .. arguments and in scalar arithmetic. The
-//! size of a computed tensor is a compile error (take it from an input;
-//! `view_as` reshapes like another tensor).
+//! negative from the end) are integers known at call time: use them in
+//! `view`, `reshape`, `narrow`, .. arguments and in scalar arithmetic.
+//! - Of a tensor parameter, or of a field of a struct parameter, the size
+//!   is read from the call's argument.
+//! - Of a tensor the body computes (`logits.size(-1)`), or of a parameter
+//!   after an in-place change of its shape (`t_()`), the size is what the
+//!   shapes of the call's arguments give at that point of the body: the
+//!   runtime propagates them through the ops before the call runs (no
+//!   value is computed for it), so a call whose shapes do not fit fails
+//!   before anything is written, with the op's own shape error.
 //!
 //! ```
 //! use aot_runtime::prelude::*;
@@ -190,8 +195,19 @@
 //!     x.view(&[b, t, heads, x.shape()[2] / heads]).transpose(1, 2)
 //! }
 //!
+//! #[aot_fn]
+//! fn lm_loss(h: &Tensor, w: &Tensor, targets: &Tensor) -> Tensor {
+//!     let logits = h.matmul(w);
+//!     logits.reshape(&[-1, logits.size(-1)]).cross_entropy(&targets.flatten(0, -1))
+//! }
+//!
 //! let x = Tensor::zeros(&[2, 5, 8], DType::F32, &Device::Cpu)?;
 //! assert_eq!(split_heads(&x, 4)?.shape(), vec![2, 4, 5, 2]);
+//! let w = Tensor::zeros(&[8, 3], DType::F32, &Device::Cpu)?;
+//! let targets = Tensor::zeros(&[2, 5], DType::I64, &Device::Cpu)?;
+//! // Uniform logits over 3 classes: the loss is ln 3.
+//! let loss = lm_loss(&x, &w, &targets)?.to_vec::<f32>()?[0];
+//! assert!((loss - 3f32.ln()).abs() < 1e-6);
 //! # Ok::<(), AotError>(())
 //! ```
 //!
@@ -275,8 +291,8 @@
 //!   (`&m.blocks[l]`, or `blk` after `let blk = &m.blocks[l];`);
 //! - the result is bound as a tensor, a tuple (`let (a, b) = split(&x);`),
 //!   or not at all (`step(&mut p, &g, lr);`);
-//! - a callee that reads `x.size(d)` needs a parameter of the caller
-//!   there (a run-time error names it otherwise).
+//! - a callee that reads `x.size(d)` of a tensor the caller computes gets
+//!   that tensor's size, propagated at call time (see "Sizes").
 //!
 //! rustc checks each call against the callee's signature, at the call:
 //! the number of arguments, `&` where it takes `&mut`, a tensor where it

@@ -181,12 +181,15 @@ pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
 }
 
 /// The forward pass over `idx` (`[b, t]` token ids) and the mean
-/// cross-entropy against `targets` (`[b, t]`): `(logits [b, t, vocab],
-/// loss)`. `p` is the dropout probability (0 to evaluate).
+/// cross-entropy against `targets` (`[b, t]`) with `nh` attention heads:
+/// `(logits [b, t, vocab], loss)`. `p` is the dropout probability (0 to
+/// evaluate). The batch, the context length and the width are read from
+/// the arguments' sizes at call time.
 #[aot_fn]
-#[allow(clippy::too_many_arguments)]
-pub fn gpt_forward(m: &Gpt, idx: &Tensor, targets: &Tensor, b: i64, t: i64, nh: i64, hd: i64, scale: f64, p: f64) -> (Tensor, Tensor) {
-    let c = nh * hd;
+pub fn gpt_forward(m: &Gpt, idx: &Tensor, targets: &Tensor, nh: i64, p: f64) -> (Tensor, Tensor) {
+    let (b, t, c) = (idx.size(0), idx.size(1), m.wte.size(1));
+    let hd = c / nh;
+    let scale = 1.0 / (hd as f64).sqrt();
     let mut x = (idx.embedding(&m.wte) + m.wpe.narrow(0, 0, t)).dropout(p);
     let masked = m.causal.narrow(0, 0, t).narrow(1, 0, t).eq(0.0);
     for l in 0..2 {
@@ -209,13 +212,14 @@ pub fn gpt_forward(m: &Gpt, idx: &Tensor, targets: &Tensor, b: i64, t: i64, nh: 
 }
 
 /// One decode step for `tok` (`[b, 1]`) at position `pos` (`[1]`, I64;
-/// `len = pos + 1` positions are then filled): writes this position's keys
-/// and values into the cache in place, attends over the filled prefix, and
-/// gives the next token's logits `[b, vocab]`.
+/// `len = pos + 1` positions are then filled) with `nh` heads: writes this
+/// position's keys and values into the cache in place, attends over the
+/// filled prefix, and gives the next token's logits `[b, vocab]`.
 #[aot_fn]
-#[allow(clippy::too_many_arguments)]
-pub fn decode_step(m: &Gpt, cache: &mut KvCache, tok: &Tensor, pos: &Tensor, len: i64, b: i64, nh: i64, hd: i64, scale: f64) -> Tensor {
-    let c = nh * hd;
+pub fn decode_step(m: &Gpt, cache: &mut KvCache, tok: &Tensor, pos: &Tensor, len: i64, nh: i64) -> Tensor {
+    let (b, c) = (tok.size(0), m.wte.size(1));
+    let hd = c / nh;
+    let scale = 1.0 / (hd as f64).sqrt();
     let mut x = tok.embedding(&m.wte) + pos.embedding(&m.wpe);
     for l in 0..2 {
         let blk = &m.blocks[l];

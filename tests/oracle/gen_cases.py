@@ -30,6 +30,7 @@ CORPORA = [
     ("ops_a.json", "cases_ops_a.rs"),
     ("ops_b.json", "cases_ops_b.rs"),
     ("new_user.json", "cases_new_user.rs"),
+    ("new_user_b.json", "cases_new_user_b.rs"),
 ]
 
 

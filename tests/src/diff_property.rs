@@ -115,6 +115,7 @@ pub fn run_case(choices: &[u32], opts: &CaseOptions, stats: &Stats) -> Result<()
         }
     };
     bump(&stats.accepted);
+    check_sizes(&f, &prog).map_err(|msg| TestCaseError::fail(format!("{msg}\n\n{}", describe(&prog, &[], opts.property, choices))))?;
     for node in &prog.graph.nodes {
         count(&stats.ops, node.op.name());
     }
@@ -147,6 +148,36 @@ pub fn run_case(choices: &[u32], opts: &CaseOptions, stats: &Stats) -> Result<()
                 describe(&prog, &tpls, opts.property, choices)
             )));
         }
+    }
+    Ok(())
+}
+
+/// The sizes the program reads of tensors it computes, as shape
+/// propagation gives them from the parameters' shapes, against the sizes
+/// the generator knew (the eager reference reads the same propagated
+/// sizes, so comparing the two runs alone would not catch a wrong one).
+fn check_sizes(f: &CompiledFn, prog: &Program) -> Result<(), String> {
+    if prog.sizes.is_empty() {
+        return Ok(());
+    }
+    let tensors: Vec<Option<aot_runtime::Tensor>> = prog
+        .params
+        .iter()
+        .map(|p| p.shape().map(|s| aot_runtime::Tensor::zeros(s, prog.dtype, &aot_runtime::Device::Cpu).expect("zeros")))
+        .collect();
+    let args: Vec<aot_runtime::Arg> = prog
+        .params
+        .iter()
+        .zip(&tensors)
+        .map(|(p, t)| match (p, t) {
+            (_, Some(t)) => t.into(),
+            (crate::progen::ParamSpec::Scalar { value }, None) => (*value).into(),
+            _ => unreachable!("a tensor parameter has a tensor"),
+        })
+        .collect();
+    let got = aot_runtime::compiled::__private::value_sizes(f, &args).map_err(|e| format!("shape propagation failed: {e}"))?;
+    if got != prog.sizes {
+        return Err(format!("propagated sizes {got:?}, but the generator's shapes give {:?}", prog.sizes));
     }
     Ok(())
 }

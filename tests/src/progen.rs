@@ -58,6 +58,9 @@ pub struct Program {
     pub graph: Graph,
     pub params: Vec<ParamSpec>,
     pub dtype: DType,
+    /// Per entry of the graph's `value_sizes` (sizes read at call time of
+    /// tensors the program computes): the size the generator knew.
+    pub sizes: Vec<i64>,
 }
 
 /// Knobs of the generator.
@@ -109,6 +112,8 @@ struct Gen<'c, 'd> {
     /// The scalar parameter's expression, when there is one.
     scalar: Option<ScalarExpr>,
     no_grad: bool,
+    /// Per size read of a computed tensor, its known value ([`Program::sizes`]).
+    sizes: Vec<i64>,
 }
 
 /// Generates one program from the choice stream.
@@ -128,7 +133,7 @@ pub fn gen_program(c: &mut Choices, opts: &GenOptions) -> Program {
     let mutable: Vec<bool> = (0..n_tensors).map(|_| c.chance(13, 20)).collect();
     let scalar_at = c.chance(3, 10).then(|| c.below(n_tensors + 1));
 
-    let mut g = Gen { c, b: GraphBuilder::new(PROGRAM_NAME), vals: vec![], params: vec![], scalar: None, no_grad: false };
+    let mut g = Gen { c, b: GraphBuilder::new(PROGRAM_NAME), vals: vec![], params: vec![], scalar: None, no_grad: false, sizes: vec![] };
     let names = ["a", "b", "c", "d"];
     let mut k = 0;
     for pos in 0..=n_tensors {
@@ -173,7 +178,7 @@ pub fn gen_program(c: &mut Choices, opts: &GenOptions) -> Program {
         1 => ReturnKind::Single,
         n => ReturnKind::Tuple(n),
     };
-    Program { graph: g.b.finish(outputs, ret), params: g.params, dtype }
+    Program { graph: g.b.finish(outputs, ret), params: g.params, dtype, sizes: g.sizes }
 }
 
 /// A shape of rank 1..=3 with sizes 1..=4.

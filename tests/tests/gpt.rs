@@ -50,8 +50,8 @@ fn adam_scalars(t: i32, lr: f64) -> (f64, f64, f64) {
 /// One compiled training step; gives the loss.
 fn train_step(m: &mut Gpt, st: &mut AdamState, t: i32, lr: f64, p: f64) -> Result<f32> {
     let (x, y) = batch();
-    let (b, tt, nh, hd) = sizes();
-    let (_, loss) = gpt_forward(m, &x, &y, b, tt, nh, hd, CFG.scale(), p)?;
+    let nh = sizes().2;
+    let (_, loss) = gpt_forward(m, &x, &y, nh, p)?;
     loss.backward()?;
     let grads = m.take_grads()?;
     adamw(m, st, &grads, lr, i64::from(t), 0.1, BETAS.0, BETAS.1, 1e-8)?;
@@ -99,8 +99,8 @@ fn decoding_with_the_cache_gives_the_full_forward_logits() -> Result<()> {
     let _g = aot_runtime::NoGradGuard::new();
     let m = sharp_model(3)?;
     let (x, y) = batch();
-    let (b, t, nh, hd) = sizes();
-    let (full, _) = gpt_forward(&m, &x, &y, b, t, nh, hd, CFG.scale(), 0.0)?;
+    let nh = sizes().2;
+    let (full, _) = gpt_forward(&m, &x, &y, nh, 0.0)?;
     let v = CFG.vocab;
     let full = full.to_vec::<f32>()?; // [b, t, v]
     let spread = full.iter().fold(0f32, |a, &l| a.max(l.abs()));
@@ -109,14 +109,13 @@ fn decoding_with_the_cache_gives_the_full_forward_logits() -> Result<()> {
     let mut cache = KvCache::new(&CFG, BATCH, &Device::Cpu)?;
     let k0 = cache.k[0].clone();
     let (tok, p) = (ids(vec![0; BATCH], &[BATCH, 1]), ids(vec![0], &[1]));
-    let args =
-        [Arg::tree(&m), Arg::tree(&cache), (&tok).into(), (&p).into(), 1i64.into(), b.into(), nh.into(), hd.into(), CFG.scale().into()];
+    let args = [Arg::tree(&m), Arg::tree(&cache), (&tok).into(), (&p).into(), 1i64.into(), nh.into()];
     assert_eq!(call_path(decode_step::compiled(), &args)?, "inference");
     let xs = x.to_vec::<i64>()?;
     for pos in 0..CFG.ctx {
         let tok = ids((0..BATCH).map(|r| xs[r * CFG.ctx + pos]).collect(), &[BATCH, 1]);
         let p = ids(vec![pos as i64], &[1]);
-        let got = decode_step(&m, &mut cache, &tok, &p, pos as i64 + 1, b, nh, hd, CFG.scale())?;
+        let got = decode_step(&m, &mut cache, &tok, &p, pos as i64 + 1, nh)?;
         assert_eq!(got.shape(), [BATCH, v]);
         let want: Vec<f32> = (0..BATCH).flat_map(|r| full[(r * CFG.ctx + pos) * v..][..v].to_vec()).collect();
         assert_close(&format!("logits at position {pos}"), &got.to_vec::<f32>()?, &want, 1e-5);
@@ -192,8 +191,8 @@ fn the_compiled_training_step_equals_eager() -> Result<()> {
     let wte = got.wte.clone();
     let (x, y) = batch();
     let p = 0.1;
-    let (b, tt, nh, hd) = sizes();
-    let args = [Arg::tree(&got), (&x).into(), (&y).into(), b.into(), tt.into(), nh.into(), hd.into(), CFG.scale().into(), p.into()];
+    let nh = sizes().2;
+    let args = [Arg::tree(&got), (&x).into(), (&y).into(), nh.into(), p.into()];
     assert_eq!(call_path(gpt_forward::compiled(), &args)?, "compiled training");
     // Struct arguments are flattened for the kernel listing too.
     assert!(!gpt_forward::compiled().kernels(&args)?.is_empty(), "the training step lists its kernels");

@@ -11,6 +11,8 @@ mod cases;
 mod cases_extra;
 #[path = "oracle/cases_new_user.rs"]
 mod cases_new_user;
+#[path = "oracle/cases_new_user_b.rs"]
+mod cases_new_user_b;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -239,4 +241,10 @@ fn check_eager(oracle: &[Value], fns: Vec<(&'static str, &'static CompiledFn)>) 
 #[test]
 fn new_user_eager_reference_matches_pytorch() {
     check_eager(&common::load_new_user(), cases_new_user::all());
+}
+
+/// The same over the second new-user corpus (tests/oracle/new_user_b.json).
+#[test]
+fn new_user_b_eager_reference_matches_pytorch() {
+    check_eager(&common::load_new_user_b(), cases_new_user_b::all());
 }

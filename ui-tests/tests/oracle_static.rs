@@ -23,7 +23,10 @@
 //! cases_ops_a.rs), in the `ops_a_*` tests, and that of the indexing ops
 //! and `cat`/`stack` (tests/oracle/ops_b.json, cases_ops_b.rs), in the
 //! `ops_b_*` tests, and programs written as a new user would
-//! (tests/oracle/new_user.json, cases_new_user.rs), in the `new_user_*` tests.
+//! (tests/oracle/new_user.json, cases_new_user.rs), in the `new_user_*` tests,
+//! and a second such corpus combining the ops for models
+//! (tests/oracle/new_user_b.json, cases_new_user_b.rs), in the
+//! `new_user_b_*` tests.
 
 #[path = "oracle/cases.rs"]
 mod cases;
@@ -31,6 +34,8 @@ mod cases;
 mod cases_extra;
 #[path = "oracle/cases_new_user.rs"]
 mod cases_new_user;
+#[path = "oracle/cases_new_user_b.rs"]
+mod cases_new_user_b;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -70,6 +75,15 @@ fn ops_b() -> Corpus {
 
 fn new_user() -> Corpus {
     Corpus { oracle: common::load_new_user(), fns: cases_new_user::all(), sources: cases_new_user::SOURCES, count: cases_new_user::COUNT }
+}
+
+fn new_user_b() -> Corpus {
+    Corpus {
+        oracle: common::load_new_user_b(),
+        fns: cases_new_user_b::all(),
+        sources: cases_new_user_b::SOURCES,
+        count: cases_new_user_b::COUNT,
+    }
 }
 
 fn check_up_to_date(c: &Corpus) {
@@ -283,4 +297,19 @@ fn new_user_static_template_matches_pytorch() {
 #[test]
 fn new_user_completed_metadata_matches_pytorch() {
     check_completed_metadata(&new_user());
+}
+
+#[test]
+fn new_user_b_generated_cases_are_up_to_date() {
+    check_up_to_date(&new_user_b());
+}
+
+#[test]
+fn new_user_b_static_template_matches_pytorch() {
+    check_static_template(&new_user_b());
+}
+
+#[test]
+fn new_user_b_completed_metadata_matches_pytorch() {
+    check_completed_metadata(&new_user_b());
 }

@@ -131,7 +131,7 @@ fn scalar_key(s: &ScalarExpr) -> ScalarKey {
         ScalarExpr::Bin(op, a, b) => ScalarKey::Bin(*op, Box::new(scalar_key(a)), Box::new(scalar_key(b))),
         ScalarExpr::Cast(ty, e) => ScalarKey::Cast(*ty, Box::new(scalar_key(e))),
         ScalarExpr::Fn(f, args) => ScalarKey::Fn(*f, args.iter().map(scalar_key).collect()),
-        ScalarExpr::Size { slot, .. } => ScalarKey::Size(*slot),
+        ScalarExpr::Size { slot, .. } | ScalarExpr::ValueSize { slot, .. } => ScalarKey::Size(*slot),
     }
 }
 

@@ -13,7 +13,7 @@
 //! `&m.blocks[1]` reads `m.blocks.1.w1`, an input added to the caller
 //! when the caller did not use it itself). `no_grad` regions carry over.
 
-use crate::graph::{Graph, GraphBuilder, ValueDef};
+use crate::graph::{Graph, GraphBuilder, ValueDef, ValueSizeRead};
 use crate::node::{Node, Op};
 use crate::types::{Arg, ParamType, ScalarExpr, ScalarTy, SpanId, ValueId};
 use serde::{Deserialize, Serialize};
@@ -85,7 +85,13 @@ pub type Resolve<'a> = dyn FnMut(&CallSite, &[Arg]) -> Result<Callee, String> + 
 /// the variant of a callee that branches on a `bool`). Errors are
 /// messages naming the callee and the argument.
 pub fn inline(caller: &Graph, resolve: &mut Resolve<'_>) -> Result<Graph, String> {
-    let mut s = Splice { b: GraphBuilder::new(caller.name.clone()), map: vec![None; caller.values.len()], names: Vec::new() };
+    let mut s = Splice {
+        b: GraphBuilder::new(caller.name.clone()),
+        map: vec![None; caller.values.len()],
+        names: Vec::new(),
+        reads: caller.value_sizes.clone(),
+        pos: Vec::with_capacity(caller.nodes.len() + 1),
+    };
     for p in &caller.params {
         let v = s.b.param(p.name.clone(), p.ty, p.span);
         if let (Some(old), Some(new)) = (p.value, v) {
@@ -93,6 +99,7 @@ pub fn inline(caller: &Graph, resolve: &mut Resolve<'_>) -> Result<Graph, String
         }
     }
     for node in &caller.nodes {
+        s.pos.push(s.b.graph().nodes.len());
         match &node.op {
             Op::Call(site) => {
                 let callee = resolve(site, &node.args)?;
@@ -122,6 +129,10 @@ struct Splice {
     map: Vec<Option<ValueId>>,
     /// Names for the callees' values (`gelu::h`), given after the caller's.
     names: Vec<(ValueId, String)>,
+    /// The caller's reads of computed sizes ([`Graph::value_sizes`]).
+    reads: Vec<ValueSizeRead>,
+    /// Per caller node so far: how many nodes the new graph held before it.
+    pos: Vec<usize>,
 }
 
 impl Splice {
@@ -136,8 +147,8 @@ impl Splice {
         for a in &node.args {
             args.push(match a {
                 Arg::Tensor(v) => Arg::Tensor(self.value(*v)?),
-                Arg::Scalar(e) => Arg::Scalar(self.caller_scalar(e)),
-                Arg::Ints(items) => Arg::Ints(items.iter().map(|e| self.caller_scalar(e)).collect()),
+                Arg::Scalar(e) => Arg::Scalar(self.caller_scalar(e)?),
+                Arg::Ints(items) => Arg::Ints(items.iter().map(|e| self.caller_scalar(e)).collect::<Result<_, _>>()?),
                 Arg::DType(d) => Arg::DType(*d),
             });
         }
@@ -150,14 +161,20 @@ impl Splice {
     }
 
     /// A scalar of the caller: its size slots renumbered for the new
-    /// graph's parameters.
-    fn caller_scalar(&mut self, e: &ScalarExpr) -> ScalarExpr {
-        let b = &mut self.b;
+    /// graph's parameters, its reads of computed sizes for its values there.
+    fn caller_scalar(&mut self, e: &ScalarExpr) -> Result<ScalarExpr, String> {
+        let Splice { b, map, reads, pos, .. } = self;
         subst(e, &mut |leaf| match leaf {
             ScalarExpr::Size { param, dim, .. } => Ok(Some(b.size(*param, *dim))),
+            ScalarExpr::ValueSize { read, .. } => {
+                let r = reads.get(*read).ok_or_else(|| format!("size read {read} is not recorded"))?;
+                let v =
+                    map.get(r.value.index()).copied().flatten().ok_or_else(|| format!("value {} is used before it is defined", r.value))?;
+                let at = pos.get(r.at).copied().unwrap_or(b.graph().nodes.len());
+                Ok(Some(b.value_size_at(v, r.dim, at)))
+            }
             _ => Ok(None),
         })
-        .unwrap_or_else(|_: String| e.clone())
     }
 
     /// One call: the callee's parameters bound to the caller's arguments,
@@ -186,7 +203,7 @@ impl Splice {
                 (CallArg::Tree(t), None, Some(v)) => tensors[v.index()] = Some(self.field(&t.path, t.ty, node.span)),
                 (CallArg::Plain(Arg::Tensor(a)), None, Some(v)) => tensors[v.index()] = Some(self.value(*a)?),
                 (CallArg::Plain(Arg::Scalar(e)), None, None) => {
-                    let e = self.caller_scalar(e);
+                    let e = self.caller_scalar(e)?;
                     // An integer passed to a float parameter is converted, as
                     // the callee's arithmetic on it is float arithmetic.
                     let int = e.ty(&self.b.graph().param_types()) == Some(ScalarTy::Int);
@@ -207,16 +224,24 @@ impl Splice {
             }
         }
         let outputs: Vec<ValueId> = g.outputs.clone();
+        // Per callee node so far: how many nodes the new graph held before it.
+        let mut cpos = Vec::with_capacity(g.nodes.len());
         for cn in &g.nodes {
+            cpos.push(self.b.graph().nodes.len());
             let op = cn.kind().ok_or_else(|| format!("`{name}` still holds a `{}` after inlining", cn.op.name()))?;
             let mut args = Vec::with_capacity(cn.args.len());
             for a in &cn.args {
                 args.push(match a {
                     Arg::Tensor(v) => Arg::Tensor(tensors[v.index()].ok_or_else(|| format!("`{name}`: value {v} is undefined"))?),
-                    Arg::Scalar(e) => Arg::Scalar(self.callee_scalar(e, name, g, &scalars, &tensors)?),
-                    Arg::Ints(items) => {
-                        Arg::Ints(items.iter().map(|e| self.callee_scalar(e, name, g, &scalars, &tensors)).collect::<Result<_, _>>()?)
+                    Arg::Scalar(e) => {
+                        Arg::Scalar(self.callee_scalar(e, Scope { name, g, scalars: &scalars, tensors: &tensors, pos: &cpos })?)
                     }
+                    Arg::Ints(items) => Arg::Ints(
+                        items
+                            .iter()
+                            .map(|e| self.callee_scalar(e, Scope { name, g, scalars: &scalars, tensors: &tensors, pos: &cpos }))
+                            .collect::<Result<_, _>>()?,
+                    ),
                     Arg::DType(d) => Arg::DType(*d),
                 });
             }
@@ -254,16 +279,13 @@ impl Splice {
 
     /// A scalar of the callee in the caller's terms: its parameters are
     /// the call's scalar arguments; a size of its tensor parameter is the
-    /// size of the caller's input passed there.
-    fn callee_scalar(
-        &mut self,
-        e: &ScalarExpr,
-        name: &str,
-        g: &Graph,
-        scalars: &[Option<ScalarExpr>],
-        tensors: &[Option<ValueId>],
-    ) -> Result<ScalarExpr, String> {
+    /// size of what the caller passed there (as it was when the call
+    /// began), and a size of a value it computes is that of the value it
+    /// became.
+    fn callee_scalar(&mut self, e: &ScalarExpr, cx: Scope<'_>) -> Result<ScalarExpr, String> {
+        let Scope { name, g, scalars, tensors, pos } = cx;
         let b = &mut self.b;
+        let start = pos.first().copied().unwrap_or(b.graph().nodes.len());
         subst(e, &mut |leaf| match leaf {
             ScalarExpr::Param(j) => {
                 scalars.get(*j).cloned().flatten().map(Some).ok_or_else(|| format!("`{name}`: scalar parameter {j} is unbound"))
@@ -271,16 +293,34 @@ impl Splice {
             ScalarExpr::Size { param, dim, .. } => {
                 let pname = g.params.get(*param).map_or("?", |p| p.name.as_str());
                 let arg = g.params.get(*param).and_then(|p| p.value).and_then(|v| tensors[v.index()]);
-                match arg.map(|v| b.graph().values[v.index()].def) {
-                    Some(ValueDef::Param(p)) => Ok(Some(b.size(p, *dim))),
-                    _ => Err(format!(
-                        "`{name}` reads the size of its argument `{pname}`, which the caller computes: sizes are read from the call's arguments, so pass a parameter of the caller there, or pass the size as an integer argument"
-                    )),
+                match arg.map(|v| (v, b.graph().values[v.index()].def)) {
+                    Some((_, ValueDef::Param(p))) => Ok(Some(b.size(p, *dim))),
+                    Some((v, ValueDef::Node(_))) => Ok(Some(b.value_size_at(v, *dim, start))),
+                    None => Err(format!("`{name}` reads the size of its argument `{pname}`, which is not bound")),
                 }
+            }
+            ScalarExpr::ValueSize { read, .. } => {
+                let r = g.value_sizes.get(*read).ok_or_else(|| format!("`{name}`: size read {read} is not recorded"))?;
+                let v =
+                    tensors.get(r.value.index()).copied().flatten().ok_or_else(|| format!("`{name}`: value {} is undefined", r.value))?;
+                let at = pos.get(r.at).copied().unwrap_or(b.graph().nodes.len());
+                Ok(Some(b.value_size_at(v, r.dim, at)))
             }
             _ => Ok(None),
         })
     }
+}
+
+/// What a callee's scalars are read against: its name and graph, the
+/// scalars and tensors its parameters are bound to, and per callee node
+/// emitted so far, the new graph's node count before it.
+#[derive(Clone, Copy)]
+struct Scope<'a> {
+    name: &'a str,
+    g: &'a Graph,
+    scalars: &'a [Option<ScalarExpr>],
+    tensors: &'a [Option<ValueId>],
+    pos: &'a [usize],
 }
 
 /// `e` with each leaf that `f` replaces (`Some`) replaced.

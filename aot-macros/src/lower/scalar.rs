@@ -1,7 +1,8 @@
 //! Lowering of what is evaluated at call time rather than traced as ops:
 //! methods of Rust's numbers on scalars (`lr * (1.0 - b2.powi(t)).sqrt()`),
-//! sizes of tensor parameters (`x.size(0)`, `x.shape()[1]`), which are read
-//! from the call's arguments, and `if` on a `bool` parameter, which picks
+//! sizes of tensors (`x.size(0)`, `x.shape()[1]`), which are read from the
+//! call's arguments or, for a tensor the body computes, propagated from
+//! them at call time, and `if` on a `bool` parameter, which picks
 //! one branch per traced variant (the function is traced once per value of
 //! its switch parameters, and the value is part of the call's guard). Loop
 //! bounds, in contrast, must be known when unrolling.
@@ -9,7 +10,17 @@
 use super::{Lower, Val};
 use crate::ast::{Block, Expr, Special};
 use crate::diag::SpanRange;
-use aot_ir::{OpClass, ScalarExpr, ScalarFn, ScalarTy};
+use aot_ir::{OpClass, ScalarExpr, ScalarFn, ScalarTy, ValueId};
+
+/// The tensor whose size the body reads.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum SizeOf {
+    /// A parameter, as the call passes it: read from the argument.
+    Param(usize),
+    /// A tensor the body computes, or a parameter after an in-place change
+    /// of its shape: propagated from the arguments' shapes at call time.
+    Value(ValueId),
+}
 
 impl Lower<'_> {
     /// A method named like a scalar method or a size query, when the
@@ -30,8 +41,8 @@ impl Lower<'_> {
         match (special, recv) {
             (_, Val::Poison) => Some(Val::Poison),
             (Special::Size, _) => Some(self.size(method, recv, recv_span, vals.first(), exprs.first())),
-            (Special::Shape, Val::Tensor(_)) => Some(match self.param_of_sized(recv, recv_span, "shape") {
-                Some(p) => Val::Shape(p),
+            (Special::Shape, Val::Tensor(_)) => Some(match self.sized(recv, recv_span, "shape") {
+                Some(of) => Val::Shape(of),
                 None => Val::Poison,
             }),
             (Special::Scalar(f), Val::Scalar(..)) => Some(self.scalar_fn(f, recv, vals, exprs, span)),
@@ -104,10 +115,10 @@ impl Lower<'_> {
 
     /// `x.size(d)`: the parameter's size at `d`, read at call time.
     fn size(&mut self, method: &syn::Ident, recv: &Val, recv_span: SpanRange, dim: Option<&Val>, dim_expr: Option<&Expr>) -> Val {
-        let Some(p) = self.param_of_sized(recv, recv_span, &method.to_string()) else { return Val::Poison };
+        let Some(of) = self.sized(recv, recv_span, &method.to_string()) else { return Val::Poison };
         match dim {
             Some(Val::Scalar(e, ScalarTy::Int)) => match e.as_const_int() {
-                Some(d) => Val::Scalar(self.b.size(p, d), ScalarTy::Int),
+                Some(d) => Val::Scalar(self.size_expr(of, d), ScalarTy::Int),
                 None => {
                     let at = dim_expr.map_or(recv_span, Expr::span);
                     self.errors.add(at, "the dim of `size` must be an integer literal or a loop variable", None);
@@ -125,11 +136,11 @@ impl Lower<'_> {
     }
 
     /// `x.shape()[d]`.
-    pub(super) fn shape_index(&mut self, p: usize, index: &Expr) -> Val {
+    pub(super) fn shape_index(&mut self, of: SizeOf, index: &Expr) -> Val {
         match self.expr(index) {
             Val::Scalar(e, ScalarTy::Int) if e.as_const_int().is_some() => {
                 let d = e.as_const_int().unwrap_or_default();
-                Val::Scalar(self.b.size(p, d), ScalarTy::Int)
+                Val::Scalar(self.size_expr(of, d), ScalarTy::Int)
             }
             Val::Poison => Val::Poison,
             _ => {
@@ -143,8 +154,8 @@ impl Lower<'_> {
         }
     }
 
-    /// The parameter whose size `recv` reads; reports what cannot work.
-    fn param_of_sized(&mut self, recv: &Val, recv_span: SpanRange, what: &str) -> Option<usize> {
+    /// The tensor whose size `recv` reads; reports what cannot work.
+    fn sized(&mut self, recv: &Val, recv_span: SpanRange, what: &str) -> Option<SizeOf> {
         let id = match recv {
             Val::Tensor(id) => *id,
             Val::Poison => return None,
@@ -153,23 +164,26 @@ impl Lower<'_> {
                 return None;
             }
         };
-        let help = "sizes are read from the call's arguments: take them from a parameter (`x.size(0)`) or a field of a struct parameter";
-        let Some(p) = self.b.graph().param_of(id) else {
-            self.errors.add(recv_span, format!("`{what}` of a computed tensor is not supported in an `#[aot_fn]` body"), Some(help.into()));
-            return None;
+        let g = self.b.graph();
+        // A parameter's size is the argument's, until the body changes its
+        // shape in place; from then on it is propagated like a computed one.
+        let reshaped = || {
+            g.nodes.iter().any(|n| {
+                n.kind().is_some_and(|k| k.class() == OpClass::MetadataMutation) && n.args.first().and_then(|a| a.as_tensor()) == Some(id)
+            })
         };
-        let reshaped = self.b.graph().nodes.iter().any(|n| {
-            n.kind().is_some_and(|k| k.class() == OpClass::MetadataMutation) && n.args.first().and_then(|a| a.as_tensor()) == Some(id)
-        });
-        if reshaped {
-            self.errors.add(
-                recv_span,
-                format!("`{what}` of a parameter whose shape the body changed in place is not supported"),
-                Some("read the size before the in-place change".into()),
-            );
-            return None;
+        Some(match g.param_of(id) {
+            Some(p) if !reshaped() => SizeOf::Param(p),
+            _ => SizeOf::Value(id),
+        })
+    }
+
+    /// The call-time expression of `of`'s size at `dim`.
+    fn size_expr(&mut self, of: SizeOf, dim: i64) -> ScalarExpr {
+        match of {
+            SizeOf::Param(p) => self.b.size(p, dim),
+            SizeOf::Value(v) => self.b.value_size(v, dim),
         }
-        Some(p)
     }
 
     /// A loop bound: an integer known when unrolling (a literal, an outer

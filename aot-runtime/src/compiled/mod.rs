@@ -43,6 +43,7 @@ mod outputs;
 mod reference;
 mod report;
 mod shadow;
+pub(crate) mod shape_prop;
 pub(crate) mod specialize;
 mod tangents;
 #[cfg(test)]

@@ -77,6 +77,16 @@ pub fn num_specializations(f: &CompiledFn) -> usize {
     f.num_specializations()
 }
 
+/// The sizes `f`'s body reads of tensors it computes
+/// ([`aot_ir::Graph::value_sizes`], in order), as shape propagation gives
+/// them for a call with these arguments (tensor arguments only).
+pub fn value_sizes(f: &CompiledFn, args: &[Arg]) -> Result<Vec<i64>> {
+    let g = &f.graph;
+    let values = crate::arg::scalar_values(g, args)?;
+    let start = g.params.len() + g.sizes.len();
+    Ok(values.get(start..).unwrap_or(&[]).iter().map(|v| if let Some(aot_ir::ScalarValue::I64(n)) = v { *n } else { -1 }).collect())
+}
+
 use super::CompiledFn;
 // Re-exported so generated code names only `::aot_runtime` paths.
 use crate::error::{AotError, Result};

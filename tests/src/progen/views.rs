@@ -3,7 +3,7 @@
 
 use super::{contiguous_strides, extent, has_internal_overlap, numel, Gen, Val};
 use aot_ir::graph::args::{i, ints};
-use aot_ir::{Arg as IrArg, OpKind};
+use aot_ir::{Arg as IrArg, OpKind, ScalarExpr};
 
 /// What one view step emits: the op and its arguments, and what the
 /// generator knows about the view it makes.
@@ -158,7 +158,31 @@ impl Gen<'_, '_> {
         // `view` of a value that may be non-contiguous fails at run
         // time: keep that rare.
         let op = if want_view && (xv.contiguous || self.c.chance(1, 4)) { OpKind::View } else { OpKind::Reshape };
-        ViewStep::new(xv, op, vec![ints(&target)], shape).contiguous(xv.contiguous)
+        let arg = if self.c.chance(1, 3) { self.sized_target(xv, &target) } else { ints(&target) };
+        ViewStep::new(xv, op, vec![arg], shape).contiguous(xv.contiguous)
+    }
+
+    /// `target` with each size equal to one of the receiver's dims written
+    /// as that size read at call time (`x.size(d)`, `d` sometimes negative),
+    /// which shape propagation computes from the arguments' shapes.
+    fn sized_target(&mut self, xv: &Val, target: &[i64]) -> IrArg {
+        let r = xv.shape.len() as i64;
+        let items = target
+            .iter()
+            .map(|&n| match xv.shape.iter().position(|&d| d as i64 == n) {
+                Some(k) => {
+                    let d = if self.c.chance(1, 2) { k as i64 - r } else { k as i64 };
+                    let e = self.b.value_size(xv.id, d);
+                    if let ScalarExpr::ValueSize { read, .. } = e {
+                        self.sizes.resize(self.sizes.len().max(read + 1), -1);
+                        self.sizes[read] = n;
+                    }
+                    e
+                }
+                None => ScalarExpr::I64(n),
+            })
+            .collect();
+        IrArg::Ints(items)
     }
 
     /// Two dims to swap (each sometimes negative) and the swapped shape.

@@ -31,6 +31,12 @@ pub fn load_new_user() -> Vec<Value> {
     load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user.json"))
 }
 
+/// The second new-user corpus, combining the ops for models
+/// (tests/oracle/new_user_b.json).
+pub fn load_new_user_b() -> Vec<Value> {
+    load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_b.json"))
+}
+
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     match serde_json::from_str(&text) {
