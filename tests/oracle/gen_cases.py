@@ -31,6 +31,7 @@ CORPORA = [
     ("ops_b.json", "cases_ops_b.rs"),
     ("new_user.json", "cases_new_user.rs"),
     ("new_user_b.json", "cases_new_user_b.rs"),
+    ("new_user_c.json", "cases_new_user_c.rs"),
 ]
 
 

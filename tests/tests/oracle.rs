@@ -2,7 +2,7 @@
 //! case, the metadata `explain()` reports, and the outputs, arguments after
 //! the call, storage sharing and gradients of the call itself.
 //!
-//! Six corpora, checked the same way: the public one (`oracle/public.json`,
+//! Seven corpora, checked the same way: the public one (`oracle/public.json`,
 //! tests `oracle_*`), the project's own (`oracle/extra.json`, generated
 //! from `oracle/cases_extra.py`, tests `extra_oracle_*`), that of the ops
 //! for models (`oracle/ops_a.json`, from `oracle/cases_ops_a.py`, tests
@@ -12,7 +12,8 @@
 //! them (`oracle/new_user.json`, from `oracle/cases_new_user.py`, tests
 //! `new_user_oracle_*`; a second such corpus combining the ops for models
 //! is `oracle/new_user_b.json`, from `oracle/cases_new_user_b.py`, tests
-//! `new_user_b_oracle_*`).
+//! `new_user_b_oracle_*`, and a third about dtypes, `oracle/new_user_c.json`,
+//! from `oracle/cases_new_user_c.py`, tests `new_user_c_oracle_*`).
 //!
 //! Failures are collected and reported together, one line per mismatch.
 
@@ -24,6 +25,8 @@ mod cases_extra;
 mod cases_new_user;
 #[path = "../../ui-tests/tests/oracle/cases_new_user_b.rs"]
 mod cases_new_user_b;
+#[path = "../../ui-tests/tests/oracle/cases_new_user_c.rs"]
+mod cases_new_user_c;
 #[path = "../../ui-tests/tests/oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "../../ui-tests/tests/oracle/cases_ops_b.rs"]
@@ -31,8 +34,8 @@ mod cases_ops_b;
 
 use aot_runtime::{CompiledFn, Tensor};
 use aot_tests::{
-    build_args, close, load_cases, load_extra_cases, load_new_user_b_cases, load_new_user_cases, load_ops_a_cases, load_ops_b_cases,
-    normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case,
+    build_args, close, load_cases, load_extra_cases, load_new_user_b_cases, load_new_user_c_cases, load_new_user_cases, load_ops_a_cases,
+    load_ops_b_cases, normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case,
 };
 use serde_json::Value;
 
@@ -216,6 +219,10 @@ fn new_user_b() -> Corpus {
     (load_new_user_b_cases(), cases_new_user_b::all())
 }
 
+fn new_user_c() -> Corpus {
+    (load_new_user_c_cases(), cases_new_user_c::all())
+}
+
 fn run((cases, fns): Corpus, check: fn(&CompiledFn, &Call) -> Vec<String>) -> (usize, Vec<String>) {
     assert_eq!(fns.len(), cases.len(), "the generated cases are stale: rerun tests/oracle/gen_cases.py");
     let mut total = 0;
@@ -354,4 +361,23 @@ fn new_user_b_oracle_metadata_matches_pytorch() {
 fn new_user_b_oracle_traced_tangents_match_pytorch() {
     let (total, failures) = run(new_user_b(), check_tangents);
     report("new_user_b traced_tangents", total, &failures);
+}
+
+#[test]
+fn new_user_c_oracle_results_match_pytorch() {
+    let (total, failures) = run(new_user_c(), check_result);
+    report("new_user_c results", total, &failures);
+}
+
+#[test]
+fn new_user_c_oracle_metadata_matches_pytorch() {
+    let (total, failures) = run(new_user_c(), check_metadata);
+    report("new_user_c metadata", total, &failures);
+}
+
+/// As `oracle_traced_tangents_match_pytorch`, on the third new-user corpus.
+#[test]
+fn new_user_c_oracle_traced_tangents_match_pytorch() {
+    let (total, failures) = run(new_user_c(), check_tangents);
+    report("new_user_c traced_tangents", total, &failures);
 }

@@ -13,6 +13,8 @@ mod cases_extra;
 mod cases_new_user;
 #[path = "oracle/cases_new_user_b.rs"]
 mod cases_new_user_b;
+#[path = "oracle/cases_new_user_c.rs"]
+mod cases_new_user_c;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -247,4 +249,10 @@ fn new_user_eager_reference_matches_pytorch() {
 #[test]
 fn new_user_b_eager_reference_matches_pytorch() {
     check_eager(&common::load_new_user_b(), cases_new_user_b::all());
+}
+
+/// The same over the third new-user corpus, about dtypes (tests/oracle/new_user_c.json).
+#[test]
+fn new_user_c_eager_reference_matches_pytorch() {
+    check_eager(&common::load_new_user_c(), cases_new_user_c::all());
 }

@@ -26,7 +26,8 @@
 //! (tests/oracle/new_user.json, cases_new_user.rs), in the `new_user_*` tests,
 //! and a second such corpus combining the ops for models
 //! (tests/oracle/new_user_b.json, cases_new_user_b.rs), in the
-//! `new_user_b_*` tests.
+//! `new_user_b_*` tests, and a third about dtypes (tests/oracle/new_user_c.json,
+//! cases_new_user_c.rs), in the `new_user_c_*` tests.
 
 #[path = "oracle/cases.rs"]
 mod cases;
@@ -36,6 +37,8 @@ mod cases_extra;
 mod cases_new_user;
 #[path = "oracle/cases_new_user_b.rs"]
 mod cases_new_user_b;
+#[path = "oracle/cases_new_user_c.rs"]
+mod cases_new_user_c;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -83,6 +86,15 @@ fn new_user_b() -> Corpus {
         fns: cases_new_user_b::all(),
         sources: cases_new_user_b::SOURCES,
         count: cases_new_user_b::COUNT,
+    }
+}
+
+fn new_user_c() -> Corpus {
+    Corpus {
+        oracle: common::load_new_user_c(),
+        fns: cases_new_user_c::all(),
+        sources: cases_new_user_c::SOURCES,
+        count: cases_new_user_c::COUNT,
     }
 }
 
@@ -312,4 +324,19 @@ fn new_user_b_static_template_matches_pytorch() {
 #[test]
 fn new_user_b_completed_metadata_matches_pytorch() {
     check_completed_metadata(&new_user_b());
+}
+
+#[test]
+fn new_user_c_generated_cases_are_up_to_date() {
+    check_up_to_date(&new_user_c());
+}
+
+#[test]
+fn new_user_c_static_template_matches_pytorch() {
+    check_static_template(&new_user_c());
+}
+
+#[test]
+fn new_user_c_completed_metadata_matches_pytorch() {
+    check_completed_metadata(&new_user_c());
 }

@@ -45,10 +45,12 @@ pub(super) fn binary<B: GradBuilder>(e: &mut B, c: &Call, r: &mut Grads) -> Resu
                     r[0] = Some(e.sum_to(d, x)?);
                 }
                 if c.need(1) {
+                    // -g * ((x / b) / b), in PyTorch's order: in f16/bf16
+                    // each step rounds, and `x / b²` rounds differently.
                     let ng = e.un(K::Neg, g)?;
-                    let num = e.bin(K::Mul, ng, t(x))?;
-                    let b2 = e.un(K::Square, b)?;
-                    let d = e.bin(K::Div, num, t(b2))?;
+                    let q = e.bin(K::Div, x, t(b))?;
+                    let q = e.bin(K::Div, q, t(b))?;
+                    let d = e.bin(K::Mul, ng, t(q))?;
                     r[1] = Some(e.sum_to(d, b)?);
                 }
             }
