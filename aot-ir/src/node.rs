@@ -257,6 +257,11 @@ pub enum Prim {
     SumToLike,
     /// `[x, like]`: `x` cast to `like`'s dtype.
     CastLike,
+    /// `[x]`: `x` in the dtype its math is done in (PyTorch's opmath
+    /// type): f32 for f16/bf16, else `x` itself. The rules whose backward
+    /// PyTorch computes in one kernel run on such operands and cast the
+    /// result back, so a half-precision gradient is rounded once.
+    OpMath,
     /// `[g, like]`: `g` reshaped to `like`'s shape.
     ReshapeLike,
     /// `[g, like]`: `g` expanded to `like`'s shape, materialized.
@@ -322,6 +327,7 @@ impl Prim {
         match self {
             Prim::SumToLike => "sum_to_like",
             Prim::CastLike => "cast_like",
+            Prim::OpMath => "opmath",
             Prim::ReshapeLike => "reshape_like",
             Prim::ExpandLike => "expand_like",
             Prim::KeepDims => "keep_dims",
@@ -371,7 +377,7 @@ impl Prim {
     /// The number of arguments the primitive takes.
     pub fn arity(&self) -> usize {
         match self {
-            Prim::MetaOf => 1,
+            Prim::MetaOf | Prim::OpMath => 1,
             Prim::SumToLike | Prim::CastLike | Prim::ReshapeLike | Prim::ExpandLike => 2,
             Prim::ViewGrad(_) | Prim::ViewOf(_) | Prim::RngTake | Prim::CumsumRev => 2,
             Prim::InvCount(_)

@@ -184,3 +184,69 @@ def f(ids):
 fn f(ids: &Tensor) -> (Tensor, Tensor, Tensor, Tensor) {
     (ids.pow(2), -ids, ids.pow(2.0), (ids * ids).sum())
 }""", [C("nograd", [IDS], ["ids"])]))
+
+# Gradients through f16 and bf16 ops: every rounding step of a backward
+# formula shows at these precisions, so the formulas must round as
+# PyTorch's do. (Not `rsqrt`: PyTorch's bf16 `rsqrt` rounds `sqrt` first on
+# its scalar path, which small tensors take, and once on its vector path.)
+HALF = [("f16", "half()", "F16"), ("bf16", "bfloat16()", "BF16")]
+for tag, py, rs in HALF:
+    add(case("new_user_c_%s_grad_unary" % tag, """
+def f(x):
+    h = x.%s
+    a = h.exp() + h.tanh() + h.sigmoid() + h.sin() * h.cos()
+    b = h.abs().sqrt() + (h.abs() + 0.5).sqrt().reciprocal() + (h.abs() + 0.5).log() + (h + 2.0).reciprocal()
+    c = h.square() + h.relu() + torch.nn.functional.gelu(h) + torch.nn.functional.silu(h)
+    return a.float(), b.float(), c.float()
+""" % py, """
+fn f(x: &Tensor) -> (Tensor, Tensor, Tensor) {
+    let h = x.to_dtype(DType::%s);
+    let a = h.exp() + h.tanh() + h.sigmoid() + h.sin() * h.cos();
+    let b = h.abs().sqrt() + (h.abs() + 0.5).sqrt().reciprocal() + (h.abs() + 0.5).log() + (&h + 2.0).reciprocal();
+    let c = h.square() + h.relu() + h.gelu() + h.silu();
+    (a.to_dtype(DType::F32), b.to_dtype(DType::F32), c.to_dtype(DType::F32))
+}""" % rs, calls([("x", [3, 5])])))
+
+    add(case("new_user_c_%s_grad_binary" % tag, """
+def f(x, y):
+    a, b = x.%s, y.%s
+    p = a * b + a / (b.abs() + 1.0) - b * 0.3
+    q = torch.maximum(a, b) + torch.minimum(a, b * 2.0)
+    r = (a.abs() + 1.0).pow(b) + a.pow(2.0) * 0.5
+    return p.float(), q.float(), r.float()
+""" % (py, py), """
+fn f(x: &Tensor, y: &Tensor) -> (Tensor, Tensor, Tensor) {
+    let (a, b) = (x.to_dtype(DType::%s), y.to_dtype(DType::%s));
+    let p = &a * &b + &a / (b.abs() + 1.0) - &b * 0.3;
+    let q = a.maximum(&b) + a.minimum(&(&b * 2.0));
+    let r = (a.abs() + 1.0).pow(&b) + a.pow(2.0) * 0.5;
+    (p.to_dtype(DType::F32), q.to_dtype(DType::F32), r.to_dtype(DType::F32))
+}""" % (rs, rs), calls([("x", [3, 4]), ("y", [3, 4])])))
+
+    add(case("new_user_c_%s_grad_reductions" % tag, """
+def f(x):
+    h = x.%s
+    s = h.softmax(-1) * 3.0 + h.log_softmax(-1)
+    r = h.sum(1) + h.mean(1) + h.var(1, correction=1) + h.amax(1)
+    c = h.cumsum(1) + h.log1p().abs() + h.expm1()
+    return s.float(), r.float(), c.float(), h.mean().float()
+""" % py, """
+fn f(x: &Tensor) -> (Tensor, Tensor, Tensor, Tensor) {
+    let h = x.to_dtype(DType::%s);
+    let s = h.softmax(-1) * 3.0 + h.log_softmax(-1);
+    let r = h.sum_dim(&[1], false) + h.mean_dim(&[1], false) + h.var_dim(&[1], 1, false) + h.amax_dim(&[1], false);
+    let c = h.cumsum(1) + h.log1p().abs() + h.expm1();
+    (s.to_dtype(DType::F32), r.to_dtype(DType::F32), c.to_dtype(DType::F32), h.mean().to_dtype(DType::F32))
+}""" % rs, calls([("x", [3, 6])])))
+
+    add(case("new_user_c_%s_grad_matmul_mask" % tag, """
+def f(x, w, m):
+    h = (x.%s @ w.%s).clamp(-0.5, 0.8)
+    y = h.masked_fill(m, 0.25) + torch.where(m, h, h * 2.0)
+    return y.float(), (h.tril(0) * 2.0).float()
+""" % (py, py), """
+fn f(x: &Tensor, w: &Tensor, m: &Tensor) -> (Tensor, Tensor) {
+    let h = x.to_dtype(DType::%s).matmul(&w.to_dtype(DType::%s)).clamp(-0.5, 0.8);
+    let y = h.masked_fill(m, 0.25) + h.where_(m, &(&h * 2.0));
+    (y.to_dtype(DType::F32), (h.tril(0) * 2.0).to_dtype(DType::F32))
+}""" % (rs, rs), calls([("x", [3, 4]), ("w", [4, 3])], [V("m", [3, 3], [1, 0, 0, 0, 1, 1, 0, 0, 1], "bool")])))

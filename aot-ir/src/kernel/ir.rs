@@ -181,7 +181,7 @@ pub fn is_elementwise(op: OpKind) -> bool {
 
 /// Whether a kernel body may compute the backward primitive `p`: only
 /// `cast_like` (a cast to another value's dtype, which reads nothing of
-/// that value but its dtype).
+/// that value but its dtype) and `opmath` (a cast of f16/bf16 to f32).
 pub fn is_elementwise_prim(p: &Prim) -> bool {
-    matches!(p, Prim::CastLike)
+    matches!(p, Prim::CastLike | Prim::OpMath)
 }

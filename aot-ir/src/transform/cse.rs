@@ -48,6 +48,7 @@ pub(crate) enum StepKey {
 pub(crate) enum PrimKey {
     SumToLike,
     CastLike,
+    OpMath,
     ReshapeLike,
     ExpandLike,
     KeepDims,
@@ -83,6 +84,7 @@ fn prim_key(p: &Prim) -> Option<PrimKey> {
     Some(match p {
         Prim::SumToLike => PrimKey::SumToLike,
         Prim::CastLike => PrimKey::CastLike,
+        Prim::OpMath => PrimKey::OpMath,
         Prim::ReshapeLike => PrimKey::ReshapeLike,
         Prim::ExpandLike => PrimKey::ExpandLike,
         Prim::KeepDims => PrimKey::KeepDims,

@@ -363,7 +363,7 @@ where
                 T::from_f64(sq / (len as f64 - correction as f64).max(0.0)).to_c()
             }
             RowOp::Softmax { log } => {
-                super::softmax::softmax_block(row, 1, log);
+                super::softmax::softmax_block(row, 1, log, super::softmax::half_round::<T>());
                 for x in row.iter_mut() {
                     *x = T::from_c(*x).to_c();
                 }

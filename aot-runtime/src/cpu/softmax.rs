@@ -1,9 +1,13 @@
 //! `softmax` and `log_softmax` along one dim, stabilised by subtracting the
 //! maximum. Values are computed in the compute type (f32 for f16/bf16/f32,
-//! f64 for f64), sums of exponentials in f64.
+//! f64 for f64), sums of exponentials in f64. A half-precision
+//! log-softmax subtracts the log of its row's sum with both the sum and
+//! the log rounded to the element type, as PyTorch's CPU kernel does
+//! (it stores them in it); softmax and f32/f64 are rounded once.
 
-use super::elem::{float_or, torch_type_name, Float, FloatElem};
+use super::elem::{float_or, torch_type_name, Elem, Float, FloatElem};
 use super::strided::{check_layout, map1, par_chunks, par_map, PAR_MIN};
+use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::storage::CpuStorage;
@@ -30,17 +34,18 @@ fn softmax_t<T: FloatElem>(op: &'static str, v: &[T], l: &Layout, dim: usize, lo
     // type. Its allocation is the checked one; the per-column scratch
     // buffers below are no larger than it.
     let mut buf: Vec<T::C> = map1(op, v, l, T::to_c)?;
+    let round = half_round::<T>();
     let (len, inner) = if l.rank() == 0 { (1, 1) } else { (l.shape[dim], l.shape[dim + 1..].iter().product()) };
     let block = len * inner;
     if let Some(outer) = buf.len().checked_div(block) {
         if buf.len() < PAR_MIN {
-            buf.chunks_exact_mut(block).for_each(|b| softmax_block(b, inner, log));
+            buf.chunks_exact_mut(block).for_each(|b| softmax_block(b, inner, log, round));
         } else if outer >= rayon::current_num_threads() {
             // Whole blocks per task, a quarter of PAR_MIN elements or more each.
             let per_task = block * (PAR_MIN / 4 / block).max(1);
-            par_chunks(&mut buf, per_task, &|_, blocks| blocks.chunks_exact_mut(block).for_each(|b| softmax_block(b, inner, log)));
+            par_chunks(&mut buf, per_task, &|_, blocks| blocks.chunks_exact_mut(block).for_each(|b| softmax_block(b, inner, log, round)));
         } else {
-            buf.chunks_exact_mut(block).for_each(|b| softmax_block_par(b, inner, log));
+            buf.chunks_exact_mut(block).for_each(|b| softmax_block_par(b, inner, log, round));
         }
     }
     Ok(T::into_storage(T::from_c_vec(op, buf)?))
@@ -99,9 +104,30 @@ fn col_sum<C: Float>(rows: &[C], inner: usize, log: bool) -> Vec<f64> {
     s
 }
 
+/// How a log-softmax of a half-precision type rounds its row's sum and
+/// the sum's log (to the element type); `None`: not at all.
+pub(crate) type Round = Option<fn(f64) -> f64>;
+
+/// The [`Round`] of element type `T`.
+pub(crate) fn half_round<T: Elem>() -> Round {
+    match T::DTYPE {
+        DType::F16 | DType::BF16 => Some(|s| f64::from(T::from_f32(s as f32).to_f32())),
+        _ => None,
+    }
+}
+
 /// Divides by the sums (softmax) or subtracts their logs (log-softmax).
-fn finish<C: Float>(rows: &mut [C], sums: &[f64], log: bool) {
-    let fin: Vec<C> = sums.iter().map(|&s| C::of(if log { s.ln() } else { s })).collect();
+fn finish<C: Float>(rows: &mut [C], sums: &[f64], log: bool, round: Round) {
+    let fin: Vec<C> = sums
+        .iter()
+        .map(|&s| {
+            C::of(match (log, round) {
+                (true, Some(r)) => r(r(s).ln()),
+                (true, None) => s.ln(),
+                (false, _) => s,
+            })
+        })
+        .collect();
     let f = |x: C, v: C| if log { x - v } else { x / v };
     if let [v] = *fin {
         rows.iter_mut().for_each(|x| *x = f(*x, v));
@@ -113,16 +139,16 @@ fn finish<C: Float>(rows: &mut [C], sums: &[f64], log: bool) {
 }
 
 /// Softmax in place over the first axis of a row-major `[len, inner]` block.
-pub(crate) fn softmax_block<C: Float>(b: &mut [C], inner: usize, log: bool) {
+pub(crate) fn softmax_block<C: Float>(b: &mut [C], inner: usize, log: bool, round: Round) {
     let m = col_max(b, inner);
     shift(b, &m, log);
     let sums = col_sum(b, inner, log);
-    finish(b, &sums, log);
+    finish(b, &sums, log, round);
 }
 
 /// [`softmax_block`] for one large block, its passes split across threads
 /// by rows.
-fn softmax_block_par<C: Float>(b: &mut [C], inner: usize, log: bool) {
+fn softmax_block_par<C: Float>(b: &mut [C], inner: usize, log: bool, round: Round) {
     // A few pieces per thread: each pass's partial results are per piece.
     let len = b.len() / inner;
     let piece = inner * len.div_ceil(4 * rayon::current_num_threads()).max(1);
@@ -142,7 +168,7 @@ fn softmax_block_par<C: Float>(b: &mut [C], inner: usize, log: bool) {
         acc.iter_mut().zip(part).for_each(|(a, x)| *a += x);
         acc
     });
-    par_chunks(b, piece, &|_, rows| finish(rows, &sums, log));
+    par_chunks(b, piece, &|_, rows| finish(rows, &sums, log, round));
 }
 
 #[cfg(test)]

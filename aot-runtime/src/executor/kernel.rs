@@ -107,10 +107,11 @@ fn op_by_op(
                 zero[out] = zin.get(*i).copied().unwrap_or(false);
                 (*inputs.get(*i).ok_or_else(|| (internal(format!("kernel `{}` has no input {i}", k.name)), None))?).clone()
             }
-            Op::Dsl { .. } | Op::Prim(Prim::CastLike) => {
+            Op::Dsl { .. } | Op::Prim(Prim::CastLike | Prim::OpMath) => {
                 let at = |e: AotError| (e, n.out);
                 let t = match &n.op {
                     Op::Dsl { op, .. } => exec_node(*op, &n.args, local.as_slice(), scalars),
+                    Op::Prim(Prim::OpMath) => opmath(&n.args, &local),
                     _ => cast_like(&n.args, &local),
                 }
                 .map_err(at)?;
@@ -136,6 +137,18 @@ fn cast_like(args: &[IrArg], local: &[Option<Tensor>]) -> Result<Tensor> {
         _ => Err(internal(format!("cast_like: argument {i} is not a tensor"))),
     };
     t(0)?.to_dtype(t(1)?.dtype())
+}
+
+/// `opmath`: f16/bf16 as f32, anything else as it is.
+fn opmath(args: &[IrArg], local: &[Option<Tensor>]) -> Result<Tensor> {
+    let x = match args.first() {
+        Some(IrArg::Tensor(v)) => get(local, *v)?,
+        _ => return Err(internal("opmath: its argument is not a tensor".into())),
+    };
+    match x.dtype() {
+        DType::F16 | DType::BF16 => x.to_dtype(DType::F32),
+        _ => Ok(x.clone()),
+    }
 }
 
 fn internal(msg: String) -> AotError {
@@ -248,6 +261,13 @@ fn plan_of(k: &Kernel, inputs: &[Val], scalars: &[Option<ScalarValue>]) -> Optio
                     Op::Prim(Prim::CastLike) => {
                         let like = vals.get(n.args.get(1)?.as_tensor()?.index())?.as_ref()?.dtype;
                         plan_cast(&n.args, &vals, like)?
+                    }
+                    Op::Prim(Prim::OpMath) => {
+                        let to = match vals.get(n.args.first()?.as_tensor()?.index())?.as_ref()?.dtype {
+                            DType::F16 | DType::BF16 => DType::F32,
+                            d => d,
+                        };
+                        plan_cast(&n.args, &vals, to)?
                     }
                     _ => return None,
                 };

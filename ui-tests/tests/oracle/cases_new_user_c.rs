@@ -119,6 +119,106 @@ pub mod case_09_new_user_c_integer_pow_and_neg {
     }
 }
 
+pub mod case_10_new_user_c_f16_grad_unary {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor) -> (Tensor, Tensor, Tensor) {
+        let h = x.to_dtype(DType::F16);
+        let a = h.exp() + h.tanh() + h.sigmoid() + h.sin() * h.cos();
+        let b = h.abs().sqrt() + (h.abs() + 0.5).sqrt().reciprocal() + (h.abs() + 0.5).log() + (&h + 2.0).reciprocal();
+        let c = h.square() + h.relu() + h.gelu() + h.silu();
+        (a.to_dtype(DType::F32), b.to_dtype(DType::F32), c.to_dtype(DType::F32))
+    }
+}
+
+pub mod case_11_new_user_c_f16_grad_binary {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, y: &Tensor) -> (Tensor, Tensor, Tensor) {
+        let (a, b) = (x.to_dtype(DType::F16), y.to_dtype(DType::F16));
+        let p = &a * &b + &a / (b.abs() + 1.0) - &b * 0.3;
+        let q = a.maximum(&b) + a.minimum(&(&b * 2.0));
+        let r = (a.abs() + 1.0).pow(&b) + a.pow(2.0) * 0.5;
+        (p.to_dtype(DType::F32), q.to_dtype(DType::F32), r.to_dtype(DType::F32))
+    }
+}
+
+pub mod case_12_new_user_c_f16_grad_reductions {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor) -> (Tensor, Tensor, Tensor, Tensor) {
+        let h = x.to_dtype(DType::F16);
+        let s = h.softmax(-1) * 3.0 + h.log_softmax(-1);
+        let r = h.sum_dim(&[1], false) + h.mean_dim(&[1], false) + h.var_dim(&[1], 1, false) + h.amax_dim(&[1], false);
+        let c = h.cumsum(1) + h.log1p().abs() + h.expm1();
+        (s.to_dtype(DType::F32), r.to_dtype(DType::F32), c.to_dtype(DType::F32), h.mean().to_dtype(DType::F32))
+    }
+}
+
+pub mod case_13_new_user_c_f16_grad_matmul_mask {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, w: &Tensor, m: &Tensor) -> (Tensor, Tensor) {
+        let h = x.to_dtype(DType::F16).matmul(&w.to_dtype(DType::F16)).clamp(-0.5, 0.8);
+        let y = h.masked_fill(m, 0.25) + h.where_(m, &(&h * 2.0));
+        (y.to_dtype(DType::F32), (h.tril(0) * 2.0).to_dtype(DType::F32))
+    }
+}
+
+pub mod case_14_new_user_c_bf16_grad_unary {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor) -> (Tensor, Tensor, Tensor) {
+        let h = x.to_dtype(DType::BF16);
+        let a = h.exp() + h.tanh() + h.sigmoid() + h.sin() * h.cos();
+        let b = h.abs().sqrt() + (h.abs() + 0.5).sqrt().reciprocal() + (h.abs() + 0.5).log() + (&h + 2.0).reciprocal();
+        let c = h.square() + h.relu() + h.gelu() + h.silu();
+        (a.to_dtype(DType::F32), b.to_dtype(DType::F32), c.to_dtype(DType::F32))
+    }
+}
+
+pub mod case_15_new_user_c_bf16_grad_binary {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, y: &Tensor) -> (Tensor, Tensor, Tensor) {
+        let (a, b) = (x.to_dtype(DType::BF16), y.to_dtype(DType::BF16));
+        let p = &a * &b + &a / (b.abs() + 1.0) - &b * 0.3;
+        let q = a.maximum(&b) + a.minimum(&(&b * 2.0));
+        let r = (a.abs() + 1.0).pow(&b) + a.pow(2.0) * 0.5;
+        (p.to_dtype(DType::F32), q.to_dtype(DType::F32), r.to_dtype(DType::F32))
+    }
+}
+
+pub mod case_16_new_user_c_bf16_grad_reductions {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor) -> (Tensor, Tensor, Tensor, Tensor) {
+        let h = x.to_dtype(DType::BF16);
+        let s = h.softmax(-1) * 3.0 + h.log_softmax(-1);
+        let r = h.sum_dim(&[1], false) + h.mean_dim(&[1], false) + h.var_dim(&[1], 1, false) + h.amax_dim(&[1], false);
+        let c = h.cumsum(1) + h.log1p().abs() + h.expm1();
+        (s.to_dtype(DType::F32), r.to_dtype(DType::F32), c.to_dtype(DType::F32), h.mean().to_dtype(DType::F32))
+    }
+}
+
+pub mod case_17_new_user_c_bf16_grad_matmul_mask {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, w: &Tensor, m: &Tensor) -> (Tensor, Tensor) {
+        let h = x.to_dtype(DType::BF16).matmul(&w.to_dtype(DType::BF16)).clamp(-0.5, 0.8);
+        let y = h.masked_fill(m, 0.25) + h.where_(m, &(&h * 2.0));
+        (y.to_dtype(DType::F32), (h.tril(0) * 2.0).to_dtype(DType::F32))
+    }
+}
+
 /// `(case name, compiled function)` for every case, in oracle order.
 pub fn all() -> Vec<(&'static str, &'static aot_runtime::CompiledFn)> {
     vec![
@@ -132,6 +232,14 @@ pub fn all() -> Vec<(&'static str, &'static aot_runtime::CompiledFn)> {
         ("new_user_c_half_argmax_and_max", case_07_new_user_c_half_argmax_and_max::f::compiled()),
         ("new_user_c_powers", case_08_new_user_c_powers::f::compiled()),
         ("new_user_c_integer_pow_and_neg", case_09_new_user_c_integer_pow_and_neg::f::compiled()),
+        ("new_user_c_f16_grad_unary", case_10_new_user_c_f16_grad_unary::f::compiled()),
+        ("new_user_c_f16_grad_binary", case_11_new_user_c_f16_grad_binary::f::compiled()),
+        ("new_user_c_f16_grad_reductions", case_12_new_user_c_f16_grad_reductions::f::compiled()),
+        ("new_user_c_f16_grad_matmul_mask", case_13_new_user_c_f16_grad_matmul_mask::f::compiled()),
+        ("new_user_c_bf16_grad_unary", case_14_new_user_c_bf16_grad_unary::f::compiled()),
+        ("new_user_c_bf16_grad_binary", case_15_new_user_c_bf16_grad_binary::f::compiled()),
+        ("new_user_c_bf16_grad_reductions", case_16_new_user_c_bf16_grad_reductions::f::compiled()),
+        ("new_user_c_bf16_grad_matmul_mask", case_17_new_user_c_bf16_grad_matmul_mask::f::compiled()),
     ]
 }
 
@@ -147,7 +255,15 @@ pub const SOURCES: &[&str] = &[
     "fn f(x: &Tensor) -> (Tensor, Tensor, Tensor, Tensor) {\n    let h = x.to_dtype(DType::F16);\n    let (v, i) = h.max_dim(1, false);\n    (i, v.to_dtype(DType::F32), h.argmax(0, false), x.to_dtype(DType::BF16).amax_dim(&[1], false).to_dtype(DType::F32))\n}",
     "fn f(x: &Tensor, y: &Tensor) -> (Tensor, Tensor, Tensor) {\n    let a = x.abs().pow(0.5);\n    let b = x.pow(2.0) + y.pow(3.0);\n    let c = (x.abs() + 1.0).pow(y);\n    (a, b, c)\n}",
     "fn f(ids: &Tensor) -> (Tensor, Tensor, Tensor, Tensor) {\n    (ids.pow(2), -ids, ids.pow(2.0), (ids * ids).sum())\n}",
+    "fn f(x: &Tensor) -> (Tensor, Tensor, Tensor) {\n    let h = x.to_dtype(DType::F16);\n    let a = h.exp() + h.tanh() + h.sigmoid() + h.sin() * h.cos();\n    let b = h.abs().sqrt() + (h.abs() + 0.5).sqrt().reciprocal() + (h.abs() + 0.5).log() + (&h + 2.0).reciprocal();\n    let c = h.square() + h.relu() + h.gelu() + h.silu();\n    (a.to_dtype(DType::F32), b.to_dtype(DType::F32), c.to_dtype(DType::F32))\n}",
+    "fn f(x: &Tensor, y: &Tensor) -> (Tensor, Tensor, Tensor) {\n    let (a, b) = (x.to_dtype(DType::F16), y.to_dtype(DType::F16));\n    let p = &a * &b + &a / (b.abs() + 1.0) - &b * 0.3;\n    let q = a.maximum(&b) + a.minimum(&(&b * 2.0));\n    let r = (a.abs() + 1.0).pow(&b) + a.pow(2.0) * 0.5;\n    (p.to_dtype(DType::F32), q.to_dtype(DType::F32), r.to_dtype(DType::F32))\n}",
+    "fn f(x: &Tensor) -> (Tensor, Tensor, Tensor, Tensor) {\n    let h = x.to_dtype(DType::F16);\n    let s = h.softmax(-1) * 3.0 + h.log_softmax(-1);\n    let r = h.sum_dim(&[1], false) + h.mean_dim(&[1], false) + h.var_dim(&[1], 1, false) + h.amax_dim(&[1], false);\n    let c = h.cumsum(1) + h.log1p().abs() + h.expm1();\n    (s.to_dtype(DType::F32), r.to_dtype(DType::F32), c.to_dtype(DType::F32), h.mean().to_dtype(DType::F32))\n}",
+    "fn f(x: &Tensor, w: &Tensor, m: &Tensor) -> (Tensor, Tensor) {\n    let h = x.to_dtype(DType::F16).matmul(&w.to_dtype(DType::F16)).clamp(-0.5, 0.8);\n    let y = h.masked_fill(m, 0.25) + h.where_(m, &(&h * 2.0));\n    (y.to_dtype(DType::F32), (h.tril(0) * 2.0).to_dtype(DType::F32))\n}",
+    "fn f(x: &Tensor) -> (Tensor, Tensor, Tensor) {\n    let h = x.to_dtype(DType::BF16);\n    let a = h.exp() + h.tanh() + h.sigmoid() + h.sin() * h.cos();\n    let b = h.abs().sqrt() + (h.abs() + 0.5).sqrt().reciprocal() + (h.abs() + 0.5).log() + (&h + 2.0).reciprocal();\n    let c = h.square() + h.relu() + h.gelu() + h.silu();\n    (a.to_dtype(DType::F32), b.to_dtype(DType::F32), c.to_dtype(DType::F32))\n}",
+    "fn f(x: &Tensor, y: &Tensor) -> (Tensor, Tensor, Tensor) {\n    let (a, b) = (x.to_dtype(DType::BF16), y.to_dtype(DType::BF16));\n    let p = &a * &b + &a / (b.abs() + 1.0) - &b * 0.3;\n    let q = a.maximum(&b) + a.minimum(&(&b * 2.0));\n    let r = (a.abs() + 1.0).pow(&b) + a.pow(2.0) * 0.5;\n    (p.to_dtype(DType::F32), q.to_dtype(DType::F32), r.to_dtype(DType::F32))\n}",
+    "fn f(x: &Tensor) -> (Tensor, Tensor, Tensor, Tensor) {\n    let h = x.to_dtype(DType::BF16);\n    let s = h.softmax(-1) * 3.0 + h.log_softmax(-1);\n    let r = h.sum_dim(&[1], false) + h.mean_dim(&[1], false) + h.var_dim(&[1], 1, false) + h.amax_dim(&[1], false);\n    let c = h.cumsum(1) + h.log1p().abs() + h.expm1();\n    (s.to_dtype(DType::F32), r.to_dtype(DType::F32), c.to_dtype(DType::F32), h.mean().to_dtype(DType::F32))\n}",
+    "fn f(x: &Tensor, w: &Tensor, m: &Tensor) -> (Tensor, Tensor) {\n    let h = x.to_dtype(DType::BF16).matmul(&w.to_dtype(DType::BF16)).clamp(-0.5, 0.8);\n    let y = h.masked_fill(m, 0.25) + h.where_(m, &(&h * 2.0));\n    (y.to_dtype(DType::F32), (h.tril(0) * 2.0).to_dtype(DType::F32))\n}",
 ];
 
 /// The number of cases the file was generated from.
-pub const COUNT: usize = 10;
+pub const COUNT: usize = 18;

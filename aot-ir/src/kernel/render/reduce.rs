@@ -359,7 +359,13 @@ fn entry(
             let _ = writeln!(s, "        const {vc} mc = ({vc})m;\n        double acc = 0.0;");
             fold(s, &format!("            acc += (double){exp}(({vc})(x - mc));\n"));
             reduce(s, "acc", "a + b", "0");
-            let (fin, y) = if log {
+            let half = matches!(vd, KernelDType::F16 | KernelDType::BF16);
+            let (fin, y) = if log && half {
+                // As eager's: the row's sum and its log are rounded to the
+                // element type (PyTorch's CPU kernel stores them in it).
+                let r = format!("aot_fin_{name}");
+                (format!("{r}((float)log((double){r}((float)acc)))"), format!("({vc})(x - mc) - fin"))
+            } else if log {
                 (format!("({vc})log(acc)"), format!("({vc})(x - mc) - fin"))
             } else {
                 (format!("({vc})acc"), format!("{exp}(({vc})(x - mc)) / fin"))

@@ -115,6 +115,13 @@ impl KernelTypes {
                     let d = dt(n.args.get(1))?;
                     (d, d)
                 }
+                Op::Prim(Prim::OpMath) => {
+                    let d = match dt(n.args.first())? {
+                        KernelDType::F16 | KernelDType::BF16 => KernelDType::F32,
+                        d => d,
+                    };
+                    (d, d)
+                }
                 Op::Dsl { op: OpKind::ToDtype, .. } => match n.args.get(1) {
                     Some(Arg::DType(d)) => (of_ir(*d), of_ir(*d)),
                     _ => return Err(fail(i, "`to_dtype` without a dtype".into())),

@@ -199,31 +199,11 @@ pub(super) fn unary<B: GradBuilder>(e: &mut B, c: &Call) -> Result<ValueId, B::E
 fn activation<B: GradBuilder>(e: &mut B, c: &Call) -> Result<ValueId, B::Error> {
     let (x, g) = (c.x, c.g);
     Ok(match c.op {
-        K::Tanh => {
-            let o = c.out.get(e)?;
-            let sq = e.un(K::Square, o)?;
-            let d = e.one_minus(sq)?;
-            e.bin(K::Mul, g, t(d))?
-        }
-        K::Sigmoid => {
-            let o = c.out.get(e)?;
-            let om = e.one_minus(o)?;
-            let d = e.bin(K::Mul, o, t(om))?;
-            e.bin(K::Mul, g, t(d))?
-        }
+        K::Tanh | K::Sigmoid | K::Gelu | K::Silu => opmath_activation(e, c, x, g)?,
         K::Relu => {
             let o = c.out.get(e)?;
             let m = e.mask(K::Gt, o, f(0.0), g)?;
             e.bin(K::Mul, g, t(m))?
-        }
-        K::Gelu => gelu(e, x, g)?,
-        K::Silu => {
-            let s = e.un(K::Sigmoid, x)?;
-            let om = e.one_minus(s)?;
-            let xs = e.bin(K::Mul, x, t(om))?;
-            let p1 = e.bin(K::Add, xs, f(1.0))?;
-            let d = e.bin(K::Mul, s, t(p1))?;
-            e.bin(K::Mul, g, t(d))?
         }
         K::Reciprocal => {
             let o = c.out.get(e)?;
@@ -241,6 +221,46 @@ fn activation<B: GradBuilder>(e: &mut B, c: &Call) -> Result<ValueId, B::Error> 
 
 /// gelu's exact gradient, as eager computes it: the normal cdf recovered as
 /// `gelu(x) / x` (0.5 at 0) plus `x * pdf(x)`.
+/// The activations whose backward PyTorch computes in one kernel (its
+/// `tanh_backward`, `sigmoid_backward`, `gelu_backward`, `silu_backward`):
+/// the formula runs on opmath operands (f32 for f16/bf16) and the result
+/// is cast back, so a half-precision gradient is rounded once, as there.
+fn opmath_activation<B: GradBuilder>(e: &mut B, c: &Call, x: ValueId, g: ValueId) -> Result<ValueId, B::Error> {
+    let g32 = e.opmath(g)?;
+    let d = match c.op {
+        K::Tanh => {
+            let o = c.out.get(e)?;
+            let o = e.opmath(o)?;
+            let sq = e.un(K::Square, o)?;
+            let d = e.one_minus(sq)?;
+            e.bin(K::Mul, g32, t(d))?
+        }
+        K::Sigmoid => {
+            let o = c.out.get(e)?;
+            let o = e.opmath(o)?;
+            let om = e.one_minus(o)?;
+            let d = e.bin(K::Mul, o, t(om))?;
+            e.bin(K::Mul, g32, t(d))?
+        }
+        K::Gelu => {
+            let x32 = e.opmath(x)?;
+            gelu(e, x32, g32)?
+        }
+        _ => {
+            let x32 = e.opmath(x)?;
+            let s = e.un(K::Sigmoid, x32)?;
+            let om = e.one_minus(s)?;
+            let xs = e.bin(K::Mul, x32, t(om))?;
+            let p1 = e.bin(K::Add, xs, f(1.0))?;
+            let d = e.bin(K::Mul, s, t(p1))?;
+            e.bin(K::Mul, g32, t(d))?
+        }
+    };
+    // Back to the gradient's dtype (the op's): `g` is always at hand, while
+    // eager keeps only what the rule reads (tanh's and sigmoid's result).
+    e.cast_like(d, g)
+}
+
 fn gelu<B: GradBuilder>(e: &mut B, x: ValueId, g: ValueId) -> Result<ValueId, B::Error> {
     let scaled = e.bin(K::Mul, x, f(std::f64::consts::FRAC_1_SQRT_2))?;
     let gelu = e.un(K::Gelu, x)?;

@@ -64,6 +64,10 @@ trait RuleOps: GradBuilder {
     fn cast_like(&mut self, x: ValueId, like: ValueId) -> Result<ValueId, Self::Error> {
         self.prim(Prim::CastLike, vec![t(x), t(like)])
     }
+    /// `x` in its opmath dtype (f32 for f16/bf16; see [`Prim::OpMath`]).
+    fn opmath(&mut self, x: ValueId) -> Result<ValueId, Self::Error> {
+        self.prim(Prim::OpMath, vec![t(x)])
+    }
     /// `1.0 - x`, written as eager writes `rsub` (`-(x - 1)` is exact).
     fn one_minus(&mut self, x: ValueId) -> Result<ValueId, Self::Error> {
         let d = self.bin(OpKind::Sub, x, crate::graph::args::f(1.0))?;

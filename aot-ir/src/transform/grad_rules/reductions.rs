@@ -44,21 +44,27 @@ pub(super) fn vjp<B: GradBuilder>(e: &mut B, c: &Call) -> Result<ValueId, B::Err
             let d = e.bin(K::Mul, d, t(scale))?;
             e.bin(K::Mul, d, t(gk))?
         }
+        // PyTorch's softmax backward kernels work in the opmath dtype (f32
+        // for f16/bf16) and round once.
         K::Softmax => {
-            let o = c.out.get(e)?;
+            let (o, g0, g) = (c.out.get(e)?, g, e.opmath(g)?);
+            let o = e.opmath(o)?;
             let dim = softmax_dim(c)?;
             let go = e.bin(K::Mul, g, t(o))?;
             let s = e.op(K::SumDim, vec![t(go), dim, b(true)])?;
             let d = e.bin(K::Sub, g, t(s))?;
-            e.bin(K::Mul, o, t(d))?
+            let r = e.bin(K::Mul, o, t(d))?;
+            e.cast_like(r, g0)?
         }
         K::LogSoftmax => {
-            let o = c.out.get(e)?;
+            let (o, g0, g) = (c.out.get(e)?, g, e.opmath(g)?);
+            let o = e.opmath(o)?;
             let dim = softmax_dim(c)?;
             let ex = e.un(K::Exp, o)?;
             let s = e.op(K::SumDim, vec![t(g), dim, b(true)])?;
             let m = e.bin(K::Mul, ex, t(s))?;
-            e.bin(K::Sub, g, t(m))?
+            let r = e.bin(K::Sub, g, t(m))?;
+            e.cast_like(r, g0)?
         }
         _ => return Err(format!("`{}` is not a reduction", c.op.name()).into()),
     })

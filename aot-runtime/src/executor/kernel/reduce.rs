@@ -16,7 +16,9 @@
 
 use super::{elementwise_step, float_inputs};
 use crate::autograd::prims::{ints, scalar};
+use crate::backend::FusedRhs;
 use crate::backend::{FusedReduceProgram, FusedRowOp, FusedStep, KernelCall};
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::{is_dense_output, wrap_dim, Layout};
 use crate::ops::binary::broadcast_layout;
@@ -25,7 +27,7 @@ use crate::storage::Storage;
 use crate::tensor::Tensor;
 use aot_ir::kernel::render::KernelTypes;
 use aot_ir::kernel::Kernel;
-use aot_ir::{Node, Op, OpKind, ScalarValue};
+use aot_ir::{Node, Op, OpKind, Prim, ScalarValue};
 
 /// What [`plan`] works out.
 struct Plan {
@@ -100,6 +102,21 @@ fn plan(k: &Kernel, r: usize, inputs: &[&Tensor], scalars: &[Option<ScalarValue>
                     for v in n.tensor_args().filter(|v| v.index() < inputs.len()) {
                         load_epi[v.index()] = true;
                     }
+                    epilogue.push(step);
+                }
+                layout
+            }
+            // A cast to the kernel's one dtype (`opmath` of f32/f64, a
+            // `cast_like` of a value of the same dtype) changes nothing: an
+            // exact identity step (`x * 1`).
+            Op::Prim(Prim::OpMath | Prim::CastLike) if !matches!(dtype, DType::F16 | DType::BF16) => {
+                let a = n.args.first()?.as_tensor()?.index();
+                let layout = layouts.get(a)?.clone()?;
+                let step = FusedStep::new(OpKind::Mul, a, FusedRhs::Scalar(1.0), out, dtype);
+                if pro[i] {
+                    prologue.push(step);
+                } else {
+                    load_epi.iter_mut().enumerate().filter(|(j, _)| *j == a).for_each(|(_, l)| *l = true);
                     epilogue.push(step);
                 }
                 layout
