@@ -34,6 +34,7 @@ impl Lower<'_> {
                 Some(p) => Val::Shape(p),
                 None => Val::Poison,
             }),
+            (Special::Device, Val::Tensor(t)) => Some(Val::Device(*t)),
             (Special::Scalar(f), Val::Scalar(..)) => Some(self.scalar_fn(f, recv, vals, exprs, span)),
             (Special::Scalar(_), Val::Tensor(_)) if tensor_op => None,
             (Special::Scalar(f), Val::Tensor(_)) => {
@@ -55,7 +56,7 @@ impl Lower<'_> {
                 self.errors.add(
                     recv_span,
                     format!("`{method}` is called on {}", other.describe()),
-                    Some("`size` and `shape` are methods of tensors; the methods of numbers apply to scalars".into()),
+                    Some("`size`, `shape` and `device` are methods of tensors; the methods of numbers apply to scalars".into()),
                 );
                 Some(Val::Poison)
             }
