@@ -106,7 +106,7 @@ impl Tensor {
     /// `torch.arange(start, end, step)`: values `start + i*step` below `end`.
     pub fn arange(start: f64, end: f64, step: f64, dtype: DType, device: &Device) -> Result<Tensor> {
         if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
-            return Err(AotError::unsupported("arange", format!("invalid range [{start}, {end}) with step {step}")));
+            return Err(AotError::unsupported("arange", format!("invalid range [{start:?}, {end:?}) with step {step:?}")));
         }
         if (end - start) * step < 0.0 {
             return Err(AotError::unsupported("arange", "upper bound and larger bound inconsistent with step sign"));
@@ -116,7 +116,7 @@ impl Tensor {
         if !count.is_finite() || count > MAX_NUMEL as f64 {
             return Err(AotError::overflow(
                 "arange",
-                format!("the range [{start}, {end}) with step {step} has {count:e} elements, more than {MAX_NUMEL}"),
+                format!("the range [{start:?}, {end:?}) with step {step:?} has {count:e} elements, more than {MAX_NUMEL}"),
             ));
         }
         let n = count as usize;
