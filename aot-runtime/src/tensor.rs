@@ -11,7 +11,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{checked_numel, Layout, MAX_NUMEL};
-use crate::storage::{CpuElem, CpuStorage, Storage};
+use crate::storage::{CpuElem, Storage};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -120,8 +120,7 @@ impl Tensor {
             ));
         }
         let n = count as usize;
-        let host = CpuStorage::from_f64s("arange", dtype, (0..n).map(|i| start + i as f64 * step))?;
-        Ok(Tensor::from_storage(Storage::from_host("arange", device, host)?, Layout::contiguous(&[n])))
+        Ok(Tensor::from_storage(Storage::arange("arange", device, dtype, n, start, step)?, Layout::contiguous(&[n])))
     }
     /// Standard-normal samples from a generator seeded with `seed`.
     pub fn randn(shape: &[usize], dtype: DType, device: &Device, seed: u64) -> Result<Tensor> {

@@ -228,3 +228,28 @@ fn bad_ranges_are_errors() -> Result<()> {
     assert!(matches!(&err, AotError::InFunction { source, .. } if matches!(**source, AotError::Overflow { op: "arange", .. })), "{err:?}");
     Ok(())
 }
+
+/// arange is a primitive that CUDA runs as a kernel of its own (as
+/// `cumsum`): `kernels_for(.., Cuda)` lists it where the call runs it,
+/// before the fused kernels of the mask that read it; on the CPU it is a
+/// native loop with no generated source.
+#[test]
+fn kernel_listing_includes_arange_for_cuda() -> Result<()> {
+    let att = Tensor::zeros(&[2, 4, 4], DType::F32, &CPU)?;
+    let w = Tensor::ones(&[2, 4, 4], DType::F32, &CPU)?;
+    let args = [Arg::from(&att), Arg::from(&w)];
+    let cpu: Vec<String> = causal_softmax::compiled().kernels(&args)?.into_iter().map(|k| k.name).collect();
+    assert!(!cpu.iter().any(|k| k.contains("arange")), "{cpu:?}");
+    let cuda = causal_softmax::compiled().kernels_for(&args, &Device::Cuda(0));
+    #[cfg(feature = "cuda")]
+    {
+        let names: Vec<String> = cuda?.into_iter().map(|k| k.name).collect();
+        let at = names.iter().position(|k| k == "aot_arange_i64").unwrap_or_else(|| panic!("no arange kernel in {names:?}"));
+        assert!(names.len() > at + 1, "the mask's kernels follow: {names:?}");
+        let f: Vec<String> = float_step::compiled().kernels_for(&args[..1], &Device::Cuda(0))?.into_iter().map(|k| k.name).collect();
+        assert_eq!(f, vec!["aot_arange_f32".to_string()]);
+    }
+    #[cfg(not(feature = "cuda"))]
+    assert!(matches!(cuda, Err(AotError::DeviceUnavailable { .. })), "{cuda:?}");
+    Ok(())
+}
