@@ -432,7 +432,8 @@ fn check_factory(op: OpKind, name: &str, args: &[Expr], call: SpanRange, errors:
         let found = match sig.params.get(k) {
             Some(kind) => syntactic_mismatch(arg, *kind).or(device.then_some("a device")),
             None if device => None,
-            None => Some(syntactic_mismatch(arg, ParamKind::Tensor).unwrap_or("something else")),
+            // a tensor is not its device: `&x.device()` says which is meant
+            None => Some(syntactic_mismatch(arg, ParamKind::Tensor).unwrap_or("an expression that is not `x.device()`")),
         };
         if let Some(found) = found {
             let want = sig.params.get(k).map_or("a device like `&x.device()`", |p| p.describe());

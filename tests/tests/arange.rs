@@ -253,3 +253,30 @@ fn kernel_listing_includes_arange_for_cuda() -> Result<()> {
     assert!(matches!(cuda, Err(AotError::DeviceUnavailable { .. })), "{cuda:?}");
     Ok(())
 }
+
+#[aot_fn]
+fn twice(x: &Tensor) -> (Tensor, Tensor) {
+    (Tensor::arange(0, x.size(0)), Tensor::arange(0, x.size(0)))
+}
+
+/// Two equal ranges are two tensors (as two `torch.arange` calls are):
+/// writing one leaves the other; an input read for its device only, even
+/// one that requires grad, gives an output without grad and no gradient.
+#[test]
+fn equal_ranges_are_distinct_and_require_no_grad() -> Result<()> {
+    let x = Tensor::ones(&[3], DType::F32, &CPU)?.requires_grad_(true)?;
+    let (a, b) = twice(&x)?;
+    assert!(!a.shares_storage_with(&b));
+    a.add_(10.0)?;
+    assert_eq!((a.to_vec::<i64>()?, b.to_vec::<i64>()?), (vec![10, 11, 12], vec![0, 1, 2]));
+    assert!(!a.requires_grad() && !b.requires_grad());
+    let report = serde_json::to_value(twice::compiled().explain(&[Arg::from(&x)])?).unwrap();
+    let meta = &report["fw_metadata"];
+    assert_eq!(meta["input_info"][0]["requires_grad"], true);
+    for k in 0..2 {
+        assert_eq!(meta["output_info"][k]["output_type"], "non_alias");
+        assert_eq!(meta["output_info"][k]["requires_grad"], false);
+    }
+    assert_eq!(meta["traced_tangents"], serde_json::json!([]));
+    Ok(())
+}

@@ -15,13 +15,14 @@ pub(super) fn arange_source(d: DType) -> Source {
     let kd = d.kernel_dtype();
     let body = format!(
         "extern \"C\" __global__ void {name}({t} *out, const aot_params_{name} p) {{\n\
-         \x20   const double start = __longlong_as_double(p.start), step = __longlong_as_double(p.step);\n\
+         \x20   const double first = __longlong_as_double(p.start), delta = __longlong_as_double(p.step);\n\
          \x20   {each} {{\n\
          \x20       out[i] = {store};\n\
          \x20   }}\n}}",
         t = kd.storage(),
         each = each("i", "p.n"),
-        store = kd.from_double("start + (double)i * step"),
+        // `each` names its own stride `step`
+        store = kd.from_double("first + (double)i * delta"),
     );
     Source::new(name, &[d], &["n", "start", "step"], &[format!("{} *", kd.storage())], &body)
 }
