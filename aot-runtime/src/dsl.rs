@@ -215,8 +215,10 @@
 //! The result lives on the device of `&x.device()` when it is given, else
 //! on the device of the function's tensor arguments (a call's tensors
 //! share one device; the first tensor parameter is read for it, and for
-//! nothing else: it does not count as a use of that input). A function
-//! without tensor parameters cannot make one: that is a compile error.
+//! nothing else: it does not count as a use of that input, and rustc
+//! warns of a parameter used that way only, as of any unused one: name it
+//! `_x`). A function without tensor parameters cannot make one: that is a
+//! compile error.
 //! A step of 0, a step whose sign points away from `end`, or a range too
 //! long to allocate is an error of the call naming the function and the
 //! op. The result never requires grad.
