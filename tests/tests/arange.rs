@@ -233,8 +233,9 @@ fn bad_ranges_are_errors() -> Result<()> {
 
 /// arange is a primitive that CUDA runs as a kernel of its own (as
 /// `cumsum`): `kernels_for(.., Cuda)` lists it where the call runs it,
-/// before the fused kernels of the mask that read it; on the CPU it is a
-/// native loop with no generated source.
+/// before the fused kernel that reads it (the mask, the softmax and the
+/// product in one); on the CPU it is a native loop with no generated
+/// source.
 #[test]
 fn kernel_listing_includes_arange_for_cuda() -> Result<()> {
     let att = Tensor::zeros(&[2, 4, 4], DType::F32, &CPU)?;
@@ -246,10 +247,10 @@ fn kernel_listing_includes_arange_for_cuda() -> Result<()> {
     #[cfg(feature = "cuda")]
     {
         let names: Vec<String> = cuda?.into_iter().map(|k| k.name).collect();
-        let at = names.iter().position(|k| k == "aot_arange_i64").unwrap_or_else(|| panic!("no arange kernel in {names:?}"));
+        let at = names.iter().position(|k| k == "aot_arange_int64").unwrap_or_else(|| panic!("no arange kernel in {names:?}"));
         assert!(names.len() > at + 1, "the mask's kernels follow: {names:?}");
         let f: Vec<String> = float_step::compiled().kernels_for(&args[..1], &Device::Cuda(0))?.into_iter().map(|k| k.name).collect();
-        assert_eq!(f, vec!["aot_arange_f32".to_string()]);
+        assert_eq!(f, vec!["aot_arange_float32".to_string()]);
     }
     #[cfg(not(feature = "cuda"))]
     assert!(matches!(cuda, Err(AotError::DeviceUnavailable { .. })), "{cuda:?}");
