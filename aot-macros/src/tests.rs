@@ -168,7 +168,13 @@ fn arange_mistakes_are_reported() {
     let none = errors_of("fn f(n: i64) -> Tensor { Tensor::arange(0, n) }");
     assert!(none.contains("takes the device of the function's tensor parameters, and this function has none"), "{none}");
     // every form lowers
-    for ok in ["Tensor::arange(4)", "Tensor::arange(0, n)", "Tensor::arange(n, 0.0, -0.5)", "Tensor::arange(0, a.size(0), 2, DType::F16)", "Tensor::arange(0, 4, 1, DType::I64, &b.device())"] {
+    for ok in [
+        "Tensor::arange(4)",
+        "Tensor::arange(0, n)",
+        "Tensor::arange(n, 0.0, -0.5)",
+        "Tensor::arange(0, a.size(0), 2, DType::F16)",
+        "Tensor::arange(0, 4, 1, DType::I64, &b.device())",
+    ] {
         let got = errors_of(&format!("fn f(a: &Tensor, b: &Tensor, n: f64) -> Tensor {{ {ok} }}"));
         assert!(got.is_empty(), "{ok}: {got}");
     }

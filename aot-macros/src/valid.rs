@@ -421,7 +421,8 @@ fn check_call(op: OpKind, name: &str, args: &[Expr], call: SpanRange, errors: &m
 /// function takes them: `(start, end, step, DType::I64, &x.device())`.
 fn check_factory(op: OpKind, name: &str, args: &[Expr], call: SpanRange, errors: &mut Errors) -> Option<OpKind> {
     let sig = op.sig();
-    let usage = || Some(format!("call it as `{}`, or with PyTorch's defaults `Tensor::arange(end)`, `Tensor::arange(start, end)`", sig.usage));
+    let usage =
+        || Some(format!("call it as `{}`, or with PyTorch's defaults `Tensor::arange(end)`, `Tensor::arange(start, end)`", sig.usage));
     if args.is_empty() || args.len() > sig.params.len() + 1 {
         errors.add(call, format!("`{name}` takes 1 to {} arguments but {} were supplied", sig.params.len() + 1, args.len()), usage());
         return None;

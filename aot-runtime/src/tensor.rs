@@ -103,8 +103,15 @@ impl Tensor {
     pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
         Tensor::full(shape, 1.0, dtype, device)
     }
-    /// `torch.arange(start, end, step)`: values `start + i*step` below `end`.
+    /// `torch.arange(start, end, step)`: `ceil((end - start) / step)`
+    /// values `start + i*step` (in f64, then converted to `dtype`). For
+    /// `I64`, as PyTorch's integer arange, `start` and `step` are truncated
+    /// to integers first (the count is still the f64 one); `Bool` has no
+    /// arange.
     pub fn arange(start: f64, end: f64, step: f64, dtype: DType, device: &Device) -> Result<Tensor> {
+        if dtype == DType::Bool {
+            return Err(AotError::dtype("arange", "arange is not implemented for bool"));
+        }
         if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
             return Err(AotError::unsupported("arange", format!("invalid range [{start:?}, {end:?}) with step {step:?}")));
         }
@@ -120,6 +127,15 @@ impl Tensor {
             ));
         }
         let n = count as usize;
+        // Every i64 value lies between the first and the last: check those two.
+        let last = start.trunc() + (n.max(1) - 1) as f64 * step.trunc();
+        let i64_range = -(2f64.powi(63))..2f64.powi(63);
+        if dtype == DType::I64 && !(i64_range.contains(&start.trunc()) && i64_range.contains(&last)) {
+            return Err(AotError::overflow(
+                "arange",
+                format!("the range [{start:?}, {end:?}) with step {step:?} leaves the range of int64"),
+            ));
+        }
         Ok(Tensor::from_storage(Storage::arange("arange", device, dtype, n, start, step)?, Layout::contiguous(&[n])))
     }
     /// Standard-normal samples from a generator seeded with `seed`.

@@ -14,7 +14,8 @@ use aot_runtime::storage::CpuStorage;
 use aot_runtime::{DType, Device, Tensor};
 use cuda_common::{bits, download, on, CUDA, DTYPES};
 
-const RANGES: [(f64, f64, f64); 6] = [(0.0, 7.0, 1.0), (0.0, 1.0, 0.3), (5.0, -3.0, -2.5), (-1.5, 2.0, 0.25), (3.0, 3.0, 1.0), (1e6, 1e6 + 40.0, 3.0)];
+const RANGES: [(f64, f64, f64); 6] =
+    [(0.0, 7.0, 1.0), (0.0, 1.0, 0.3), (5.0, -3.0, -2.5), (-1.5, 2.0, 0.25), (3.0, 3.0, 1.0), (1e6, 1e6 + 40.0, 3.0)];
 
 fn count(start: f64, end: f64, step: f64) -> usize {
     ((end - start) / step).ceil().max(0.0) as usize

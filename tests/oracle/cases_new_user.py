@@ -219,10 +219,12 @@ add(case("new_user_arange_outputs", """
 def f(x, n):
     r = torch.arange(0.0, n, 0.3)
     s = torch.arange(x.size(0), 0, -2)
-    return r, s, s.unsqueeze(1), x * r.sum()
+    k = torch.arange(-3.5, 10, 2.9, dtype=torch.int64)
+    return r, s, s.unsqueeze(1), x * r.sum(), k
 """, """
-fn f(x: &Tensor, n: f64) -> (Tensor, Tensor, Tensor, Tensor) {
+fn f(x: &Tensor, n: f64) -> (Tensor, Tensor, Tensor, Tensor, Tensor) {
     let r = Tensor::arange(0.0, n, 0.3);
     let s = Tensor::arange(x.size(0), 0, -2);
-    (r, s, s.unsqueeze(1), x * r.sum())
+    let k = Tensor::arange(-3.5, 10, 2.9, DType::I64);
+    (r, s, s.unsqueeze(1), x * r.sum(), k)
 }""", calls([("x", [5])], args=["x", 1.0])))

@@ -58,6 +58,11 @@ fn full_form(x: &Tensor) -> Tensor {
 }
 
 #[aot_fn]
+fn int_fractional(_x: &Tensor) -> Tensor {
+    Tensor::arange(-3.5, 10, 2.9, DType::I64)
+}
+
+#[aot_fn]
 fn end_only(x: &Tensor) -> Tensor {
     Tensor::arange(x.size(0) * 2)
 }
@@ -88,6 +93,9 @@ fn forms_and_defaults_follow_pytorch() -> Result<()> {
     assert_eq!(r.to_vec::<f64>()?, vec![0.5, 1.0, 1.5, 2.0, 2.5]);
     // `torch.arange(end)`
     assert_eq!(end_only(&x)?.to_vec::<i64>()?, vec![0, 1, 2, 3, 4, 5]);
+    // i64 with fractional bounds: PyTorch truncates start and step (the
+    // count stays ceil(13.5 / 2.9) = 5)
+    assert_eq!(int_fractional(&x)?.to_vec::<i64>()?, vec![-3, -1, 1, 3, 5]);
     // an empty range is an empty tensor
     assert_eq!(from_n_down(&x, 0)?.shape(), vec![0]);
     Ok(())
@@ -211,9 +219,14 @@ fn stepped(x: &Tensor, start: f64, end: f64, step: f64) -> Tensor {
     Tensor::arange(start, end, step) + x.sum()
 }
 
+#[aot_fn]
+fn bool_range(x: &Tensor) -> Tensor {
+    Tensor::arange(0, 2, 1, DType::Bool, &x.device())
+}
+
 /// A step of 0, a step whose sign points away from the end, and a range
-/// too long to allocate: errors naming the function and the op, with
-/// nothing computed.
+/// too long to allocate, and a bool range (PyTorch has none): errors
+/// naming the function and the op, with nothing computed.
 #[test]
 fn bad_ranges_are_errors() -> Result<()> {
     let x = Tensor::zeros(&[2], DType::F32, &CPU)?;
@@ -226,6 +239,11 @@ fn bad_ranges_are_errors() -> Result<()> {
     // the range's parameter is named, not `x` (whose device it would take)
     let err = stepped(&x, 0.0, 4.0, 0.0).unwrap_err();
     assert!(matches!(&err, AotError::InFunction { arg: Some(a), .. } if a == "start"), "{err:?}");
+    let err = bool_range(&x).unwrap_err();
+    assert!(
+        matches!(&err, AotError::InFunction { func, source, .. } if func == "bool_range" && matches!(**source, AotError::DTypeMismatch { op: "arange", .. })),
+        "{err:?}"
+    );
     let err = stepped(&x, 0.0, 1e300, 1.0).unwrap_err();
     assert!(matches!(&err, AotError::InFunction { source, .. } if matches!(**source, AotError::Overflow { op: "arange", .. })), "{err:?}");
     Ok(())

@@ -59,8 +59,10 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
 
     /// `n` elements of `dtype`, each `value` converted to it.
     fn full(op: &'static str, device: &Device, dtype: DType, n: usize, value: f64) -> Result<Self>;
-    /// `n` values `start + i * step` (computed in f64, then converted to
-    /// `dtype` as a cast does) on `device`: `arange`'s buffer.
+    /// `n` values `start + i * step` on `device`: `arange`'s buffer. Floats
+    /// are computed in f64 and converted as a cast does; `I64` truncates
+    /// `start` and `step` to integers and computes in wrapping i64 (the
+    /// caller checked that the first and last values fit).
     fn arange(op: &'static str, device: &Device, dtype: DType, n: usize, start: f64, step: f64) -> Result<Self>;
     /// A buffer on `device` holding `data` (moved, or uploaded).
     fn from_host(op: &'static str, device: &Device, data: CpuStorage) -> Result<Self>;

@@ -1,7 +1,8 @@
 //! `arange` on the device: one kernel writing `start + i * step` (in
-//! double, converted once to the dtype as the CPU backend's cast does),
-//! one thread per element, so the values are made where they live rather
-//! than uploaded. The bounds travel as the bits of their doubles.
+//! double, converted once to the dtype as the CPU backend's cast does; for
+//! int64 in wrapping 64-bit integers from the truncated bounds, as the
+//! CPU), one thread per element, so the values are made where they live
+//! rather than uploaded. The bounds travel as the bits of their doubles.
 
 use super::device::gpu;
 use super::scan::{each, launch, Source};
@@ -22,7 +23,13 @@ pub(super) fn arange_source(d: DType) -> Source {
         t = kd.storage(),
         each = each("i", "p.n"),
         // `each` names its own stride `step`
-        store = kd.from_double("first + (double)i * delta"),
+        store = match d {
+            // Unsigned: wrapping is defined there, not for signed overflow.
+            DType::I64 =>
+                "(long long)((unsigned long long)(long long)first + (unsigned long long)i * (unsigned long long)(long long)delta)"
+                    .to_string(),
+            _ => kd.from_double("first + (double)i * delta"),
+        },
     );
     Source::new(name, &[d], &["n", "start", "step"], &[format!("{} *", kd.storage())], &body)
 }

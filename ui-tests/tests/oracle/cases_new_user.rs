@@ -140,10 +140,11 @@ pub mod case_11_new_user_arange_outputs {
     use aot_runtime::prelude::*;
 
     #[aot_fn]
-    pub fn f(x: &Tensor, n: f64) -> (Tensor, Tensor, Tensor, Tensor) {
+    pub fn f(x: &Tensor, n: f64) -> (Tensor, Tensor, Tensor, Tensor, Tensor) {
         let r = Tensor::arange(0.0, n, 0.3);
         let s = Tensor::arange(x.size(0), 0, -2);
-        (r, s, s.unsqueeze(1), x * r.sum())
+        let k = Tensor::arange(-3.5, 10, 2.9, DType::I64);
+        (r, s, s.unsqueeze(1), x * r.sum(), k)
     }
 }
 
@@ -178,7 +179,7 @@ pub const SOURCES: &[&str] = &[
     "fn f(x: &Tensor, w: &Tensor) -> Tensor {\n    x.to_dtype(DType::F16).matmul(&w.to_dtype(DType::F16)).relu().to_dtype(DType::F32)\n}",
     "fn f(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {\n    let t = q.size(-2);\n    let i = Tensor::arange(0, t);\n    let mask = i.unsqueeze(0).gt(&i.unsqueeze(1));\n    let att = q.matmul(&k.transpose(-2, -1)) * (1.0 / (q.size(-1) as f64).sqrt());\n    att.masked_fill(&mask, f64::NEG_INFINITY).softmax(-1).matmul(v)\n}",
     "fn f(tok: &Tensor, pos: &Tensor, ids: &Tensor) -> Tensor {\n    let p = Tensor::arange(0, ids.size(1), 1, DType::I64, &ids.device());\n    let h = ids.embedding(tok) + p.embedding(pos);\n    h.relu()\n}",
-    "fn f(x: &Tensor, n: f64) -> (Tensor, Tensor, Tensor, Tensor) {\n    let r = Tensor::arange(0.0, n, 0.3);\n    let s = Tensor::arange(x.size(0), 0, -2);\n    (r, s, s.unsqueeze(1), x * r.sum())\n}",
+    "fn f(x: &Tensor, n: f64) -> (Tensor, Tensor, Tensor, Tensor, Tensor) {\n    let r = Tensor::arange(0.0, n, 0.3);\n    let s = Tensor::arange(x.size(0), 0, -2);\n    let k = Tensor::arange(-3.5, 10, 2.9, DType::I64);\n    (r, s, s.unsqueeze(1), x * r.sum(), k)\n}",
 ];
 
 /// The number of cases the file was generated from.
