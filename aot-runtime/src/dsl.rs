@@ -235,13 +235,13 @@
 //!
 //! #[aot_fn]
 //! fn ramp(x: &Tensor, step: f64) -> Tensor {
-//!     Tensor::arange(0.0, x.size(0) as f64, step, DType::F64, &x.device()) * x
+//!     Tensor::arange(0.0, x.size(0) as f64, step, DType::F64, &x.device()) * x.sum()
 //! }
 //!
 //! let att = Tensor::zeros(&[2, 2], DType::F32, &Device::Cpu)?;
 //! assert_eq!(causal_softmax(&att)?.to_vec::<f32>()?, vec![1.0, 0.0, 0.5, 0.5]);
 //! let x = Tensor::ones(&[3], DType::F64, &Device::Cpu)?;
-//! assert_eq!(ramp(&x, 1.5)?.to_vec::<f64>()?, vec![0.0, 1.5]);
+//! assert_eq!(ramp(&x, 1.5)?.to_vec::<f64>()?, vec![0.0, 4.5]);
 //! # Ok::<(), AotError>(())
 //! ```
 //!
