@@ -207,7 +207,8 @@ impl Node {
     pub fn is_meta_arg(&self, i: usize) -> bool {
         match &self.op {
             Op::Prim(p) => p.is_meta_arg(i),
-            Op::Dsl { op: OpKind::ZerosLike | OpKind::OnesLike | OpKind::FullLike, .. } => i == 0,
+            // a factory's receiver gives the result's device only
+            Op::Dsl { op: OpKind::ZerosLike | OpKind::OnesLike | OpKind::FullLike | OpKind::Arange, .. } => i == 0,
             Op::Dsl { op: OpKind::ViewAs, .. } => i == 1,
             _ => false,
         }

@@ -213,6 +213,8 @@ define_ops! {
     IndexAddInplace = "index_add_", DataMutation, [Int, Tensor, Tensor], "a.index_add_(dim, &index, &src)";
     Cat = "cat", Compute, [Tensors, Int], "Tensor::cat(&[&a, &b], dim)";
     Stack = "stack", Compute, [Tensors, Int], "Tensor::stack(&[&a, &b], dim)";
+    // A factory: the node's receiver gives the device only (see `is_factory`).
+    Arange = "arange", Compute, [Float, Float, Float, DType], "Tensor::arange(start, end, step, DType::I64, &x.device())";
 }
 
 impl OpSig {
@@ -220,6 +222,14 @@ impl OpSig {
     /// parameter is a tensor list, spread over the node's first arguments.
     pub fn is_static(&self) -> bool {
         self.params.first() == Some(&ParamKind::Tensors)
+    }
+
+    /// A factory (`Tensor::arange(start, end, step, dtype, &x.device())`):
+    /// written as a function of `Tensor`, its node's receiver is the
+    /// tensor whose device the result takes, read for nothing else; the
+    /// parameters follow it.
+    pub fn is_factory(&self) -> bool {
+        self.kind == OpKind::Arange
     }
 
     /// How many tensors a node of this op with `num_args` arguments has in
@@ -288,6 +298,7 @@ impl OpKind {
                 | OpKind::Detach
                 | OpKind::Argmax
                 | OpKind::Argmin
+                | OpKind::Arange
         )
     }
 

@@ -59,6 +59,10 @@ impl<'a> Names<'a> {
         }
         let args: Vec<String> = node.args.iter().map(|a| self.arg_text(a)).collect();
         let _ = match &node.op {
+            Op::Dsl { op, .. } if op.sig().is_factory() => match args.split_first() {
+                Some((device, rest)) => write!(line, "{}({}, device = {device})", op.name(), rest.join(", ")),
+                None => write!(line, "{}()", op.name()),
+            },
             Op::Dsl { op, .. } => write!(line, "{}({})", op.name(), args.join(", ")),
             Op::Primal(g) => write!(line, "primal(group {g})"),
             Op::Tangent(t) => write!(line, "tangent({t})"),

@@ -29,6 +29,8 @@ pub enum Special {
     Size,
     /// `x.shape()`: indexed with a literal (`x.shape()[0]`).
     Shape,
+    /// `x.device()`: only as the device of `Tensor::arange(..)`.
+    Device,
 }
 
 #[derive(Debug)]

@@ -10,7 +10,8 @@
 //! and struct literals a function returns are lowered in `lower/tree.rs`;
 //! method calls and static calls (`Tensor::cat`) in `lower/call.rs`;
 //! operators, casts and integer lists in `lower/operators.rs`; calls of
-//! other `#[aot_fn]` functions in `lower/aot_call.rs`.
+//! other `#[aot_fn]` functions in `lower/aot_call.rs`; the factory
+//! `Tensor::arange(..)` in `lower/factory.rs`.
 //!
 //! Errors poison the value they concern ([`Val::Poison`]); a poisoned value
 //! propagates silently, so one mistake yields one message.
@@ -25,6 +26,7 @@ use std::collections::HashMap;
 
 mod aot_call;
 mod call;
+mod factory;
 mod operators;
 mod scalar;
 mod tree;
@@ -86,6 +88,8 @@ enum Val {
     Attr(TokenStream),
     /// `x.shape()` of a tensor: only indexed (`x.shape()[0]`).
     Shape(scalar::SizeOf),
+    /// `x.device()` of this tensor: only the device of `Tensor::arange`.
+    Device(ValueId),
     Unit,
     /// An expression that already produced an error.
     Poison,
@@ -106,6 +110,7 @@ impl Val {
             Val::Struct(..) => "a struct",
             Val::Attr(_) => "a constant",
             Val::Shape(_) => "a shape (index it: `x.shape()[0]`)",
+            Val::Device(_) => "a device (only `Tensor::arange(.., &x.device())` takes one)",
             Val::Unit => "`()`",
             Val::Poison => "an invalid value",
         }
@@ -539,6 +544,9 @@ impl Lower<'_> {
             }
             Expr::Static { func, args, span, op, .. } => {
                 let Some(op) = *op else { return Val::Poison };
+                if op.sig().is_factory() {
+                    return self.factory_call(op, args, *span);
+                }
                 self.static_call(op, func, args, *span)
             }
             Expr::Binary { op, lhs, rhs, span } => {

@@ -148,6 +148,38 @@ fn static_call_mistakes_are_reported() {
     }
 }
 
+#[test]
+fn arange_mistakes_are_reported() {
+    let bad = [
+        ("a.arange(0, 3, 1, DType::I64)", "`arange` is not a method: it is a function of `Tensor`"),
+        ("Tensor::arange()", "`arange` takes 1 to 5 arguments but 0 were supplied"),
+        ("Tensor::arange(0, 4, 1, DType::I64, &a.device(), 2)", "takes 1 to 5 arguments but 6 were supplied"),
+        ("Tensor::arange(0, 4, 1, DType::I64, &a)", "expects a device like `&x.device()` here, found an expression that is not"),
+        ("Tensor::arange(0, 4, 1, &a.device())", "expects a dtype like `DType::F32` here, found a device"),
+        ("Tensor::arange(0, DType::F32)", "expects a number here, found a dtype"),
+        ("Tensor::arange(0, a)", "`Tensor::arange` expects a number here, found a tensor"),
+        ("Tensor::arange(0, 4, 1, DType::I64, &n.device())", "`device` is called on a float scalar"),
+        ("a.add(&a.device())", "found a device (only `Tensor::arange(.., &x.device())` takes one)"),
+    ];
+    for (expr, want) in bad {
+        let got = errors_of(&format!("fn f(a: &Tensor, b: &Tensor, n: f64) -> Tensor {{ {expr} }}"));
+        assert!(got.contains(want), "{expr}: {got}");
+    }
+    let none = errors_of("fn f(n: i64) -> Tensor { Tensor::arange(0, n) }");
+    assert!(none.contains("takes the device of the function's tensor parameters, and this function has none"), "{none}");
+    // every form lowers
+    for ok in [
+        "Tensor::arange(4)",
+        "Tensor::arange(0, n)",
+        "Tensor::arange(n, 0.0, -0.5)",
+        "Tensor::arange(0, a.size(0), 2, DType::F16)",
+        "Tensor::arange(0, 4, 1, DType::I64, &b.device())",
+    ] {
+        let got = errors_of(&format!("fn f(a: &Tensor, b: &Tensor, n: f64) -> Tensor {{ {ok} }}"));
+        assert!(got.is_empty(), "{ok}: {got}");
+    }
+}
+
 /// A function of `n` elementwise ops, for the expansion-speed report.
 fn long_function(n: usize) -> TokenStream {
     let mut body = String::from("let mut h = x.copy();\n");

@@ -301,6 +301,7 @@ fn special_method(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut E
     let (special, arity, usage) = match name.as_str() {
         "size" => (Special::Size, 1, "x.size(dim)".to_string()),
         "shape" => (Special::Shape, 0, "x.shape()[dim]".to_string()),
+        "device" => (Special::Device, 0, "x.device()".to_string()),
         _ => {
             let f = ScalarFn::from_name(&name)?;
             let usage = if f.arity() == 1 { format!("x.{name}(y)") } else { format!("x.{name}()") };
@@ -350,6 +351,10 @@ fn method_call(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut Erro
         errors.add(at, format!("`{name}` is not a method: it takes a list of tensors"), Some(format!("call it as `{}`", op.sig().usage)));
         return None;
     }
+    if op.sig().is_factory() {
+        errors.add(at, format!("`{name}` is not a method: it is a function of `Tensor`"), Some(format!("call it as `{}`", op.sig().usage)));
+        return None;
+    }
     check_call(op, &name, args, call, errors)
 }
 
@@ -359,12 +364,13 @@ fn static_call(func: &Ident, args: &[Expr], call: SpanRange, errors: &mut Errors
     let at = SpanRange::single(func.span());
     match OpKind::from_name(&name) {
         Some(op) if op.sig().is_static() => check_call(op, &name, args, call, errors),
+        Some(op) if op.sig().is_factory() => check_factory(op, &name, args, call, errors),
         Some(op) => {
             errors.add(at, format!("`{name}` is a method, not a function of `Tensor`"), Some(format!("call it as `{}`", op.sig().usage)));
             None
         }
         None => {
-            let statics: Vec<&str> = aot_ir::op::OP_TABLE.iter().filter(|s| s.is_static()).map(|s| s.name).collect();
+            let statics: Vec<&str> = aot_ir::op::OP_TABLE.iter().filter(|s| s.is_static() || s.is_factory()).map(|s| s.name).collect();
             let help = match suggest(&name, statics.iter().copied()) {
                 Some(s) => format!("did you mean `Tensor::{s}`?"),
                 None => format!(
@@ -404,6 +410,35 @@ fn check_call(op: OpKind, name: &str, args: &[Expr], call: SpanRange, errors: &m
                 format!("`{name}` expects {} here, found {found}", kind.describe()),
                 Some(format!("call it as `{}`", sig.usage)),
             );
+            ok = false;
+        }
+    }
+    ok.then_some(op)
+}
+
+/// `Tensor::arange(..)`: PyTorch's forms `(end)`, `(start, end)`,
+/// `(start, end, step)`, then the dtype, then the device as the eager
+/// function takes them: `(start, end, step, DType::I64, &x.device())`.
+fn check_factory(op: OpKind, name: &str, args: &[Expr], call: SpanRange, errors: &mut Errors) -> Option<OpKind> {
+    let sig = op.sig();
+    let usage =
+        || Some(format!("call it as `{}`, or with PyTorch's defaults `Tensor::arange(end)`, `Tensor::arange(start, end)`", sig.usage));
+    if args.is_empty() || args.len() > sig.params.len() + 1 {
+        errors.add(call, format!("`{name}` takes 1 to {} arguments but {} were supplied", sig.params.len() + 1, args.len()), usage());
+        return None;
+    }
+    let mut ok = true;
+    for (k, arg) in args.iter().enumerate() {
+        let device = matches!(arg, Expr::Method { special: Some(Special::Device), .. });
+        let found = match sig.params.get(k) {
+            Some(kind) => syntactic_mismatch(arg, *kind).or(device.then_some("a device")),
+            None if device => None,
+            // a tensor is not its device: `&x.device()` says which is meant
+            None => Some(syntactic_mismatch(arg, ParamKind::Tensor).unwrap_or("an expression that is not `x.device()`")),
+        };
+        if let Some(found) = found {
+            let want = sig.params.get(k).map_or("a device like `&x.device()`", |p| p.describe());
+            errors.add(arg.span(), format!("`{name}` expects {want} here, found {found}"), usage());
             ok = false;
         }
     }

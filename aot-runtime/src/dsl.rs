@@ -79,8 +79,9 @@
 //!   expression;
 //! - operators `+ - * /` and unary `-` between tensors and scalars (either
 //!   side), `!` on a `bool` parameter;
-//! - method calls from the [op table](#ops), and `Tensor::cat(&[&a, &b], 0)`
-//!   / `Tensor::stack(..)`;
+//! - method calls from the [op table](#ops), `Tensor::cat(&[&a, &b], 0)`
+//!   / `Tensor::stack(..)`, and `Tensor::arange(..)` (see
+//!   [Ranges](#ranges));
 //! - `no_grad! { .. }` blocks, which may end in an expression that is their
 //!   value;
 //! - `for i in a..b` / `a..=b` loops, unrolled at compile time (`i` is an
@@ -208,6 +209,55 @@
 //! // Uniform logits over 3 classes: the loss is ln 3.
 //! let loss = lm_loss(&x, &w, &targets)?.to_vec::<f32>()?[0];
 //! assert!((loss - 3f32.ln()).abs() < 1e-6);
+//! # Ok::<(), AotError>(())
+//! ```
+//!
+//! # Ranges
+//!
+//! `Tensor::arange` makes a tensor from scalars alone, with
+//! `torch.arange`'s semantics: the values `start + i * step` below `end`
+//! (above it for a negative step), `ceil((end - start) / step)` of them.
+//! Its bounds are scalar expressions evaluated at call time (literals,
+//! scalar parameters, `x.size(d)`, arithmetic on them), so the length may
+//! change from call to call with the same compiled code. The forms:
+//!
+//! - `Tensor::arange(start, end, step, DType::I64, &x.device())`: the
+//!   eager function's own arguments;
+//! - PyTorch's short forms `Tensor::arange(end)`, `(start, end)`,
+//!   `(start, end, step)` and `(start, end, step, dtype)`: start 0, step 1;
+//!   the dtype is `I64` when every bound written is an integer, else
+//!   `F32` (PyTorch's default dtype).
+//!
+//! The result lives on the device of `&x.device()` when it is given, else
+//! on the device of the function's tensor arguments (a call's tensors
+//! share one device; the first tensor parameter is read for it, and for
+//! nothing else: it does not count as a use of that input, and rustc
+//! warns of a parameter used that way only, as of any unused one: name it
+//! `_x`). A function without tensor parameters cannot make one: that is a
+//! compile error.
+//! A step of 0, a step whose sign points away from `end`, or a range too
+//! long to allocate is an error of the call naming the function and the
+//! op. The result never requires grad.
+//!
+//! ```
+//! use aot_runtime::prelude::*;
+//!
+//! #[aot_fn]
+//! fn causal_softmax(att: &Tensor) -> Tensor {
+//!     let i = Tensor::arange(0, att.size(-1));
+//!     let mask = i.unsqueeze(0).gt(&i.unsqueeze(1));
+//!     att.masked_fill(&mask, f64::NEG_INFINITY).softmax(-1)
+//! }
+//!
+//! #[aot_fn]
+//! fn ramp(x: &Tensor, step: f64) -> Tensor {
+//!     Tensor::arange(0.0, x.size(0) as f64, step, DType::F64, &x.device()) * x.sum()
+//! }
+//!
+//! let att = Tensor::zeros(&[2, 2], DType::F32, &Device::Cpu)?;
+//! assert_eq!(causal_softmax(&att)?.to_vec::<f32>()?, vec![1.0, 0.0, 0.5, 0.5]);
+//! let x = Tensor::ones(&[3], DType::F64, &Device::Cpu)?;
+//! assert_eq!(ramp(&x, 1.5)?.to_vec::<f64>()?, vec![0.0, 4.5]);
 //! # Ok::<(), AotError>(())
 //! ```
 //!
@@ -471,6 +521,7 @@
 //! | `index_add` | `a.index_add(dim, &index, &src)` |
 //! | `cat` | `Tensor::cat(&[&a, &b], dim)` |
 //! | `stack` | `Tensor::stack(&[&a, &b], dim)` |
+//! | `arange` | `Tensor::arange(start, end, step, DType::I64, &x.device())` |
 //!
 //! ### Views (the result aliases its receiver)
 //!
@@ -523,7 +574,8 @@
 //! | `as_strided_` | `a.as_strided_(&[size, ..], &[stride, ..], storage_offset)` |
 //!
 //! `max_dim`/`min_dim` give `(values, indices)`; `cat`/`stack` are called
-//! as `Tensor::cat(&[&a, &b], dim)`. `dropout` is training-mode dropout;
+//! as `Tensor::cat(&[&a, &b], dim)`; `arange` also has PyTorch's short
+//! forms (see [Ranges](#ranges)). `dropout` is training-mode dropout;
 //! with `p` 0 or 1 it draws no random numbers, and `p = 0` gives a copy of
 //! its input, as PyTorch's traced dropout does.
 

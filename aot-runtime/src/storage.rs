@@ -355,6 +355,16 @@ impl Storage {
         };
         Ok(Storage::new(data))
     }
+    /// `n` values `start + i * step` of `dtype` on `device` (noted for
+    /// `kernels_for`: CUDA runs it as a kernel of its own).
+    pub(crate) fn arange(op: &'static str, device: &Device, dtype: DType, n: usize, start: f64, step: f64) -> Result<Storage> {
+        crate::compiled::kernels::note_op(crate::backend::OpKernels::Arange { dtype });
+        let data = match device {
+            Device::Cpu => StorageData::Cpu(Backend::arange(op, device, dtype, n, start, step)?),
+            Device::Cuda(_) => StorageData::Cuda(Backend::arange(op, device, dtype, n, start, step)?),
+        };
+        Ok(Storage::new(data))
+    }
     /// A storage on `device` holding the host buffer `data`.
     pub(crate) fn from_host(op: &'static str, device: &Device, data: CpuStorage) -> Result<Storage> {
         let data = match device {

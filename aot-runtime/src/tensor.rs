@@ -11,7 +11,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{checked_numel, Layout, MAX_NUMEL};
-use crate::storage::{CpuElem, CpuStorage, Storage};
+use crate::storage::{CpuElem, Storage};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -103,25 +103,14 @@ impl Tensor {
     pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
         Tensor::full(shape, 1.0, dtype, device)
     }
-    /// `torch.arange(start, end, step)`: values `start + i*step` below `end`.
+    /// `torch.arange(start, end, step)`: `ceil((end - start) / step)`
+    /// values `start + i*step` (in f64, then converted to `dtype`). For
+    /// `I64`, as PyTorch's integer arange, `start` and `step` are truncated
+    /// to integers first (the count is still the f64 one); `Bool` has no
+    /// arange.
     pub fn arange(start: f64, end: f64, step: f64, dtype: DType, device: &Device) -> Result<Tensor> {
-        if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
-            return Err(AotError::unsupported("arange", format!("invalid range [{start}, {end}) with step {step}")));
-        }
-        if (end - start) * step < 0.0 {
-            return Err(AotError::unsupported("arange", "upper bound and larger bound inconsistent with step sign"));
-        }
-        // In f64 first: the count of a huge range does not fit a usize cast.
-        let count = ((end - start) / step).ceil().max(0.0);
-        if !count.is_finite() || count > MAX_NUMEL as f64 {
-            return Err(AotError::overflow(
-                "arange",
-                format!("the range [{start}, {end}) with step {step} has {count:e} elements, more than {MAX_NUMEL}"),
-            ));
-        }
-        let n = count as usize;
-        let host = CpuStorage::from_f64s("arange", dtype, (0..n).map(|i| start + i as f64 * step))?;
-        Ok(Tensor::from_storage(Storage::from_host("arange", device, host)?, Layout::contiguous(&[n])))
+        let n = arange_len(start, end, step, dtype)?;
+        Ok(Tensor::from_storage(Storage::arange("arange", device, dtype, n, start, step)?, Layout::contiguous(&[n])))
     }
     /// Standard-normal samples from a generator seeded with `seed`.
     pub fn randn(shape: &[usize], dtype: DType, device: &Device, seed: u64) -> Result<Tensor> {
@@ -247,4 +236,34 @@ impl Tensor {
         let n = self.storage_len();
         self.alias_with_layout(Layout::contiguous(&[n]))
     }
+}
+
+/// The length of `Tensor::arange(start, end, step, dtype)`, or its error
+/// (also the shape rule of the DSL's `arange`).
+pub(crate) fn arange_len(start: f64, end: f64, step: f64, dtype: DType) -> Result<usize> {
+    if dtype == DType::Bool {
+        return Err(AotError::dtype("arange", "arange is not implemented for bool"));
+    }
+    if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
+        return Err(AotError::unsupported("arange", format!("invalid range [{start:?}, {end:?}) with step {step:?}")));
+    }
+    if (end - start) * step < 0.0 {
+        return Err(AotError::unsupported("arange", "upper bound and larger bound inconsistent with step sign"));
+    }
+    // In f64 first: the count of a huge range does not fit a usize cast.
+    let count = ((end - start) / step).ceil().max(0.0);
+    if !count.is_finite() || count > MAX_NUMEL as f64 {
+        return Err(AotError::overflow(
+            "arange",
+            format!("the range [{start:?}, {end:?}) with step {step:?} has {count:e} elements, more than {MAX_NUMEL}"),
+        ));
+    }
+    let n = count as usize;
+    // Every i64 value lies between the first and the last: check those two.
+    let last = start.trunc() + (n.max(1) - 1) as f64 * step.trunc();
+    let i64_range = -(2f64.powi(63))..2f64.powi(63);
+    if dtype == DType::I64 && !(i64_range.contains(&start.trunc()) && i64_range.contains(&last)) {
+        return Err(AotError::overflow("arange", format!("the range [{start:?}, {end:?}) with step {step:?} leaves the range of int64")));
+    }
+    Ok(n)
 }

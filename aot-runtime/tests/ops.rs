@@ -63,6 +63,12 @@ fn construction_and_accessors() -> Result<()> {
     assert_eq!(r.to_vec::<f32>()?, vec![1.0, 1.25, 1.5, 1.75]);
     let r = Tensor::arange(5.0, 0.0, -2.0, DType::F64, &CPU)?;
     assert_eq!(vals(&r), vec![5.0, 3.0, 1.0]);
+    // i64 truncates start and step first, as PyTorch's integer arange (the
+    // count stays f64's: ceil(13.5 / 2.9) = 5)
+    let r = Tensor::arange(-3.5, 10.0, 2.9, DType::I64, &CPU)?;
+    assert_eq!(r.to_vec::<i64>()?, vec![-3, -1, 1, 3, 5]);
+    assert_eq!(Tensor::arange(0.0, 1.0, 0.3, DType::I64, &CPU)?.to_vec::<i64>()?, vec![0; 4]);
+    assert_eq!(Tensor::arange(1e19, 1e19 + 4096.0, 2048.0, DType::F64, &CPU)?.numel(), 2);
     Ok(())
 }
 
@@ -71,6 +77,9 @@ fn construction_errors() {
     assert_op_err(Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[2, 2], &CPU), "from_vec");
     assert_op_err(Tensor::arange(0.0, 1.0, 0.0, DType::F32, &CPU), "arange");
     assert_op_err(Tensor::arange(0.0, 5.0, -1.0, DType::F32, &CPU), "arange");
+    // PyTorch has no bool arange; an i64 range must hold its values
+    assert_op_err(Tensor::arange(0.0, 2.0, 1.0, DType::Bool, &CPU), "arange");
+    assert_op_err(Tensor::arange(1e19, 1e19 + 4096.0, 2048.0, DType::I64, &CPU), "arange");
     assert_op_err(Tensor::randn(&[2], DType::I64, &CPU, 0), "randn");
     assert_op_err(Tensor::from_vec(vec![1.0f32], &[1], &Device::Cuda(0)), "from_vec");
     assert_op_err(Tensor::zeros(&[1], DType::F32, &Device::Cuda(0)), "full");

@@ -2,7 +2,9 @@
 (issue 16): a KV cache written at a position, batch norm updating its
 running statistics, an Adam step, gradient clipping, slice assignment,
 LayerNorm + GELU, an unrolled RNN, causal attention with call-time sizes,
-and an f16 layer. PyTorch runs each with `aot_function` and eagerly; the
+an f16 layer, and `torch.arange` (a causal mask, positions for an
+embedding, a float step and a negative one, returned directly and through
+a view). PyTorch runs each with `aot_function` and eagerly; the
 Rust side compares outputs, inputs after the call and gradients.
 
 Regenerate with:
@@ -182,3 +184,47 @@ def f(x, w):
 fn f(x: &Tensor, w: &Tensor) -> Tensor {
     x.to_dtype(DType::F16).matmul(&w.to_dtype(DType::F16)).relu().to_dtype(DType::F32)
 }""", calls([("x", [4, 8]), ("w", [8, 3])])))
+
+
+add(case("new_user_arange_causal_mask", """
+def f(q, k, v):
+    t = q.size(-2)
+    i = torch.arange(t, device=q.device)
+    mask = i.unsqueeze(0) > i.unsqueeze(1)
+    att = q @ k.transpose(-2, -1) * (1.0 / q.size(-1) ** 0.5)
+    return att.masked_fill(mask, float("-inf")).softmax(-1) @ v
+""", """
+fn f(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+    let t = q.size(-2);
+    let i = Tensor::arange(0, t);
+    let mask = i.unsqueeze(0).gt(&i.unsqueeze(1));
+    let att = q.matmul(&k.transpose(-2, -1)) * (1.0 / (q.size(-1) as f64).sqrt());
+    att.masked_fill(&mask, f64::NEG_INFINITY).softmax(-1).matmul(v)
+}""", calls([("q", [2, 5, 4]), ("k", [2, 5, 4]), ("v", [2, 5, 4])])))
+
+IDS = {"name": "ids", "shape": [2, 3], "values": [4, 0, 2, 1, 1, 3], "dtype": "i64"}
+add(case("new_user_arange_position_embedding", """
+def f(tok, pos, ids):
+    p = torch.arange(0, ids.size(1), 1, dtype=torch.int64, device=ids.device)
+    h = torch.nn.functional.embedding(ids, tok) + torch.nn.functional.embedding(p, pos)
+    return h.relu()
+""", """
+fn f(tok: &Tensor, pos: &Tensor, ids: &Tensor) -> Tensor {
+    let p = Tensor::arange(0, ids.size(1), 1, DType::I64, &ids.device());
+    let h = ids.embedding(tok) + p.embedding(pos);
+    h.relu()
+}""", calls([("tok", [5, 4]), ("pos", [3, 4])], [IDS])))
+
+add(case("new_user_arange_outputs", """
+def f(x, n):
+    r = torch.arange(0.0, n, 0.3)
+    s = torch.arange(x.size(0), 0, -2)
+    k = torch.arange(-3.5, 10, 2.9, dtype=torch.int64)
+    return r, s, s.unsqueeze(1), x * r.sum(), k
+""", """
+fn f(x: &Tensor, n: f64) -> (Tensor, Tensor, Tensor, Tensor, Tensor) {
+    let r = Tensor::arange(0.0, n, 0.3);
+    let s = Tensor::arange(x.size(0), 0, -2);
+    let k = Tensor::arange(-3.5, 10, 2.9, DType::I64);
+    (r, s, s.unsqueeze(1), x * r.sum(), k)
+}""", calls([("x", [5])], args=["x", 1.0])))

@@ -45,6 +45,7 @@ impl Lower<'_> {
                 Some(of) => Val::Shape(of),
                 None => Val::Poison,
             }),
+            (Special::Device, Val::Tensor(t)) => Some(Val::Device(*t)),
             (Special::Scalar(f), Val::Scalar(..)) => Some(self.scalar_fn(f, recv, vals, exprs, span)),
             (Special::Scalar(_), Val::Tensor(_)) if tensor_op => None,
             (Special::Scalar(f), Val::Tensor(_)) => {
@@ -66,7 +67,7 @@ impl Lower<'_> {
                 self.errors.add(
                     recv_span,
                     format!("`{method}` is called on {}", other.describe()),
-                    Some("`size` and `shape` are methods of tensors; the methods of numbers apply to scalars".into()),
+                    Some("`size`, `shape` and `device` are methods of tensors; the methods of numbers apply to scalars".into()),
                 );
                 Some(Val::Poison)
             }

@@ -34,6 +34,14 @@ impl Backend for CpuStorage {
         expect_cpu(op, device)?;
         CpuStorage::full(op, dtype, n, value)
     }
+    fn arange(op: &'static str, device: &Device, dtype: DType, n: usize, start: f64, step: f64) -> Result<Self> {
+        expect_cpu(op, device)?;
+        if dtype == DType::I64 {
+            let (a, d) = (start as i64, step as i64);
+            return crate::storage::try_collect(op, (0..n).map(|i| a.wrapping_add((i as i64).wrapping_mul(d)))).map(CpuStorage::I64);
+        }
+        CpuStorage::from_f64s(op, dtype, (0..n).map(|i| start + i as f64 * step))
+    }
     fn from_host(op: &'static str, device: &Device, data: CpuStorage) -> Result<Self> {
         expect_cpu(op, device)?;
         Ok(data)

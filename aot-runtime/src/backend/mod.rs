@@ -59,6 +59,11 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
 
     /// `n` elements of `dtype`, each `value` converted to it.
     fn full(op: &'static str, device: &Device, dtype: DType, n: usize, value: f64) -> Result<Self>;
+    /// `n` values `start + i * step` on `device`: `arange`'s buffer. Floats
+    /// are computed in f64 and converted as a cast does; `I64` truncates
+    /// `start` and `step` to integers and computes in wrapping i64 (the
+    /// caller checked that the first and last values fit).
+    fn arange(op: &'static str, device: &Device, dtype: DType, n: usize, start: f64, step: f64) -> Result<Self>;
     /// A buffer on `device` holding `data` (moved, or uploaded).
     fn from_host(op: &'static str, device: &Device, data: CpuStorage) -> Result<Self>;
     /// `n` values of `dtype` drawn from `dist` with `rng`. A buffer that
@@ -225,6 +230,10 @@ pub(crate) enum OpKernels {
         accumulate: bool,
     },
     Cumsum {
+        dtype: DType,
+    },
+    /// [`Backend::arange`] into a buffer of `dtype`.
+    Arange {
         dtype: DType,
     },
     Extreme {

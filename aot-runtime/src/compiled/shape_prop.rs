@@ -106,6 +106,14 @@ impl NodeArgs<'_> {
         }
     }
 
+    fn float(&self, i: usize) -> Result<f64> {
+        match self.value(i)? {
+            ScalarValue::F64(v) => Ok(v),
+            ScalarValue::I64(v) => Ok(v as f64),
+            ScalarValue::Bool(_) => Err(AotError::unsupported(self.op, format!("argument {i} is not a number"))),
+        }
+    }
+
     fn int(&self, i: usize) -> Result<i64> {
         match self.value(i)? {
             ScalarValue::I64(v) => Ok(v),
@@ -243,6 +251,13 @@ fn out_shape(op: OpKind, a: &NodeArgs) -> Result<Vec<usize>> {
         | K::AsStridedInplace => view_shape(op, a)?,
         K::IndexSelect | K::Gather | K::Embedding => index_shape(op, a)?,
         K::Cat | K::Stack => join(op, a)?,
+        K::Arange => {
+            let dtype = match a.node.args.get(4) {
+                Some(IrArg::DType(d)) => crate::dtype::DType::from_ir(*d),
+                _ => return Err(AotError::unsupported(name, "no dtype")),
+            };
+            vec![crate::tensor::arange_len(a.float(1)?, a.float(2)?, a.float(3)?, dtype)?]
+        }
     })
 }
 

@@ -209,6 +209,9 @@ impl Backend for CudaStorage {
         let host = <CpuStorage as Backend>::full(op, &Device::Cpu, dtype, n, value)?;
         CudaStorage::upload(op, ordinal, &host)
     }
+    fn arange(op: &'static str, device: &Device, dtype: DType, n: usize, start: f64, step: f64) -> Result<Self> {
+        super::arange::fill(op, expect_cuda(op, device)?, dtype, n, start, step)
+    }
     fn from_host(op: &'static str, device: &Device, data: CpuStorage) -> Result<Self> {
         CudaStorage::upload(op, expect_cuda(op, device)?, &data)
     }

@@ -101,6 +101,9 @@ macro_rules! unavailable_backend {
             fn full(op: &'static str, _: &Device, _: DType, _: usize, _: f64) -> Result<Self> {
                 Err(CudaStorage::unavailable(op))
             }
+            fn arange(op: &'static str, _: &Device, _: DType, _: usize, _: f64, _: f64) -> Result<Self> {
+                Err(CudaStorage::unavailable(op))
+            }
             fn from_host(op: &'static str, _: &Device, _: CpuStorage) -> Result<Self> {
                 Err(CudaStorage::unavailable(op))
             }

@@ -6,7 +6,8 @@
 //!   `AOT_CUDA_SIM=1`), and its primitives (`backend.rs`, `ops.rs`):
 //!   elementwise ops, clamp, scalar ops, scatter_add and reductions as
 //!   kernels rendered from the kernel stage (`kernels.rs`, `reduce.rs`),
-//!   random fills from the generator's Philox stream (`random.rs`), the
+//!   random fills from the generator's Philox stream (`random.rs`),
+//!   `arange` (`arange.rs`), the
 //!   kernels of compiled calls rendered as the kernel stage fused them
 //!   (`fused.rs`), the rest through the host (issue 14). Without a GPU (and without
 //!   the simulator) every request is `AotError::DeviceUnavailable` naming
@@ -32,6 +33,8 @@ mod dummy;
 #[cfg(not(feature = "cuda"))]
 use dummy as imp;
 
+#[cfg(feature = "cuda")]
+mod arange;
 #[cfg(feature = "cuda")]
 mod backend;
 #[cfg(feature = "cuda")]

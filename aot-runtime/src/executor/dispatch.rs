@@ -312,6 +312,8 @@ pub(crate) fn exec(
         K::Argmax | K::Argmin | K::MaxDim | K::MinDim | K::CrossEntropy | K::NllLoss => exec_models(x, &c),
         K::IndexSelect | K::Gather | K::ScatterAdd | K::Embedding | K::IndexCopy | K::IndexAdd => exec_models(x, &c),
         K::IndexCopyInplace | K::IndexAddInplace | K::Cat | K::Stack => exec_models(x, &c),
+        // a factory: `x` gives the device only
+        K::Arange => Tensor::arange(c.float(1)?, c.float(2)?, c.float(3)?, c.dtype(4)?, &x.device()),
     }
 }
 

@@ -403,12 +403,27 @@ pub(super) fn blame(e: AotError, node: &Node, how: &Blame<'_>) -> AotError {
             (*graph, k.and_then(|k| graph.nodes.get(k)))
         }
     };
-    let first_param = |skip: usize| src.and_then(|n| n.tensor_args().skip(skip).find_map(|v| g.param_of(v)));
+    // A tensor read for its metadata only (a factory's device) is not blamed.
+    let first_param = |skip: usize| src.and_then(|n| n.data_uses().skip(skip).find_map(|v| g.param_of(v)));
     let p = match e {
         AotError::DTypeMismatch { .. } => first_param(1).or_else(|| first_param(0)),
         _ => first_param(0),
     };
+    // Else the first parameter its scalars read (`Tensor::arange(0, n)`).
+    let p = p.or_else(|| src.and_then(|n| n.scalar_args().find_map(scalar_param)));
     e.in_function(&g.name, p.map(|p| g.params[p].name.as_str()))
+}
+
+/// The first parameter a scalar expression reads (by value or size).
+fn scalar_param(e: &aot_ir::ScalarExpr) -> Option<usize> {
+    use aot_ir::ScalarExpr as S;
+    match e {
+        S::Param(p) | S::Size { param: p, .. } => Some(*p),
+        S::Neg(x) | S::Cast(_, x) => scalar_param(x),
+        S::Bin(_, a, b) => scalar_param(a).or_else(|| scalar_param(b)),
+        S::Fn(_, args) => args.iter().find_map(scalar_param),
+        S::F64(_) | S::I64(_) | S::Bool(_) | S::ValueSize { .. } => None,
+    }
 }
 
 /// The environment as a copy-`Mutate`'s operands see it: a tensor over the

@@ -112,6 +112,42 @@ pub mod case_08_new_user_f16_layer {
     }
 }
 
+pub mod case_09_new_user_arange_causal_mask {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+        let t = q.size(-2);
+        let i = Tensor::arange(0, t);
+        let mask = i.unsqueeze(0).gt(&i.unsqueeze(1));
+        let att = q.matmul(&k.transpose(-2, -1)) * (1.0 / (q.size(-1) as f64).sqrt());
+        att.masked_fill(&mask, f64::NEG_INFINITY).softmax(-1).matmul(v)
+    }
+}
+
+pub mod case_10_new_user_arange_position_embedding {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(tok: &Tensor, pos: &Tensor, ids: &Tensor) -> Tensor {
+        let p = Tensor::arange(0, ids.size(1), 1, DType::I64, &ids.device());
+        let h = ids.embedding(tok) + p.embedding(pos);
+        h.relu()
+    }
+}
+
+pub mod case_11_new_user_arange_outputs {
+    use aot_runtime::prelude::*;
+
+    #[aot_fn]
+    pub fn f(x: &Tensor, n: f64) -> (Tensor, Tensor, Tensor, Tensor, Tensor) {
+        let r = Tensor::arange(0.0, n, 0.3);
+        let s = Tensor::arange(x.size(0), 0, -2);
+        let k = Tensor::arange(-3.5, 10, 2.9, DType::I64);
+        (r, s, s.unsqueeze(1), x * r.sum(), k)
+    }
+}
+
 /// `(case name, compiled function)` for every case, in oracle order.
 pub fn all() -> Vec<(&'static str, &'static aot_runtime::CompiledFn)> {
     vec![
@@ -124,6 +160,9 @@ pub fn all() -> Vec<(&'static str, &'static aot_runtime::CompiledFn)> {
         ("new_user_rnn", case_06_new_user_rnn::f::compiled()),
         ("new_user_causal_attention", case_07_new_user_causal_attention::f::compiled()),
         ("new_user_f16_layer", case_08_new_user_f16_layer::f::compiled()),
+        ("new_user_arange_causal_mask", case_09_new_user_arange_causal_mask::f::compiled()),
+        ("new_user_arange_position_embedding", case_10_new_user_arange_position_embedding::f::compiled()),
+        ("new_user_arange_outputs", case_11_new_user_arange_outputs::f::compiled()),
     ]
 }
 
@@ -138,7 +177,10 @@ pub const SOURCES: &[&str] = &[
     "fn f(x: &Tensor, h0: &Tensor, wx: &Tensor, wh: &Tensor) -> Tensor {\n    let mut h = h0.copy();\n    for t in 0..4 {\n        h = (x.select(1, t).matmul(wx) + h.matmul(wh)).tanh();\n    }\n    h\n}",
     "fn f(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {\n    let scale = 1.0 / (q.size(-1) as f64).sqrt();\n    let att = q.matmul(&k.transpose(-2, -1)) * scale;\n    let mask = att.ones_like().tril(0).eq(0.0);\n    att.masked_fill(&mask, f64::NEG_INFINITY).softmax(-1).matmul(v)\n}",
     "fn f(x: &Tensor, w: &Tensor) -> Tensor {\n    x.to_dtype(DType::F16).matmul(&w.to_dtype(DType::F16)).relu().to_dtype(DType::F32)\n}",
+    "fn f(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {\n    let t = q.size(-2);\n    let i = Tensor::arange(0, t);\n    let mask = i.unsqueeze(0).gt(&i.unsqueeze(1));\n    let att = q.matmul(&k.transpose(-2, -1)) * (1.0 / (q.size(-1) as f64).sqrt());\n    att.masked_fill(&mask, f64::NEG_INFINITY).softmax(-1).matmul(v)\n}",
+    "fn f(tok: &Tensor, pos: &Tensor, ids: &Tensor) -> Tensor {\n    let p = Tensor::arange(0, ids.size(1), 1, DType::I64, &ids.device());\n    let h = ids.embedding(tok) + p.embedding(pos);\n    h.relu()\n}",
+    "fn f(x: &Tensor, n: f64) -> (Tensor, Tensor, Tensor, Tensor, Tensor) {\n    let r = Tensor::arange(0.0, n, 0.3);\n    let s = Tensor::arange(x.size(0), 0, -2);\n    let k = Tensor::arange(-3.5, 10, 2.9, DType::I64);\n    (r, s, s.unsqueeze(1), x * r.sum(), k)\n}",
 ];
 
 /// The number of cases the file was generated from.
-pub const COUNT: usize = 9;
+pub const COUNT: usize = 12;

@@ -182,7 +182,7 @@ pub fn op_vjp<B: GradBuilder>(
         }
         K::Dropout => return Err(RuleError::from("dropout has no symbolic gradient yet (its mask is not a graph value)").into()),
         K::Eq | K::Ne | K::Lt | K::Le | K::Gt | K::Ge | K::ZerosLike | K::OnesLike | K::FullLike | K::RandLike | K::Detach => {}
-        K::Argmax | K::Argmin => {}
+        K::Argmax | K::Argmin | K::Arange => {}
         _ => return Err(format!("`{}` is in place; its rule is the scatter rule", op.name()).into()),
     }
     Ok(r)
