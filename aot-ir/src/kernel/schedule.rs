@@ -209,6 +209,7 @@ fn kernel_node(nodes: &[Node], members: &[usize], index: usize) -> Node {
         name: format!("fused_{}_{index}", ops.join("_")),
         num_values: inputs.len() + defined.len(),
         out: root.out.map(local).unwrap_or(ValueId(0)),
+        extra_outs: Vec::new(),
         stage_values: inputs.iter().chain(&defined).copied().collect(),
         body,
     };
