@@ -196,3 +196,45 @@ fn destinations_that_are_not_dense_or_differ_in_dtype_run_the_ordinary_plan() {
     let (_, ran) = step(sgd_momentum::compiled(), &ts, &[0.1, 0.9]);
     assert_eq!(ran, 0, "destinations of two dtypes");
 }
+
+/// On CUDA (the simulator without a GPU): Adam's step is one kernel with
+/// three output pointers, whose results are the CPU's bits on the
+/// simulator (within a tolerance on a GPU, as the other CUDA tests
+/// compare).
+#[cfg(feature = "cuda")]
+#[test]
+fn an_adam_step_on_cuda_is_one_kernel_with_three_outputs() {
+    let _t = turn();
+    if !aot_runtime::cuda::is_available() || !kernels_on() {
+        return;
+    }
+    let cuda = Device::Cuda(0);
+    let scalars = [0.9, 0.999, 1e-8, 0.01 / (1.0 - 0.9f64.powi(3)), (1.0 - 0.999f64.powi(3)).sqrt()];
+    for (i, dtype) in [DType::F32, DType::F16, DType::BF16].into_iter().enumerate() {
+        for t in [false, true] {
+            let s = 200 + 10 * i as u64;
+            let v = randn(&[33, 18], dtype, s + 2).square().unwrap();
+            let ts = [randn(&[33, 18], dtype, s), randn(&[33, 18], dtype, s + 1), v, randn(&[33, 18], dtype, s + 3)];
+            let view = |x: &Tensor| if t { x.t().unwrap() } else { x.clone() };
+            let on: Vec<Tensor> = ts.iter().map(|x| view(&x.to_device(&cuda).unwrap())).collect();
+            let sources = adam::compiled().kernels_for(&args(&on, &scalars), &cuda).unwrap();
+            assert_eq!(sources.len(), 1, "{dtype:?}: {sources:?}");
+            let src = &sources[0].source;
+            assert!(src.contains(" *out1, ") && src.contains(" *out2, ") && !src.contains(" *out3"), "three outputs:\n{src}");
+            let before = in_place_kernels();
+            adam::compiled().__call(&args(&on, &scalars)).unwrap();
+            assert_eq!(in_place_kernels() - before, 1, "{dtype:?}: one kernel on CUDA");
+            let cpu: Vec<Tensor> = copies(&ts).iter().map(view).collect();
+            adam::compiled().__call(&args(&cpu, &scalars)).unwrap();
+            for (k, (a, b)) in on.iter().zip(&cpu).enumerate() {
+                let a = a.to_device(&Device::Cpu).unwrap();
+                if aot_runtime::cuda::is_simulated() {
+                    same(&format!("{dtype:?} argument {k}"), &a, b);
+                } else {
+                    let tol = if dtype == DType::F32 { 1e-5 } else { 1e-2 };
+                    assert!(vals(&a).iter().zip(vals(b)).all(|(x, y)| (x - y).abs() <= tol * (1.0 + y.abs())), "{dtype:?} argument {k}");
+                }
+            }
+        }
+    }
+}
