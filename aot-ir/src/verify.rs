@@ -232,7 +232,11 @@ fn check_kernel(k: &crate::kernel::Kernel, params: &[ParamType]) -> Result<(), S
         }
     }
     if !k.extra_outs.is_empty() && k.reduction().is_some() {
-        return Err(format!("kernel `{}` stores {} values and holds a reduction; a multi-output kernel is elementwise", k.name, outs.len()));
+        return Err(format!(
+            "kernel `{}` stores {} values and holds a reduction; a multi-output kernel is elementwise",
+            k.name,
+            outs.len()
+        ));
     }
     Ok(())
 }

@@ -316,3 +316,6 @@ fn tree(
     };
     Some(InPlaceKernel { kernel, inputs, stores })
 }
+
+#[cfg(test)]
+mod tests;

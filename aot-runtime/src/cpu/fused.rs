@@ -199,7 +199,13 @@ pub(crate) fn fused_in_place(
     let n = inputs.len();
     let dtype = dsts.first()?.dtype();
     let dest_ok = |&(k, v): &(usize, usize), d: &&mut CpuStorage| {
-        k < n && v < p.num_values && d.dtype() == dtype && p.dtypes[k] == dtype && p.dtypes[v] == dtype && d.len() == out.numel() && inputs[k].1 == *out
+        k < n
+            && v < p.num_values
+            && d.dtype() == dtype
+            && p.dtypes[k] == dtype
+            && p.dtypes[v] == dtype
+            && d.len() == out.numel()
+            && inputs[k].1 == *out
     };
     let is_dest = |i: usize| dests.iter().any(|&(k, _)| k == i);
     let fits = p.dtypes.len() == p.num_values
@@ -219,7 +225,8 @@ pub(crate) fn fused_in_place(
     let bufs: Vec<&CpuStorage> = inputs.iter().map(|(s, _)| *s).collect();
     macro_rules! go {
         ($t:ty) => {{
-            let taken = dsts.iter_mut().map(|d| <$t as crate::storage::CpuElem>::slice_mut(d).map(std::mem::take)).collect::<Option<Vec<_>>>()?;
+            let taken =
+                dsts.iter_mut().map(|d| <$t as crate::storage::CpuElem>::slice_mut(d).map(std::mem::take)).collect::<Option<Vec<_>>>()?;
             let over = dests.iter().zip(taken).map(|(&(k, v), buf)| Dst { own: Some(k), stored: v, buf }).collect();
             let r = run_into::<$t>(name, p, &bufs, inputs, out, over);
             Some(r.map(|bufs| {

@@ -76,7 +76,14 @@ fn kernel(one: &OneOp<'_>, inputs: &[DType], out: DType) -> (Kernel, KernelTypes
         Some(d) => format!("aot_to_{}", d.name()),
         None => format!("aot_{}", one.op.name()),
     };
-    let k = Kernel { name, body, num_values, out: ValueId(n), extra_outs: Vec::new(), stage_values: (0..num_values as u32).map(ValueId).collect() };
+    let k = Kernel {
+        name,
+        body,
+        num_values,
+        out: ValueId(n),
+        extra_outs: Vec::new(),
+        stage_values: (0..num_values as u32).map(ValueId).collect(),
+    };
     let values: Vec<KernelDType> = inputs.iter().map(|d| d.kernel_dtype()).chain([out.kernel_dtype()]).collect();
     let mut compute = values.clone();
     compute[n as usize] = one.compute.kernel_dtype();

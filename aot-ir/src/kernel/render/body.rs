@@ -440,7 +440,8 @@ fn record(
         };
         *vals.get_mut(out.index()).ok_or_else(|| fail(i, format!("{out} is beyond the body's values")))? = Some(value);
     }
-    let get = |v: &ValueId| vals.get(v.index()).copied().flatten().ok_or_else(|| fail(k.body.len(), format!("the stored {v} is not defined")));
+    let get =
+        |v: &ValueId| vals.get(v.index()).copied().flatten().ok_or_else(|| fail(k.body.len(), format!("the stored {v} is not defined")));
     stored.iter().map(get).collect()
 }
 
