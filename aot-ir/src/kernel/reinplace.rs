@@ -204,19 +204,7 @@ pub fn reinplace(fg: &FunctionalGraph, first: usize) -> Option<Reinplaced> {
     for &(g, last) in &finals {
         single.push(tree(fg, &def, &version_of, &[(g, last)], first + single.len())?);
     }
-    // Groups whose kernels read one another's results, as components.
-    let mut comp: Vec<usize> = (0..single.len()).collect();
-    for (j, k) in single.iter().enumerate() {
-        for v in &k.inputs {
-            if let Some(i) = single.iter().position(|e| e.stores[0].out == *v) {
-                let (a, b) = (comp[i], comp[j]);
-                comp.iter_mut().filter(|c| **c == b).for_each(|c| *c = a);
-            }
-        }
-    }
-    let mut roots: Vec<usize> = comp.clone();
-    roots.sort_unstable();
-    roots.dedup();
+    let (comp, roots) = components(&single);
     if roots.len() == single.len() {
         return Some(Reinplaced { fused: None, single });
     }
@@ -226,6 +214,24 @@ pub fn reinplace(fg: &FunctionalGraph, first: usize) -> Option<Reinplaced> {
         fused.push(tree(fg, &def, &version_of, &groups, first + fused.len())?);
     }
     Some(Reinplaced { fused: Some(fused), single })
+}
+
+/// Per kernel of `single`, its component (kernels joined where one reads
+/// another's result), and the components.
+fn components(single: &[InPlaceKernel]) -> (Vec<usize>, Vec<usize>) {
+    let mut comp: Vec<usize> = (0..single.len()).collect();
+    for (j, k) in single.iter().enumerate() {
+        for v in &k.inputs {
+            if let Some(i) = single.iter().position(|e| e.stores.iter().any(|st| st.out == *v)) {
+                let (a, b) = (comp[i], comp[j]);
+                comp.iter_mut().filter(|c| **c == b).for_each(|c| *c = a);
+            }
+        }
+    }
+    let mut roots = comp.clone();
+    roots.sort_unstable();
+    roots.dedup();
+    (comp, roots)
 }
 
 /// The kernel storing the final versions `groups` (group, final value):
