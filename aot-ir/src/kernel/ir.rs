@@ -1,5 +1,5 @@
 //! The kernel stage's unit: a [`Kernel`], a group of nodes that one
-//! generated loop nest computes, reading each input once and writing its
+//! generated loop nest computes, reading each input once and writing each
 //! result once: elementwise nodes, and at most one reduction
 //! ([`is_reduction`]).
 //!
