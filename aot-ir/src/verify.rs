@@ -185,7 +185,8 @@ fn check_args(node: &Node, params: &[ParamType]) -> Result<(), String> {
 
 /// A kernel body: its loads first, numbered in order, then ops of the
 /// kernel stage (at most one of them a reduction), SSA over the kernel's
-/// values, and a stored value that the body defines.
+/// values, and stored values that the body defines, each stored once (a
+/// kernel with several has no reduction).
 fn check_kernel(k: &crate::kernel::Kernel, params: &[ParamType]) -> Result<(), String> {
     let n = k.num_inputs();
     for (i, node) in k.body.iter().enumerate() {
@@ -221,8 +222,21 @@ fn check_kernel(k: &crate::kernel::Kernel, params: &[ParamType]) -> Result<(), S
     }
     let mut defined = vec![false; k.num_values];
     Stage::Kernel.check_nodes(&k.body, &mut defined, params).map_err(|(i, msg)| format!("kernel `{}`: body node {i}: {msg}", k.name))?;
-    if !defined.get(k.out.index()).copied().unwrap_or(false) {
-        return Err(format!("kernel `{}` stores {}, which its body does not define", k.name, k.out));
+    let outs: Vec<ValueId> = k.outs().collect();
+    for (i, v) in outs.iter().enumerate() {
+        if !defined.get(v.index()).copied().unwrap_or(false) {
+            return Err(format!("kernel `{}` stores {v}, which its body does not define", k.name));
+        }
+        if outs[..i].contains(v) {
+            return Err(format!("kernel `{}` stores {v} twice", k.name));
+        }
+    }
+    if !k.extra_outs.is_empty() && k.reduction().is_some() {
+        return Err(format!(
+            "kernel `{}` stores {} values and holds a reduction; a multi-output kernel is elementwise",
+            k.name,
+            outs.len()
+        ));
     }
     Ok(())
 }

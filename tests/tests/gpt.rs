@@ -198,6 +198,16 @@ fn the_compiled_training_step_equals_eager() -> Result<()> {
     assert!(!gpt_forward::compiled().kernels(&args)?.is_empty(), "the training step lists its kernels");
     let args = [Arg::tree(&got), Arg::tree(&st), Arg::tree(&got), 0.1.into(), 1i64.into(), 0.1.into(), 0.1.into(), 0.1.into(), 0.1.into()];
     assert_eq!(call_path(adamw::compiled(), &args)?, "inference", "AdamW records no history");
+    // With gradients of their own (not the parameters themselves), each
+    // parameter's update is one kernel storing p, m and v in place.
+    let g0 = got.zeros_like()?;
+    let args = [Arg::tree(&got), Arg::tree(&st), Arg::tree(&g0), 0.1.into(), 1i64.into(), 0.1.into(), 0.1.into(), 0.1.into(), 0.1.into()];
+    if std::env::var("AOT_KERNELS").map_or(true, |v| v != "0") {
+        let ks = adamw::compiled().kernels(&args)?;
+        let params = leaves(&got).iter().filter(|(path, _)| !path.contains("causal")).count();
+        assert_eq!(ks.len(), params, "one AdamW kernel per parameter (the causal mask is a buffer)");
+        assert!(ks.iter().all(|k| k.source.matches(" in place of in").count() == 3), "each stores p, m and v: {ks:?}");
+    }
     for t in 1..=3 {
         // The same generator state for both: dropout draws the same masks.
         aot_runtime::manual_seed(40 + t as u64);

@@ -152,8 +152,8 @@ fn sgd_momentum_makes_no_temporary() {
         assert_eq!(fresh_writes() - fresh, 2);
         assert_eq!(reused_buffers() - reused, 1, "p.sub_(buf * lr) takes the product's buffer");
     } else {
-        // Reinplaced: two kernels over buf's and p's own storage, no
-        // temporary at all (`tests/reinplace.rs`).
+        // Reinplaced: one kernel stored over buf's and p's own storage,
+        // no temporary at all (`tests/reinplace.rs`).
         assert_eq!((fresh_writes() - fresh, reused_buffers() - reused), (0, 0));
     }
     let (pv, bv, gv) = (vals(&p0), vals(&b0), vals(&g));

@@ -1,5 +1,5 @@
 //! The kernel stage's unit: a [`Kernel`], a group of nodes that one
-//! generated loop nest computes, reading each input once and writing its
+//! generated loop nest computes, reading each input once and writing each
 //! result once: elementwise nodes, and at most one reduction
 //! ([`is_reduction`]).
 //!
@@ -9,7 +9,11 @@
 //! [`Op::Load`] per input, then DSL ops (elementwise ops and at most one
 //! reduction), whose scalar arguments are as in the graph (literals and
 //! scalar parameters), and `cast_like` primitives ([`is_elementwise_prim`]). The
-//! result is the body value [`Kernel::out`]. The CPU backend evaluates a
+//! result is the body value [`Kernel::out`]; a multi-output kernel (no
+//! reduction) stores further values, [`Kernel::extra_outs`], each to an
+//! output of its own at the same index (`store %5, %7`): an optimizer
+//! step's new parameter and new momentum from one pass
+//! ([`super::reinplace`]). The CPU backend evaluates a
 //! body block by block; the C renderer emits one statement per body node.
 //!
 //! A body with a reduction node (`sum_dim`, `mean_dim`, `amax_dim`,
@@ -65,6 +69,11 @@ pub struct Kernel {
     pub num_values: usize,
     /// The body value the kernel stores.
     pub out: ValueId,
+    /// Further body values it stores, each to an output of its own, after
+    /// [`out`](Self::out) (a multi-output kernel: elementwise only, every
+    /// output of the one shape the kernel iterates over).
+    #[serde(default)]
+    pub extra_outs: Vec<ValueId>,
     /// Per body value, the value of the stage it stands for (an input, or
     /// a fused node's result), so that an error inside the kernel names
     /// what the stage's node would have named.
@@ -72,6 +81,12 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// Every stored body value: [`out`](Self::out), then
+    /// [`extra_outs`](Self::extra_outs).
+    pub fn outs(&self) -> impl Iterator<Item = ValueId> + '_ {
+        std::iter::once(self.out).chain(self.extra_outs.iter().copied())
+    }
+
     /// How many tensor inputs the kernel loads.
     pub fn num_inputs(&self) -> usize {
         self.body.iter().filter(|n| matches!(n.op, Op::Load(_))).count()
@@ -123,7 +138,8 @@ impl Kernel {
         for n in &self.body {
             let _ = writeln!(s, "    {}", names.node_line(n));
         }
-        let _ = writeln!(s, "    store {}\n}}", self.out);
+        let outs: Vec<String> = self.outs().map(|v| v.to_string()).collect();
+        let _ = writeln!(s, "    store {}\n}}", outs.join(", "));
         s
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! - [`ir`]: the [`Kernel`], a group of elementwise nodes (and at most one
 //!   reduction, with its prologue and epilogue) one generated loop nest
-//!   computes; a stage holds it as an [`crate::Op::Kernel`] node.
+//!   computes, storing one value or, without a reduction, several; a stage
+//!   holds it as an [`crate::Op::Kernel`] node.
 //! - [`schedule`]: the scheduler, which groups the fusible nodes of a
 //!   stage into kernels.
 //! - [`elementwise`]: the one definition of each elementwise op's
@@ -19,8 +20,10 @@
 //!   unit (its launch ABI), and the host shim that compiles the same source
 //!   on the CPU for tests (`render::fibers`: one fiber per CUDA thread, for
 //!   kernels that synchronise).
-//! - [`reinplace`]: kernels that store over a written input's own storage
-//!   (PyTorch's reinplacing), for graphs of whole-input elementwise writes.
+//! - [`reinplace`]: kernels that store over written inputs' own storage
+//!   (PyTorch's reinplacing), for graphs of whole-input elementwise writes:
+//!   one multi-output kernel per set of writes that read one another's new
+//!   values (an optimizer step of one parameter).
 //! - [`philox`]: the counter-based generator Philox4x32-10, in Rust and in
 //!   C, for random numbers that are the same on every device.
 

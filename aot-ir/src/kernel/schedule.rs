@@ -11,7 +11,10 @@
 //! which is sound because nothing else reads them. A write in place
 //! (`Mutate`) closes every open group, so no read moves past a write that
 //! may change what it reads. Groups of one node stay as they are (the
-//! runtime's direct kernels take the commonest single ops).
+//! runtime's direct kernels take the commonest single ops). A graph of
+//! whole-argument writes is fused apart from this scheduler, by
+//! reinplacing ([`super::reinplace`]), into multi-output kernels that
+//! store straight into the written arguments.
 //!
 //! Fusible nodes are elementwise ops and the reductions of
 //! [`super::is_reduction`]; a group holds at most one reduction. A
@@ -209,6 +212,7 @@ fn kernel_node(nodes: &[Node], members: &[usize], index: usize) -> Node {
         name: format!("fused_{}_{index}", ops.join("_")),
         num_values: inputs.len() + defined.len(),
         out: root.out.map(local).unwrap_or(ValueId(0)),
+        extra_outs: Vec::new(),
         stage_values: inputs.iter().chain(&defined).copied().collect(),
         body,
     };

@@ -112,10 +112,10 @@ impl CompiledFn {
         if let Some(r) = &spec.plan.reinplace {
             let bases = spec.plan.synthetic_base.bases(args);
             let scalars = crate::arg::scalar_values(&self.graph, args)?;
-            if r.ready(&bases, &scalars).is_some() {
+            if let Some(ready) = r.ready(&bases, &scalars) {
                 let listing =
                     |k: &aot_ir::kernel::reinplace::InPlaceKernel| KernelSource { name: k.kernel.name.clone(), source: k.listing(names) };
-                return Ok(r.kernels().iter().map(listing).collect());
+                return Ok(r.kernels(&ready).iter().map(listing).collect());
             }
         }
         Ok(spec.plan.kernels.kernels().map(listing).collect())

@@ -1,5 +1,7 @@
 //! The CPU evaluator of the kernel stage: one pass over the output for a
-//! whole fused elementwise kernel ([`aot_ir::kernel::Kernel`]).
+//! whole fused elementwise kernel ([`aot_ir::kernel::Kernel`]); a
+//! multi-output kernel (reinplacing's, [`fused_in_place`]) stores each of
+//! its values to its own buffer, all of one layout, in the same pass.
 //!
 //! The output is dense in the layout the caller gives (eager's layout for
 //! the kernel's result). Its elements are visited in memory order, so the
@@ -43,6 +45,9 @@ use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
 mod block;
+mod in_place;
+
+pub(crate) use in_place::fused_in_place;
 
 /// Elements per block: a few body values of f32 stay in L1.
 pub(crate) const BLOCK: usize = 1024;
@@ -180,40 +185,6 @@ pub(crate) fn supports(p: &Program<'_>, inputs: usize) -> bool {
     p.steps.iter().all(|s| block::supported(s, p.dtypes, inputs))
 }
 
-/// [`fused_over`] on the buffer `dst` in place (reinplacing): every check
-/// that can fail is made before `dst` is taken, so a declined or failing
-/// kernel leaves it as it was. `None`: declined.
-pub(crate) fn fused_in_place(
-    name: &'static str,
-    p: &Program<'_>,
-    inputs: &[Input<'_>],
-    k: usize,
-    dst: &mut CpuStorage,
-    out: &Layout,
-) -> Option<Result<()>> {
-    if p.dtypes.len() != p.num_values || p.read.len() != inputs.len() || p.stored >= p.num_values || !supports(p, inputs.len()) {
-        return None;
-    }
-    for (i, (s, l)) in inputs.iter().enumerate() {
-        if let Err(e) = super::strided::check_layout(name, l, if i == k { dst.len() } else { s.len() }) {
-            return Some(Err(e));
-        }
-    }
-    let taken = std::mem::replace(dst, CpuStorage::Bool(Vec::new()));
-    match fused_over(name, p, inputs, k, taken, out) {
-        Ok(Ok(buf)) => {
-            *dst = buf;
-            Some(Ok(()))
-        }
-        // Past the checks above only an internal error reaches here.
-        Ok(Err(e)) => Some(Err(e)),
-        Err(taken) => {
-            *dst = taken;
-            None
-        }
-    }
-}
-
 /// Eager's elementwise ops as single-op kernels: `op(a)` or `op(a, rhs)`
 /// (`rhs`: `Rhs::Value(1)` for the second input `b`, or a scalar), with
 /// `a` (and `b`) laid out with `out`'s shape. `None`: not a float op of
@@ -301,68 +272,116 @@ fn run<T: Stored>(
     out: &Layout,
     over: Option<(usize, Vec<T>)>,
 ) -> Result<Vec<T>> {
+    let dst = match over {
+        Some((k, buf)) => Dst { own: Some(k), stored: p.stored, buf },
+        None => Dst { own: None, stored: p.stored, buf: Vec::new() },
+    };
+    let mut r = run_into(name, p, bufs, inputs, out, vec![dst])?;
+    r.pop().ok_or_else(|| AotError::internal(name, "a fused kernel stored nothing"))
+}
+
+/// One output of [`run_into`]: the value `stored`, written to `buf` (a new
+/// buffer if it is empty), which is input `own`'s when that is set (read
+/// from `buf` itself, each block before it is overwritten).
+struct Dst<T> {
+    own: Option<usize>,
+    stored: usize,
+    buf: Vec<T>,
+}
+
+/// Runs `p` into every output of `dsts` (all laid out as `out`), in one
+/// pass; their buffers, in order.
+fn run_into<T: Stored>(
+    name: &'static str,
+    p: &Program<'_>,
+    bufs: &[&CpuStorage],
+    inputs: &[Input<'_>],
+    out: &Layout,
+    dsts: Vec<Dst<T>>,
+) -> Result<Vec<Vec<T>>> {
     let n = out.numel();
     if out.offset != 0 {
         return Err(AotError::internal(name, "a fused kernel writes a dense output at offset 0"));
     }
     let space = Space::new(out, inputs);
-    let (own, mut dst) = match over {
-        Some((k, mut v)) if v.len() == n => {
-            // SAFETY: the elements stay as they are (every bit pattern of a
-            // float is a value); the blocks read them before writing them.
-            unsafe { v.set_len(0) };
-            (Some(k), v)
-        }
-        Some(_) => return Err(AotError::internal(name, "a fused kernel's own buffer has another length")),
-        None => (None, try_buffer(name, n)?),
-    };
+    let mut outs: Vec<(Option<usize>, usize)> = Vec::new();
+    let mut vecs: Vec<Vec<T>> = Vec::new();
+    for d in dsts {
+        let v = match d.own {
+            Some(_) if d.buf.len() == n => {
+                let mut v = d.buf;
+                // SAFETY: the elements stay as they are (every bit pattern of
+                // a float is a value); the blocks read them before writing them.
+                unsafe { v.set_len(0) };
+                v
+            }
+            Some(_) => return Err(AotError::internal(name, "a fused kernel's own buffer has another length")),
+            None => try_buffer(name, n)?,
+        };
+        outs.push((d.own, d.stored));
+        vecs.push(v);
+    }
     {
-        let spare = &mut dst.spare_capacity_mut()[..n];
-        let task = |start: usize, chunk: &mut [MaybeUninit<T>]| block_range(name, p, bufs, &space, own, start, chunk);
+        // Per task, its chunk of every output.
+        let mut tasks: Vec<Vec<&mut [MaybeUninit<T>]>> = Vec::new();
+        for v in vecs.iter_mut() {
+            let task = if n >= PAR_MIN { TASK } else { n.max(1) };
+            for (i, c) in v.spare_capacity_mut()[..n].chunks_mut(task).enumerate() {
+                if tasks.len() <= i {
+                    tasks.push(Vec::new());
+                }
+                tasks[i].push(c);
+            }
+        }
+        let task = |start: usize, mut chunks: Vec<&mut [MaybeUninit<T>]>| block_range(name, p, bufs, &space, &outs, start, &mut chunks);
         if n >= PAR_MIN {
-            spare.par_chunks_mut(TASK).enumerate().try_for_each(|(i, c)| task(i * TASK, c))?;
+            tasks.into_par_iter().enumerate().try_for_each(|(i, c)| task(i * TASK, c))?;
         } else {
-            task(0, spare)?;
+            tasks.into_iter().try_for_each(|c| task(0, c))?;
         }
     }
-    // SAFETY: `block_range` wrote every element of the first `n` slots
-    // (each task writes its whole chunk or fails, failing the whole run,
-    // and the chunks cover `0..n`).
-    unsafe { dst.set_len(n) };
-    Ok(dst)
+    for v in vecs.iter_mut() {
+        // SAFETY: `block_range` wrote every element of the first `n` slots
+        // of every output (each task writes its whole chunks or fails,
+        // failing the whole run, and the chunks cover `0..n`).
+        unsafe { v.set_len(n) };
+    }
+    Ok(vecs)
 }
 
-/// Computes the output positions `start .. start + chunk.len()` (in the
-/// output's memory order) into `chunk`; input `own` (if any) is read from
-/// `chunk` itself, each block before it is overwritten.
+/// Computes the output positions `start .. start + len` (in the output's
+/// memory order) into `chunks` (one per output of `outs`: an own input,
+/// and the value stored); an own input is read from its chunk itself,
+/// each block before any output block is stored.
 fn block_range<T: Stored>(
     name: &'static str,
     p: &Program<'_>,
     bufs: &[&CpuStorage],
     space: &Space,
-    own: Option<usize>,
+    outs: &[(Option<usize>, usize)],
     start: usize,
-    chunk: &mut [MaybeUninit<T>],
+    chunks: &mut [&mut [MaybeUninit<T>]],
 ) -> Result<()> {
     let bug = |what: &str| AotError::internal(name, format!("fused kernel: {what} (the program was checked)"));
+    let total = chunks.first().map_or(0, |c| c.len());
     let rank = space.sizes.len();
     let inner = space.sizes.last().copied().unwrap_or(1);
     let (mut offs, mut idx) = space.locate(start);
     // Block buffers no longer than the chunk: a small tensor's op allocates
     // little; inputs read only for their dtype get none.
-    let cap = BLOCK.min(chunk.len());
+    let cap = BLOCK.min(total);
     let mut values: Vec<Block> =
         p.dtypes.iter().enumerate().map(|(v, &d)| Block::new(d, if p.read.get(v) == Some(&false) { 0 } else { cap })).collect();
     let mut scratch = [Block::default(), Block::default()];
     let mut done = 0;
-    while done < chunk.len() {
+    while done < total {
         let at = idx.last().copied().unwrap_or(0);
-        let len = (inner - at).min(BLOCK).min(chunk.len() - done);
+        let len = (inner - at).min(BLOCK).min(total - done);
         for (k, buf) in bufs.iter().enumerate().filter(|(k, _)| p.read[*k]) {
-            if own == Some(k) {
-                // SAFETY: `run` handed over an initialised buffer, and this
-                // block of it is read here, before it is written below.
-                if !unsafe { T::load_own(&chunk[done..done + len], &mut values[k]) } {
+            if let Some(o) = outs.iter().position(|&(own, _)| own == Some(k)) {
+                // SAFETY: `run_into` handed over an initialised buffer, and
+                // this block of it is read here, before it is written below.
+                if !unsafe { T::load_own(&chunks[o][done..done + len], &mut values[k]) } {
                     return Err(bug("an own buffer of another dtype"));
                 }
                 continue;
@@ -375,8 +394,10 @@ fn block_range<T: Stored>(
         for s in p.steps {
             block::eval_step(s, p.dtypes, &mut values, &mut scratch, len).ok_or_else(|| bug(&format!("step {s:?} failed")))?;
         }
-        if !T::store(&values[p.stored], &mut chunk[done..done + len]) {
-            return Err(bug("a result of another dtype"));
+        for (c, &(_, stored)) in chunks.iter_mut().zip(outs) {
+            if !T::store(&values[stored], &mut c[done..done + len]) {
+                return Err(bug("a result of another dtype"));
+            }
         }
         done += len;
         // Advance the index by `len` along the inner dim, carrying outwards.

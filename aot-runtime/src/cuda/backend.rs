@@ -378,18 +378,18 @@ impl Backend for CudaStorage {
 }
 
 impl CudaStorage {
-    /// The elementwise kernel stored over input `k`'s own buffer (see
-    /// `fused.rs`); `None`: declined.
+    /// The elementwise kernel stored over its destinations' own buffers
+    /// (see `fused.rs`); `None`: declined.
     pub(crate) fn fused_in_place(
         &self,
         name: &'static str,
         p: &FusedProgram<'_>,
         call: &KernelCall<'_>,
         inputs: &[(&CudaStorage, Layout)],
-        k: usize,
+        dests: &[(usize, usize)],
         out: &Layout,
     ) -> Option<Result<()>> {
-        super::fused::fused_in_place(name, p, call, inputs, k, out)
+        super::fused::fused_in_place(name, p, call, inputs, dests, out)
     }
 
     /// An eager reduction of `l` over `dims` as a kernel (`reduce.rs`), into

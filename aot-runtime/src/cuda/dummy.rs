@@ -49,7 +49,7 @@ impl CudaStorage {
         _: &crate::backend::FusedProgram<'_>,
         _: &crate::backend::KernelCall<'_>,
         _: &[(&CudaStorage, Layout)],
-        _: usize,
+        _: &[(usize, usize)],
         _: &Layout,
     ) -> Option<Result<()>> {
         None

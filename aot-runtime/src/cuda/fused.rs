@@ -76,23 +76,32 @@ pub(super) fn fused(
     Some(run())
 }
 
-/// The elementwise kernel of `call` stored over input `k`'s own buffer
-/// (reinplacing): input `k` is laid out as `out` (dense, offset 0, the
-/// whole buffer) and is no other input's buffer, so each thread reads the
-/// element it then writes. `None`: declined, nothing launched.
+/// The elementwise kernel of `call` stored over its destinations' own
+/// buffers (reinplacing): `dests` pairs an input with the body value
+/// stored over it, in the kernel's order of stored values; each such input
+/// is laid out as `out` (dense, offset 0, the whole buffer) and is no
+/// other input's buffer, so each thread reads the elements it then writes.
+/// `None`: declined, nothing launched.
 pub(super) fn fused_in_place(
     name: &'static str,
     p: &FusedProgram<'_>,
     call: &KernelCall<'_>,
     inputs: &[(&CudaStorage, Layout)],
-    k: usize,
+    dests: &[(usize, usize)],
     out: &Layout,
 ) -> Option<Result<()>> {
     let (ordinal, dtype) = fits(call, inputs)?;
-    let (dst, layout) = inputs.get(k)?;
     let n: usize = out.shape.iter().product();
-    if dst.dtype != dtype || *layout != *out || out.offset != 0 || dst.len != n {
+    let stored: Vec<usize> = call.kernel.outs().map(|v| v.index()).collect();
+    if dests.iter().map(|&(_, v)| v).ne(stored.iter().copied()) || out.offset != 0 {
         return None;
+    }
+    for &(k, v) in dests {
+        let (dst, layout) = inputs.get(k)?;
+        let vd = *call.types.values.get(v)?;
+        if dst.dtype != dtype || vd != dtype.kernel_dtype() || *layout != *out || dst.len != n {
+            return None;
+        }
     }
     if inputs.iter().zip(p.read).any(|((s, _), &read)| !read && s.len == 0) {
         return None;
@@ -100,11 +109,12 @@ pub(super) fn fused_in_place(
     let run = || -> Result<()> {
         let g = gpu(name, ordinal)?;
         let bufs: Vec<Buf<'_>> = inputs.iter().map(|(s, l)| s.buf(g, l)).collect();
-        let to = Buf { addr: dst.mem.address(g), layout: out, dtype };
+        let tos: Vec<Buf<'_>> = dests.iter().map(|&(k, _)| Buf { addr: inputs[k].0.mem.address(g), layout: out, dtype }).collect();
         // SAFETY: the inputs are live buffers of this device laid out within
-        // their storages; the output is input `k`'s buffer, holding `out`'s
-        // `n` elements, which each thread reads at the position it writes.
-        unsafe { kernels::launch_kernel(name, g, call.kernel, call.types, call.slots, &bufs, to) }
+        // their storages; each output is a destination input's buffer,
+        // holding `out`'s `n` elements, which each thread reads at the
+        // position it writes.
+        unsafe { kernels::launch_outputs(name, g, call.kernel, call.types, call.slots, &bufs, &tos) }
     };
     Some(run())
 }

@@ -76,7 +76,14 @@ fn kernel(one: &OneOp<'_>, inputs: &[DType], out: DType) -> (Kernel, KernelTypes
         Some(d) => format!("aot_to_{}", d.name()),
         None => format!("aot_{}", one.op.name()),
     };
-    let k = Kernel { name, body, num_values, out: ValueId(n), stage_values: (0..num_values as u32).map(ValueId).collect() };
+    let k = Kernel {
+        name,
+        body,
+        num_values,
+        out: ValueId(n),
+        extra_outs: Vec::new(),
+        stage_values: (0..num_values as u32).map(ValueId).collect(),
+    };
     let values: Vec<KernelDType> = inputs.iter().map(|d| d.kernel_dtype()).chain([out.kernel_dtype()]).collect();
     let mut compute = values.clone();
     compute[n as usize] = one.compute.kernel_dtype();
@@ -135,16 +142,38 @@ pub(super) unsafe fn launch_kernel(
     inputs: &[Buf<'_>],
     out: Buf<'_>,
 ) -> Result<()> {
+    // SAFETY: this function's contract, which is the callee's for one output.
+    unsafe { launch_outputs(name, gpu, k, types, scalars, inputs, &[out]) }
+}
+
+/// [`launch_kernel`] for a kernel with one output per stored value
+/// ([`Kernel::outs`]), in order, all laid out as the first.
+///
+/// # Safety
+/// As [`launch`], for every output.
+pub(super) unsafe fn launch_outputs(
+    name: &'static str,
+    gpu: &Gpu,
+    k: &Kernel,
+    types: &KernelTypes,
+    scalars: &[f64],
+    inputs: &[Buf<'_>],
+    outs: &[Buf<'_>],
+) -> Result<()> {
+    let out = outs.first().ok_or_else(|| AotError::internal(name, "a kernel launch with no output"))?;
+    if outs.len() != k.outs().count() || outs.iter().any(|o| o.layout != out.layout) {
+        return Err(AotError::internal(name, format!("kernel `{}`: {} outputs of one layout expected", k.name, k.outs().count())));
+    }
     let numel: usize = out.layout.shape.iter().product();
     if numel == 0 {
         return Ok(());
     }
     let rank = out.layout.shape.len();
     let r = render_cuda_typed(k, types, rank, &ScalarSlots::of(k)).map_err(|e| AotError::internal(name, e.to_string()))?;
-    let mut pointers = vec![format!("{} *", out.dtype.kernel_dtype().storage())];
+    let mut pointers: Vec<String> = outs.iter().map(|o| format!("{} *", o.dtype.kernel_dtype().storage())).collect();
     pointers.extend(inputs.iter().map(|b| format!("const {} *", b.dtype.kernel_dtype().storage())));
     let entry = Entry { name: r.name.clone(), pointers, sync: false };
-    let bufs: Vec<u64> = std::iter::once(out.addr).chain(inputs.iter().map(|b| b.addr)).collect();
+    let bufs: Vec<u64> = outs.iter().map(|o| o.addr).chain(inputs.iter().map(|b| b.addr)).collect();
     let layouts: Vec<(i64, Vec<i64>)> = inputs.iter().map(|b| operand(b.layout)).collect();
     let ins: Vec<Operand<'_>> = layouts.iter().map(|(o, s)| Operand { offset: *o, strides: s }).collect();
     let sizes: Vec<i64> = out.layout.shape.iter().map(|&n| n as i64).collect();

@@ -98,7 +98,14 @@ fn one_op(row: EagerRow, dtype: DType) -> Option<(Kernel, KernelTypes, Vec<f64>)
         }
     };
     let body = vec![Node::new(Op::Load(0), vec![], Some(ValueId(0))), Node::new(op, args, Some(ValueId(1)))];
-    let k = Kernel { name: format!("aot_{}", op.name()), body, num_values: 2, out: ValueId(1), stage_values: vec![ValueId(0), ValueId(1)] };
+    let k = Kernel {
+        name: format!("aot_{}", op.name()),
+        body,
+        num_values: 2,
+        out: ValueId(1),
+        extra_outs: Vec::new(),
+        stage_values: vec![ValueId(0), ValueId(1)],
+    };
     let types = KernelTypes::infer(&k, &[dtype.kernel_dtype()]).ok()?;
     Some((k, types, slots))
 }

@@ -124,7 +124,14 @@ mod dummy {
             aot_ir::Node::new(aot_ir::OpKind::Neg, vec![aot_ir::Arg::Tensor(aot_ir::ValueId(0))], Some(aot_ir::ValueId(1))),
         ];
         let stage_values = vec![aot_ir::ValueId(0), aot_ir::ValueId(1)];
-        let kernel = aot_ir::kernel::Kernel { name: "neg".into(), body, num_values: 2, out: aot_ir::ValueId(1), stage_values };
+        let kernel = aot_ir::kernel::Kernel {
+            name: "neg".into(),
+            body,
+            num_values: 2,
+            out: aot_ir::ValueId(1),
+            extra_outs: Vec::new(),
+            stage_values,
+        };
         let f32s = vec![DType::F32.kernel_dtype(); 2];
         let types = aot_ir::kernel::render::KernelTypes { values: f32s.clone(), compute: f32s };
         let call = crate::backend::KernelCall { kernel: &kernel, types: &types, slots: &[] };

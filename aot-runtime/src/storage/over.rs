@@ -1,13 +1,13 @@
 //! [`Storage::fused_over`]: a fused kernel written over the buffer of an
 //! input that dies at it (`executor/reuse.rs`); [`Storage::fused_in_place`]:
-//! one stored over a written argument's own buffer (reinplacing).
+//! one stored over written arguments' own buffers (reinplacing).
 
 use super::{CpuStorage, Storage, StorageData};
 use crate::backend::FusedProgram;
 use crate::device::Device;
 use crate::error::Result;
 use crate::layout::Layout;
-use std::sync::RwLockReadGuard;
+use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 impl Storage {
     /// [`Storage::fused`] computed over the buffer of input `k`, which the
@@ -73,58 +73,79 @@ impl Storage {
 }
 
 impl Storage {
-    /// The elementwise kernel `p` (`call` on CUDA) stored over input `k`'s
-    /// own buffer, in place (reinplacing, `executor/kernel/inplace.rs`):
-    /// input `k` is laid out exactly as `out` (dense, offset 0, the
-    /// storage's whole length) and no other input is its storage, so each
-    /// element is read before the same position is written. `None`:
-    /// declined, nothing written.
+    /// The elementwise kernel `p` (`call` on CUDA) stored over its
+    /// destinations' own buffers, in place (reinplacing,
+    /// `executor/kernel/inplace.rs`): `dests` pairs an input with the body
+    /// value stored over it; each such input is laid out exactly as `out`
+    /// (dense, offset 0, the storage's whole length) and no other input is
+    /// its storage, so each element is read before the same position is
+    /// written. `None`: declined, nothing written.
     pub(crate) fn fused_in_place(
         name: &'static str,
         p: &FusedProgram<'_>,
         call: &crate::backend::KernelCall<'_>,
         inputs: &[(&Storage, Layout)],
-        k: usize,
+        dests: &[(usize, usize)],
         out: &Layout,
     ) -> Option<Result<()>> {
-        let (dst, layout) = inputs.get(k)?;
-        let distinct = inputs.iter().enumerate().all(|(i, (s, _))| i == k || !std::ptr::eq(*s, *dst));
-        let one_device = inputs.iter().all(|(s, _)| s.device == dst.device);
-        if !distinct || !one_device || *layout != *out || !crate::layout::is_dense_output(out) || dst.len != out.numel() {
+        let is_dest = |i: usize| dests.iter().any(|&(k, _)| k == i);
+        let (first, _) = inputs.get(dests.first()?.0)?;
+        for &(k, _) in dests {
+            let (dst, layout) = inputs.get(k)?;
+            let distinct = inputs.iter().enumerate().all(|(i, (s, _))| i == k || !std::ptr::eq(*s, *dst));
+            if !distinct || *layout != *out || dst.len != out.numel() {
+                return None;
+            }
+        }
+        if !inputs.iter().all(|(s, _)| s.device == first.device) || !crate::layout::is_dense_output(out) {
             return None;
         }
-        let mut held = dst.write();
+        // Locks taken in address order, so calls over the same storages in
+        // another order cannot deadlock.
+        let mut order: Vec<usize> = (0..inputs.len()).collect();
+        order.sort_by_key(|&i| inputs[i].0 as *const Storage as usize);
+        let mut written: Vec<(usize, RwLockWriteGuard<'_, StorageData>)> = Vec::new();
         let mut others: Vec<(&Storage, RwLockReadGuard<'_, StorageData>)> = Vec::new();
-        for (i, (s, _)) in inputs.iter().enumerate() {
-            if i != k && !others.iter().any(|(d, _)| std::ptr::eq(*d, *s)) {
+        for i in order {
+            let s = inputs[i].0;
+            if is_dest(i) {
+                written.push((i, s.write()));
+            } else if !others.iter().any(|(d, _)| std::ptr::eq(*d, s)) {
                 others.push((s, s.read()));
             }
         }
-        let guard = |i: usize| others.iter().find(|(d, _)| i != k && std::ptr::eq(*d, inputs[i].0)).map(|(_, g)| &**g);
-        match &mut *held {
-            StorageData::Cpu(own) => {
-                // The destination's entry stands for it and is not read.
-                let hole = CpuStorage::Bool(Vec::new());
-                let cpu = (0..inputs.len())
-                    .map(|i| match guard(i) {
-                        Some(StorageData::Cpu(c)) => Some((c, inputs[i].1.clone())),
-                        None if i == k => Some((&hole, inputs[i].1.clone())),
-                        _ => None,
-                    })
-                    .collect::<Option<Vec<_>>>()?;
-                crate::cpu::fused::fused_in_place(name, p, &cpu, k, own, out)
+        written.sort_by_key(|(i, _)| dests.iter().position(|&(k, _)| k == *i));
+        let guard = |i: usize| others.iter().find(|(d, _)| !is_dest(i) && std::ptr::eq(*d, inputs[i].0)).map(|(_, g)| &**g);
+        let stored: Vec<(usize, usize)> = dests.to_vec();
+        if matches!(first.device, Device::Cpu) {
+            // The destinations' entries stand for them and are not read.
+            let hole = CpuStorage::Bool(Vec::new());
+            let cpu = (0..inputs.len())
+                .map(|i| match guard(i) {
+                    Some(StorageData::Cpu(c)) => Some((c, inputs[i].1.clone())),
+                    None if is_dest(i) => Some((&hole, inputs[i].1.clone())),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            let mut own: Vec<&mut CpuStorage> = Vec::new();
+            for (_, g) in written.iter_mut() {
+                let StorageData::Cpu(c) = &mut **g else { return None };
+                own.push(c);
             }
-            StorageData::Cuda(own) => {
-                let own: &crate::cuda::CudaStorage = own;
-                let cuda = (0..inputs.len())
-                    .map(|i| match guard(i) {
-                        Some(StorageData::Cuda(c)) => Some((c, inputs[i].1.clone())),
-                        None if i == k => Some((own, inputs[i].1.clone())),
-                        _ => None,
-                    })
-                    .collect::<Option<Vec<_>>>()?;
-                own.fused_in_place(name, p, call, &cuda, k, out)
-            }
+            return crate::cpu::fused::fused_in_place(name, p, &cpu, &stored, own, out);
         }
+        let mut own: Vec<&crate::cuda::CudaStorage> = Vec::new();
+        for (_, g) in &written {
+            let StorageData::Cuda(c) = &**g else { return None };
+            own.push(c);
+        }
+        let cuda = (0..inputs.len())
+            .map(|i| match guard(i) {
+                Some(StorageData::Cuda(c)) => Some((c, inputs[i].1.clone())),
+                None => dests.iter().position(|&(k, _)| k == i).map(|j| (own[j], inputs[i].1.clone())),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        own.first()?.fused_in_place(name, p, call, &cuda, &stored, out)
     }
 }

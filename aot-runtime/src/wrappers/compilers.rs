@@ -96,8 +96,10 @@ pub(crate) fn inference_reinplace(fg: &FunctionalGraph) -> Option<crate::executo
     }
     let r = crate::executor::kernel::Reinplace::plan(fg)?;
     if log_enabled() {
-        for k in r.kernels() {
-            eprintln!("[aot kernels] `{}` (inference, in place):\n{}", fg.name, k.listing(Names::params(&fg.params)));
+        for (set, ks) in r.sets() {
+            for k in ks {
+                eprintln!("[aot kernels] `{}` (inference, in place, {set}):\n{}", fg.name, k.listing(Names::params(&fg.params)));
+            }
         }
     }
     Some(r)

@@ -326,13 +326,17 @@ impl OpVisitor<KVal> for Apply {
 pub(super) struct Body {
     pub lines: Vec<String>,
     pub out: u32,
+    /// The variables of the kernel's further stored values
+    /// ([`Kernel::extra_outs`]).
+    pub extra: Vec<u32>,
     pub helpers: Vec<Helper>,
 }
 
 /// Records `k`'s body for its values' `types`; scalar arguments are
 /// literals or `p.scalars[slot]`.
 pub(super) fn render_body(k: &Kernel, types: &KernelTypes, slots: &ScalarSlots) -> Result<Body, RenderError> {
-    render_part(k, types, slots, &|_| true, None, k.out)
+    let outs: Vec<ValueId> = k.outs().collect();
+    render_outs(k, types, slots, &|_| true, None, &outs)
 }
 
 /// Records the body nodes `include` selects (the loads are always the
@@ -346,13 +350,26 @@ pub(super) fn render_part(
     preset: Option<ValueId>,
     out: ValueId,
 ) -> Result<Body, RenderError> {
+    render_outs(k, types, slots, include, preset, &[out])
+}
+
+/// [`render_part`] storing `outs` (the first is [`Body::out`]).
+fn render_outs(
+    k: &Kernel,
+    types: &KernelTypes,
+    slots: &ScalarSlots,
+    include: &dyn Fn(usize) -> bool,
+    preset: Option<ValueId>,
+    outs: &[ValueId],
+) -> Result<Body, RenderError> {
     let inputs = k.num_inputs() as u32;
     let next = inputs + u32::from(preset.is_some());
     CTX.with(|c| *c.borrow_mut() = Ctx { lines: vec![], next, double: false, helpers: vec![] });
-    let result = record(k, types, slots, include, preset.map(|v| (v, KVal(inputs))), out);
+    let result = record(k, types, slots, include, preset.map(|v| (v, KVal(inputs))), outs);
     let ctx = CTX.with(|c| std::mem::take(&mut *c.borrow_mut()));
-    let out = result?;
-    Ok(Body { lines: ctx.lines, out: out.0, helpers: ctx.helpers })
+    let vals = result?;
+    let out = vals.first().map_or(0, |v| v.0);
+    Ok(Body { lines: ctx.lines, out, extra: vals.iter().skip(1).map(|v| v.0).collect(), helpers: ctx.helpers })
 }
 
 /// `static __device__ __forceinline__ <to> <name>(const <from> c0)`: `c0`
@@ -377,8 +394,8 @@ fn record(
     slots: &ScalarSlots,
     include: &dyn Fn(usize) -> bool,
     preset: Option<(ValueId, KVal)>,
-    stored: ValueId,
-) -> Result<KVal, RenderError> {
+    stored: &[ValueId],
+) -> Result<Vec<KVal>, RenderError> {
     let fail = |node: usize, msg: String| RenderError::Body { kernel: k.name.clone(), node, msg };
     let mut vals: Vec<Option<KVal>> = vec![None; k.num_values];
     if let Some((v, x)) = preset {
@@ -423,7 +440,9 @@ fn record(
         };
         *vals.get_mut(out.index()).ok_or_else(|| fail(i, format!("{out} is beyond the body's values")))? = Some(value);
     }
-    vals.get(stored.index()).copied().flatten().ok_or_else(|| fail(k.body.len(), format!("the stored {stored} is not defined")))
+    let get =
+        |v: &ValueId| vals.get(v.index()).copied().flatten().ok_or_else(|| fail(k.body.len(), format!("the stored {v} is not defined")));
+    stored.iter().map(get).collect()
 }
 
 fn arg_tensor(n: &crate::node::Node, i: usize) -> Option<ValueId> {

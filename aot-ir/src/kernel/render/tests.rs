@@ -466,6 +466,26 @@ fn the_unit_has_the_documented_entry_point_and_params() {
 }
 
 #[test]
+fn a_multi_output_kernel_takes_one_pointer_per_stored_value() {
+    // mul_add_relu storing its intermediate `x * 2 + y` (%3) as well.
+    let mut k = mul_add_relu();
+    let last = k.out;
+    k.extra_outs = vec![ValueId(3)];
+    assert_ne!(last, ValueId(3));
+    let r = render_cuda(&k, KernelDType::F16, 2, &ScalarSlots::default()).unwrap();
+    let s = &r.source;
+    let entry = format!("void {}(__half *out, __half *out1, const __half *in0, const __half *in1, const aot_params_{0} p)", k.name);
+    assert!(s.contains(&entry), "{s}");
+    assert!(s.contains("__half &r1) {") && s.contains("    r1 = __float2half_rn(c"), "{s}");
+    assert!(s.contains("out[o] = aot_body_") && s.contains(", out1[o]);"), "{s}");
+    assert!(s.contains("aot_vec4<__half> r1;") && s.contains("[v] = r1;"), "the vectorised path stores both:\n{s}");
+    // A reduction kernel stores one value.
+    let mut red = kernel(1, vec![node(OpKind::Exp, vec![t(0)], 1), node(OpKind::Sum, vec![t(1)], 2)]);
+    red.extra_outs = vec![ValueId(1)];
+    assert!(render_cuda(&red, KernelDType::F32, 2, &ScalarSlots::default()).is_err());
+}
+
+#[test]
 fn literals_are_exact_and_rounded_to_the_compute_type() {
     let k = kernel(1, vec![node(OpKind::Mul, vec![t(0), lit(0.1)], 1), node(OpKind::Add, vec![t(1), lit(f64::INFINITY)], 2)]);
     let f = render_cuda(&k, KernelDType::F32, 1, &ScalarSlots::default()).unwrap().source;

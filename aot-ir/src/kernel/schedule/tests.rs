@@ -243,3 +243,21 @@ fn a_broken_kernel_body_fails_the_verifier() {
     let mut defined = vec![false; 3];
     assert!(Stage::Functional.check_nodes(&sch.nodes, &mut defined, &[]).is_err());
 }
+
+#[test]
+fn a_kernel_stores_each_value_once_and_only_values_it_defines() {
+    let nodes = stage(vec![node(OpKind::Exp, vec![t(0)], 1), node(OpKind::Neg, vec![t(1)], 2)]);
+    let mut sch = schedule(&nodes, 3, &[ValueId(2)], 0);
+    let Op::Kernel(k) = &mut sch.nodes[1].op else { panic!("expected a kernel") };
+    // Storing the intermediate too: a valid multi-output kernel.
+    k.extra_outs = vec![ValueId(1)];
+    assert!(k.listing(Names::params(&[])).contains("store %2, %1"));
+    checked(&sch, 3);
+    for (extra, msg) in [(ValueId(2), "stores %2 twice"), (ValueId(9), "does not define")] {
+        let Op::Kernel(k) = &mut sch.nodes[1].op else { panic!("expected a kernel") };
+        k.extra_outs = vec![extra];
+        let mut defined = vec![false; 3];
+        let err = Stage::Functional.check_nodes(&sch.nodes, &mut defined, &[]).unwrap_err();
+        assert!(err.1.contains(msg), "{err:?}");
+    }
+}

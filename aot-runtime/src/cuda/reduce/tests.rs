@@ -34,7 +34,7 @@ fn kernel(op: OpKind, float: bool, name: String) -> Kernel {
         Node::new(op, args, Some(ValueId(4))),
         Node::new(OpKind::Add, vec![t(4), t(1)], Some(ValueId(5))),
     ];
-    Kernel { name, body, num_values: 6, out: ValueId(5), stage_values: (0..6).map(ValueId).collect() }
+    Kernel { name, body, num_values: 6, out: ValueId(5), extra_outs: Vec::new(), stage_values: (0..6).map(ValueId).collect() }
 }
 
 const KINDS: [OpKind; 8] =

@@ -12,6 +12,10 @@
 //! device, no other input over a destination's storage, scalar slots that
 //! evaluate), for every kernel before the first one writes: a call writes
 //! its arguments only once nothing can fail, as the epilogue would.
+//! A multi-output kernel (one optimizer step of one parameter) stores
+//! every written group it computes, at one index space: its destinations
+//! must share one layout and dtype; where they do not, the call runs the
+//! graph's one-kernel-per-group set instead, with the same checks.
 //! Otherwise the call runs its ordinary plan.
 
 use super::{plan_of, slot_values, Plan, Val};
@@ -35,13 +39,22 @@ pub(crate) fn count() -> u64 {
     IN_PLACE.load(Ordering::Relaxed)
 }
 
-/// The in-place kernels of one specialisation's inference graph.
+/// One way of running a graph's writes in place: its kernels, and per
+/// kernel, per input, the input group whose base it reads (a primal, or
+/// the group an earlier kernel wrote).
+#[derive(Debug)]
+struct KernelSet {
+    kernels: Vec<InPlaceKernel>,
+    sources: Vec<Vec<usize>>,
+}
+
+/// The in-place kernels of one specialisation's inference graph: the
+/// multi-output ones ([`Reinplaced::fused`]), tried first, and one per
+/// written group.
 #[derive(Debug)]
 pub(crate) struct Reinplace {
-    kernels: Vec<InPlaceKernel>,
-    /// Per kernel, per input: the input group whose base it reads (a
-    /// primal, or the group an earlier kernel wrote).
-    sources: Vec<Vec<usize>>,
+    fused: Option<KernelSet>,
+    single: KernelSet,
 }
 
 /// One kernel checked for a call: its plan and its inputs.
@@ -51,35 +64,74 @@ pub(crate) struct Checked {
     slots: Vec<f64>,
 }
 
-impl Reinplace {
-    /// The in-place kernels of `fg`, if it has the shape reinplacing takes.
-    pub(crate) fn plan(fg: &FunctionalGraph) -> Option<Reinplace> {
-        let kernels = aot_ir::kernel::reinplace::reinplace(fg, 0)?;
+/// Every kernel of one [`KernelSet`] checked for a call.
+pub(crate) struct Ready {
+    fused: bool,
+    checked: Vec<Checked>,
+}
+
+impl KernelSet {
+    fn of(fg: &FunctionalGraph, kernels: Vec<InPlaceKernel>) -> Option<KernelSet> {
         let group_of = |v: aot_ir::ValueId| {
             fg.nodes.iter().find(|n| n.out == Some(v)).and_then(|n| match n.op {
                 Op::Primal(g) => Some(g),
-                _ => kernels.iter().find(|k| k.out == v).map(|k| k.group),
+                _ => kernels.iter().flat_map(|k| &k.stores).find(|st| st.out == v).map(|st| st.group),
             })
         };
         let sources = kernels.iter().map(|k| k.inputs.iter().map(|&v| group_of(v)).collect::<Option<Vec<_>>>()).collect::<Option<_>>()?;
-        Some(Reinplace { kernels, sources })
+        Some(KernelSet { kernels, sources })
     }
 
-    pub(crate) fn kernels(&self) -> &[InPlaceKernel] {
-        &self.kernels
-    }
-
-    /// Every kernel checked for this call (see the module doc), or `None`:
-    /// run the ordinary plan.
-    pub(crate) fn ready(&self, bases: &Bases, scalars: &[Option<ScalarValue>]) -> Option<Vec<Checked>> {
+    fn ready(&self, bases: &Bases, scalars: &[Option<ScalarValue>]) -> Option<Vec<Checked>> {
         self.kernels.iter().zip(&self.sources).map(|(k, sources)| check(k, sources, bases, scalars)).collect()
     }
+}
 
-    /// Runs the checked kernels, each over its destination, and leaves the
+impl Reinplace {
+    /// The in-place kernels of `fg`, if it has the shape reinplacing takes.
+    pub(crate) fn plan(fg: &FunctionalGraph) -> Option<Reinplace> {
+        let r = aot_ir::kernel::reinplace::reinplace(fg, 0)?;
+        let fused = match r.fused {
+            Some(k) => Some(KernelSet::of(fg, k)?),
+            None => None,
+        };
+        Some(Reinplace { fused, single: KernelSet::of(fg, r.single)? })
+    }
+
+    /// The kernels a call that is [`ready`](Self::ready) runs.
+    pub(crate) fn kernels(&self, ready: &Ready) -> &[InPlaceKernel] {
+        &self.set(ready).kernels
+    }
+
+    /// Both sets of kernels, named: the multi-output ones (where there are
+    /// any), then one per written group.
+    pub(crate) fn sets(&self) -> impl Iterator<Item = (&'static str, &[InPlaceKernel])> {
+        let fused = self.fused.as_ref().map(|f| ("multi-output", &f.kernels[..]));
+        fused.into_iter().chain(std::iter::once(("one per written argument", &self.single.kernels[..])))
+    }
+
+    fn set(&self, ready: &Ready) -> &KernelSet {
+        match &self.fused {
+            Some(f) if ready.fused => f,
+            _ => &self.single,
+        }
+    }
+
+    /// Every kernel checked for this call (see the module doc): the
+    /// multi-output ones where they fit, else one per group; or `None`:
+    /// run the ordinary plan.
+    pub(crate) fn ready(&self, bases: &Bases, scalars: &[Option<ScalarValue>]) -> Option<Ready> {
+        if let Some(checked) = self.fused.as_ref().and_then(|f| f.ready(bases, scalars)) {
+            return Some(Ready { fused: true, checked });
+        }
+        Some(Ready { fused: false, checked: self.single.ready(bases, scalars)? })
+    }
+
+    /// Runs the checked kernels, each over its destinations, and leaves the
     /// written groups' final values (the arguments themselves) in `env`.
     /// `Ok(false)`: the first kernel declined and nothing was written.
-    pub(crate) fn run(&self, checked: &[Checked], env: &mut [Option<Tensor>]) -> Result<bool> {
-        for (i, (k, c)) in self.kernels.iter().zip(checked).enumerate() {
+    pub(crate) fn run(&self, ready: &Ready, env: &mut [Option<Tensor>]) -> Result<bool> {
+        for (i, (k, c)) in self.kernels(ready).iter().zip(&ready.checked).enumerate() {
             if !run_one(k, c)? {
                 if i == 0 {
                     return Ok(false);
@@ -87,33 +139,43 @@ impl Reinplace {
                 return Err(AotError::internal("reinplace", format!("kernel `{}` declined after it was checked", k.kernel.name)));
             }
             IN_PLACE.fetch_add(1, Ordering::Relaxed);
-            let slot = env.get_mut(k.out.index()).ok_or_else(|| AotError::internal("reinplace", format!("no value {}", k.out)))?;
-            *slot = c.inputs.get(k.dest).cloned();
+            for st in &k.stores {
+                let slot = env.get_mut(st.out.index()).ok_or_else(|| AotError::internal("reinplace", format!("no value {}", st.out)))?;
+                *slot = c.inputs.get(st.dest).cloned();
+            }
         }
         Ok(true)
     }
 }
 
-/// Kernel `k` checked against this call's inputs.
+/// Kernel `k` checked against this call's inputs: each destination dense
+/// over its whole storage, shared with no other input, and every
+/// destination of the result's layout and dtype.
 fn check(k: &InPlaceKernel, sources: &[usize], bases: &Bases, scalars: &[Option<ScalarValue>]) -> Option<Checked> {
     let inputs = sources.iter().map(|&g| bases.get(g)).collect::<Option<Vec<Tensor>>>()?;
-    let dest = inputs.get(k.dest)?;
-    let l = dest.layout();
-    let whole = l.offset == 0 && l.numel() == dest.storage_len() && crate::layout::is_dense_output(&l);
-    let apart = inputs.iter().enumerate().all(|(i, t)| i == k.dest || (!t.shares_storage_with(dest) && t.device() == dest.device()));
-    if !whole || !apart {
+    let first = inputs.get(k.stores.first()?.dest)?;
+    let (l, dtype) = (first.layout(), first.dtype());
+    for st in &k.stores {
+        let dest = inputs.get(st.dest)?;
+        let whole = dest.layout() == l && dest.dtype() == dtype && dest.storage_len() == l.numel();
+        let apart = inputs.iter().enumerate().all(|(i, t)| i == st.dest || (!t.shares_storage_with(dest) && t.device() == dest.device()));
+        if !whole || !apart {
+            return None;
+        }
+    }
+    if l.offset != 0 || !crate::layout::is_dense_output(&l) {
         return None;
     }
     let loads: Vec<Val> = inputs.iter().map(|t| Val { layout: t.layout(), dtype: t.dtype() }).collect();
     let plan = plan_of(&k.kernel, &loads, scalars)?;
-    if plan.out != l || plan.dtypes.iter().any(|&d| d != dest.dtype()) || plan.steps.iter().any(|s| s.compute != dest.dtype()) {
+    if plan.out != l || plan.dtypes.iter().any(|&d| d != dtype) || plan.steps.iter().any(|s| s.compute != dtype) {
         return None;
     }
     let slots = slot_values(&k.kernel, scalars);
     if slots.len() != ScalarSlots::of(&k.kernel).exprs().len() {
         return None;
     }
-    if dest.device() == Device::Cpu && !crate::cpu::fused::supports(&program(k, &plan), inputs.len()) {
+    if first.device() == Device::Cpu && !crate::cpu::fused::supports(&program(k, &plan), inputs.len()) {
         return None;
     }
     Some(Checked { plan, inputs, slots })
@@ -123,24 +185,25 @@ fn program<'a>(k: &InPlaceKernel, p: &'a Plan) -> FusedProgram<'a> {
     FusedProgram { steps: &p.steps, num_values: k.kernel.num_values, stored: k.kernel.out.index(), dtypes: &p.dtypes, read: &p.read }
 }
 
-/// Kernel `k` stored over its destination; `false`: declined.
+/// Kernel `k` stored over its destinations; `false`: declined.
 fn run_one(k: &InPlaceKernel, c: &Checked) -> Result<bool> {
     let p = &c.plan;
     let operands: Vec<(&Storage, crate::layout::Layout)> =
         c.inputs.iter().zip(&p.loaded).map(|(t, l)| (&**t.storage(), broadcast_layout(l, &p.out.shape))).collect();
-    // Every value has the destination's dtype (checked).
+    // Every value has the destinations' dtype (checked).
     let types = KernelTypes {
         values: p.dtypes.iter().map(|d| d.kernel_dtype()).collect(),
         compute: p.dtypes.iter().map(|d| d.kernel_dtype()).collect(),
     };
     let call = KernelCall { kernel: &k.kernel, types: &types, slots: &c.slots };
-    match Storage::fused_in_place("fused kernel", &program(k, p), &call, &operands, k.dest, &p.out) {
+    let dests: Vec<(usize, usize)> = k.kernel.outs().zip(&k.stores).map(|(v, st)| (st.dest, v.index())).collect();
+    match Storage::fused_in_place("fused kernel", &program(k, p), &call, &operands, &dests, &p.out) {
         None => Ok(false),
         Some(r) => {
             r?;
             let inputs: Vec<&Tensor> = c.inputs.iter().collect();
             let types = p.dtypes.iter().map(|&d| (d, d)).collect();
-            crate::compiled::kernels::note_kernel(&k.kernel, &inputs, &c.inputs[k.dest], Some(types));
+            crate::compiled::kernels::note_kernel(&k.kernel, &inputs, &c.inputs[k.stores[0].dest], Some(types));
             Ok(true)
         }
     }

@@ -35,7 +35,14 @@ fn kernel(op: OpKind) -> Kernel {
         Node::new(op, args, Some(ValueId(2))),
         Node::new(OpKind::Neg, vec![t(2)], Some(ValueId(3))),
     ];
-    Kernel { name: format!("k_{}", op.name()), body, num_values: 4, out: ValueId(3), stage_values: (0..4).map(ValueId).collect() }
+    Kernel {
+        name: format!("k_{}", op.name()),
+        body,
+        num_values: 4,
+        out: ValueId(3),
+        extra_outs: Vec::new(),
+        stage_values: (0..4).map(ValueId).collect(),
+    }
 }
 
 const KINDS: [OpKind; 8] =
