@@ -68,9 +68,6 @@ pub struct Gpt {
     pub blocks: Vec<Block>,
     pub lnf_w: Tensor,
     pub lnf_b: Tensor,
-    /// `tril(ones(ctx, ctx))`, as nanoGPT's `bias` buffer.
-    #[buffer]
-    pub causal: Tensor,
 }
 
 /// AdamW's moments, one struct of the model's shape each.
@@ -116,14 +113,7 @@ impl Gpt {
                 w_proj: normal(&[4 * c, c], proj_std)?,
             });
         }
-        let model = Gpt {
-            wte: normal(&[cfg.vocab, c], 0.02)?,
-            wpe: normal(&[cfg.ctx, c], 0.02)?,
-            blocks,
-            lnf_w: ones()?,
-            lnf_b: zeros()?,
-            causal: Tensor::ones(&[cfg.ctx, cfg.ctx], DType::F32, dev)?.tril(0)?,
-        };
+        let model = Gpt { wte: normal(&[cfg.vocab, c], 0.02)?, wpe: normal(&[cfg.ctx, c], 0.02)?, blocks, lnf_w: ones()?, lnf_b: zeros()? };
         for leaf in model.flatten() {
             if leaf.kind == aot_runtime::tree::LeafKind::Parameter {
                 leaf.tensor.requires_grad_(true)?;
@@ -191,7 +181,9 @@ pub fn gpt_forward(m: &Gpt, idx: &Tensor, targets: &Tensor, nh: i64, p: f64) -> 
     let hd = c / nh;
     let scale = 1.0 / (hd as f64).sqrt();
     let mut x = (idx.embedding(&m.wte) + m.wpe.narrow(0, 0, t)).dropout(p);
-    let masked = m.causal.narrow(0, 0, t).narrow(1, 0, t).eq(0.0);
+    // Position j is hidden from position i when j > i.
+    let pos = Tensor::arange(0, t, 1, DType::I64, &idx.device());
+    let masked = pos.unsqueeze(0).gt(&pos.unsqueeze(1));
     for l in 0..2 {
         let blk = &m.blocks[l];
         let h = layer_norm(&x, &blk.ln1_w, &blk.ln1_b);

@@ -175,7 +175,10 @@ fn check_sizes(f: &CompiledFn, prog: &Program) -> Result<(), String> {
             _ => unreachable!("a tensor parameter has a tensor"),
         })
         .collect();
-    let got = aot_runtime::compiled::__private::value_sizes(f, &args).map_err(|e| format!("shape propagation failed: {e}"))?;
+    // A program that fails before a read (hostile programs index past a
+    // dim, say) fails the same way in both runs, which `check_call`
+    // compares; only the sizes of a program that gets that far are checked.
+    let Ok(got) = aot_runtime::compiled::__private::value_sizes(f, &args) else { return Ok(()) };
     if got != prog.sizes {
         return Err(format!("propagated sizes {got:?}, but the generator's shapes give {:?}", prog.sizes));
     }
