@@ -150,10 +150,10 @@ impl Collected {
     /// The `gpt` example's functions at a small size.
     fn gpt_example(&mut self) -> Result<()> {
         let cfg = gpt::Config { vocab: 11, ctx: 8, width: 16, heads: 2 };
-        let (b, t, nh, hd) = (2i64, 8i64, 2i64, 8i64);
+        let nh = 2i64;
         let m = gpt::Gpt::new(&cfg, &Device::Cpu, 1)?;
         let ids = Tensor::zeros(&[2, 8], DType::I64, &Device::Cpu)?;
-        let args = [Arg::tree(&m), (&ids).into(), (&ids).into(), b.into(), t.into(), nh.into(), hd.into(), cfg.scale().into(), 0.1.into()];
+        let args = [Arg::tree(&m), (&ids).into(), (&ids).into(), nh.into(), 0.1.into()];
         self.add("gpt gpt_forward", gpt::gpt_forward::compiled(), &args);
         let st = gpt::AdamState { m: m.zeros_like()?, v: m.zeros_like()? };
         let g = m.zeros_like()?;
@@ -162,17 +162,7 @@ impl Collected {
         self.add("gpt adamw", gpt::adamw::compiled(), &args);
         let cache = gpt::KvCache::new(&cfg, 2, &Device::Cpu)?;
         let (tok, pos) = (Tensor::zeros(&[2, 1], DType::I64, &Device::Cpu)?, Tensor::zeros(&[1], DType::I64, &Device::Cpu)?);
-        let args = [
-            Arg::tree(&m),
-            Arg::tree(&cache),
-            (&tok).into(),
-            (&pos).into(),
-            1i64.into(),
-            b.into(),
-            nh.into(),
-            hd.into(),
-            cfg.scale().into(),
-        ];
+        let args = [Arg::tree(&m), Arg::tree(&cache), (&tok).into(), (&pos).into(), 1i64.into(), nh.into()];
         self.add("gpt decode_step", gpt::decode_step::compiled(), &args);
         Ok(())
     }
