@@ -157,3 +157,22 @@ fn explain_reports_a_function_with_computed_sizes() -> Result<()> {
     assert_eq!(report["fw_metadata"]["output_info"].as_array().map(Vec::len), Some(1), "{report}");
     Ok(())
 }
+
+#[aot_fn]
+fn positions_of_rows(x: &Tensor) -> Tensor {
+    let h = x.matmul(&x.t());
+    // An `arange` whose bound is a computed size, and whose own size is read.
+    let r = Tensor::arange(0, h.size(0), 1, DType::F64, &x.device());
+    r.view(&[r.size(0), 1]) * h
+}
+
+#[test]
+fn the_size_of_an_arange_is_propagated() -> Result<()> {
+    for rows in [1usize, 3, 4] {
+        let x = randn(&[rows, 2], 10);
+        let h = x.matmul(&x.t()?)?;
+        let r = Tensor::arange(0.0, rows as f64, 1.0, DType::F64, &Device::Cpu)?;
+        assert_close("positions_of_rows", &positions_of_rows(&x)?, &r.view(&[rows as i64, 1])?.mul(&h)?);
+    }
+    Ok(())
+}
