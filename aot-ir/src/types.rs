@@ -185,12 +185,10 @@ pub enum ScalarExpr {
         dim: i64,
         slot: usize,
     },
-    /// `v.size(dim)` of a tensor the body computes (or of a parameter
-    /// whose shape the body changed in place): entry `read` of
-    /// [`Graph::value_sizes`](crate::Graph::value_sizes), which shape
-    /// propagation over the source graph computes at call time
-    /// ([`crate::analysis::shape_prop`]); the call's scalar values hold it
-    /// at `slot`, after the parameters' sizes.
+    /// `v.size(dim)` of a tensor the body computes (or reshaped in place):
+    /// entry `read` of [`Graph::value_sizes`](crate::Graph::value_sizes),
+    /// held at `slot` of the call's scalar values (after the parameters'
+    /// sizes), where the runtime's shape propagation puts it.
     ValueSize {
         read: usize,
         slot: usize,

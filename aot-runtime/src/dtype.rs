@@ -32,6 +32,14 @@ impl DType {
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
     }
+    /// The dtype math on this one is done in (PyTorch's opmath type): f32
+    /// for f16/bf16, else itself.
+    pub fn opmath(self) -> DType {
+        match self {
+            DType::F16 | DType::BF16 => DType::F32,
+            d => d,
+        }
+    }
     pub fn size_in_bytes(self) -> usize {
         match self {
             DType::F64 | DType::I64 => 8,

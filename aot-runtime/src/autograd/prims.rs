@@ -66,13 +66,7 @@ pub(crate) fn eval_prim(p: &Prim, args: &[IrArg], tensors: &[Option<Tensor>], sc
             sum_to(tensor(0)?, &like.shape(), like.dtype())
         }
         Prim::CastLike => tensor(0)?.to_dtype(tensor(1)?.dtype()),
-        Prim::OpMath => {
-            let x = tensor(0)?;
-            match x.dtype() {
-                DType::F16 | DType::BF16 => x.to_dtype(DType::F32),
-                _ => Ok(x.clone()),
-            }
-        }
+        Prim::OpMath => tensor(0)?.to_dtype(tensor(0)?.dtype().opmath()),
         Prim::ReshapeLike => tensor(0)?.reshape(&i64s(&tensor(1)?.shape())),
         Prim::ExpandLike => tensor(0)?.expand(&i64s(&tensor(1)?.shape()))?.contiguous(),
         Prim::KeepDims => {

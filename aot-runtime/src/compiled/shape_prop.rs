@@ -14,7 +14,7 @@
 use crate::arg::Arg;
 use crate::error::{AotError, Result};
 use crate::layout::{broadcast_shapes, wrap_dim, Layout};
-use aot_ir::{Arg as IrArg, Graph, Node, Op, OpKind, ScalarValue, ValueDef, ValueId};
+use aot_ir::{Arg as IrArg, Graph, Node, Op, OpClass, OpKind, ScalarValue, ValueDef, ValueId};
 
 /// Fills the call's scalar values of the computed sizes (the slots after
 /// the parameters and their sizes, in [`Graph::value_sizes`] order).
@@ -147,26 +147,38 @@ impl NodeArgs<'_> {
     }
 }
 
-/// The result shape of `op` (for an in-place op, its target's shape after it).
+/// The result shape of `op` (for an in-place op, its target's shape after
+/// it): by class, then per computing op.
 fn out_shape(op: OpKind, a: &NodeArgs) -> Result<Vec<usize>> {
+    match op.class() {
+        // A write keeps its target's shape; views and metadata changes
+        // follow `Layout`'s own rules.
+        OpClass::DataMutation => a.tensor(0),
+        OpClass::View | OpClass::MetadataMutation => view_shape(op, a),
+        OpClass::Compute => compute_shape(op, a),
+    }
+}
+
+/// The result shape of a computing op.
+fn compute_shape(op: OpKind, a: &NodeArgs) -> Result<Vec<usize>> {
     use OpKind as K;
     let name = a.op;
     Ok(match op {
-        K::Add | K::Sub | K::Mul | K::Div | K::Pow | K::Maximum | K::Minimum | K::Eq | K::Ne | K::Lt | K::Le | K::Gt | K::Ge => {
-            let x = a.tensor(0)?;
-            match a.operand(1)? {
-                Some(y) => broadcast_shapes(name, &x, &y)?.into_vec(),
-                None => x,
-            }
-        }
-        K::Where => {
-            let xc = broadcast_shapes(name, &a.tensor(0)?, &a.tensor(1)?)?.into_vec();
-            match a.operand(2)? {
-                Some(y) => broadcast_shapes(name, &xc, &y)?.into_vec(),
-                None => xc,
-            }
-        }
-        K::MaskedFill => broadcast_shapes(name, &a.tensor(0)?, &a.tensor(1)?)?.into_vec(),
+        K::Add
+        | K::Sub
+        | K::Mul
+        | K::Div
+        | K::Pow
+        | K::Maximum
+        | K::Minimum
+        | K::Eq
+        | K::Ne
+        | K::Lt
+        | K::Le
+        | K::Gt
+        | K::Ge
+        | K::Where
+        | K::MaskedFill => broadcast(a)?,
         K::Neg
         | K::Exp
         | K::Log
@@ -196,22 +208,7 @@ fn out_shape(op: OpKind, a: &NodeArgs) -> Result<Vec<usize>> {
         | K::Detach
         | K::ScatterAdd
         | K::IndexCopy
-        | K::IndexAdd
-        // In place: the target keeps its shape (the metadata changes are views' rules).
-        | K::AddInplace
-        | K::SubInplace
-        | K::MulInplace
-        | K::DivInplace
-        | K::CopyInplace
-        | K::Fill
-        | K::Zero
-        | K::Clamp
-        | K::ReluInplace
-        | K::SigmoidInplace
-        | K::ExpInplace
-        | K::NegInplace
-        | K::IndexCopyInplace
-        | K::IndexAddInplace => a.tensor(0)?,
+        | K::IndexAdd => a.tensor(0)?,
         K::Tril | K::Triu => {
             let x = a.tensor(0)?;
             if x.len() < 2 {
@@ -229,36 +226,20 @@ fn out_shape(op: OpKind, a: &NodeArgs) -> Result<Vec<usize>> {
         K::VarDim => reduced(name, &a.tensor(0)?, &a.ints(1)?, a.flag(3)?)?,
         K::Argmax | K::Argmin | K::MaxDim | K::MinDim => reduced(name, &a.tensor(0)?, &[a.int(1)?], a.flag(2)?)?,
         K::Matmul | K::Mm | K::Bmm => matmul(op, name, &a.tensor(0)?, &a.tensor(1)?)?,
-        K::View
-        | K::Reshape
-        | K::Flatten
-        | K::ViewAs
-        | K::T
-        | K::TInplace
-        | K::Transpose
-        | K::TransposeInplace
-        | K::Permute
-        | K::Unsqueeze
-        | K::UnsqueezeInplace
-        | K::Squeeze
-        | K::SqueezeInplace
-        | K::Expand
-        | K::Select
-        | K::Slice
-        | K::Narrow
-        | K::Diagonal
-        | K::AsStrided
-        | K::AsStridedInplace => view_shape(op, a)?,
         K::IndexSelect | K::Gather | K::Embedding => index_shape(op, a)?,
         K::Cat | K::Stack => join(op, a)?,
-        K::Arange => {
-            let dtype = match a.node.args.get(4) {
-                Some(IrArg::DType(d)) => crate::dtype::DType::from_ir(*d),
-                _ => return Err(AotError::unsupported(name, "no dtype")),
-            };
-            vec![crate::tensor::arange_len(a.float(1)?, a.float(2)?, a.float(3)?, dtype)?]
-        }
+        K::Arange => vec![arange_len(a)?],
+        _ => return Err(AotError::unsupported(name, "no shape rule")),
     })
+}
+
+/// `arange(start, end, step, dtype)`'s length, by eager's own rule.
+fn arange_len(a: &NodeArgs) -> Result<usize> {
+    let dtype = match a.node.args.get(4) {
+        Some(IrArg::DType(d)) => crate::dtype::DType::from_ir(*d),
+        _ => return Err(AotError::unsupported(a.op, "no dtype")),
+    };
+    crate::tensor::arange_len(a.float(1)?, a.float(2)?, a.float(3)?, dtype)
 }
 
 /// `index_select` (the dim becomes the index's length), `gather` (the
@@ -285,6 +266,18 @@ fn index_shape(op: OpKind, a: &NodeArgs) -> Result<Vec<usize>> {
             ids
         }
     })
+}
+
+/// The broadcast shape of a node's tensor arguments (its numbers
+/// broadcast to anything): the binary ops, `where_`, `masked_fill`.
+fn broadcast(a: &NodeArgs) -> Result<Vec<usize>> {
+    let mut out = a.tensor(0)?;
+    for i in 1..a.node.args.len() {
+        if let Some(y) = a.operand(i)? {
+            out = broadcast_shapes(a.op, &out, &y)?.into_vec();
+        }
+    }
+    Ok(out)
 }
 
 /// The shape of a view, or of the target of an in-place metadata change,

@@ -111,8 +111,7 @@ fn op_by_op(
                 let at = |e: AotError| (e, n.out);
                 let t = match &n.op {
                     Op::Dsl { op, .. } => exec_node(*op, &n.args, local.as_slice(), scalars),
-                    Op::Prim(Prim::OpMath) => opmath(&n.args, &local),
-                    _ => cast_like(&n.args, &local),
+                    _ => cast_like(&n.args, &local, matches!(n.op, Op::Prim(Prim::OpMath))),
                 }
                 .map_err(at)?;
                 if tracking && zero_result(n, &zero) {
@@ -131,24 +130,15 @@ fn op_by_op(
 }
 
 /// `cast_like(x, like)`: `x` cast to `like`'s dtype, as eager's primitive.
-fn cast_like(args: &[IrArg], local: &[Option<Tensor>]) -> Result<Tensor> {
+/// `cast_like` (to the dtype of argument 1), or `opmath` (to the opmath
+/// dtype of argument 0).
+fn cast_like(args: &[IrArg], local: &[Option<Tensor>], opmath: bool) -> Result<Tensor> {
     let t = |i: usize| match args.get(i) {
         Some(IrArg::Tensor(v)) => get(local, *v),
-        _ => Err(internal(format!("cast_like: argument {i} is not a tensor"))),
+        _ => Err(internal(format!("cast: argument {i} is not a tensor"))),
     };
-    t(0)?.to_dtype(t(1)?.dtype())
-}
-
-/// `opmath`: f16/bf16 as f32, anything else as it is.
-fn opmath(args: &[IrArg], local: &[Option<Tensor>]) -> Result<Tensor> {
-    let x = match args.first() {
-        Some(IrArg::Tensor(v)) => get(local, *v)?,
-        _ => return Err(internal("opmath: its argument is not a tensor".into())),
-    };
-    match x.dtype() {
-        DType::F16 | DType::BF16 => x.to_dtype(DType::F32),
-        _ => Ok(x.clone()),
-    }
+    let x = t(0)?;
+    x.to_dtype(if opmath { x.dtype().opmath() } else { t(1)?.dtype() })
 }
 
 fn internal(msg: String) -> AotError {
@@ -263,10 +253,7 @@ fn plan_of(k: &Kernel, inputs: &[Val], scalars: &[Option<ScalarValue>]) -> Optio
                         plan_cast(&n.args, &vals, like)?
                     }
                     Op::Prim(Prim::OpMath) => {
-                        let to = match vals.get(n.args.first()?.as_tensor()?.index())?.as_ref()?.dtype {
-                            DType::F16 | DType::BF16 => DType::F32,
-                            d => d,
-                        };
+                        let to = vals.get(n.args.first()?.as_tensor()?.index())?.as_ref()?.dtype.opmath();
                         plan_cast(&n.args, &vals, to)?
                     }
                     _ => return None,

@@ -18,7 +18,6 @@ use super::{elementwise_step, float_inputs};
 use crate::autograd::prims::{ints, scalar};
 use crate::backend::FusedRhs;
 use crate::backend::{FusedReduceProgram, FusedRowOp, FusedStep, KernelCall};
-use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::{is_dense_output, wrap_dim, Layout};
 use crate::ops::binary::broadcast_layout;
@@ -109,7 +108,7 @@ fn plan(k: &Kernel, r: usize, inputs: &[&Tensor], scalars: &[Option<ScalarValue>
             // A cast to the kernel's one dtype (`opmath` of f32/f64, a
             // `cast_like` of a value of the same dtype) changes nothing: an
             // exact identity step (`x * 1`).
-            Op::Prim(Prim::OpMath | Prim::CastLike) if !matches!(dtype, DType::F16 | DType::BF16) => {
+            Op::Prim(Prim::OpMath | Prim::CastLike) if dtype.opmath() == dtype => {
                 let a = n.args.first()?.as_tensor()?.index();
                 let layout = layouts.get(a)?.clone()?;
                 let step = FusedStep::new(OpKind::Mul, a, FusedRhs::Scalar(1.0), out, dtype);
