@@ -381,6 +381,9 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             if m.turbofish.is_some() {
                 return unsupported("a turbofish (`::<..>`)", None);
             }
+            if let Some(call) = self_method_call(m, span, errors) {
+                return call;
+            }
             let recv = parse_expr(&m.receiver, errors);
             let args = m.args.iter().map(|a| parse_expr(a, errors)).collect();
             let call = SpanRange::single(m.method.span()).to(SpanRange::single(m.paren_token.span.join()));
@@ -429,14 +432,7 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         }
         syn::Expr::Call(c) => match &*c.func {
             syn::Expr::Path(p) if p.qself.is_none() => {
-                let args = c
-                    .args
-                    .iter()
-                    .map(|a| match a {
-                        syn::Expr::Reference(r) => (parse_expr(&r.expr, errors), r.mutability.is_some()),
-                        other => (parse_expr(other, errors), false),
-                    })
-                    .collect();
+                let args = c.args.iter().map(|a| call_arg(a, errors)).collect();
                 Expr::Call { path: p.path.clone(), args, span }
             }
             _ => unsupported("calls of closures or computed functions", Some("call an `#[aot_fn]` function by its name: `helper(&x)`")),
@@ -455,6 +451,29 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::Unsafe(_) => unsupported("`unsafe` blocks", None),
         _ => unsupported("this expression", None),
     }
+}
+
+/// An argument of a call of an `#[aot_fn]` function, with whether it is
+/// passed `&mut`.
+fn call_arg(a: &syn::Expr, errors: &mut Errors) -> (Expr, bool) {
+    match a {
+        syn::Expr::Reference(r) => (parse_expr(&r.expr, errors), r.mutability.is_some()),
+        other => (parse_expr(other, errors), false),
+    }
+}
+
+/// `self.name(args)` in a method: a call of the `#[aot_fn]` method
+/// `Self::name`, with `self` as its first argument (a struct argument,
+/// inlined like any call). A method of `self` is never a tensor op:
+/// `self` is a struct of tensors.
+fn self_method_call(m: &syn::ExprMethodCall, span: SpanRange, errors: &mut Errors) -> Option<Expr> {
+    let syn::Expr::Path(p) = &*m.receiver else { return None };
+    let recv = p.path.get_ident().filter(|id| *id == "self")?;
+    let name = &m.method;
+    let path: syn::Path = syn::parse_quote_spanned!(name.span()=> Self::#name);
+    let mut args = vec![(Expr::Var(recv.clone()), false)];
+    args.extend(m.args.iter().map(|a| call_arg(a, errors)));
+    Some(Expr::Call { path, args, span })
 }
 
 /// Parses a literal: floats, integers that fit in `i64`, bools.

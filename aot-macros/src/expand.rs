@@ -247,9 +247,10 @@ fn generate(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<Token
             static COMPILED: #private::OnceLock<#krate::CompiledFn> = #private::OnceLock::new();
             COMPILED.get_or_init(|| #private::load_source(__aot_source()))
         },
+        // A constant rather than a `static`: a method's table may name
+        // `Self::__aot_source_NAME`, which no item inside a function can.
         quote! {
-            static SOURCE: #private::Source = #source;
-            &SOURCE
+            const { &#source }
         },
     );
     Ok(quote!(#item_fn #holder))
@@ -270,7 +271,10 @@ fn emit_source(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<To
         };
         graphs.push(serde_json::to_string(&graph).map_err(|e| e.to_string())?);
         metas.push(meta_json);
-        let callees = lowered.callees.iter().map(|p| quote!(#p::__aot_source as fn() -> &'static #private::Source));
+        let callees = lowered.callees.iter().map(|p| {
+            let f = crate::lower::source_fn(p);
+            quote!(#f as fn() -> &'static #private::Source)
+        });
         tables.push(quote!(&[#(#callees),*]));
     }
     let params = sig.params.iter().map(|p| {
@@ -409,16 +413,24 @@ fn emit_holder(func: &ItemFn, method: bool, krate: &TokenStream, compiled_body: 
     let cfgs: Vec<_> = func.attrs.iter().filter(|a| a.path().is_ident("cfg")).collect();
     if method {
         let f = format_ident!("{}_compiled", name);
+        let src = format_ident!("__aot_source_{}", name);
         let doc = format!("The compiled form of the `#[aot_fn]` method `{name}`: its traced graph and metadata.");
         return quote! {
             #(#cfgs)*
             #[doc = #doc]
-            #[allow(dead_code)]
+            #[allow(dead_code, non_snake_case)]
             #vis fn #f() -> &'static #krate::CompiledFn {
-                fn __aot_source() -> #source {
-                    #source_body
-                }
+                let __aot_source = Self::#src;
                 #compiled_body
+            }
+
+            #(#cfgs)*
+            /// What the macro traced, for the methods that inline this one
+            /// (`self.NAME(..)`).
+            #[doc(hidden)]
+            #[allow(dead_code, non_snake_case)]
+            #vis fn #src() -> #source {
+                #source_body
             }
         };
     }

@@ -31,6 +31,7 @@ mod operators;
 mod scalar;
 mod tree;
 
+pub(crate) use aot_call::source_fn;
 use aot_call::Want;
 pub use scalar::switch_names;
 

@@ -262,7 +262,8 @@ fn expr(e: &mut Expr, errors: &mut Errors) {
             *special = special_method(method, args, *call, errors);
             // A name that is only a scalar method or a size query is no op.
             if special.is_none() || OpKind::from_name(&method.to_string()).is_some() {
-                *op = method_call(method, args, *call, errors, special.is_some());
+                let field = field_text(recv);
+                *op = method_call(method, args, *call, errors, special.is_some(), field.as_deref());
             }
         }
         Expr::If { cond, then, els, .. } => {
@@ -322,7 +323,31 @@ fn special_method(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut E
     Some(special)
 }
 
-fn method_call(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut Errors, special: bool) -> Option<OpKind> {
+/// `m.blk` or `self.layers[0]` as written, for a receiver that is a field
+/// of a struct parameter.
+fn field_text(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Field(base, member, _) => {
+            let base = match &**base {
+                Expr::Var(id) => id.to_string(),
+                other => field_text(other)?,
+            };
+            Some(format!("{base}.{}", quote::ToTokens::to_token_stream(member)))
+        }
+        Expr::Index(base, index, _) => {
+            let k = match &**index {
+                Expr::Int(k, _) => k.to_string(),
+                _ => "..".into(),
+            };
+            Some(format!("{}[{k}]", field_text(base)?))
+        }
+        _ => None,
+    }
+}
+
+/// A method call on a tensor (`field` is the receiver as written when it
+/// is a field of a struct parameter).
+fn method_call(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut Errors, special: bool, field: Option<&str>) -> Option<OpKind> {
     let name = method.to_string();
     let at = SpanRange::single(method.span());
     if name == "clone" {
@@ -334,10 +359,13 @@ fn method_call(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut Erro
         return None;
     }
     let Some(op) = OpKind::from_name(&name) else {
-        let help = match suggest(&name, op_names()) {
-            Some(s) if OpKind::from_name(s).is_some_and(|k| k.sig().is_static()) => format!("did you mean `Tensor::{s}`?"),
-            Some(s) => format!("did you mean `{s}`?"),
-            None => format!("the ops are listed in the `aot_runtime::dsl` docs: {}", op_names().collect::<Vec<_>>().join(", ")),
+        let help = match (suggest(&name, op_names()), field) {
+            (Some(s), _) if OpKind::from_name(s).is_some_and(|k| k.sig().is_static()) => format!("did you mean `Tensor::{s}`?"),
+            (Some(s), _) => format!("did you mean `{s}`?"),
+            (None, Some(f)) => format!(
+                "to call the `#[aot_fn]` method `{name}` of a struct field, name its type: `Type::{name}(&{f}, ..)`; on `self` itself, `self.{name}(..)` works"
+            ),
+            (None, None) => format!("the ops are listed in the `aot_runtime::dsl` docs: {}", op_names().collect::<Vec<_>>().join(", ")),
         };
         errors.add(at, format!("unknown op `{name}` in an `#[aot_fn]` body"), Some(help));
         return None;

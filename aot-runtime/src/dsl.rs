@@ -342,7 +342,51 @@
 //! - the result is bound as a tensor, a tuple (`let (a, b) = split(&x);`),
 //!   or not at all (`step(&mut p, &g, lr);`);
 //! - a callee that reads `x.size(d)` of a tensor the caller computes gets
-//!   that tensor's size, propagated at call time (see "Sizes").
+//!   that tensor's size, propagated at call time (see "Sizes");
+//! - in a method, `self.other(&x)` calls the `#[aot_fn]` method `other`
+//!   with `self` (a `&self` method may call only `&self` methods, as in
+//!   plain Rust), and `Block::forward(&self.blk, &x)` calls a method of a
+//!   field's type through the type (`self.blk.forward(..)` cannot name
+//!   the method's traced graph without the type: the compile error says
+//!   so). A path whose last but one segment is capitalised names a type.
+//!
+//! ```
+//! use aot_runtime::prelude::*;
+//!
+//! #[derive(TensorTree)]
+//! struct Block {
+//!     w: Tensor,
+//! }
+//!
+//! impl Block {
+//!     #[aot_fn]
+//!     fn project(&self, x: &Tensor) -> Tensor {
+//!         x.matmul(&self.w)
+//!     }
+//!
+//!     #[aot_fn]
+//!     fn forward(&self, x: &Tensor) -> Tensor {
+//!         x + self.project(x).relu()
+//!     }
+//! }
+//!
+//! #[derive(TensorTree)]
+//! struct Model {
+//!     blk: Block,
+//! }
+//!
+//! impl Model {
+//!     #[aot_fn]
+//!     fn forward(&self, x: &Tensor) -> Tensor {
+//!         Block::forward(&self.blk, x).tanh()
+//!     }
+//! }
+//!
+//! let m = Model { blk: Block { w: Tensor::ones(&[2, 2], DType::F32, &Device::Cpu)? } };
+//! let x = Tensor::ones(&[1, 2], DType::F32, &Device::Cpu)?;
+//! assert_eq!(m.forward(&x)?.to_vec::<f32>()?, vec![3.0f32.tanh(); 2]);
+//! # Ok::<(), AotError>(())
+//! ```
 //!
 //! rustc checks each call against the callee's signature, at the call:
 //! the number of arguments, `&` where it takes `&mut`, a tensor where it

@@ -21,6 +21,35 @@ use aot_ir::{Arg, ParamType, ScalarExpr, ScalarTy, ValueDef, ValueId};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
 
+/// The name a call of `path` would have if it called the function being
+/// traced: `name` for a free function, `Self::name` for a method.
+fn own_name(path: &syn::Path) -> Option<&syn::Ident> {
+    match path.segments.iter().collect::<Vec<_>>().as_slice() {
+        [f] => Some(&f.ident),
+        [s, f] if s.ident == "Self" => Some(&f.ident),
+        _ => None,
+    }
+}
+
+/// The function giving the `Source` of the callee at `path`: the
+/// `__aot_source` of a free function's holder (`layers::block`), or the
+/// `__aot_source_NAME` beside a method (`Self::step`, `Block::forward`:
+/// a path whose last but one segment is a type, capitalised as Rust
+/// names types, where a module's name is lower case).
+pub(crate) fn source_fn(path: &TokenStream) -> TokenStream {
+    let Ok(p) = syn::parse2::<syn::Path>(path.clone()) else { return quote!(#path::__aot_source) };
+    let n = p.segments.len();
+    let is_type = n >= 2 && p.segments[n - 2].ident.to_string().starts_with(|c: char| c.is_ascii_uppercase());
+    if !is_type {
+        return quote!(#path::__aot_source);
+    }
+    let mut ty = p.clone();
+    let last = ty.segments.pop().map(|s| s.into_value().ident);
+    ty.segments.pop_punct();
+    let f = last.map(|f| quote::format_ident!("__aot_source_{}", f, span = f.span()));
+    quote!(#ty::#f)
+}
+
 /// What the caller does with a call's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Want {
@@ -34,7 +63,7 @@ impl Lower<'_> {
     /// A call of the `#[aot_fn]` function `path`.
     pub(super) fn fn_call(&mut self, path: &syn::Path, args: &[(Expr, bool)], span: SpanRange, want: Want) -> Val {
         let callee = path.segments.iter().map(|s| s.ident.to_string()).collect::<Vec<_>>().join("::");
-        if path.get_ident().is_some_and(|id| *id == self.b.graph().name) {
+        if own_name(path).is_some_and(|id| *id == self.b.graph().name) {
             self.errors.add(
                 SpanRange::of(path),
                 format!("`{callee}` calls itself: recursion is not supported in an `#[aot_fn]` body"),
@@ -62,6 +91,14 @@ impl Lower<'_> {
                 }
                 Val::Tree(t) => {
                     let (ident, ty) = self.trees[t].clone();
+                    // `self` is passed as it is declared (`self.step(..)`
+                    // writes `&self` or `&mut self` for it).
+                    let ident = syn::Ident::new(&ident.to_string(), at);
+                    let amp = match (ident == "self", ty) {
+                        (true, ParamType::TensorMut) => quote_spanned!(at=> &mut),
+                        (true, _) => quote_spanned!(at=> &),
+                        (false, _) => amp,
+                    };
                     proxies.push(quote_spanned!(at=> #amp *#ident));
                     trees.push(TreeArg { pos, path: ident.to_string(), ty });
                 }
@@ -95,7 +132,9 @@ impl Lower<'_> {
         if !ok {
             return Val::Poison;
         }
-        self.call_check(path, &proxies, span, want);
+        let on_self =
+            path.segments.first().is_some_and(|s| s.ident == "Self") && trees.first().is_some_and(|t| t.pos == 0 && t.path == "self");
+        self.call_check(path, &proxies, span, want, on_self);
         let key = path.to_token_stream().to_string();
         let index = match self.callees.iter().position(|(k, _)| *k == key) {
             Some(i) => i,
@@ -172,7 +211,7 @@ impl Lower<'_> {
     }
 
     /// The closure rustc type-checks for a call (see the module docs).
-    fn call_check(&mut self, path: &syn::Path, proxies: &[TokenStream], span: SpanRange, want: Want) {
+    fn call_check(&mut self, path: &syn::Path, proxies: &[TokenStream], span: SpanRange, want: Want, on_self: bool) {
         let at = span.start;
         let krate = &crate::expand::respan(self.krate.clone(), at);
         let ty = match want {
@@ -184,7 +223,13 @@ impl Lower<'_> {
                 quote!(: (#(#ts,)*))
             }
         };
-        let call = quote_spanned!(at=> #path(#(#proxies),*));
+        // `self.step(..)` is checked as written, so that rustc's own
+        // error for a `&mut self` method called from `&self` is the one
+        // the user sees.
+        let call = match (own_name(path), path.segments.len(), proxies.split_first()) {
+            (Some(name), 2, Some((_, rest))) if on_self => quote_spanned!(at=> self.#name(#(#rest),*)),
+            _ => quote_spanned!(at=> #path(#(#proxies),*)),
+        };
         let ty = crate::expand::respan(ty, at);
         let check = quote_spanned! {at=>
             let _ = || {
