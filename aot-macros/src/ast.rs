@@ -392,7 +392,9 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::Binary(b) => parse_binary(b, span, errors),
         syn::Expr::Unary(u) => match u.op {
             syn::UnOp::Neg(_) => Expr::Neg(Box::new(parse_expr(&u.expr, errors)), span),
-            syn::UnOp::Deref(_) => unsupported("dereferencing (`*`)", Some("use the tensor directly: `a`")),
+            // `&*buf` (how plain Rust reborrows a `&mut Tensor`) is the
+            // tensor itself, as `&` is.
+            syn::UnOp::Deref(_) => parse_expr(&u.expr, errors),
             syn::UnOp::Not(_) => Expr::Not(Box::new(parse_expr(&u.expr, errors)), span),
             _ => unsupported("this operator", None),
         },

@@ -87,7 +87,8 @@
 //! - `for i in a..b` / `a..=b` loops, unrolled at compile time (`i` is an
 //!   integer usable as a dim or index; see [Loops](#loops));
 //! - `if flag { .. } else { .. }` on a `bool` parameter (below);
-//! - `&` on operands is accepted and ignored (`a.add(&b)` is `a.add(b)`).
+//! - `&` on operands is accepted and ignored (`a.add(&b)` is `a.add(b)`), and
+//!   so is `*` (`&*buf`, as plain Rust reborrows a `&mut Tensor`).
 //!
 //! - `let blk = &m.blocks[l];` names a part of a struct parameter: read
 //!   its fields through the name (`blk.w`), or use it as the tensor it is

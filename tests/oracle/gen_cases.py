@@ -32,6 +32,7 @@ CORPORA = [
     ("new_user.json", "cases_new_user.rs"),
     ("new_user_b.json", "cases_new_user_b.rs"),
     ("new_user_c.json", "cases_new_user_c.rs"),
+    ("new_user_d.json", "cases_new_user_d.rs"),
 ]
 
 

@@ -142,6 +142,14 @@ pub fn load_new_user_c_cases() -> Vec<Case> {
     serde_json::from_str(text).expect("oracle/new_user_c.json parses")
 }
 
+/// The fourth new-user corpus: model blocks, losses and optimizers written
+/// as a new user would (`oracle/new_user_d.json`, generated from
+/// `oracle/cases_new_user_d.py`).
+pub fn load_new_user_d_cases() -> Vec<Case> {
+    let text = include_str!("../oracle/new_user_d.json");
+    serde_json::from_str(text).expect("oracle/new_user_d.json parses")
+}
+
 /// Leaf `k`'s values: `sin(0.37 i + 0.71 k + 0.1)` in f64, stored as f32.
 /// The device the suites put their arguments on: `AOT_TEST_DEVICE=cuda`
 /// (with the `cuda` feature; `AOT_CUDA_SIM=1` simulates a GPU) runs them

@@ -15,6 +15,8 @@ mod cases_new_user;
 mod cases_new_user_b;
 #[path = "oracle/cases_new_user_c.rs"]
 mod cases_new_user_c;
+#[path = "oracle/cases_new_user_d.rs"]
+mod cases_new_user_d;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -255,4 +257,10 @@ fn new_user_b_eager_reference_matches_pytorch() {
 #[test]
 fn new_user_c_eager_reference_matches_pytorch() {
     check_eager(&common::load_new_user_c(), cases_new_user_c::all());
+}
+
+/// The same over the fourth new-user corpus (tests/oracle/new_user_d.json).
+#[test]
+fn new_user_d_eager_reference_matches_pytorch() {
+    check_eager(&common::load_new_user_d(), cases_new_user_d::all());
 }

@@ -27,7 +27,9 @@
 //! and a second such corpus combining the ops for models
 //! (tests/oracle/new_user_b.json, cases_new_user_b.rs), in the
 //! `new_user_b_*` tests, and a third about dtypes (tests/oracle/new_user_c.json,
-//! cases_new_user_c.rs), in the `new_user_c_*` tests.
+//! cases_new_user_c.rs), in the `new_user_c_*` tests, and a fourth of model
+//! blocks, losses and optimizers (tests/oracle/new_user_d.json,
+//! cases_new_user_d.rs), in the `new_user_d_*` tests.
 
 #[path = "oracle/cases.rs"]
 mod cases;
@@ -39,6 +41,8 @@ mod cases_new_user;
 mod cases_new_user_b;
 #[path = "oracle/cases_new_user_c.rs"]
 mod cases_new_user_c;
+#[path = "oracle/cases_new_user_d.rs"]
+mod cases_new_user_d;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -95,6 +99,15 @@ fn new_user_c() -> Corpus {
         fns: cases_new_user_c::all(),
         sources: cases_new_user_c::SOURCES,
         count: cases_new_user_c::COUNT,
+    }
+}
+
+fn new_user_d() -> Corpus {
+    Corpus {
+        oracle: common::load_new_user_d(),
+        fns: cases_new_user_d::all(),
+        sources: cases_new_user_d::SOURCES,
+        count: cases_new_user_d::COUNT,
     }
 }
 
@@ -339,4 +352,19 @@ fn new_user_c_static_template_matches_pytorch() {
 #[test]
 fn new_user_c_completed_metadata_matches_pytorch() {
     check_completed_metadata(&new_user_c());
+}
+
+#[test]
+fn new_user_d_generated_cases_are_up_to_date() {
+    check_up_to_date(&new_user_d());
+}
+
+#[test]
+fn new_user_d_static_template_matches_pytorch() {
+    check_static_template(&new_user_d());
+}
+
+#[test]
+fn new_user_d_completed_metadata_matches_pytorch() {
+    check_completed_metadata(&new_user_d());
 }

@@ -20,5 +20,5 @@ pub mod refusals;
 pub use meta_template::{
     ArgFacts, CallFacts, InputTemplate, Observation, ObservedAlias, ObservedOutput, OutputAlias, OutputTemplate, StaticMeta,
 };
-pub use observed::MatmulShape;
+pub use observed::{matmul_foldable, MatmulShape};
 pub use refusals::Diagnostic;

@@ -175,16 +175,25 @@ pub struct MatmulShape {
     /// The first size of each operand (its batch size when 3-D).
     pub lhs_first: usize,
     pub rhs_first: usize,
+    /// Whether the operand of higher rank (the right one, transposed, when
+    /// it is the higher) folds into a matrix without a copy: it is empty,
+    /// or all its sizes but the last merge as a `view` would merge them.
+    pub foldable: bool,
 }
 
 impl MatmulShape {
-    /// Whether PyTorch's `matmul` returns an `_unsafe_view` of its
-    /// `mm`/`mv`/`bmm` for these operands, given whether each requires
-    /// grad. Products of operands of rank 2 or less are returned as they
-    /// are; an operand of rank 3 or more is folded or batched, and the
-    /// product reshaped by `_unsafe_view`, except where a matrix on the left
-    /// that requires grad is folded from the right: that product is
-    /// transposed back by a copy. Of two 3-D operands with different batch
+    /// Whether PyTorch's `matmul` returns an autograd view of its product
+    /// for these operands, given whether each requires grad: the product of
+    /// the batched path (`bmm`, then reshaped to the broadcast batch).
+    ///
+    /// Products of operands of rank 2 or less are returned as they are. An
+    /// operand of rank 3 or more times one of rank 2 or less is folded into
+    /// an `mm`/`mv` when the smaller one requires grad, or when the larger
+    /// folds without a copy (except that a matrix on the left that does not
+    /// require grad is never folded from the right); the folded product is
+    /// reshaped by `_unsafe_view`, which autograd does not see as a view,
+    /// so that output is a plain one (PyTorch 2.15 reports `non_alias`).
+    /// Everything else is batched. Of two 3-D operands with different batch
     /// sizes, one with batch size 1 that requires grad is squeezed first.
     pub fn unsafe_view(&self, lhs_rg: bool, rhs_rg: bool) -> bool {
         let (d1, d2) = (self.lhs_dim, self.rhs_dim);
@@ -199,8 +208,32 @@ impl MatmulShape {
         if d1 <= 2 && d2 <= 2 {
             return false;
         }
-        !(d1 == 2 && lhs_rg)
+        !self.folds(lhs_rg, rhs_rg)
     }
+
+    /// PyTorch's `should_fold` (without an `out=` tensor).
+    fn folds(&self, lhs_rg: bool, rhs_rg: bool) -> bool {
+        let (d1, d2) = (self.lhs_dim, self.rhs_dim);
+        let (big, small, small_rg) = if d1 >= d2 { (d1, d2, rhs_rg) } else { (d2, d1, lhs_rg) };
+        if big < 3 || small > 2 {
+            return false;
+        }
+        small_rg || (d1 != 2 && self.foldable)
+    }
+}
+
+/// Whether a tensor of these sizes and strides (of rank 3 or more) folds
+/// into a matrix of its last dim without a copy; `transposed` reads it with
+/// its last two dims swapped (`mT`), as `matmul` reads a larger right
+/// operand.
+pub fn matmul_foldable(sizes: &[usize], strides: &[usize], transposed: bool) -> bool {
+    let (mut sizes, mut strides) = (sizes.to_vec(), strides.to_vec());
+    let n = sizes.len();
+    if transposed && n >= 2 {
+        sizes.swap(n - 1, n - 2);
+        strides.swap(n - 1, n - 2);
+    }
+    sizes.contains(&0) || (0..n.saturating_sub(2)).all(|i| strides[i] == strides[i + 1] * sizes[i + 1])
 }
 
 #[cfg(test)]
@@ -208,21 +241,36 @@ mod matmul_tests {
     use super::MatmulShape;
 
     fn shape(lhs_dim: usize, rhs_dim: usize) -> MatmulShape {
-        MatmulShape { lhs_dim, rhs_dim, lhs_first: 2, rhs_first: 2 }
+        MatmulShape { lhs_dim, rhs_dim, lhs_first: 2, rhs_first: 2, foldable: true }
     }
 
     #[test]
     fn matmul_unsafe_views_follow_pytorch() {
         assert!(!shape(2, 2).unsafe_view(true, true), "mm");
         assert!(!shape(1, 2).unsafe_view(true, true));
-        assert!(shape(3, 2).unsafe_view(true, true), "folded");
-        assert!(shape(3, 1).unsafe_view(false, true), "folded mv");
+        assert!(!shape(3, 2).unsafe_view(true, true), "folded: _unsafe_view is no autograd view");
+        assert!(!shape(3, 2).unsafe_view(true, false), "folded, the left one folds without a copy");
+        let strided = MatmulShape { foldable: false, ..shape(3, 2) };
+        assert!(strided.unsafe_view(true, false), "batched: the left one would need a copy to fold");
+        assert!(!strided.unsafe_view(true, true), "folded anyway: the right one requires grad");
+        assert!(!shape(3, 1).unsafe_view(false, true), "folded mv");
         assert!(shape(4, 4).unsafe_view(true, true), "batched");
         assert!(!shape(2, 3).unsafe_view(true, false), "folded from the right, transposed back by a copy");
-        assert!(shape(2, 3).unsafe_view(false, true), "batched");
-        assert!(shape(1, 3).unsafe_view(true, true));
-        let squeezed = MatmulShape { lhs_dim: 3, rhs_dim: 3, lhs_first: 1, rhs_first: 4 };
+        assert!(shape(2, 3).unsafe_view(false, true), "a matrix on the left is not folded from the right");
+        assert!(!shape(1, 3).unsafe_view(true, true), "folded mv from the right");
+        let squeezed = MatmulShape { lhs_dim: 3, rhs_dim: 3, lhs_first: 1, rhs_first: 4, foldable: true };
         assert!(!squeezed.unsafe_view(true, false), "2-D x 3-D folded from the right");
         assert!(squeezed.unsafe_view(false, true));
+    }
+
+    #[test]
+    fn folding_follows_strides() {
+        use super::matmul_foldable;
+        assert!(matmul_foldable(&[2, 3, 4], &[12, 4, 1], false));
+        assert!(!matmul_foldable(&[2, 3, 4], &[4, 8, 1], false), "a transposed batch");
+        assert!(matmul_foldable(&[2, 0, 4], &[4, 8, 1], false), "empty");
+        // The right operand is read transposed: [2, 4, 3] with strides
+        // [12, 1, 4] is mT of a contiguous [2, 3, 4].
+        assert!(matmul_foldable(&[2, 4, 3], &[12, 1, 4], true));
     }
 }

@@ -535,10 +535,14 @@ fn matmul_shape(node: &Node, env: &[Option<Tensor>]) -> Option<MatmulShape> {
     if !node.is(OpKind::Matmul) {
         return None;
     }
-    let mut operands = node.tensor_args().map(|v| env.get(v.index()).and_then(Option::as_ref).map(Tensor::shape));
+    let mut operands = node.tensor_args().map(|v| env.get(v.index()).and_then(Option::as_ref));
     let (lhs, rhs) = (operands.next()??, operands.next()??);
-    let first = |s: &[usize]| s.first().copied().unwrap_or(1);
-    Some(MatmulShape { lhs_dim: lhs.len(), rhs_dim: rhs.len(), lhs_first: first(&lhs), rhs_first: first(&rhs) })
+    let first = |t: &Tensor| t.shape().first().copied().unwrap_or(1);
+    let (lhs_dim, rhs_dim) = (lhs.dim(), rhs.dim());
+    // The operand of higher rank is the one `matmul` would fold.
+    let big = if lhs_dim >= rhs_dim { lhs } else { rhs };
+    let foldable = aot_ir::analysis::matmul_foldable(&big.shape(), &big.stride(), lhs_dim < rhs_dim);
+    Some(MatmulShape { lhs_dim, rhs_dim, lhs_first: first(lhs), rhs_first: first(rhs), foldable })
 }
 
 pub(crate) fn run_recording(g: &Graph, args: &[Arg], rec: &mut Recording) -> Result<Vec<Tensor>> {

@@ -42,6 +42,12 @@ pub fn load_new_user_c() -> Vec<Value> {
     load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_c.json"))
 }
 
+/// The fourth new-user corpus, of model blocks, losses and optimizers
+/// (tests/oracle/new_user_d.json).
+pub fn load_new_user_d() -> Vec<Value> {
+    load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_d.json"))
+}
+
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     match serde_json::from_str(&text) {
