@@ -33,6 +33,7 @@ CORPORA = [
     ("new_user_b.json", "cases_new_user_b.rs"),
     ("new_user_c.json", "cases_new_user_c.rs"),
     ("new_user_d.json", "cases_new_user_d.rs"),
+    ("new_user_e.json", "cases_new_user_e.rs"),
 ]
 
 

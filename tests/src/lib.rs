@@ -21,7 +21,7 @@ pub mod progen;
 pub mod snapshot;
 
 use aot_runtime::{DType, Device, Result, Tensor};
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -67,9 +67,42 @@ pub struct Leaf {
     pub values: Option<Vec<f64>>,
 }
 
+/// A recorded value: a number, or one of the strings `"nan"`, `"inf"` and
+/// `"-inf"` that stand for the values JSON cannot write.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Golden {
+    Number(f64),
+    Named(String),
+}
+
+impl Golden {
+    fn value(self) -> f64 {
+        match self {
+            Golden::Number(x) => x,
+            Golden::Named(s) => match s.as_str() {
+                "inf" => f64::INFINITY,
+                "-inf" => f64::NEG_INFINITY,
+                _ => f64::NAN,
+            },
+        }
+    }
+}
+
+fn golden_values<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Vec<f64>>, D::Error> {
+    let v: Option<Vec<Golden>> = Option::deserialize(d)?;
+    Ok(v.map(|v| v.into_iter().map(Golden::value).collect()))
+}
+
+fn golden_grads<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<HashMap<String, Option<Vec<f64>>>, D::Error> {
+    let m: HashMap<String, Option<Vec<Golden>>> = HashMap::deserialize(d)?;
+    Ok(m.into_iter().map(|(k, v)| (k, v.map(|v| v.into_iter().map(Golden::value).collect()))).collect())
+}
+
 #[derive(Debug, Deserialize, Clone)]
 pub struct TensorRec {
     pub shape: Option<Vec<usize>>,
+    #[serde(default, deserialize_with = "golden_values")]
     pub values: Option<Vec<f64>>,
     pub requires_grad: Option<bool>,
     pub scalar: Option<f64>,
@@ -80,7 +113,7 @@ pub struct CallResult {
     pub outputs: Vec<TensorRec>,
     pub output_shares_storage_with_arg: Vec<Vec<usize>>,
     pub args_after: Vec<TensorRec>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "golden_grads")]
     pub grads: HashMap<String, Option<Vec<f64>>>,
 }
 
@@ -148,6 +181,14 @@ pub fn load_new_user_c_cases() -> Vec<Case> {
 pub fn load_new_user_d_cases() -> Vec<Case> {
     let text = include_str!("../oracle/new_user_d.json");
     serde_json::from_str(text).expect("oracle/new_user_d.json parses")
+}
+
+/// The fifth new-user corpus: the edges of the semantics (ties, infinite
+/// gradients, writes through views, aliased outputs, matmul ranks;
+/// `oracle/new_user_e.json`, generated from `oracle/cases_new_user_e.py`).
+pub fn load_new_user_e_cases() -> Vec<Case> {
+    let text = include_str!("../oracle/new_user_e.json");
+    serde_json::from_str(text).expect("oracle/new_user_e.json parses")
 }
 
 /// Leaf `k`'s values: `sin(0.37 i + 0.71 k + 0.1)` in f64, stored as f32.
@@ -267,9 +308,11 @@ pub fn build_args(call: &Call) -> std::result::Result<BuiltCall, String> {
     Ok((leaves, args))
 }
 
-/// `|a - b| <= tol * (1 + |b|)`, elementwise, NaN equal to NaN.
+/// `|a - b| <= tol * (1 + |b|)`, elementwise; NaN equals NaN, and an
+/// infinity only itself.
 pub fn close(got: &[f64], want: &[f64], tol: f64) -> bool {
-    got.len() == want.len() && got.iter().zip(want).all(|(a, b)| (a.is_nan() && b.is_nan()) || (a - b).abs() <= tol * (1.0 + b.abs()))
+    got.len() == want.len()
+        && got.iter().zip(want).all(|(a, b)| (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol * (1.0 + b.abs()))
 }
 
 /// The oracle's loss: `sum_i sum(out_i * w_i)` over outputs that require grad,

@@ -15,7 +15,9 @@
 //! `new_user_b_oracle_*`, and a third about dtypes, `oracle/new_user_c.json`,
 //! from `oracle/cases_new_user_c.py`, tests `new_user_c_oracle_*`; a fourth,
 //! `oracle/new_user_d.json` from `oracle/cases_new_user_d.py`, of model
-//! blocks, losses and optimizers, tests `new_user_d_oracle_*`).
+//! blocks, losses and optimizers, tests `new_user_d_oracle_*`; a fifth,
+//! `oracle/new_user_e.json` from `oracle/cases_new_user_e.py`, of the
+//! semantics' edges, tests `new_user_e_oracle_*`).
 //!
 //! Failures are collected and reported together, one line per mismatch.
 
@@ -31,6 +33,8 @@ mod cases_new_user_b;
 mod cases_new_user_c;
 #[path = "../../ui-tests/tests/oracle/cases_new_user_d.rs"]
 mod cases_new_user_d;
+#[path = "../../ui-tests/tests/oracle/cases_new_user_e.rs"]
+mod cases_new_user_e;
 #[path = "../../ui-tests/tests/oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "../../ui-tests/tests/oracle/cases_ops_b.rs"]
@@ -39,7 +43,8 @@ mod cases_ops_b;
 use aot_runtime::{CompiledFn, Tensor};
 use aot_tests::{
     build_args, close, load_cases, load_extra_cases, load_new_user_b_cases, load_new_user_c_cases, load_new_user_cases,
-    load_new_user_d_cases, load_ops_a_cases, load_ops_b_cases, normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case,
+    load_new_user_d_cases, load_new_user_e_cases, load_ops_a_cases, load_ops_b_cases, normalize_meta, oracle_loss, to_args, values, Call,
+    CallArg, Case,
 };
 use serde_json::Value;
 
@@ -231,6 +236,10 @@ fn new_user_d() -> Corpus {
     (load_new_user_d_cases(), cases_new_user_d::all())
 }
 
+fn new_user_e() -> Corpus {
+    (load_new_user_e_cases(), cases_new_user_e::all())
+}
+
 fn run((cases, fns): Corpus, check: fn(&CompiledFn, &Call) -> Vec<String>) -> (usize, Vec<String>) {
     assert_eq!(fns.len(), cases.len(), "the generated cases are stale: rerun tests/oracle/gen_cases.py");
     let mut total = 0;
@@ -407,4 +416,23 @@ fn new_user_d_oracle_metadata_matches_pytorch() {
 fn new_user_d_oracle_traced_tangents_match_pytorch() {
     let (total, failures) = run(new_user_d(), check_tangents);
     report("new_user_d traced_tangents", total, &failures);
+}
+
+#[test]
+fn new_user_e_oracle_results_match_pytorch() {
+    let (total, failures) = run(new_user_e(), check_result);
+    report("new_user_e results", total, &failures);
+}
+
+#[test]
+fn new_user_e_oracle_metadata_matches_pytorch() {
+    let (total, failures) = run(new_user_e(), check_metadata);
+    report("new_user_e metadata", total, &failures);
+}
+
+/// As `oracle_traced_tangents_match_pytorch`, on the fifth new-user corpus.
+#[test]
+fn new_user_e_oracle_traced_tangents_match_pytorch() {
+    let (total, failures) = run(new_user_e(), check_tangents);
+    report("new_user_e traced_tangents", total, &failures);
 }

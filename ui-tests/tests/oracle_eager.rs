@@ -17,6 +17,8 @@ mod cases_new_user_b;
 mod cases_new_user_c;
 #[path = "oracle/cases_new_user_d.rs"]
 mod cases_new_user_d;
+#[path = "oracle/cases_new_user_e.rs"]
+mod cases_new_user_e;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -119,7 +121,7 @@ fn values(t: &Tensor) -> Vec<f32> {
 }
 
 fn compare_values(what: &str, ours: &[f32], golden: &Value, out: &mut Vec<String>) {
-    let g: Vec<f64> = golden.as_array().map(|a| a.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()).unwrap_or_default();
+    let g: Vec<f64> = golden.as_array().map(|a| a.iter().map(common::golden).collect()).unwrap_or_default();
     if ours.len() != g.len() || ours.iter().zip(&g).any(|(a, b)| !close(*a, *b)) {
         out.push(format!("{what}: ours {ours:?}, PyTorch {g:?}"));
     }
@@ -263,4 +265,10 @@ fn new_user_c_eager_reference_matches_pytorch() {
 #[test]
 fn new_user_d_eager_reference_matches_pytorch() {
     check_eager(&common::load_new_user_d(), cases_new_user_d::all());
+}
+
+/// The same over the fifth new-user corpus (tests/oracle/new_user_e.json).
+#[test]
+fn new_user_e_eager_reference_matches_pytorch() {
+    check_eager(&common::load_new_user_e(), cases_new_user_e::all());
 }

@@ -29,7 +29,9 @@
 //! `new_user_b_*` tests, and a third about dtypes (tests/oracle/new_user_c.json,
 //! cases_new_user_c.rs), in the `new_user_c_*` tests, and a fourth of model
 //! blocks, losses and optimizers (tests/oracle/new_user_d.json,
-//! cases_new_user_d.rs), in the `new_user_d_*` tests.
+//! cases_new_user_d.rs), in the `new_user_d_*` tests, and a fifth of the
+//! semantics' edges (tests/oracle/new_user_e.json, cases_new_user_e.rs), in
+//! the `new_user_e_*` tests.
 
 #[path = "oracle/cases.rs"]
 mod cases;
@@ -43,6 +45,8 @@ mod cases_new_user_b;
 mod cases_new_user_c;
 #[path = "oracle/cases_new_user_d.rs"]
 mod cases_new_user_d;
+#[path = "oracle/cases_new_user_e.rs"]
+mod cases_new_user_e;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -108,6 +112,15 @@ fn new_user_d() -> Corpus {
         fns: cases_new_user_d::all(),
         sources: cases_new_user_d::SOURCES,
         count: cases_new_user_d::COUNT,
+    }
+}
+
+fn new_user_e() -> Corpus {
+    Corpus {
+        oracle: common::load_new_user_e(),
+        fns: cases_new_user_e::all(),
+        sources: cases_new_user_e::SOURCES,
+        count: cases_new_user_e::COUNT,
     }
 }
 
@@ -367,4 +380,19 @@ fn new_user_d_static_template_matches_pytorch() {
 #[test]
 fn new_user_d_completed_metadata_matches_pytorch() {
     check_completed_metadata(&new_user_d());
+}
+
+#[test]
+fn new_user_e_generated_cases_are_up_to_date() {
+    check_up_to_date(&new_user_e());
+}
+
+#[test]
+fn new_user_e_static_template_matches_pytorch() {
+    check_static_template(&new_user_e());
+}
+
+#[test]
+fn new_user_e_completed_metadata_matches_pytorch() {
+    check_completed_metadata(&new_user_e());
 }

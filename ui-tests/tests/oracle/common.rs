@@ -48,6 +48,12 @@ pub fn load_new_user_d() -> Vec<Value> {
     load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_d.json"))
 }
 
+/// The fifth new-user corpus, of the semantics' edges
+/// (tests/oracle/new_user_e.json).
+pub fn load_new_user_e() -> Vec<Value> {
+    load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_e.json"))
+}
+
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     match serde_json::from_str(&text) {
@@ -142,5 +148,16 @@ pub fn close(a: f32, b: f64) -> bool {
     if a.is_nan() || b.is_nan() {
         return a.is_nan() && b.is_nan();
     }
-    (f64::from(a) - b).abs() <= 1e-3 * (1.0 + b.abs())
+    f64::from(a) == b || (f64::from(a) - b).abs() <= 1e-3 * (1.0 + b.abs())
+}
+
+/// A recorded value: a number, or one of the strings `"nan"`, `"inf"` and
+/// `"-inf"` that stand for the values JSON cannot write.
+pub fn golden(v: &Value) -> f64 {
+    match (v.as_f64(), v.as_str()) {
+        (Some(x), _) => x,
+        (None, Some("inf")) => f64::INFINITY,
+        (None, Some("-inf")) => f64::NEG_INFINITY,
+        _ => f64::NAN,
+    }
 }
