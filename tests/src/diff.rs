@@ -9,6 +9,7 @@ use crate::alias::{ArgTemplate, Materialised};
 use crate::oracle_loss;
 use crate::progen::PROGRAM_NAME;
 use crate::snapshot::{snapshot_all, values_close, TensorSnapshot};
+use crate::struct_args::StructArgs;
 use aot_ir::OpKind;
 use aot_runtime::{CompiledFn, DType, Tensor};
 use std::collections::BTreeMap;
@@ -186,8 +187,21 @@ pub fn base_class(o: &Tensor, _m: &Materialised) -> String {
 static GENERATOR: Mutex<()> = Mutex::new(());
 
 pub fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<(), String> {
+    check_call_with(f, None, tpl, stats)
+}
+
+/// [`check_call`], with the compiled path (and `explain`) taking some
+/// tensor parameters as the fields of a struct argument when `s` is given;
+/// the eager reference runs `f` on the flat arguments.
+pub fn check_call_with(f: &CompiledFn, s: Option<&StructArgs>, tpl: &ArgTemplate, stats: &Stats) -> Result<(), String> {
     let a = tpl.materialise().map_err(|e| format!("materialising the arguments failed: {e}"))?;
     let b = tpl.materialise().map_err(|e| format!("materialising the arguments failed: {e}"))?;
+    let fields = s.map(|s| s.fields(&b));
+    let b_args = || match (s, &fields) {
+        (Some(s), Some(fl)) => s.args(&b.args(), fl),
+        _ => b.args(),
+    };
+    let fc = s.map_or(f, |s| &s.f);
     let before_a = snapshot_all(&a.tensors);
     let before_b = snapshot_all(&b.tensors);
     // Random ops draw from the global generator: both paths start from the
@@ -204,7 +218,7 @@ pub fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<()
     restart();
     // `explain` is not what this test checks, but it must not fail where the
     // call succeeds, and must never panic: both are counted and reported.
-    let explained = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.explain(&b.args()))) {
+    let explained = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fc.explain(&b_args()))) {
         Ok(r) => r.map(|_| ()).map_err(|e| e.to_string()),
         Err(p) => {
             if strict() {
@@ -226,9 +240,9 @@ pub fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<()
         Err(p) => return eager_panicked(stats, "run_eager", &*p, f, tpl),
     };
     let eager_rng = aot_runtime::rng_state();
-    count(&stats.paths, aot_runtime::compiled::__private::call_path(f, &b.args()).unwrap_or_else(|e| format!("error: {e}")));
+    count(&stats.paths, aot_runtime::compiled::__private::call_path(fc, &b_args()).unwrap_or_else(|e| format!("error: {e}")));
     restart();
-    let compiled = f.__call(&b.args());
+    let compiled = fc.__call(&b_args());
     let compiled_rng = aot_runtime::rng_state();
     let tol = template_tol(tpl);
     for feature in tpl.features() {

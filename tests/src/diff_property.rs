@@ -5,8 +5,9 @@
 
 use crate::alias::{gen_template, ArgTemplate, TemplateOptions};
 use crate::choice::Choices;
-use crate::diff::{bump, check_call, count, get, panic_message, Stats};
+use crate::diff::{bump, check_call_with, count, get, panic_message, Stats};
 use crate::progen::{gen_program, GenOptions, Program};
+use crate::struct_args::StructArgs;
 use aot_ir::analysis::refusals;
 use aot_runtime::CompiledFn;
 use proptest::prelude::*;
@@ -36,6 +37,9 @@ pub struct CaseOptions {
     pub seed: Option<u64>,
     /// The least share of calls that must succeed on both paths.
     pub min_ok_ratio: f64,
+    /// Chance in percent that the compiled calls take some tensor
+    /// parameters as the fields of a struct argument ([`StructArgs`]).
+    pub struct_args_percent: u32,
 }
 
 impl CaseOptions {
@@ -50,6 +54,7 @@ impl CaseOptions {
             grad_mode_off_percent: 0,
             seed: None,
             min_ok_ratio: 0.5,
+            struct_args_percent: 20,
         }
     }
 }
@@ -75,6 +80,7 @@ pub fn options(property: &str) -> Option<CaseOptions> {
             grad_mode_off_percent: 10,
             seed: Some(0x5eed_0011),
             min_ok_ratio: 0.3,
+            struct_args_percent: 0,
             ..CaseOptions::new("compiled_calls_under_hostile_input", GenOptions::default(), 75)
         },
         _ => return None,
@@ -130,21 +136,28 @@ pub fn run_case(choices: &[u32], opts: &CaseOptions, stats: &Stats) -> Result<()
         tpls.push(gen_template(&mut c, &prog.params, prog.dtype, &topts));
     }
     let grad_off = opts.grad_mode_off_percent > 0 && c.chance(opts.grad_mode_off_percent, 100);
+    let st = (opts.struct_args_percent > 0 && c.chance(opts.struct_args_percent, 100))
+        .then(|| StructArgs::draw(&mut c, &prog.graph, &tpls))
+        .flatten();
+    if st.is_some() {
+        count(&stats.patterns, "struct argument");
+    }
     // Pattern 1, pattern 2, pattern 1 again, on one compiled function.
     let order: &[usize] = if tpls.len() == 2 { &[0, 1, 0] } else { &[0] };
     for (n, &k) in order.iter().enumerate() {
         // A panic (in the runtime or the analyses) is a failure too, reported with the case.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match grad_off {
-            true => aot_runtime::no_grad(|| check_call(&f, &tpls[k], stats)),
-            false => check_call(&f, &tpls[k], stats),
+            true => aot_runtime::no_grad(|| check_call_with(&f, st.as_ref(), &tpls[k], stats)),
+            false => check_call_with(&f, st.as_ref(), &tpls[k], stats),
         }))
         .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&*p))));
         if let Err(msg) = result {
             return Err(TestCaseError::fail(format!(
-                "compiled differs from eager on call {} (alias pattern {}{}):\n{msg}\n\n{}",
+                "compiled differs from eager on call {} (alias pattern {}{}{}):\n{msg}\n\n{}",
                 n + 1,
                 k + 1,
                 if grad_off { ", grad mode off" } else { "" },
+                st.as_ref().map_or(String::new(), |s| format!(", the compiled call takes a {}", s.describe())),
                 describe(&prog, &tpls, opts.property, choices)
             )));
         }

@@ -8,7 +8,8 @@
 //! For the differential tests (compiled execution against the eager
 //! reference): [`choice`] (replayable random choices), [`progen`] (random
 //! programs in the IR), [`alias`] (argument templates with alias patterns)
-//! and [`snapshot`] (bit-exact snapshots, alias-preserving deep copies).
+//! [`snapshot`] (bit-exact snapshots, alias-preserving deep copies) and
+//! [`struct_args`] (tensor parameters taken as the fields of a struct).
 
 pub mod alias;
 pub mod choice;
@@ -19,6 +20,7 @@ pub mod diff_property;
 pub mod models;
 pub mod progen;
 pub mod snapshot;
+pub mod struct_args;
 
 use aot_runtime::{DType, Device, Result, Tensor};
 use serde::{Deserialize, Deserializer};

@@ -7,7 +7,10 @@
 //! programs must be accepted), then draws one or two alias patterns
 //! ([`aot_tests::alias`]) and calls the same `CompiledFn` with them (pattern
 //! 1, pattern 2, pattern 1 again: the second and third calls exercise the
-//! compiled path's cache and its guards). For every call, two independent
+//! compiled path's cache and its guards). In one case in five the compiled
+//! calls take some tensor parameters as the fields of a struct argument
+//! ([`aot_tests::struct_args`]; `Arg::tree`, flattened at the call's
+//! boundary) while the eager reference takes them one by one. For every call, two independent
 //! materialisations of the pattern go one through `run_eager`, the other
 //! through `__call`, and must agree on:
 //! - success or failure; a compiled failure must name the function and

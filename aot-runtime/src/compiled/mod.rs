@@ -111,6 +111,49 @@ impl CompiledFn {
         Ok(CompiledFn { graph, meta, cache: Arc::default(), may_write, boundary: None, variants: None, broken: None })
     }
 
+    /// [`new`](Self::new), for a graph whose inputs named `m.path` are the
+    /// tensors at `path` of a struct parameter `m`, as `#[aot_fn]` builds
+    /// a function with a parameter `m: &Mlp`. `params` lists the Rust
+    /// parameters in order: name, and whether it is a struct (passed as
+    /// [`Arg::tree`]); every other graph input is the plain parameter of
+    /// its name.
+    ///
+    /// ```
+    /// use aot_ir::graph::args::t;
+    /// use aot_ir::{GraphBuilder, OpKind, ReturnKind};
+    /// use aot_runtime::prelude::*;
+    /// use aot_runtime::{Arg, CompiledFn};
+    ///
+    /// #[derive(TensorTree)]
+    /// struct Pair { a: Tensor, b: Tensor }
+    ///
+    /// // fn f(m: &Pair, x: &Tensor) -> Tensor { m.b.mul(x) }
+    /// let mut g = GraphBuilder::new("f");
+    /// let b = g.tensor("m.b", false);
+    /// let x = g.tensor("x", false);
+    /// let y = g.call(OpKind::Mul, b, vec![t(x)]);
+    /// let f = CompiledFn::with_struct_params(g.finish(vec![y], ReturnKind::Single), &[("m", true), ("x", false)])?;
+    ///
+    /// let t = |v: f64| Tensor::full(&[2], v, DType::F32, &Device::Cpu);
+    /// let (m, x) = (Pair { a: t(1.0)?, b: t(3.0)? }, t(2.0)?);
+    /// let out = f.__call(&[Arg::tree(&m), (&x).into()])?;
+    /// assert_eq!(out[0].to_vec::<f32>()?, [6.0, 6.0]);
+    /// # Ok::<(), AotError>(())
+    /// ```
+    pub fn with_struct_params(graph: Graph, params: &[(&str, bool)]) -> Result<CompiledFn> {
+        let mut f = CompiledFn::new(graph)?;
+        let b = boundary::Boundary::new(&f.graph, &f.meta, params).ok_or_else(|| AotError::Signature {
+            func: f.graph.name.clone(),
+            msg: format!(
+                "the graph's inputs ({}) do not match the parameters {:?}",
+                f.graph.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
+                params
+            ),
+        })?;
+        f.boundary = Some(Arc::new(b));
+        Ok(f)
+    }
+
     /// The traced IR; its `Display` is the listing. For a function whose
     /// body branches on `bool` parameters (`if training { .. }`), the graph
     /// traced with every such parameter `false`; [`graph_for`](Self::graph_for)
