@@ -91,6 +91,12 @@ impl Golden {
     }
 }
 
+/// A recorded list of values (numbers, or the strings that stand for NaN
+/// and the infinities); `None` for JSON's `null` or anything else.
+pub fn golden_list(v: &Value) -> Option<Vec<f64>> {
+    Option::<Vec<Golden>>::deserialize(v).ok().flatten().map(|v| v.into_iter().map(Golden::value).collect())
+}
+
 fn golden_values<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Vec<f64>>, D::Error> {
     let v: Option<Vec<Golden>> = Option::deserialize(d)?;
     Ok(v.map(|v| v.into_iter().map(Golden::value).collect()))
@@ -193,7 +199,6 @@ pub fn load_new_user_e_cases() -> Vec<Case> {
     serde_json::from_str(text).expect("oracle/new_user_e.json parses")
 }
 
-/// Leaf `k`'s values: `sin(0.37 i + 0.71 k + 0.1)` in f64, stored as f32.
 /// The device the suites put their arguments on: `AOT_TEST_DEVICE=cuda`
 /// (with the `cuda` feature; `AOT_CUDA_SIM=1` simulates a GPU) runs them
 /// on `Device::Cuda(0)`, anything else on the CPU.
@@ -204,6 +209,7 @@ pub fn test_device() -> Device {
     }
 }
 
+/// Leaf `k`'s values: `sin(0.37 i + 0.71 k + 0.1)` in f64, stored as f32.
 pub fn leaf_values(k: usize, numel: usize) -> Vec<f32> {
     (0..numel).map(|i| (0.37 * i as f64 + 0.71 * k as f64 + 0.1).sin() as f32).collect()
 }

@@ -1,0 +1,251 @@
+//! Values and gradients of calls with composite arguments, against
+//! PyTorch: the modules of `oracle/gen_modules.py` (batch norm with running
+//! statistics and a step counter, an MLP of a list of layers, an EMA of a
+//! weight, a language model whose head is tied to its embedding, a frozen
+//! backbone under a trainable head, a KV cache buffer written in place)
+//! are structs that derive `TensorTree`, passed to `#[aot_fn]` functions.
+//! PyTorch ran each through `torch.func.functional_call` under
+//! `aot_function` (`oracle/modules.json`). Each case checks:
+//! - the struct flattens to PyTorch's parameter and buffer names, in the
+//!   recorded order, each a parameter or a buffer as PyTorch has it;
+//! - the outputs;
+//! - every parameter and buffer after the call (buffers updated in place);
+//! - the gradient of every parameter and input that requires grad (and
+//!   none for a frozen one), for gen.py's loss over the outputs.
+
+use aot_runtime::prelude::*;
+use aot_runtime::tree::LeafKind;
+use aot_tests::{close, golden_list, leaf_values, oracle_loss, TensorRec};
+use serde_json::Value;
+
+#[derive(TensorTree)]
+struct BatchNorm {
+    weight: Tensor,
+    bias: Tensor,
+    #[buffer]
+    running_mean: Tensor,
+    #[buffer]
+    running_var: Tensor,
+    #[buffer]
+    steps: Tensor,
+}
+
+#[aot_fn]
+fn batch_norm(m: &mut BatchNorm, x: &Tensor) -> Tensor {
+    let mean = x.mean_dim(&[0], false);
+    let var = x.var_dim(&[0], 0, false);
+    no_grad! {
+        m.running_mean.mul_(0.9).add_(&(&mean * 0.1));
+        m.running_var.mul_(0.9).add_(&(x.var_dim(&[0], 1, false) * 0.1));
+        m.steps.add_(1.0);
+    }
+    (x - &mean) / (var + 1e-5).sqrt() * m.weight + m.bias
+}
+
+#[derive(TensorTree)]
+struct Linear {
+    w: Tensor,
+    b: Tensor,
+}
+
+#[derive(TensorTree)]
+struct Mlp {
+    layers: Vec<Linear>,
+}
+
+#[aot_fn]
+fn mlp(m: &Mlp, x: &Tensor, y: &Tensor) -> (Tensor, Tensor) {
+    let h0 = (x.matmul(&m.layers[0].w) + m.layers[0].b).tanh();
+    let h1 = (h0.matmul(&m.layers[1].w) + m.layers[1].b).tanh();
+    let h = h1.matmul(&m.layers[2].w) + m.layers[2].b;
+    ((&h - y).pow(2.0).mean(), h)
+}
+
+#[derive(TensorTree)]
+struct Ema {
+    w: Tensor,
+    #[buffer]
+    shadow: Tensor,
+}
+
+#[aot_fn]
+fn ema(m: &mut Ema, x: &Tensor) -> (Tensor, Tensor) {
+    no_grad! {
+        m.shadow.mul_(0.99).add_(&(&m.w * 0.01));
+    }
+    (x.matmul(&m.w), x.matmul(&m.shadow))
+}
+
+#[derive(TensorTree)]
+struct TiedLm {
+    emb: Tensor,
+    norm: Tensor,
+}
+
+#[aot_fn]
+fn tied_lm(m: &TiedLm, ids: &Tensor, targets: &Tensor) -> Tensor {
+    let h = ids.embedding(&m.emb);
+    let h = &h * (h.pow(2.0).mean_dim(&[-1], true) + 1e-6).rsqrt() * m.norm;
+    let logits = h.matmul(&m.emb.t());
+    logits.reshape(&[-1, 6]).cross_entropy(&targets.reshape(&[-1]))
+}
+
+#[derive(TensorTree)]
+struct Frozen {
+    backbone: Linear,
+    head: Linear,
+}
+
+#[aot_fn]
+fn frozen_backbone(m: &Frozen, x: &Tensor) -> Tensor {
+    let feats = (x.matmul(&m.backbone.w) + m.backbone.b).relu();
+    feats.matmul(&m.head.w) + m.head.b
+}
+
+#[derive(TensorTree)]
+struct KvCache {
+    wk: Tensor,
+    #[buffer]
+    cache: Tensor,
+}
+
+#[aot_fn]
+fn kv_cache(m: &mut KvCache, x: &Tensor, q: &Tensor) -> Tensor {
+    let k = x.matmul(&m.wk);
+    no_grad! {
+        m.cache.narrow(1, 2, 1).copy_(&k.unsqueeze(1));
+    }
+    let att = q.unsqueeze(1).matmul(&m.cache.transpose(1, 2)).softmax(-1);
+    att.matmul(&m.cache).squeeze(1) + k
+}
+
+/// Builds the case's struct from its state tensors (in the recorded
+/// order), calls its function, and returns the outputs and the struct's
+/// leaves (path, kind) as it flattens.
+fn call(name: &str, s: &[Tensor], x: &[Tensor]) -> Result<(Vec<Tensor>, Vec<(String, LeafKind)>)> {
+    let c = |k: usize| s[k].clone();
+    let lin = |k: usize| Linear { w: c(k), b: c(k + 1) };
+    let leaves = |t: &dyn TensorTree| t.flatten().into_iter().map(|l| (l.path, l.kind)).collect::<Vec<_>>();
+    Ok(match name {
+        "batch_norm" => {
+            let mut m = BatchNorm { weight: c(0), bias: c(1), running_mean: c(2), running_var: c(3), steps: c(4) };
+            (vec![batch_norm(&mut m, &x[0])?], leaves(&m))
+        }
+        "mlp" => {
+            let m = Mlp { layers: vec![lin(0), lin(2), lin(4)] };
+            let (l, h) = mlp(&m, &x[0], &x[1])?;
+            (vec![l, h], leaves(&m))
+        }
+        "ema" => {
+            let mut m = Ema { w: c(0), shadow: c(1) };
+            let (a, b) = ema(&mut m, &x[0])?;
+            (vec![a, b], leaves(&m))
+        }
+        "tied_lm" => {
+            let m = TiedLm { emb: c(0), norm: c(1) };
+            (vec![tied_lm(&m, &x[0], &x[1])?], leaves(&m))
+        }
+        "frozen_backbone" => {
+            let m = Frozen { backbone: lin(0), head: lin(2) };
+            (vec![frozen_backbone(&m, &x[0])?], leaves(&m))
+        }
+        "kv_cache" => {
+            let mut m = KvCache { wk: c(0), cache: c(1) };
+            (vec![kv_cache(&mut m, &x[0], &x[1])?], leaves(&m))
+        }
+        other => panic!("no Rust module for the oracle case `{other}`"),
+    })
+}
+
+/// Leaf `k` of the case: its recorded values and dtype, or the leaf formula.
+fn make(k: usize, spec: &Value) -> Result<Tensor> {
+    let shape: Vec<usize> = spec["shape"].as_array().expect("shape").iter().map(|d| d.as_u64().expect("dim") as usize).collect();
+    let n = shape.iter().product();
+    let t = match (spec["dtype"].as_str(), spec["values"].as_array()) {
+        (Some("i64"), Some(v)) => Tensor::from_vec(v.iter().map(|x| x.as_i64().expect("i64")).collect(), &shape, &Device::Cpu)?,
+        _ => Tensor::from_vec(leaf_values(k, n), &shape, &Device::Cpu)?,
+    };
+    t.requires_grad_(spec["requires_grad"].as_bool().unwrap_or(false))
+}
+
+fn values(t: &Tensor) -> Vec<f64> {
+    t.detach().and_then(|d| d.to_vec::<f64>()).expect("values")
+}
+
+fn check_values(what: &str, got: &Tensor, want: &Value, errs: &mut Vec<String>) {
+    let rec: TensorRec = serde_json::from_value(want.clone()).expect("a tensor record");
+    let want = rec.values.unwrap_or_default();
+    let got_v = values(got);
+    if rec.shape.as_deref().is_some_and(|s| s != got.shape()) || !close(&got_v, &want, 1e-4) {
+        errs.push(format!("{what}: ours {:?} {got_v:?}, PyTorch {:?} {want:?}", got.shape(), rec.shape));
+    }
+}
+
+/// Runs one case; returns its mismatches.
+fn check(case: &Value) -> Result<Vec<String>> {
+    let name = case["name"].as_str().expect("name");
+    let specs = case["state"].as_array().expect("state");
+    let inputs = case["inputs"].as_array().expect("inputs");
+    let state: Vec<Tensor> = specs.iter().enumerate().map(|(k, s)| make(k, s)).collect::<Result<_>>()?;
+    let xs: Vec<Tensor> = inputs.iter().enumerate().map(|(k, s)| make(specs.len() + k, s)).collect::<Result<_>>()?;
+    let (outs, leaves) = call(name, &state, &xs)?;
+    let mut errs = vec![];
+    let want_leaves: Vec<(String, LeafKind)> = specs
+        .iter()
+        .map(|s| {
+            let kind = if s["kind"] == "buffer" { LeafKind::Buffer } else { LeafKind::Parameter };
+            (s["path"].as_str().expect("path").to_string(), kind)
+        })
+        .collect();
+    if leaves != want_leaves {
+        errs.push(format!("the struct flattens to {leaves:?}, PyTorch's module has {want_leaves:?}"));
+    }
+    let result = &case["result"];
+    let want_outs = result["outputs"].as_array().expect("outputs");
+    if want_outs.len() != outs.len() {
+        errs.push(format!("{} outputs, PyTorch {}", outs.len(), want_outs.len()));
+    }
+    for (k, (o, w)) in outs.iter().zip(want_outs).enumerate() {
+        check_values(&format!("output {k}"), o, w, &mut errs);
+        if w["requires_grad"].as_bool() != Some(o.requires_grad()) {
+            errs.push(format!("output {k}: requires_grad {}, PyTorch {}", o.requires_grad(), w["requires_grad"]));
+        }
+    }
+    for ((t, w), s) in state.iter().zip(result["state_after"].as_array().expect("state_after")).zip(specs) {
+        check_values(&format!("{} after the call", s["path"]), t, w, &mut errs);
+    }
+    if let Some(loss) = oracle_loss(&outs)? {
+        loss.backward()?;
+    }
+    let named = specs.iter().map(|s| &s["path"]).chain(inputs.iter().map(|s| &s["name"]));
+    for (t, name) in state.iter().chain(&xs).zip(named) {
+        let name = name.as_str().expect("a name");
+        let want = result["grads"].get(name);
+        match (t.grad(), want.and_then(golden_list)) {
+            (None, None) => {}
+            (Some(g), Some(w)) => {
+                if !close(&values(&g), &w, 1e-4) {
+                    errs.push(format!("grad of {name}: ours {:?}, PyTorch {w:?}", values(&g)));
+                }
+            }
+            (g, w) => errs.push(format!("grad of {name}: ours {:?}, PyTorch {w:?}", g.map(|g| values(&g)))),
+        }
+    }
+    Ok(errs)
+}
+
+#[test]
+fn composite_arguments_match_pytorch() {
+    let doc: Value = serde_json::from_str(include_str!("../oracle/modules.json")).expect("oracle/modules.json parses");
+    let cases = doc["cases"].as_array().expect("cases");
+    assert_eq!(cases.len(), 6, "rerun tests/oracle/gen_modules.py");
+    let mut failures = vec![];
+    for case in cases {
+        assert_eq!(case["matches_eager"], true, "PyTorch's compiled and eager calls differ on {}", case["name"]);
+        match check(case) {
+            Ok(errs) => failures.extend(errs.into_iter().map(|e| format!("{}: {e}", case["name"]))),
+            Err(e) => failures.push(format!("{}: the call failed: {e}", case["name"])),
+        }
+    }
+    assert!(failures.is_empty(), "{} mismatches with PyTorch:\n{}", failures.len(), failures.join("\n"));
+}
