@@ -119,10 +119,13 @@ fn kv_cache(m: &mut KvCache, x: &Tensor, q: &Tensor) -> Tensor {
     att.matmul(&m.cache).squeeze(1) + k
 }
 
+/// A struct's leaves as it flattens: path and kind.
+type Leaves = Vec<(String, LeafKind)>;
+
 /// Builds the case's struct from its state tensors (in the recorded
 /// order), calls its function, and returns the outputs and the struct's
-/// leaves (path, kind) as it flattens.
-fn call(name: &str, s: &[Tensor], x: &[Tensor]) -> Result<(Vec<Tensor>, Vec<(String, LeafKind)>)> {
+/// leaves.
+fn call(name: &str, s: &[Tensor], x: &[Tensor]) -> Result<(Vec<Tensor>, Leaves)> {
     let c = |k: usize| s[k].clone();
     let lin = |k: usize| Linear { w: c(k), b: c(k + 1) };
     let leaves = |t: &dyn TensorTree| t.flatten().into_iter().map(|l| (l.path, l.kind)).collect::<Vec<_>>();
@@ -190,7 +193,7 @@ fn check(case: &Value) -> Result<Vec<String>> {
     let xs: Vec<Tensor> = inputs.iter().enumerate().map(|(k, s)| make(specs.len() + k, s)).collect::<Result<_>>()?;
     let (outs, leaves) = call(name, &state, &xs)?;
     let mut errs = vec![];
-    let want_leaves: Vec<(String, LeafKind)> = specs
+    let want_leaves: Leaves = specs
         .iter()
         .map(|s| {
             let kind = if s["kind"] == "buffer" { LeafKind::Buffer } else { LeafKind::Parameter };
