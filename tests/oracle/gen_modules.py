@@ -10,8 +10,9 @@ Run with the project's PyTorch 2.15 venv:
 It writes tests/oracle/modules.json: per case, the module's state in the
 Rust struct's field order (path, shape, parameter or buffer, whether it
 requires grad; entry k holds the leaf values of gen.py with that k), the
-user inputs (continuing k), and what the compiled call gave: outputs, the
-state after the call, and the gradients of
+user inputs (continuing k), and what the compiled call gave: PyTorch's
+`fw_metadata` (inputs in state-then-inputs order), outputs, the state
+after the call, and the gradients of
 `loss = sum_i sum(out_i * w_i)` (gen.py's loss) for every leaf that
 requires grad. Eager PyTorch must agree.
 """
@@ -25,7 +26,7 @@ from torch import nn
 from torch._functorch.aot_autograd import aot_function
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen import close, json_safe, leaf_values, loss_of, nop, tensor_rec  # noqa: E402
+from gen import REC, _meta_json, close, json_safe, leaf_values, loss_of, nop, tensor_rec  # noqa: E402
 
 
 class BatchNorm(nn.Module):
@@ -174,6 +175,7 @@ def run(mod_cls, state_spec, input_spec, compiled):
         return torch.func.functional_call(mod, st, tuple(flat[len(names):]))
 
     fn = aot_function(f, fw_compiler=nop, bw_compiler=nop, keep_inference_input_mutations=True) if compiled else f
+    REC.clear()
     outs = fn(*state, *inputs)
     if isinstance(outs, torch.Tensor):
         outs = (outs,)
@@ -189,6 +191,8 @@ def run(mod_cls, state_spec, input_spec, compiled):
             if t.requires_grad:
                 grads[spec["name"]] = None if t.grad is None else tensor_rec(t.grad)["values"]
     rec["grads"] = grads
+    if compiled:
+        rec["fw_metadata"] = _meta_json(REC["metas"][0])
     return rec
 
 
@@ -197,7 +201,7 @@ def main():
     for name, cls, state_spec, input_spec in CASES:
         compiled = run(cls, state_spec, input_spec, True)
         eager = run(cls, state_spec, input_spec, False)
-        ok = close(eager, compiled)
+        ok = close(eager, {k: v for k, v in compiled.items() if k != "fw_metadata"})
         print(name, "ok" if ok else "MISMATCH", file=sys.stderr)
         out.append({"name": name, "state": state_spec, "inputs": input_spec, "result": compiled, "matches_eager": ok})
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "modules.json")

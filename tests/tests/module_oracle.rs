@@ -6,6 +6,9 @@
 //! are structs that derive `TensorTree`, passed to `#[aot_fn]` functions.
 //! PyTorch ran each through `torch.func.functional_call` under
 //! `aot_function` (`oracle/modules.json`). Each case checks:
+//! - `explain()`'s `fw_metadata` against PyTorch's, input by input by name
+//!   (PyTorch's inputs are the state, then the user inputs; ours are the
+//!   graph's inputs, then the leaves the body never reads);
 //! - the struct flattens to PyTorch's parameter and buffer names, in the
 //!   recorded order, each a parameter or a buffer as PyTorch has it;
 //! - the outputs;
@@ -15,6 +18,7 @@
 
 use aot_runtime::prelude::*;
 use aot_runtime::tree::LeafKind;
+use aot_runtime::{Arg, CompiledFn};
 use aot_tests::{close, golden_list, leaf_values, oracle_loss, TensorRec};
 use serde_json::Value;
 
@@ -122,42 +126,124 @@ fn kv_cache(m: &mut KvCache, x: &Tensor, q: &Tensor) -> Tensor {
 /// A struct's leaves as it flattens: path and kind.
 type Leaves = Vec<(String, LeafKind)>;
 
+/// What a case's call gave: the outputs, the struct's leaves, and what
+/// `explain()` said before the call, with the name of each of its inputs.
+struct Called {
+    outs: Vec<Tensor>,
+    leaves: Leaves,
+    report: Value,
+    names: Vec<String>,
+}
+
+/// `explain()` of `f` for these arguments (the struct argument `m`), and
+/// the name of each input it reports: the graph's inputs, then the
+/// struct's leaves the body never reads, in declaration order.
+fn explain(f: &CompiledFn, args: &[Arg], m: &dyn TensorTree) -> Result<(Value, Vec<String>)> {
+    let report = serde_json::to_value(f.explain(args)?).expect("the report serialises");
+    let mut names: Vec<String> = f.graph().params.iter().map(|p| p.name.clone()).collect();
+    for l in m.flatten() {
+        let name = format!("m.{}", l.path);
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    Ok((report, names))
+}
+
 /// Builds the case's struct from its state tensors (in the recorded
-/// order), calls its function, and returns the outputs and the struct's
-/// leaves.
-fn call(name: &str, s: &[Tensor], x: &[Tensor]) -> Result<(Vec<Tensor>, Leaves)> {
+/// order), explains and calls its function.
+fn call(name: &str, s: &[Tensor], x: &[Tensor]) -> Result<Called> {
     let c = |k: usize| s[k].clone();
     let lin = |k: usize| Linear { w: c(k), b: c(k + 1) };
     let leaves = |t: &dyn TensorTree| t.flatten().into_iter().map(|l| (l.path, l.kind)).collect::<Vec<_>>();
+    let done =
+        |outs: Vec<Tensor>, m: &dyn TensorTree, (report, names): (Value, Vec<String>)| Called { outs, leaves: leaves(m), report, names };
     Ok(match name {
         "batch_norm" => {
             let mut m = BatchNorm { weight: c(0), bias: c(1), running_mean: c(2), running_var: c(3), steps: c(4) };
-            (vec![batch_norm(&mut m, &x[0])?], leaves(&m))
+            let e = explain(batch_norm::compiled(), &[Arg::tree(&m), (&x[0]).into()], &m)?;
+            done(vec![batch_norm(&mut m, &x[0])?], &m, e)
         }
         "mlp" => {
             let m = Mlp { layers: vec![lin(0), lin(2), lin(4)] };
+            let e = explain(mlp::compiled(), &[Arg::tree(&m), (&x[0]).into(), (&x[1]).into()], &m)?;
             let (l, h) = mlp(&m, &x[0], &x[1])?;
-            (vec![l, h], leaves(&m))
+            done(vec![l, h], &m, e)
         }
         "ema" => {
             let mut m = Ema { w: c(0), shadow: c(1) };
+            let e = explain(ema::compiled(), &[Arg::tree(&m), (&x[0]).into()], &m)?;
             let (a, b) = ema(&mut m, &x[0])?;
-            (vec![a, b], leaves(&m))
+            done(vec![a, b], &m, e)
         }
         "tied_lm" => {
             let m = TiedLm { emb: c(0), norm: c(1) };
-            (vec![tied_lm(&m, &x[0], &x[1])?], leaves(&m))
+            let e = explain(tied_lm::compiled(), &[Arg::tree(&m), (&x[0]).into(), (&x[1]).into()], &m)?;
+            done(vec![tied_lm(&m, &x[0], &x[1])?], &m, e)
         }
         "frozen_backbone" => {
             let m = Frozen { backbone: lin(0), head: lin(2) };
-            (vec![frozen_backbone(&m, &x[0])?], leaves(&m))
+            let e = explain(frozen_backbone::compiled(), &[Arg::tree(&m), (&x[0]).into()], &m)?;
+            done(vec![frozen_backbone(&m, &x[0])?], &m, e)
         }
         "kv_cache" => {
             let mut m = KvCache { wk: c(0), cache: c(1) };
-            (vec![kv_cache(&mut m, &x[0], &x[1])?], leaves(&m))
+            let e = explain(kv_cache::compiled(), &[Arg::tree(&m), (&x[0]).into(), (&x[1]).into()], &m)?;
+            done(vec![kv_cache(&mut m, &x[0], &x[1])?], &m, e)
         }
         other => panic!("no Rust module for the oracle case `{other}`"),
     })
+}
+
+/// Our `fw_metadata` against PyTorch's, input by input by name (the
+/// orders differ: ours lists the graph's inputs first), outputs and
+/// counts exactly. As for the other corpora, `mutations_hidden_from_autograd`
+/// of an input that is not mutated at all is not compared (PyTorch says
+/// `true`).
+fn check_meta(ours: &Value, our_names: &[String], theirs: &Value, their_names: &[String], errs: &mut Vec<String>) {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if v["mutates_data"] == false && v["mutates_metadata"] == false {
+            v.as_object_mut().map(|o| o.remove("mutations_hidden_from_autograd"));
+        }
+        v
+    };
+    let info = |m: &Value, k: usize| strip(&m["input_info"][k]);
+    for (k, name) in their_names.iter().enumerate() {
+        match our_names.iter().position(|n| n == name) {
+            Some(j) if info(ours, j) == info(theirs, k) => {}
+            Some(j) => errs.push(format!("input_info of {name}: ours {}, PyTorch {}", info(ours, j), info(theirs, k))),
+            None => errs.push(format!("no input_info for {name} (ours: {our_names:?})")),
+        }
+    }
+    let mutated = |m: &Value, names: &[String]| {
+        let mut v: Vec<String> = m["mutated_inp_runtime_indices"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|i| names.get(i.as_u64()? as usize).cloned())
+            .collect();
+        v.sort();
+        v
+    };
+    if mutated(ours, our_names) != mutated(theirs, their_names) {
+        errs.push(format!("mutated inputs: ours {:?}, PyTorch {:?}", mutated(ours, our_names), mutated(theirs, their_names)));
+    }
+    for key in [
+        "output_info",
+        "num_intermediate_bases",
+        "keep_input_mutations",
+        "num_outputs",
+        "num_outputs_non_aliased",
+        "num_outputs_aliased_to_inputs",
+        "num_outputs_aliased_to_intermediates",
+        "num_forward_returns",
+        "num_forward",
+    ] {
+        if ours[key] != theirs[key] {
+            errs.push(format!("{key}: ours {}, PyTorch {}", ours[key], theirs[key]));
+        }
+    }
 }
 
 /// Leaf `k` of the case: its recorded values and dtype, or the leaf formula.
@@ -191,8 +277,14 @@ fn check(case: &Value) -> Result<Vec<String>> {
     let inputs = case["inputs"].as_array().expect("inputs");
     let state: Vec<Tensor> = specs.iter().enumerate().map(|(k, s)| make(k, s)).collect::<Result<_>>()?;
     let xs: Vec<Tensor> = inputs.iter().enumerate().map(|(k, s)| make(specs.len() + k, s)).collect::<Result<_>>()?;
-    let (outs, leaves) = call(name, &state, &xs)?;
+    let Called { outs, leaves, report, names } = call(name, &state, &xs)?;
     let mut errs = vec![];
+    let their_names: Vec<String> = specs
+        .iter()
+        .map(|s| format!("m.{}", s["path"].as_str().expect("path")))
+        .chain(inputs.iter().map(|s| s["name"].as_str().expect("name").to_string()))
+        .collect();
+    check_meta(&report["fw_metadata"], &names, &case["result"]["fw_metadata"], &their_names, &mut errs);
     let want_leaves: Leaves = specs
         .iter()
         .map(|s| {
