@@ -358,6 +358,14 @@ fn method_call(method: &Ident, args: &[Expr], call: SpanRange, errors: &mut Erro
         );
         return None;
     }
+    if name == "dtype" {
+        errors.add(
+            at,
+            "`dtype()` cannot be read in an `#[aot_fn]` body: a body reads the values and sizes of tensors, not their dtypes",
+            Some("write the dtype itself: `.to_dtype(DType::F32)`".into()),
+        );
+        return None;
+    }
     let Some(op) = OpKind::from_name(&name) else {
         let help = match (suggest(&name, op_names()), field) {
             (Some(s), _) if OpKind::from_name(s).is_some_and(|k| k.sig().is_static()) => format!("did you mean `Tensor::{s}`?"),

@@ -199,6 +199,14 @@ pub fn load_new_user_e_cases() -> Vec<Case> {
     serde_json::from_str(text).expect("oracle/new_user_e.json parses")
 }
 
+/// The sixth new-user corpus: mistakes PyTorch refuses, dtype promotion,
+/// empty tensors (`oracle/new_user_f.json`, generated from
+/// `oracle/cases_new_user_f.py`).
+pub fn load_new_user_f_cases() -> Vec<Case> {
+    let text = include_str!("../oracle/new_user_f.json");
+    serde_json::from_str(text).expect("oracle/new_user_f.json parses")
+}
+
 /// The device the suites put their arguments on: `AOT_TEST_DEVICE=cuda`
 /// (with the `cuda` feature; `AOT_CUDA_SIM=1` simulates a GPU) runs them
 /// on `Device::Cuda(0)`, anything else on the CPU.

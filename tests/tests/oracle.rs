@@ -17,7 +17,10 @@
 //! `oracle/new_user_d.json` from `oracle/cases_new_user_d.py`, of model
 //! blocks, losses and optimizers, tests `new_user_d_oracle_*`; a fifth,
 //! `oracle/new_user_e.json` from `oracle/cases_new_user_e.py`, of the
-//! semantics' edges, tests `new_user_e_oracle_*`).
+//! semantics' edges, tests `new_user_e_oracle_*`; a sixth,
+//! `oracle/new_user_f.json` from `oracle/cases_new_user_f.py`, of mistakes
+//! PyTorch refuses, dtype promotion and empty tensors, tests
+//! `new_user_f_oracle_*`).
 //!
 //! Failures are collected and reported together, one line per mismatch.
 
@@ -35,6 +38,8 @@ mod cases_new_user_c;
 mod cases_new_user_d;
 #[path = "../../ui-tests/tests/oracle/cases_new_user_e.rs"]
 mod cases_new_user_e;
+#[path = "../../ui-tests/tests/oracle/cases_new_user_f.rs"]
+mod cases_new_user_f;
 #[path = "../../ui-tests/tests/oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "../../ui-tests/tests/oracle/cases_ops_b.rs"]
@@ -43,8 +48,8 @@ mod cases_ops_b;
 use aot_runtime::{CompiledFn, Tensor};
 use aot_tests::{
     build_args, close, load_cases, load_extra_cases, load_new_user_b_cases, load_new_user_c_cases, load_new_user_cases,
-    load_new_user_d_cases, load_new_user_e_cases, load_ops_a_cases, load_ops_b_cases, normalize_meta, oracle_loss, to_args, values, Call,
-    CallArg, Case,
+    load_new_user_d_cases, load_new_user_e_cases, load_new_user_f_cases, load_ops_a_cases, load_ops_b_cases, normalize_meta, oracle_loss,
+    to_args, values, Call, CallArg, Case,
 };
 use serde_json::Value;
 
@@ -238,6 +243,10 @@ fn new_user_d() -> Corpus {
 
 fn new_user_e() -> Corpus {
     (load_new_user_e_cases(), cases_new_user_e::all())
+}
+
+fn new_user_f() -> Corpus {
+    (load_new_user_f_cases(), cases_new_user_f::all())
 }
 
 fn run((cases, fns): Corpus, check: fn(&CompiledFn, &Call) -> Vec<String>) -> (usize, Vec<String>) {
@@ -435,4 +444,23 @@ fn new_user_e_oracle_metadata_matches_pytorch() {
 fn new_user_e_oracle_traced_tangents_match_pytorch() {
     let (total, failures) = run(new_user_e(), check_tangents);
     report("new_user_e traced_tangents", total, &failures);
+}
+
+#[test]
+fn new_user_f_oracle_results_match_pytorch() {
+    let (total, failures) = run(new_user_f(), check_result);
+    report("new_user_f results", total, &failures);
+}
+
+#[test]
+fn new_user_f_oracle_metadata_matches_pytorch() {
+    let (total, failures) = run(new_user_f(), check_metadata);
+    report("new_user_f metadata", total, &failures);
+}
+
+/// As `oracle_traced_tangents_match_pytorch`, on the sixth new-user corpus.
+#[test]
+fn new_user_f_oracle_traced_tangents_match_pytorch() {
+    let (total, failures) = run(new_user_f(), check_tangents);
+    report("new_user_f traced_tangents", total, &failures);
 }

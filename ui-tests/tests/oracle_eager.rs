@@ -19,6 +19,8 @@ mod cases_new_user_c;
 mod cases_new_user_d;
 #[path = "oracle/cases_new_user_e.rs"]
 mod cases_new_user_e;
+#[path = "oracle/cases_new_user_f.rs"]
+mod cases_new_user_f;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -271,4 +273,10 @@ fn new_user_d_eager_reference_matches_pytorch() {
 #[test]
 fn new_user_e_eager_reference_matches_pytorch() {
     check_eager(&common::load_new_user_e(), cases_new_user_e::all());
+}
+
+/// The same over the sixth new-user corpus (tests/oracle/new_user_f.json).
+#[test]
+fn new_user_f_eager_reference_matches_pytorch() {
+    check_eager(&common::load_new_user_f(), cases_new_user_f::all());
 }

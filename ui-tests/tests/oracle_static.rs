@@ -31,7 +31,9 @@
 //! blocks, losses and optimizers (tests/oracle/new_user_d.json,
 //! cases_new_user_d.rs), in the `new_user_d_*` tests, and a fifth of the
 //! semantics' edges (tests/oracle/new_user_e.json, cases_new_user_e.rs), in
-//! the `new_user_e_*` tests.
+//! the `new_user_e_*` tests, and a sixth of mistakes PyTorch refuses,
+//! dtype promotion and empty tensors (tests/oracle/new_user_f.json,
+//! cases_new_user_f.rs), in the `new_user_f_*` tests.
 
 #[path = "oracle/cases.rs"]
 mod cases;
@@ -47,6 +49,8 @@ mod cases_new_user_c;
 mod cases_new_user_d;
 #[path = "oracle/cases_new_user_e.rs"]
 mod cases_new_user_e;
+#[path = "oracle/cases_new_user_f.rs"]
+mod cases_new_user_f;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -121,6 +125,15 @@ fn new_user_e() -> Corpus {
         fns: cases_new_user_e::all(),
         sources: cases_new_user_e::SOURCES,
         count: cases_new_user_e::COUNT,
+    }
+}
+
+fn new_user_f() -> Corpus {
+    Corpus {
+        oracle: common::load_new_user_f(),
+        fns: cases_new_user_f::all(),
+        sources: cases_new_user_f::SOURCES,
+        count: cases_new_user_f::COUNT,
     }
 }
 
@@ -395,4 +408,19 @@ fn new_user_e_static_template_matches_pytorch() {
 #[test]
 fn new_user_e_completed_metadata_matches_pytorch() {
     check_completed_metadata(&new_user_e());
+}
+
+#[test]
+fn new_user_f_generated_cases_are_up_to_date() {
+    check_up_to_date(&new_user_f());
+}
+
+#[test]
+fn new_user_f_static_template_matches_pytorch() {
+    check_static_template(&new_user_f());
+}
+
+#[test]
+fn new_user_f_completed_metadata_matches_pytorch() {
+    check_completed_metadata(&new_user_f());
 }

@@ -54,6 +54,12 @@ pub fn load_new_user_e() -> Vec<Value> {
     load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_e.json"))
 }
 
+/// The sixth new-user corpus, of mistakes PyTorch refuses, dtype promotion
+/// and empty tensors (tests/oracle/new_user_f.json).
+pub fn load_new_user_f() -> Vec<Value> {
+    load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_f.json"))
+}
+
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     match serde_json::from_str(&text) {
