@@ -54,6 +54,7 @@
 //! assert_eq!(metas[0].inner, ["q", "scale"]);
 //! assert_eq!(metas[0].meta, [("bits".to_string(), "8".to_string())]);
 //! assert_eq!(metas[0].outer_size, Some(vec![2, 3]));
+//! assert_eq!(metas[0].outer_stride, Some(vec![3, 1]));
 //! assert_eq!(metas[0].outer_dtype, Some(DType::F32));
 //! # Ok::<(), AotError>(())
 //! ```
@@ -87,6 +88,8 @@ pub struct SubclassCreationMeta {
     /// The outer tensor's size: the shape of the inner tensor named by
     /// `#[tensor_subclass(size = ..)]`, if the type declares one.
     pub outer_size: Option<Vec<usize>>,
+    /// The outer tensor's strides: those of the same inner tensor.
+    pub outer_stride: Option<Vec<usize>>,
     /// The outer tensor's dtype: that of the inner tensor named by
     /// `#[tensor_subclass(dtype = ..)]`, if the type declares one.
     pub outer_dtype: Option<DType>,
@@ -183,6 +186,7 @@ pub fn __subclass_meta(
         inner: inner.iter().map(|s| s.to_string()).collect(),
         meta,
         outer_size: outer.0.map(|t| t.shape().to_vec()),
+        outer_stride: outer.0.map(|t| t.stride().to_vec()),
         outer_dtype: outer.1.map(Tensor::dtype),
     };
     *start += inner.len();
