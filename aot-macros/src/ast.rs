@@ -432,6 +432,14 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             let call = SpanRange::of(&c.func).to(SpanRange::single(c.paren_token.span.join()));
             Expr::Static { func, args, span, call, op: None }
         }
+        syn::Expr::Call(c) if number_method(&c.func).is_some() && !c.args.is_empty() => {
+            // `f64::powi(b, t)` is `b.powi(t)`, as in Rust.
+            let method = number_method(&c.func).cloned().unwrap_or_else(|| Ident::new("_", c.paren_token.span.join()));
+            let mut args = c.args.iter().map(|a| parse_expr(a, errors));
+            let recv = args.next().unwrap_or(Expr::Error(span));
+            let call = SpanRange::of(&c.func).to(SpanRange::single(c.paren_token.span.join()));
+            Expr::Method { recv: Box::new(recv), method, args: args.collect(), span, call, op: None, special: None }
+        }
         syn::Expr::Call(c) => match &*c.func {
             syn::Expr::Path(p) if p.qself.is_none() => {
                 let args = c.args.iter().map(|a| call_arg(a, errors)).collect();
@@ -453,6 +461,22 @@ pub fn parse_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::Unsafe(_) => unsupported("`unsafe` blocks", None),
         _ => unsupported("this expression", None),
     }
+}
+
+/// `NAME` of a path `f64::NAME` (or of another number type, `std::` in
+/// front allowed): a method of Rust's numbers called as an associated
+/// function.
+fn number_method(func: &syn::Expr) -> Option<&Ident> {
+    let syn::Expr::Path(p) = func else { return None };
+    let segs: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
+    let (ty, name) = match segs.as_slice() {
+        [ty, name] => (ty, name),
+        [std, ty, name] if std.ident == "std" || std.ident == "core" => (ty, name),
+        _ => return None,
+    };
+    let numbers = ["f64", "f32", "i64", "i32", "usize", "isize", "u64", "u32"];
+    (p.qself.is_none() && numbers.iter().any(|n| ty.ident == n) && name.ident.to_string().chars().next().is_some_and(char::is_lowercase))
+        .then_some(&name.ident)
 }
 
 /// An argument of a call of an `#[aot_fn]` function, with whether it is

@@ -385,3 +385,12 @@ fn calls_become_call_nodes_with_a_callee_table() {
     let errs = expand::expand(TokenStream::new(), "fn f(x: &Tensor) -> Tensor { f(&x) }".parse().unwrap()).to_string();
     assert!(errs.contains("calls itself"), "{errs}");
 }
+
+/// A method of Rust's numbers called as an associated function
+/// (`f64::powi(b, t)`, `std::f64::sqrt(x)`) is the method call.
+#[test]
+fn number_methods_as_associated_functions() {
+    let assoc = listing("fn f(x: &Tensor, b: f64, t: i64) -> Tensor { x * (1.0 - f64::powi(b, t)) * std::f64::sqrt(b) }");
+    let method = listing("fn f(x: &Tensor, b: f64, t: i64) -> Tensor { x * (1.0 - b.powi(t)) * b.sqrt() }");
+    assert_eq!(assoc, method);
+}

@@ -150,7 +150,8 @@
 //! causal mask: `att.masked_fill(&mask, f64::NEG_INFINITY)`). They are
 //! evaluated at call time, with Rust's rules (integer arithmetic stays
 //! integer; `powi` takes an integer exponent, `i64` or
-//! `i32`). An AdamW step with bias correction:
+//! `i32`). A method may also be called as in `f64::powi(b2, t)`. An AdamW
+//! step with bias correction:
 //!
 //! ```
 //! use aot_runtime::prelude::*;

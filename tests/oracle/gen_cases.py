@@ -35,6 +35,7 @@ CORPORA = [
     ("new_user_d.json", "cases_new_user_d.rs"),
     ("new_user_e.json", "cases_new_user_e.rs"),
     ("new_user_f.json", "cases_new_user_f.rs"),
+    ("new_user_g.json", "cases_new_user_g.rs"),
 ]
 
 

@@ -207,6 +207,13 @@ pub fn load_new_user_f_cases() -> Vec<Case> {
     serde_json::from_str(text).expect("oracle/new_user_f.json parses")
 }
 
+/// The seventh new-user corpus: the DSL's call-time values (bool switches, integer steps, sizes, constants) (`oracle/new_user_g.json`,
+/// generated from `oracle/cases_new_user_g.py`).
+pub fn load_new_user_g_cases() -> Vec<Case> {
+    let text = include_str!("../oracle/new_user_g.json");
+    serde_json::from_str(text).expect("oracle/new_user_g.json parses")
+}
+
 /// The device the suites put their arguments on: `AOT_TEST_DEVICE=cuda`
 /// (with the `cuda` feature; `AOT_CUDA_SIM=1` simulates a GPU) runs them
 /// on `Device::Cuda(0)`, anything else on the CPU.
@@ -285,11 +292,14 @@ pub fn eval_expr(expr: &str, env: &HashMap<String, Tensor>) -> std::result::Resu
     Ok(t)
 }
 
-/// An argument of a call: a tensor, or a number.
+/// An argument of a call: a tensor, a number (JSON's `2.5`), an integer
+/// (JSON's `3`, which a float parameter also takes) or a `bool`.
 #[derive(Clone, Debug)]
 pub enum CallArg {
     Tensor(Tensor),
     Number(f64),
+    Int(i64),
+    Bool(bool),
 }
 
 /// The arguments as a compiled function takes them.
@@ -298,6 +308,8 @@ pub fn to_args(args: &[CallArg]) -> Vec<aot_runtime::Arg<'_>> {
         .map(|a| match a {
             CallArg::Tensor(t) => aot_runtime::Arg::from(t),
             CallArg::Number(n) => aot_runtime::Arg::from(*n),
+            CallArg::Int(n) => aot_runtime::Arg::from(*n),
+            CallArg::Bool(b) => aot_runtime::Arg::from(*b),
         })
         .collect()
 }
@@ -317,7 +329,11 @@ pub fn build_args(call: &Call) -> std::result::Result<BuiltCall, String> {
     for a in &call.args {
         match a {
             Value::String(s) => args.push(CallArg::Tensor(eval_expr(s, &env)?)),
-            Value::Number(n) => args.push(CallArg::Number(n.as_f64().unwrap_or(0.0))),
+            Value::Number(n) => args.push(match n.as_i64() {
+                Some(i) => CallArg::Int(i),
+                None => CallArg::Number(n.as_f64().unwrap_or(0.0)),
+            }),
+            Value::Bool(b) => args.push(CallArg::Bool(*b)),
             other => return Err(format!("unsupported arg {other}")),
         }
     }

@@ -20,7 +20,9 @@
 //! semantics' edges, tests `new_user_e_oracle_*`; a sixth,
 //! `oracle/new_user_f.json` from `oracle/cases_new_user_f.py`, of mistakes
 //! PyTorch refuses, dtype promotion and empty tensors, tests
-//! `new_user_f_oracle_*`).
+//! `new_user_f_oracle_*`; a seventh, `oracle/new_user_g.json` from
+//! `oracle/cases_new_user_g.py`, of the DSL's call-time values, tests
+//! `new_user_g_oracle_*`).
 //!
 //! Failures are collected and reported together, one line per mismatch.
 
@@ -40,6 +42,8 @@ mod cases_new_user_d;
 mod cases_new_user_e;
 #[path = "../../ui-tests/tests/oracle/cases_new_user_f.rs"]
 mod cases_new_user_f;
+#[path = "../../ui-tests/tests/oracle/cases_new_user_g.rs"]
+mod cases_new_user_g;
 #[path = "../../ui-tests/tests/oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "../../ui-tests/tests/oracle/cases_ops_b.rs"]
@@ -48,8 +52,8 @@ mod cases_ops_b;
 use aot_runtime::{CompiledFn, Tensor};
 use aot_tests::{
     build_args, close, load_cases, load_extra_cases, load_new_user_b_cases, load_new_user_c_cases, load_new_user_cases,
-    load_new_user_d_cases, load_new_user_e_cases, load_new_user_f_cases, load_ops_a_cases, load_ops_b_cases, normalize_meta, oracle_loss,
-    to_args, values, Call, CallArg, Case,
+    load_new_user_d_cases, load_new_user_e_cases, load_new_user_f_cases, load_new_user_g_cases, load_ops_a_cases, load_ops_b_cases,
+    normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case,
 };
 use serde_json::Value;
 
@@ -247,6 +251,10 @@ fn new_user_e() -> Corpus {
 
 fn new_user_f() -> Corpus {
     (load_new_user_f_cases(), cases_new_user_f::all())
+}
+
+fn new_user_g() -> Corpus {
+    (load_new_user_g_cases(), cases_new_user_g::all())
 }
 
 fn run((cases, fns): Corpus, check: fn(&CompiledFn, &Call) -> Vec<String>) -> (usize, Vec<String>) {
@@ -463,4 +471,23 @@ fn new_user_f_oracle_metadata_matches_pytorch() {
 fn new_user_f_oracle_traced_tangents_match_pytorch() {
     let (total, failures) = run(new_user_f(), check_tangents);
     report("new_user_f traced_tangents", total, &failures);
+}
+
+#[test]
+fn new_user_g_oracle_results_match_pytorch() {
+    let (total, failures) = run(new_user_g(), check_result);
+    report("new_user_g results", total, &failures);
+}
+
+#[test]
+fn new_user_g_oracle_metadata_matches_pytorch() {
+    let (total, failures) = run(new_user_g(), check_metadata);
+    report("new_user_g metadata", total, &failures);
+}
+
+/// As `oracle_traced_tangents_match_pytorch`, on the seventh new-user corpus.
+#[test]
+fn new_user_g_oracle_traced_tangents_match_pytorch() {
+    let (total, failures) = run(new_user_g(), check_tangents);
+    report("new_user_g traced_tangents", total, &failures);
 }

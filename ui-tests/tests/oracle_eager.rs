@@ -21,6 +21,8 @@ mod cases_new_user_d;
 mod cases_new_user_e;
 #[path = "oracle/cases_new_user_f.rs"]
 mod cases_new_user_f;
+#[path = "oracle/cases_new_user_g.rs"]
+mod cases_new_user_g;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -97,7 +99,7 @@ fn build(call: &Value) -> Result<Inputs> {
             }
             None => {
                 args.push(None);
-                scalars.push(a.as_f64().unwrap_or(0.0));
+                scalars.push(a.as_f64().or(a.as_bool().map(f64::from)).unwrap_or(0.0));
             }
         }
     }
@@ -279,4 +281,10 @@ fn new_user_e_eager_reference_matches_pytorch() {
 #[test]
 fn new_user_f_eager_reference_matches_pytorch() {
     check_eager(&common::load_new_user_f(), cases_new_user_f::all());
+}
+
+/// The same over the seventh new-user corpus (tests/oracle/new_user_g.json).
+#[test]
+fn new_user_g_eager_reference_matches_pytorch() {
+    check_eager(&common::load_new_user_g(), cases_new_user_g::all());
 }

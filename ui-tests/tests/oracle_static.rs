@@ -33,7 +33,9 @@
 //! semantics' edges (tests/oracle/new_user_e.json, cases_new_user_e.rs), in
 //! the `new_user_e_*` tests, and a sixth of mistakes PyTorch refuses,
 //! dtype promotion and empty tensors (tests/oracle/new_user_f.json,
-//! cases_new_user_f.rs), in the `new_user_f_*` tests.
+//! cases_new_user_f.rs), in the `new_user_f_*` tests, and a seventh of the
+//! DSL's call-time values (tests/oracle/new_user_g.json,
+//! cases_new_user_g.rs), in the `new_user_g_*` tests.
 
 #[path = "oracle/cases.rs"]
 mod cases;
@@ -51,6 +53,8 @@ mod cases_new_user_d;
 mod cases_new_user_e;
 #[path = "oracle/cases_new_user_f.rs"]
 mod cases_new_user_f;
+#[path = "oracle/cases_new_user_g.rs"]
+mod cases_new_user_g;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -59,8 +63,8 @@ mod cases_ops_b;
 mod common;
 
 use aot_ir::analysis::Observation;
-use aot_ir::{ArgFacts, CallFacts, OutputAlias};
-use aot_runtime::CompiledFn;
+use aot_ir::{ArgFacts, CallFacts, OutputAlias, StaticMeta};
+use aot_runtime::{Arg, CompiledFn};
 use common::{lets, resolve};
 use serde_json::Value;
 
@@ -134,6 +138,15 @@ fn new_user_f() -> Corpus {
         fns: cases_new_user_f::all(),
         sources: cases_new_user_f::SOURCES,
         count: cases_new_user_f::COUNT,
+    }
+}
+
+fn new_user_g() -> Corpus {
+    Corpus {
+        oracle: common::load_new_user_g(),
+        fns: cases_new_user_g::all(),
+        sources: cases_new_user_g::SOURCES,
+        count: cases_new_user_g::COUNT,
     }
 }
 
@@ -217,12 +230,31 @@ fn ops_b_static_template_matches_pytorch() {
     check_static_template(&ops_b());
 }
 
+/// The static template of the variant a call runs: a function whose body
+/// branches on `bool` parameters has one per combination of their values,
+/// chosen by the call's `bool` arguments.
+fn meta_for(compiled: &CompiledFn, call: &Value) -> StaticMeta {
+    let args: Vec<Arg> = call["args"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| match a.as_bool() {
+            Some(b) => Arg::Bool(b),
+            None => Arg::F64(0.0),
+        })
+        .collect();
+    match args.iter().any(|a| matches!(a, Arg::Bool(_))) {
+        true => StaticMeta::compute(compiled.graph_for(&args).expect("the call's variant")),
+        false => compiled.static_meta().clone(),
+    }
+}
+
 fn check_static_template(c: &Corpus) {
     let mut failures = Vec::new();
     let mut checked = (0, 0);
     for (&(name, compiled), case) in c.fns.iter().zip(&c.oracle) {
-        let meta = compiled.static_meta();
         for call in calls_with_meta(case) {
+            let meta = &meta_for(compiled, call);
             let facts = call_facts(call);
             let label = call["label"].as_str().unwrap_or("?");
             for (i, t) in meta.inputs.iter().enumerate() {
@@ -301,15 +333,15 @@ fn check_completed_metadata(c: &Corpus) {
     let mut failures = Vec::new();
     let (mut checked, mut observed) = (0, 0);
     for (&(name, compiled), case) in c.fns.iter().zip(&c.oracle) {
-        let meta = compiled.static_meta();
-        // Whether a metadata mutation changed anything is PyTorch's answer
-        // fed back, as a run would show it; output aliasing that hangs on
-        // layouts or ranks (a `matmul`'s `_unsafe_view`) has no such stand-in.
-        if meta.uncertain || meta.outputs.iter().any(|o| o.alias_uncertain || o.matmul_deps.is_some()) {
-            observed += calls_with_meta(case).len();
-            continue;
-        }
         for call in calls_with_meta(case) {
+            let meta = &meta_for(compiled, call);
+            // Whether a metadata mutation changed anything is PyTorch's answer
+            // fed back, as a run would show it; output aliasing that hangs on
+            // layouts or ranks (a `matmul`'s `_unsafe_view`) has no such stand-in.
+            if meta.uncertain || meta.outputs.iter().any(|o| o.alias_uncertain || o.matmul_deps.is_some()) {
+                observed += 1;
+                continue;
+            }
             let mut facts = call_facts(call);
             if meta.needs_observation {
                 let unchanged = |i: usize| call["fw_metadata"]["input_info"][i]["mutates_metadata"].as_bool() != Some(true);
@@ -423,4 +455,19 @@ fn new_user_f_static_template_matches_pytorch() {
 #[test]
 fn new_user_f_completed_metadata_matches_pytorch() {
     check_completed_metadata(&new_user_f());
+}
+
+#[test]
+fn new_user_g_generated_cases_are_up_to_date() {
+    check_up_to_date(&new_user_g());
+}
+
+#[test]
+fn new_user_g_static_template_matches_pytorch() {
+    check_static_template(&new_user_g());
+}
+
+#[test]
+fn new_user_g_completed_metadata_matches_pytorch() {
+    check_completed_metadata(&new_user_g());
 }

@@ -60,6 +60,12 @@ pub fn load_new_user_f() -> Vec<Value> {
     load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_f.json"))
 }
 
+/// The seventh new-user corpus, of the DSL's call-time values
+/// (tests/oracle/new_user_g.json).
+pub fn load_new_user_g() -> Vec<Value> {
+    load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_g.json"))
+}
+
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     match serde_json::from_str(&text) {
