@@ -239,13 +239,20 @@ fn generate(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<Token
         ::core::result::Result::Ok(#value)
     }};
     let item_fn = emit_fn(func, krate, body);
+    let source_fn = match sig.method {
+        true => {
+            let src = format_ident!("__aot_source_{}", func.sig.ident);
+            quote!(Self::#src)
+        }
+        false => quote!(Self::__aot_source),
+    };
     let holder = emit_holder(
         func,
         sig.method,
         krate,
         quote! {
             static COMPILED: #private::OnceLock<#krate::CompiledFn> = #private::OnceLock::new();
-            COMPILED.get_or_init(|| #private::load_source(__aot_source()))
+            COMPILED.get_or_init(|| #private::load_source(#source_fn()))
         },
         // A constant rather than a `static`: a method's table may name
         // `Self::__aot_source_NAME`, which no item inside a function can.
@@ -420,7 +427,6 @@ fn emit_holder(func: &ItemFn, method: bool, krate: &TokenStream, compiled_body: 
             #[doc = #doc]
             #[allow(dead_code, non_snake_case)]
             #vis fn #f() -> &'static #krate::CompiledFn {
-                let __aot_source = Self::#src;
                 #compiled_body
             }
 
@@ -446,7 +452,6 @@ fn emit_holder(func: &ItemFn, method: bool, krate: &TokenStream, compiled_body: 
         impl #name {
             /// The traced graph and static metadata, built on first use.
             pub fn compiled() -> &'static #krate::CompiledFn {
-                let __aot_source = Self::__aot_source;
                 #compiled_body
             }
 
