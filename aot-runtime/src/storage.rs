@@ -269,6 +269,11 @@ pub struct Storage {
     len: usize,
     data: RwLock<StorageData>,
     version: AtomicU64,
+    /// For the new value of an in-place op: the storage it was written
+    /// into and that storage's version just after. A tensor saved for a
+    /// backward that is such a value stands for the written tensor, whose
+    /// later writes make the backward fail, as in PyTorch.
+    written_into: std::sync::OnceLock<(std::sync::Weak<Storage>, u64)>,
 }
 
 /// A large CPU buffer goes to the buffer cache (`buffer_cache`) when its
@@ -292,7 +297,18 @@ impl Storage {
             len: data.len(),
             data: RwLock::new(data),
             version: AtomicU64::new(0),
+            written_into: std::sync::OnceLock::new(),
         }
+    }
+    /// Records that this storage's value was written into `target`, which
+    /// is now at `version` (see `written_into`).
+    pub(crate) fn mark_written_into(&self, target: &std::sync::Arc<Storage>, version: u64) {
+        let _ = self.written_into.set((std::sync::Arc::downgrade(target), version));
+    }
+    /// The storage this value was written into (while it lives), with its
+    /// version just after the write.
+    pub(crate) fn written_into(&self) -> Option<(std::sync::Arc<Storage>, u64)> {
+        self.written_into.get().and_then(|(w, v)| Some((w.upgrade()?, *v)))
     }
     pub fn id(&self) -> usize {
         self.id

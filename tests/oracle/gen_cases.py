@@ -36,6 +36,7 @@ CORPORA = [
     ("new_user_e.json", "cases_new_user_e.rs"),
     ("new_user_f.json", "cases_new_user_f.rs"),
     ("new_user_g.json", "cases_new_user_g.rs"),
+    ("new_user_h.json", "cases_new_user_h.rs"),
 ]
 
 

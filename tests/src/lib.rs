@@ -214,6 +214,13 @@ pub fn load_new_user_g_cases() -> Vec<Case> {
     serde_json::from_str(text).expect("oracle/new_user_g.json parses")
 }
 
+/// The eighth new-user corpus: in-place writes while gradients are recorded (`oracle/new_user_h.json`,
+/// generated from `oracle/cases_new_user_h.py`).
+pub fn load_new_user_h_cases() -> Vec<Case> {
+    let text = include_str!("../oracle/new_user_h.json");
+    serde_json::from_str(text).expect("oracle/new_user_h.json parses")
+}
+
 /// The device the suites put their arguments on: `AOT_TEST_DEVICE=cuda`
 /// (with the `cuda` feature; `AOT_CUDA_SIM=1` simulates a GPU) runs them
 /// on `Device::Cuda(0)`, anything else on the CPU.

@@ -544,8 +544,10 @@ fn inplace_chain(x: &Tensor, g: &Tensor) -> Tensor {
     buf.mul_(g).add_(g).sub_(0.25).div_(&(g.square() + 1.0));
     buf.clamp_(-0.5, 0.5);
     buf.sigmoid_();
+    // (neg_ before exp_: exp_ saves its result, which a later write would
+    // make eager's backward refuse, as PyTorch's does.)
     let e = g.copy();
-    e.exp_().neg_();
+    e.neg_().exp_();
     buf * e
 }
 

@@ -35,7 +35,9 @@
 //! dtype promotion and empty tensors (tests/oracle/new_user_f.json,
 //! cases_new_user_f.rs), in the `new_user_f_*` tests, and a seventh of the
 //! DSL's call-time values (tests/oracle/new_user_g.json,
-//! cases_new_user_g.rs), in the `new_user_g_*` tests.
+//! cases_new_user_g.rs), in the `new_user_g_*` tests, and an eighth of
+//! in-place writes while gradients are recorded (tests/oracle/new_user_h.json,
+//! cases_new_user_h.rs), in the `new_user_h_*` tests.
 
 #[path = "oracle/cases.rs"]
 mod cases;
@@ -55,6 +57,8 @@ mod cases_new_user_e;
 mod cases_new_user_f;
 #[path = "oracle/cases_new_user_g.rs"]
 mod cases_new_user_g;
+#[path = "oracle/cases_new_user_h.rs"]
+mod cases_new_user_h;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -147,6 +151,15 @@ fn new_user_g() -> Corpus {
         fns: cases_new_user_g::all(),
         sources: cases_new_user_g::SOURCES,
         count: cases_new_user_g::COUNT,
+    }
+}
+
+fn new_user_h() -> Corpus {
+    Corpus {
+        oracle: common::load_new_user_h(),
+        fns: cases_new_user_h::all(),
+        sources: cases_new_user_h::SOURCES,
+        count: cases_new_user_h::COUNT,
     }
 }
 
@@ -470,4 +483,19 @@ fn new_user_g_static_template_matches_pytorch() {
 #[test]
 fn new_user_g_completed_metadata_matches_pytorch() {
     check_completed_metadata(&new_user_g());
+}
+
+#[test]
+fn new_user_h_generated_cases_are_up_to_date() {
+    check_up_to_date(&new_user_h());
+}
+
+#[test]
+fn new_user_h_static_template_matches_pytorch() {
+    check_static_template(&new_user_h());
+}
+
+#[test]
+fn new_user_h_completed_metadata_matches_pytorch() {
+    check_completed_metadata(&new_user_h());
 }

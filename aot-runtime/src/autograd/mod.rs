@@ -177,15 +177,20 @@ impl SavedTensor {
         SavedTensor { t: t.alias_with_layout(t.layout()), version: t.version() }
     }
     pub(crate) fn get(&self, node: &str) -> Result<Tensor> {
-        let now = self.t.version();
-        if now != self.version {
+        // A saved new value of an in-place op stands for the tensor it was
+        // written into: that tensor's version is the one checked.
+        let (now, expected) = match self.t.storage().written_into() {
+            Some((target, at)) => (target.version(), at),
+            None => (self.t.version(), self.version),
+        };
+        if now != expected {
             return Err(AotError::autograd(
                 node,
                 format!(
                     "one of the variables needed for gradient computation has been modified by an inplace operation: [{} {:?}], which is saved by {node}, is at version {now}; expected version {} instead",
                     self.t.dtype(),
                     self.t.shape(),
-                    self.version
+                    expected
                 ),
             ));
         }

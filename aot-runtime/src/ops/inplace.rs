@@ -126,6 +126,12 @@ fn inplace_unchecked_overlap(
     let node = value.grad_fn();
     write_into(op, target, &value)?;
     let version = target.version();
+    // The new value, if the op's backward saved it, is the target itself
+    // from now on (PyTorch saves the written tensor): a later write to the
+    // target must fail that backward.
+    if !std::sync::Arc::ptr_eq(value.storage(), target.storage()) {
+        value.storage().mark_written_into(target.storage(), version);
+    }
     match view {
         None => {
             let mut s = target.state_mut();

@@ -48,6 +48,7 @@ impl TrainingPlan {
             .collect();
         metadata_mutated_storages.sort_unstable();
         metadata_mutated_storages.dedup();
+        saved_tensors_unwritten(source, &alias, fg, requires_grad)?;
         detach_writes_supported(source, &alias, fg, requires_grad)?;
         detached_reads_supported(source, &alias, fg)?;
         as_strided_supported(source)?;
@@ -137,6 +138,61 @@ fn no_grad_views_supported(g: &Graph) -> std::result::Result<(), String> {
         let passed = matches!(effect, AliasEffect::View | AliasEffect::MaybeView | AliasEffect::MaybeSame)
             && n.receiver().is_some_and(|r| tainted[r.index()]);
         tainted[out.index()] = made || passed;
+    }
+    Ok(())
+}
+
+/// A tensor that an op saved for its backward and that a later op writes
+/// in place (with grad mode on or off): eager autograd checks the saved
+/// tensor's version when the backward runs and refuses it ("modified by an
+/// inplace operation"), as PyTorch does, where the joint would read the
+/// functional version and succeed. Such calls run the eager reference, so
+/// their backward fails as eager's does. What an op saves is what its rule
+/// reads (`grad_rules::saved`); an in-place op's own receiver is saved
+/// before it is written (PyTorch keeps the original), so only its result
+/// counts.
+fn saved_tensors_unwritten(g: &Graph, alias: &AliasInfo, fg: &FunctionalGraph, requires_grad: &[bool]) -> std::result::Result<(), String> {
+    use aot_ir::transform::grad_rules::saved::saved_operands;
+    let storage = |v: aot_ir::ValueId| call_storage(alias, fg, v);
+    // Which values may require grad: a superset (an extra one only sends a
+    // call to the reference).
+    let mut rg = vec![false; g.values.len()];
+    for (p, param) in g.params.iter().enumerate() {
+        if let (Some(v), true) = (param.value, requires_grad.get(p).copied().unwrap_or(false)) {
+            rg[v.index()] = true;
+        }
+    }
+    // Per storage, the positions of the data writes to it.
+    let mut writes: std::collections::HashMap<(bool, u32), Vec<usize>> = std::collections::HashMap::new();
+    for (k, n) in g.nodes.iter().enumerate() {
+        if n.class() == aot_ir::OpClass::DataMutation {
+            if let Some(t) = n.target() {
+                writes.entry(storage(t)).or_default().push(k);
+            }
+        }
+    }
+    let written_after = |v: aot_ir::ValueId, k: usize| writes.get(&storage(v)).is_some_and(|w| w.iter().any(|&j| j > k));
+    for (k, n) in g.nodes.iter().enumerate() {
+        let needs: Vec<bool> = n.args.iter().map(|a| a.as_tensor().is_some_and(|v| rg[v.index()])).collect();
+        let records = !n.no_grad && needs.iter().any(|&b| b);
+        if let Some(v) = n.result() {
+            if records || (n.class() == aot_ir::OpClass::View && n.receiver().is_some_and(|r| rg[r.index()])) {
+                rg[v.index()] = true;
+            }
+        }
+        let Some(op) = n.kind().filter(|_| records) else { continue };
+        let inplace = n.class() == aot_ir::OpClass::DataMutation;
+        let rule_op = if inplace { aot_ir::transform::grad_rules::out_of_place(op) } else { Some(op) };
+        let Some(saved) = rule_op.and_then(|op| saved_operands(op, &n.args, &needs)) else { continue };
+        let inputs = saved.inputs.iter().enumerate().filter(|&(i, &read)| read && !(inplace && i == 0));
+        let mut read =
+            inputs.filter_map(|(i, _)| n.args.get(i).and_then(aot_ir::Arg::as_tensor)).chain(saved.out.then(|| n.result()).flatten());
+        if read.any(|v| written_after(v, k)) {
+            return Err(format!(
+                "a tensor that `{}` (source op {k}) saved for its backward is written in place later: eager autograd refuses that backward, so the call runs eagerly",
+                op.name()
+            ));
+        }
     }
     Ok(())
 }

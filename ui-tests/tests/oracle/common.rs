@@ -66,6 +66,12 @@ pub fn load_new_user_g() -> Vec<Value> {
     load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_g.json"))
 }
 
+/// The eighth new-user corpus, of in-place writes while gradients are recorded
+/// (tests/oracle/new_user_h.json).
+pub fn load_new_user_h() -> Vec<Value> {
+    load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_h.json"))
+}
+
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     match serde_json::from_str(&text) {

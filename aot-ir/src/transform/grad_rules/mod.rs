@@ -25,6 +25,7 @@ mod elementwise;
 mod index;
 mod models;
 mod reductions;
+pub mod saved;
 mod views;
 
 pub use crate::node::{needs_geometry, Prim};
