@@ -1,0 +1,214 @@
+//! `for` loops whose bounds are known only at call time (`for t in
+//! 0..x.size(1)`, `for i in 0..n`): the body is traced once and unrolled
+//! per call's trip count (`aot-runtime/src/compiled/loops.rs`). Each
+//! compiled call is checked against the same program written in eager ops
+//! (values, in-place writes and gradients), with several trip counts on one
+//! function, a zero-trip loop, a bound read from a computed tensor's size,
+//! nested loops, and the errors.
+
+use aot_runtime::compiled::__private::num_specializations;
+use aot_runtime::prelude::*;
+
+fn vals(t: &Tensor) -> Vec<f64> {
+    t.to_vec::<f64>().expect("values")
+}
+
+fn assert_close(what: &str, got: &Tensor, want: &Tensor) {
+    assert_eq!(got.shape(), want.shape(), "{what}: shapes");
+    for (i, (a, b)) in vals(got).iter().zip(&vals(want)).enumerate() {
+        assert!((a - b).abs() <= 1e-10 * (1.0 + b.abs()), "{what}[{i}]: {a} vs {b}");
+    }
+}
+
+fn randn(shape: &[usize], seed: u64) -> Tensor {
+    Tensor::randn(shape, DType::F64, &Device::Cpu, seed).expect("randn")
+}
+
+fn leaf(shape: &[usize], seed: u64) -> Tensor {
+    randn(shape, seed).requires_grad_(true).expect("leaf")
+}
+
+/// An Elman RNN over the sequence dim of `x` (batch, time, features).
+#[aot_fn]
+fn rnn(x: &Tensor, h0: &Tensor, wx: &Tensor, wh: &Tensor) -> Tensor {
+    let mut h = h0.copy();
+    for t in 0..x.size(1) {
+        h = (x.select(1, t).matmul(wx) + h.matmul(wh)).tanh();
+    }
+    h
+}
+
+fn rnn_eager(x: &Tensor, h0: &Tensor, wx: &Tensor, wh: &Tensor) -> Result<Tensor> {
+    let mut h = h0.copy()?;
+    for t in 0..x.shape()[1] as i64 {
+        h = x.select(1, t)?.matmul(wx)?.add(&h.matmul(wh)?)?.tanh()?;
+    }
+    Ok(h)
+}
+
+fn rnn_loss(f: impl Fn(&Tensor, &Tensor, &Tensor, &Tensor) -> Result<Tensor>, xs: &[Tensor; 4]) -> Result<f64> {
+    Ok(vals(&f(&xs[0], &xs[1], &xs[2], &xs[3])?.sum()?)[0])
+}
+
+#[test]
+fn an_rnn_over_the_sequence_gives_eager_values_and_gradients() -> Result<()> {
+    for (steps, seed) in [(5usize, 1u64), (3, 7)] {
+        let a = [leaf(&[2, steps, 3], seed), leaf(&[2, 4], seed + 1), leaf(&[3, 4], seed + 2), leaf(&[4, 4], seed + 3)];
+        let b: Vec<Tensor> = a.iter().map(|t| t.detach()?.copy()?.requires_grad_(true)).collect::<Result<_>>()?;
+        assert_eq!(rnn::compiled().call_path(&[(&a[0]).into(), (&a[1]).into(), (&a[2]).into(), (&a[3]).into()])?, "compiled training");
+        let got = rnn(&a[0], &a[1], &a[2], &a[3])?;
+        let want = rnn_eager(&b[0], &b[1], &b[2], &b[3])?;
+        assert_close("rnn", &got, &want);
+        got.sum()?.backward()?;
+        want.sum()?.backward()?;
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            let (gx, gy) = (x.grad().expect("compiled grad"), y.grad().expect("eager grad"));
+            assert_close(&format!("grad {i} ({steps} steps)"), &gx, &gy);
+        }
+        // Finite differences on one element of `wh`, through the compiled call.
+        let eps = 1e-6;
+        let bump = |d: f64| -> Result<f64> {
+            let xs: [Tensor; 4] = std::array::from_fn(|i| a[i].detach().and_then(|t| t.copy()).expect("copy"));
+            xs[3].select(0, 1)?.select(0, 2)?.add_(d)?;
+            rnn_loss(|x, h, wx, wh| rnn(x, h, wx, wh), &xs)
+        };
+        let fd = (bump(eps)? - bump(-eps)?) / (2.0 * eps);
+        let g = vals(&a[3].grad().expect("grad"))[4 + 2];
+        assert!((fd - g).abs() < 1e-6 * (1.0 + g.abs()), "finite differences {fd} vs {g}");
+    }
+    Ok(())
+}
+
+#[aot_fn]
+fn fill_rows(out: &mut Tensor, x: &Tensor, n: usize) {
+    for i in 0..n {
+        out.select(0, i).copy_(&(x * (i as f64 + 1.0)));
+    }
+}
+
+#[test]
+fn a_loop_over_a_usize_parameter_writes_an_outer_tensor_in_place() -> Result<()> {
+    let x = randn(&[3], 4);
+    let mut out = Tensor::zeros(&[4, 3], DType::F64, &Device::Cpu)?;
+    fill_rows(&mut out, &x, 3)?;
+    let want = Tensor::zeros(&[4, 3], DType::F64, &Device::Cpu)?;
+    for i in 0..3 {
+        want.select(0, i)?.copy_(&x.mul(i as f64 + 1.0)?)?;
+    }
+    assert_close("fill_rows", &out, &want);
+    // Two trip counts, two specialisations of one function.
+    let mut out2 = Tensor::zeros(&[4, 3], DType::F64, &Device::Cpu)?;
+    fill_rows(&mut out2, &x, 4)?;
+    want.select(0, 3)?.copy_(&x.mul(4.0)?)?;
+    assert_close("fill_rows, 4 rows", &out2, &want);
+    fill_rows(&mut out2, &x, 3)?;
+    assert_eq!(num_specializations(fill_rows::compiled()), 2, "one per trip count");
+    Ok(())
+}
+
+#[aot_fn]
+fn accumulate(x: &Tensor, n: i64) -> Tensor {
+    let mut acc = x * 2.0;
+    for k in 0..n {
+        acc = acc + x * (k as f64);
+    }
+    acc
+}
+
+#[test]
+fn a_zero_trip_loop_keeps_the_values_before_it() -> Result<()> {
+    let x = randn(&[2, 2], 5);
+    assert_close("zero trips", &accumulate(&x, 0)?, &x.mul(2.0)?);
+    assert_close("three trips", &accumulate(&x, 3)?, &x.mul(5.0)?);
+    let listing = accumulate::compiled().graph_for(&[(&x).into(), 0i64.into()])?.to_string();
+    assert!(!listing.contains("for k"), "unrolled: {listing}");
+    assert!(accumulate::compiled().graph().to_string().contains("for k in 0..n"), "{}", accumulate::compiled().graph());
+    Ok(())
+}
+
+#[aot_fn]
+fn over_rows(x: &Tensor, w: &Tensor) -> Tensor {
+    let y = x.matmul(w).t();
+    let mut s = y.select(0, 0) * 0.0;
+    for i in 0..y.size(0) {
+        s = s + y.select(0, i).relu();
+    }
+    s
+}
+
+#[test]
+fn a_bound_may_be_the_size_of_a_computed_tensor() -> Result<()> {
+    for cols in [3usize, 5] {
+        let (x, w) = (randn(&[4, 2], 6), randn(&[2, cols], 8));
+        let y = x.matmul(&w)?.t()?;
+        let mut want = y.select(0, 0)?.mul(0.0)?;
+        for i in 0..cols as i64 {
+            want = want.add(&y.select(0, i)?.relu()?)?;
+        }
+        assert_close("over_rows", &over_rows(&x, &w)?, &want);
+    }
+    Ok(())
+}
+
+#[aot_fn]
+fn triangle(x: &Tensor, n: i64) -> Tensor {
+    let mut acc = x * 0.0;
+    for i in 0..n {
+        for j in 0..i + 1 {
+            acc = acc + x * ((i * 10 + j) as f64);
+        }
+    }
+    acc
+}
+
+#[test]
+fn nested_loops_read_the_enclosing_variable() -> Result<()> {
+    let x = randn(&[3], 9);
+    // i = 0: j = 0; i = 1: j = 0, 1; i = 2: j = 0, 1, 2.
+    let total = (0 + 10 + 11 + 20 + 21 + 22) as f64;
+    assert_close("triangle", &triangle(&x, 3)?, &x.mul(total)?);
+    Ok(())
+}
+
+#[aot_fn]
+fn literal_outside(x: &Tensor, n: usize) -> Tensor {
+    let mut h = x * 1.0;
+    for l in 0..2 {
+        for _ in 0..n {
+            h = h * ((l + 2) as f64);
+        }
+    }
+    h
+}
+
+#[test]
+fn a_runtime_loop_inside_a_literal_loop() -> Result<()> {
+    let x = randn(&[2], 10);
+    assert_close("literal outside", &literal_outside(&x, 2)?, &x.mul(4.0 * 9.0)?);
+    Ok(())
+}
+
+#[test]
+fn a_negative_trip_count_is_an_error_and_writes_nothing() -> Result<()> {
+    let x = randn(&[2, 2], 11);
+    let e = accumulate(&x, -1).expect_err("negative count");
+    let msg = e.to_string();
+    assert!(msg.contains("negative number of times") && msg.contains("accumulate"), "{msg}");
+    let e = accumulate(&x, 10_000_000).expect_err("too many ops");
+    assert!(e.to_string().contains("unrolls to more than"), "{e}");
+    Ok(())
+}
+
+#[test]
+fn explain_kernels_and_listing_see_the_unrolled_call() -> Result<()> {
+    let a = [randn(&[2, 3, 3], 12), randn(&[2, 4], 13), randn(&[3, 4], 14), randn(&[4, 4], 15)];
+    let args: Vec<Arg> = a.iter().map(Arg::from).collect();
+    let f = rnn::compiled();
+    let report = f.explain(&args)?;
+    assert_eq!(report.fw_metadata.input_info.len(), 4);
+    assert!(!f.kernels(&args)?.is_empty());
+    let listing = f.graph_for(&args)?.to_string();
+    assert_eq!(listing.matches("tanh").count(), 3, "{listing}");
+    assert_close("run_eager", &f.run_eager(&args)?[0], &rnn(&a[0], &a[1], &a[2], &a[3])?);
+    Ok(())
+}
