@@ -42,10 +42,11 @@ pub(super) struct LoopFrame {
     switches: HashMap<usize, bool>,
 }
 
-/// A loop-carried binding: its name and its body parameter.
+/// A binding the body reassigns: its name, and its body parameter (a
+/// tensor, loop-carried) or the value it must keep (anything else).
 struct Carried {
     name: String,
-    param: usize,
+    param: Result<usize, Val>,
 }
 
 impl Lower<'_> {
@@ -193,10 +194,11 @@ impl Lower<'_> {
         let mut outputs = Vec::new();
         for c in &carried {
             let now = self.scopes[base].get(&c.name).map(|b| b.val.clone());
-            match now {
-                Some(Val::Tensor(v)) => outputs.push(v),
-                Some(Val::Poison) | None => {}
-                Some(other) if self.errors.len() == before => {
+            match (now, &c.param) {
+                (Some(Val::Tensor(v)), Ok(_)) => outputs.push(v),
+                (Some(Val::Poison) | None, _) => {}
+                (Some(now), Err(kept)) if format!("{now:?}") == format!("{kept:?}") => {}
+                (Some(other), _) if self.errors.len() == before => {
                     self.errors.add(
                         span,
                         format!(
@@ -207,9 +209,10 @@ impl Lower<'_> {
                         Some("compute the value before the loop, or use literal bounds (`0..4`), which are unrolled when the macro expands".into()),
                     );
                 }
-                Some(_) => {}
+                (Some(_), _) => {}
             }
         }
+        let carried: Vec<(String, usize)> = carried.into_iter().filter_map(|c| c.param.ok().map(|p| (c.name, p))).collect();
         self.scopes.truncate(base);
         let Some(frame) = self.frames.pop() else { return };
         let body_b = std::mem::replace(&mut self.b, frame.outer);
@@ -219,13 +222,13 @@ impl Lower<'_> {
         }
         let ret = if outputs.is_empty() { ReturnKind::Unit } else { ReturnKind::Tuple(outputs.len()) };
         let graph = body_b.finish(outputs, ret);
-        let body = LoopBody { var: var_name.clone(), graph, carried: carried.iter().map(|c| c.param).collect() };
+        let body = LoopBody { var: var_name.clone(), graph, carried: carried.iter().map(|c| c.1).collect() };
         let mut args = vec![Arg::Scalar(bounds.0), Arg::Scalar(bounds.1)];
         args.extend(frame.args);
         let site = CallSite { callee: format!("for {var_name} in .."), index: 0, trees: Vec::new(), results: None, body: Some(Box::new(body)) };
         let results = self.b.call_fn(site, args, Some(carried.len()), span_id);
-        for (c, r) in carried.iter().zip(results) {
-            self.rebind_outer(&c.name, Val::Tensor(r));
+        for ((name, _), r) in carried.iter().zip(results) {
+            self.rebind_outer(name, Val::Tensor(r));
         }
     }
 
@@ -247,18 +250,19 @@ impl Lower<'_> {
             let (val, param) = match &before {
                 Val::Tensor(v) => {
                     let p = self.capture_tensor(level, *v, Some(name));
-                    (Val::Tensor(p), self.b.graph().params.len() - 1)
+                    (Val::Tensor(p), Ok(self.b.graph().params.len() - 1))
                 }
                 // A scalar or other value is read as captured; reassigning
                 // it is reported when the body is done.
-                other => (self.translate(other.clone(), level, level + 1), usize::MAX),
+                other => {
+                    let v = self.translate(other.clone(), level, level + 1);
+                    (v.clone(), Err(v))
+                }
             };
             if let Some(scope) = self.scopes.last_mut() {
                 scope.insert(name.clone(), Binding { val, mutable: true, decl: b.decl.clone() });
             }
-            if param != usize::MAX {
-                carried.push(Carried { name: name.clone(), param });
-            }
+            carried.push(Carried { name: name.clone(), param });
         }
         carried
     }
