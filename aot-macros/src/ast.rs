@@ -316,9 +316,9 @@ fn parse_bound(e: &syn::Expr, errors: &mut Errors) -> Expr {
 pub fn const_bound_error(errors: &mut Errors, span: SpanRange, name: &str) {
     errors.add(
         span,
-        format!("`#[aot_fn]` cannot read the value of `{name}`: loops are unrolled when the macro expands, and a macro sees only the function's own tokens, not `const` items"),
+        format!("`#[aot_fn]` cannot read the value of `{name}`: a macro sees only the function's own tokens, not `const` items"),
         Some(format!(
-            "write the bound as an integer literal (`0..2`); to keep it in step with the constant, assert it beside the function: `const _: () = assert!({name} == 2);`"
+            "write the bound as an integer literal (`0..2`), unrolled when the macro expands, and keep it in step with the constant by asserting it beside the function: `const _: () = assert!({name} == 2);`; or pass the count as a parameter (`n: usize`), unrolled when the function is called"
         )),
     );
 }
