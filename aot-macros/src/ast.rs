@@ -45,8 +45,9 @@ pub enum Stmt {
         value: Expr,
     },
     Expr(Expr),
-    /// `for var in start..end { body }` (`..=` when `closed`), unrolled
-    /// during lowering: the bounds must lower to integers known then.
+    /// `for var in start..end { body }` (`..=` when `closed`): unrolled
+    /// during lowering when the bounds lower to integers known then, else
+    /// traced once and unrolled per call (`lower/loops.rs`).
     For {
         var: Option<Ident>,
         start: Expr,
@@ -288,7 +289,7 @@ fn parse_for(f: &syn::ExprForLoop, errors: &mut Errors) -> Option<Stmt> {
         errors.add(
             SpanRange::of(&f.expr),
             "a `for` loop must iterate over a range with both bounds",
-            Some("`for` loops are unrolled at compile time: iterate over a range of integers like `0..4`".into()),
+            Some("`for` loops are unrolled: iterate over a range of integers like `0..4`, `0..n` or `0..x.size(0)`".into()),
         );
         return None;
     };

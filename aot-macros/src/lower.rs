@@ -1,7 +1,9 @@
 //! Step 3, lower: the validated syntax tree to an IR graph.
 //!
 //! Names are resolved in Rust's scoping (blocks, `no_grad!` and loop bodies
-//! open scopes; `let` shadows), loops are unrolled, operators become ops and
+//! open scopes; `let` shadows), loops with integer bounds are unrolled (a
+//! loop over a parameter or a size becomes a loop node whose body is
+//! traced once, `lower/loops.rs`), operators become ops and
 //! scalar arithmetic stays symbolic so that scalar parameters remain runtime
 //! inputs. Each node records a span id; the table of real spans stays here,
 //! so the analyses on the IR can point at the user's tokens.
@@ -377,39 +379,6 @@ impl Lower<'_> {
                     (Some(a), Some(b)) => self.unrolled_loop(var.as_ref(), a, b, body, *span),
                     _ => self.runtime_loop(var.as_ref(), (start, end), body, *span),
                 }
-            }
-        }
-    }
-
-    /// A loop with integer bounds, unrolled now.
-    fn unrolled_loop(&mut self, var: Option<&syn::Ident>, start: i64, end: i64, body: &Block, span: SpanRange) {
-        if end.saturating_sub(start) > MAX_ITERATIONS {
-            self.errors.add(
-                span,
-                format!("this loop runs more than {MAX_ITERATIONS} times"),
-                Some("the loop is unrolled at compile time: use fewer iterations".into()),
-            );
-            return;
-        }
-        for k in start..end {
-            if self.over_budget {
-                break;
-            }
-            let before = self.errors.len();
-            self.scopes.push(HashMap::new());
-            if let Some(var) = var {
-                self.bind(&var.to_string(), Val::Scalar(ScalarExpr::I64(k), ScalarTy::Int), false);
-                self.declare(var);
-            }
-            self.block_stmts(body);
-            self.scopes.pop();
-            // The same mistake in every iteration is one mistake.
-            if self.errors.len() > before {
-                break;
-            }
-            if self.b.graph().nodes.len() > MAX_NODES {
-                self.over_budget = true;
-                self.errors.add(span, format!("this loop unrolls to more than {MAX_NODES} ops"), Some("use fewer iterations".into()));
             }
         }
     }

@@ -196,6 +196,10 @@ fn a_negative_trip_count_is_an_error_and_writes_nothing() -> Result<()> {
     assert!(msg.contains("negative number of times") && msg.contains("accumulate"), "{msg}");
     let e = accumulate(&x, 10_000_000).expect_err("too many ops");
     assert!(e.to_string().contains("unrolls to more than"), "{e}");
+    let (mut w, g) = (randn(&[3], 29), randn(&[3], 30));
+    let before = vals(&w);
+    assert!(descend(&mut w, &g, 0.5, -2).is_err());
+    assert_eq!(vals(&w), before, "a failed call writes nothing");
     Ok(())
 }
 
@@ -210,5 +214,127 @@ fn explain_kernels_and_listing_see_the_unrolled_call() -> Result<()> {
     let listing = f.graph_for(&args)?.to_string();
     assert_eq!(listing.matches("tanh").count(), 3, "{listing}");
     assert_close("run_eager", &f.run_eager(&args)?[0], &rnn(&a[0], &a[1], &a[2], &a[3])?);
+    Ok(())
+}
+
+#[derive(TensorTree)]
+struct Cell {
+    w: Tensor,
+    b: Tensor,
+}
+
+#[derive(TensorTree)]
+struct Net {
+    cell: Cell,
+    out: Tensor,
+}
+
+#[aot_fn]
+fn cell_step(h: &Tensor, c: &Cell) -> Tensor {
+    (h.matmul(&c.w) + c.b).tanh()
+}
+
+/// A struct's fields, and a call with a struct argument, inside the loop.
+#[aot_fn]
+fn unrolled_net(net: &Net, x: &Tensor, steps: usize) -> Tensor {
+    let mut h = x * 1.0;
+    for _ in 0..steps {
+        h = cell_step(&h, &net.cell) * net.out;
+    }
+    h
+}
+
+#[test]
+fn struct_fields_and_calls_inside_the_loop() -> Result<()> {
+    let net = Net { cell: Cell { w: leaf(&[3, 3], 20), b: leaf(&[3], 21) }, out: leaf(&[3], 22) };
+    let x = randn(&[2, 3], 23);
+    let got = unrolled_net(&net, &x, 3)?;
+    let mut want = x.mul(1.0)?;
+    for _ in 0..3 {
+        want = want.matmul(&net.cell.w)?.add(&net.cell.b)?.tanh()?.mul(&net.out)?;
+    }
+    assert_close("unrolled_net", &got, &want);
+    // Gradients: the compiled backward against eager autograd.
+    got.sum()?.backward()?;
+    let compiled: Vec<Tensor> = [&net.cell.w, &net.cell.b, &net.out].iter().map(|t| t.grad().expect("grad")).collect();
+    for t in [&net.cell.w, &net.cell.b, &net.out] {
+        t.set_grad(None);
+    }
+    want.sum()?.backward()?;
+    for (i, (t, g)) in [&net.cell.w, &net.cell.b, &net.out].iter().zip(&compiled).enumerate() {
+        assert_close(&format!("grad {i}"), g, &t.grad().expect("eager grad"));
+    }
+    assert_close("zero steps", &unrolled_net(&net, &x, 0)?, &x);
+    Ok(())
+}
+
+/// A callee with a loop over its argument's size, called twice.
+#[aot_fn]
+fn cumulative(x: &Tensor) -> Tensor {
+    let mut acc = x.select(0, 0) * 0.0;
+    for i in 0..=x.size(0) - 1 {
+        acc = acc + x.select(0, i);
+    }
+    acc
+}
+
+#[aot_fn]
+fn two_sums(a: &Tensor, b: &Tensor) -> Tensor {
+    cumulative(a) + cumulative(b)
+}
+
+#[test]
+fn a_loop_in_a_callee_follows_each_argument() -> Result<()> {
+    let (a, b) = (randn(&[4, 2], 24), randn(&[2, 2], 25));
+    assert_close("two_sums", &two_sums(&a, &b)?, &a.sum_dim(&[0], false)?.add(&b.sum_dim(&[0], false)?)?);
+    Ok(())
+}
+
+/// In-place updates under `no_grad!` in a loop, as an optimizer over a
+/// number of steps.
+#[aot_fn]
+fn descend(w: &mut Tensor, g: &Tensor, lr: f64, steps: i64) {
+    no_grad! {
+        for k in 0..steps {
+            w.sub_(g * (lr / ((k + 1) as f64)));
+        }
+    }
+}
+
+#[test]
+fn in_place_writes_under_no_grad_in_a_loop() -> Result<()> {
+    let w = leaf(&[3], 26);
+    let g = randn(&[3], 27);
+    let want = {
+        let w = w.detach()?.copy()?;
+        for k in 0..4 {
+            w.sub_(&g.mul(0.5 / (k + 1) as f64)?)?;
+        }
+        w
+    };
+    let mut w2 = w.detach()?.copy()?;
+    descend(&mut w2, &g, 0.5, 4)?;
+    assert_close("descend", &w2, &want);
+    Ok(())
+}
+
+#[aot_fn]
+fn maybe_twice(x: &Tensor, n: i64, double: bool) -> Tensor {
+    let mut y = x * 1.0;
+    for _ in 0..n {
+        if double {
+            y = y * 2.0;
+        } else {
+            y = y + 1.0;
+        }
+    }
+    y
+}
+
+#[test]
+fn a_loop_in_each_traced_variant() -> Result<()> {
+    let x = randn(&[2], 28);
+    assert_close("double", &maybe_twice(&x, 3, true)?, &x.mul(8.0)?);
+    assert_close("add", &maybe_twice(&x, 3, false)?, &x.add(3.0)?);
     Ok(())
 }

@@ -1,9 +1,9 @@
-//! `for` loops whose bounds are known only at call time (`for t in
-//! 0..x.size(1)`, `for i in 0..n`). A loop with integer bounds is unrolled
-//! here (`lower.rs`); this one cannot be, so its body is traced once, as a
-//! graph of its own held by a loop node
-//! ([`aot_ir::transform::unroll::LoopBody`]), which the runtime unrolls
-//! for each call's trip count.
+//! `for` loops. A loop with integer bounds (`0..4`, an outer literal loop's
+//! variable) is unrolled here. One whose bounds are known only at call
+//! time (`for t in 0..x.size(1)`, `for i in 0..n`) cannot be, so its body
+//! is traced once, as a graph of its own held by a loop node
+//! ([`aot_ir::transform::unroll::LoopBody`]), which the runtime unrolls for
+//! each call's trip count.
 //!
 //! While the body is lowered, `Lower::b` builds the body's graph and the
 //! enclosing graph's builder waits in a [`LoopFrame`]. A name bound
@@ -16,7 +16,7 @@
 //! node's result. Fields of struct parameters stay inputs of the function
 //! itself and are captured like any tensor.
 
-use super::{Binding, Lower, Val};
+use super::{Binding, Lower, Val, MAX_ITERATIONS, MAX_NODES};
 use crate::ast::{Block, Expr, Stmt};
 use crate::diag::SpanRange;
 use aot_ir::transform::unroll::LoopBody;
@@ -167,6 +167,39 @@ impl Lower<'_> {
         frame.args.push(Arg::Scalar(e.clone()));
         frame.scalars.push((e, p.clone()));
         p
+    }
+
+    /// A loop with integer bounds, unrolled now.
+    pub(super) fn unrolled_loop(&mut self, var: Option<&syn::Ident>, start: i64, end: i64, body: &Block, span: SpanRange) {
+        if end.saturating_sub(start) > MAX_ITERATIONS {
+            self.errors.add(
+                span,
+                format!("this loop runs more than {MAX_ITERATIONS} times"),
+                Some("the loop is unrolled at compile time: use fewer iterations".into()),
+            );
+            return;
+        }
+        for k in start..end {
+            if self.over_budget {
+                break;
+            }
+            let before = self.errors.len();
+            self.scopes.push(HashMap::new());
+            if let Some(var) = var {
+                self.bind(&var.to_string(), Val::Scalar(ScalarExpr::I64(k), ScalarTy::Int), false);
+                self.declare(var);
+            }
+            self.block_stmts(body);
+            self.scopes.pop();
+            // The same mistake in every iteration is one mistake.
+            if self.errors.len() > before {
+                break;
+            }
+            if self.b.graph().nodes.len() > MAX_NODES {
+                self.over_budget = true;
+                self.errors.add(span, format!("this loop unrolls to more than {MAX_NODES} ops"), Some("use fewer iterations".into()));
+            }
+        }
     }
 
     /// `for var in start..end { body }` with bounds known only at call
