@@ -84,8 +84,9 @@
 //!   [Ranges](#ranges));
 //! - `no_grad! { .. }` blocks, which may end in an expression that is their
 //!   value;
-//! - `for i in a..b` / `a..=b` loops, unrolled at compile time (`i` is an
-//!   integer usable as a dim or index; see [Loops](#loops));
+//! - `for i in a..b` / `a..=b` loops, unrolled as the macro expands, or
+//!   per call when a bound is a parameter or a size (`i` is an integer
+//!   usable as a dim or index; see [Loops](#loops));
 //! - `if flag { .. } else { .. }` on a `bool` parameter (below);
 //! - `&` on operands is accepted and ignored (`a.add(&b)` is `a.add(b)`).
 //!

@@ -28,6 +28,6 @@ mod cse;
 pub mod emit;
 pub mod grad_rules;
 pub mod inline;
-pub mod unroll;
 pub mod joint;
 pub mod partition;
+pub mod unroll;

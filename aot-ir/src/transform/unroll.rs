@@ -103,7 +103,7 @@ impl Splice {
         if let Some(resolve) = resolve {
             let before = body.graph.params.len();
             body.graph = inline(&body.graph, resolve)?;
-            for p in body.graph.params[before..].to_vec() {
+            for p in &body.graph.params[before..] {
                 args.push(Arg::Tensor(self.field(&p.name, p.ty, node.span)));
             }
         }

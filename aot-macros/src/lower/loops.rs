@@ -19,8 +19,8 @@
 use super::{Binding, Lower, Val, MAX_ITERATIONS, MAX_NODES};
 use crate::ast::{Block, Expr, Stmt};
 use crate::diag::SpanRange;
-use aot_ir::transform::unroll::LoopBody;
 use aot_ir::transform::inline::CallSite;
+use aot_ir::transform::unroll::LoopBody;
 use aot_ir::{Arg, GraphBuilder, ParamType, ReturnKind, ScalarExpr, ScalarTy, ValueDef, ValueId};
 use std::collections::HashMap;
 
@@ -258,7 +258,8 @@ impl Lower<'_> {
         let body = LoopBody { var: var_name.clone(), graph, carried: carried.iter().map(|c| c.1).collect() };
         let mut args = vec![Arg::Scalar(bounds.0), Arg::Scalar(bounds.1)];
         args.extend(frame.args);
-        let site = CallSite { callee: format!("for {var_name} in .."), index: 0, trees: Vec::new(), results: None, body: Some(Box::new(body)) };
+        let site =
+            CallSite { callee: format!("for {var_name} in .."), index: 0, trees: Vec::new(), results: None, body: Some(Box::new(body)) };
         let results = self.b.call_fn(site, args, Some(carried.len()), span_id);
         for ((name, _), r) in carried.iter().zip(results) {
             self.rebind_outer(name, Val::Tensor(r));

@@ -41,8 +41,11 @@ pub(crate) struct Loops {
     root: Arc<Stage>,
     /// The stages past the root, by the (start, trip count) of each loop
     /// unrolled so far.
-    stages: Mutex<HashMap<Vec<(i64, i64)>, Arc<Stage>>>,
+    stages: Mutex<HashMap<TripKey, Arc<Stage>>>,
 }
+
+/// The (start, trip count) of each loop unrolled so far, in order.
+type TripKey = Vec<(i64, i64)>;
 
 /// A graph with its first loops unrolled.
 #[derive(Debug)]
@@ -94,10 +97,13 @@ impl Loops {
         if grown.is_none_or(|n| n > MAX_UNROLLED_NODES) {
             return Err(signature(
                 g,
-                format!("a loop running {count} times unrolls to more than {MAX_UNROLLED_NODES} ops; loops are unrolled for each trip count"),
+                format!(
+                    "a loop running {count} times unrolls to more than {MAX_UNROLLED_NODES} ops; loops are unrolled for each trip count"
+                ),
             ));
         }
-        let unrolled = unroll_first(g, start, count).map_err(|msg| AotError::Internal { op: "aot_fn", msg: format!("`{}`: {msg}", g.name) })?;
+        let unrolled =
+            unroll_first(g, start, count).map_err(|msg| AotError::Internal { op: "aot_fn", msg: format!("`{}`: {msg}", g.name) })?;
         let s = Arc::new(Stage::new(unrolled));
         stages.insert(key.to_vec(), s.clone());
         Ok(s)
@@ -105,7 +111,8 @@ impl Loops {
 
     /// The compiled function of a graph whose loops are all unrolled.
     fn compile(&self, g: &Graph) -> Result<CompiledFn> {
-        aot_ir::verify(g).map_err(|e| AotError::Internal { op: "aot_fn", msg: format!("`{}`: the unrolled graph is invalid: {e}", g.name) })?;
+        aot_ir::verify(g)
+            .map_err(|e| AotError::Internal { op: "aot_fn", msg: format!("`{}`: the unrolled graph is invalid: {e}", g.name) })?;
         // What the macro refuses, checked again: the body's writes reach
         // the function's inputs only now.
         if let Some(d) = aot_ir::analysis::refusals::check(g).into_iter().next() {
@@ -164,7 +171,10 @@ fn bounds(g: &Graph, n: usize, args: &[Arg]) -> Result<(i64, i64)> {
     if end < start {
         return Err(signature(
             g,
-            format!("the loop `for {var} in {start}..{end}` would run a negative number of times ({}); its end must not be below its start", end.saturating_sub(start)),
+            format!(
+                "the loop `for {var} in {start}..{end}` would run a negative number of times ({}); its end must not be below its start",
+                end.saturating_sub(start)
+            ),
         ));
     }
     Ok((start, end - start))
