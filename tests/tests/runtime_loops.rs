@@ -218,6 +218,20 @@ fn explain_kernels_and_listing_see_the_unrolled_call() -> Result<()> {
     Ok(())
 }
 
+#[test]
+fn cuda_kernels_of_an_unrolled_training_call() -> Result<()> {
+    let a = [leaf(&[2, 3, 3], 31), leaf(&[2, 4], 32), leaf(&[3, 4], 33), leaf(&[4, 4], 34)];
+    let args: Vec<Arg> = a.iter().map(Arg::from).collect();
+    let listed = rnn::compiled().kernels_for(&args, &Device::Cuda(0));
+    if cfg!(feature = "cuda") {
+        assert!(!listed?.is_empty());
+    } else {
+        assert!(matches!(listed, Err(AotError::DeviceUnavailable { .. })), "{listed:?}");
+    }
+    assert!(a[3].grad().is_none(), "listing computes no gradient");
+    Ok(())
+}
+
 #[derive(TensorTree)]
 struct Cell {
     w: Tensor,

@@ -150,3 +150,43 @@ impl Splice {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{args, GraphBuilder, ReturnKind};
+    use crate::op::OpKind;
+    use crate::types::{ParamType, SpanId};
+
+    /// `fn f(x, n) { let mut h = x * 1; for t in 0..n { h = h * t } h }`.
+    fn looped() -> Graph {
+        let mut body = GraphBuilder::new("f::for");
+        let t = body.scalar("t", ParamType::I64);
+        let h = body.tensor("h", true);
+        let next = body.call(OpKind::Mul, h, vec![Arg::Scalar(t)]);
+        let body = LoopBody { var: "t".into(), graph: body.finish(vec![next], ReturnKind::Tuple(1)), carried: vec![1] };
+        let mut b = GraphBuilder::new("f");
+        let x = b.tensor("x", false);
+        let n = b.scalar("n", ParamType::I64);
+        let h = b.call(OpKind::Mul, x, vec![args::f(1.0)]);
+        let site = CallSite { callee: "for t in ..".into(), index: 0, trees: Vec::new(), results: None, body: Some(Box::new(body)) };
+        let r = b.call_fn(site, vec![args::i(0), Arg::Scalar(n), Arg::Tensor(h)], Some(1), SpanId(9));
+        b.finish(r, ReturnKind::Single)
+    }
+
+    #[test]
+    fn a_loop_unrolls_to_its_trip_count() {
+        let g = looped();
+        crate::verify(&g).expect("a valid loop");
+        assert_eq!(first_loop(&g), Some(1));
+        let two = unroll_first(&g, 3, 2).expect("unrolled");
+        assert!(!has_loops(&two));
+        let listing = two.to_string();
+        assert!(listing.contains("%2 = mul(%1, 3)") && listing.contains("%3 = mul(%2, 4)"), "{listing}");
+        assert!(listing.contains("return %3"), "{listing}");
+        // No iteration: the result is the value before the loop.
+        let zero = unroll_first(&g, 0, 0).expect("unrolled");
+        assert_eq!(zero.nodes.len(), 1);
+        assert_eq!(zero.outputs, vec![zero.nodes[0].value()]);
+    }
+}
