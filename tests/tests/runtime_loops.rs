@@ -353,3 +353,28 @@ fn a_loop_in_each_traced_variant() -> Result<()> {
     assert_close("add", &maybe_twice(&x, 3, false)?, &x.add(3.0)?);
     Ok(())
 }
+
+/// The second loop's bound is the size of what the first one built,
+/// whose shape changes from one iteration to the next.
+#[aot_fn]
+fn grow_then_sum(x: &Tensor, n: i64) -> Tensor {
+    let mut h = x * 1.0;
+    for _ in 0..n {
+        h = Tensor::cat(&[&h, &x], 0);
+    }
+    let mut s = h.select(0, 0) * 0.0;
+    for i in 0..h.size(0) {
+        s = s + h.select(0, i);
+    }
+    s
+}
+
+#[test]
+fn a_bound_may_read_what_an_earlier_loop_computed() -> Result<()> {
+    let x = randn(&[2, 3], 35);
+    for n in [0i64, 2] {
+        let want = x.sum_dim(&[0], false)?.mul((n + 1) as f64)?;
+        assert_close(&format!("grow_then_sum({n})"), &grow_then_sum(&x, n)?, &want);
+    }
+    Ok(())
+}

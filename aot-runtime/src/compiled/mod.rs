@@ -152,7 +152,10 @@ impl CompiledFn {
         }
     }
 
-    /// The compile-time metadata template, before any call's facts.
+    /// The compile-time metadata template, before any call's facts. For a
+    /// function with loops over call-time bounds, that of its parameters
+    /// alone: each trip count's unrolled graph has its own, which
+    /// [`explain`](Self::explain) reports.
     pub fn static_meta(&self) -> &StaticMeta {
         &self.meta
     }
