@@ -229,7 +229,8 @@ impl Lower<'_> {
             let now = self.scopes[base].get(&c.name).map(|b| b.val.clone());
             match (now, &c.param) {
                 (Some(Val::Tensor(v)), Ok(_)) => outputs.push(v),
-                (Some(Val::Poison) | None, _) => {}
+                // Already reported where it was poisoned.
+                (Some(Val::Poison) | None, _) | (_, Err(Val::Poison)) => {}
                 (Some(now), Err(kept)) if format!("{now:?}") == format!("{kept:?}") => {}
                 (Some(other), _) if self.errors.len() == before => {
                     self.errors.add(
