@@ -12,6 +12,10 @@
 //! struct parameters become the caller's field inputs (`blk.w1` passed
 //! `&m.blocks[1]` reads `m.blocks.1.w1`, an input added to the caller
 //! when the caller did not use it itself). `no_grad` regions carry over.
+//!
+//! A loop over call-time bounds ([`crate::transform::unroll`]) is copied as
+//! a loop, with the calls of its body inlined the same way; the struct
+//! fields its callees read become inputs of the caller, passed to the loop.
 
 use crate::graph::{Graph, GraphBuilder, ValueDef, ValueSizeRead};
 use crate::node::{Node, Op};
