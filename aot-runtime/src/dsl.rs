@@ -119,7 +119,7 @@
 //! everything as it was. It may not reassign a scalar, nor index a `Vec`
 //! field with its variable (`m.blocks[t]`: fields are resolved as the
 //! macro expands), both compile errors. A loop whose end is below its
-//! start, or one that would unroll to more than 200,000 ops, is an
+//! start, or one that would unroll to more than 50,000 ops, is an
 //! `AotError` at the call, before anything is written.
 //!
 //! ```

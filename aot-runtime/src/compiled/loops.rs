@@ -28,8 +28,9 @@ use aot_ir::{Arg as IrArg, Graph, ScalarValue};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The most ops a graph may hold once its loops are unrolled.
-pub(crate) const MAX_UNROLLED_NODES: usize = 200_000;
+/// The most ops a graph may hold once its loops are unrolled: the macro's
+/// own cap on the loops it unrolls.
+pub(crate) const MAX_UNROLLED_NODES: usize = 50_000;
 
 /// The loops of one traced variant and its unrolled stages.
 #[derive(Debug)]
