@@ -78,6 +78,14 @@ impl<'a> Names<'a> {
             },
             Op::Load(i) => write!(line, "load(in{i})"),
             Op::Kernel(k) => write!(line, "{}({})", k.name, args.join(", ")),
+            Op::Call(site) if site.body.is_some() => {
+                let results: Vec<String> = site.results.iter().flatten().map(ValueId::to_string).collect();
+                let (var, ops) = site.body.as_ref().map_or(("_", 0), |b| (b.var.as_str(), b.graph.nodes.len()));
+                let (bounds, rest) = args.split_at(args.len().min(2));
+                let range = bounds.join("..");
+                // The body is unrolled per call: `graph_for` lists a call's.
+                write!(line, "({}) = for {var} in {range} over ({}) {{ {ops} ops }}", results.join(", "), rest.join(", "))
+            }
             Op::Call(site) => {
                 let results: Vec<String> = site.results.iter().flatten().map(ValueId::to_string).collect();
                 let mut all = args.clone();

@@ -346,6 +346,19 @@ fn check_call(g: &Graph, n: usize, node: &Node, site: &crate::node::CallSite, de
     if node.out.is_some() || node.args.iter().any(|a| !matches!(a, Arg::Tensor(_) | Arg::Scalar(_))) {
         return Err("a call defines its results only, and takes tensors and scalars".into());
     }
+    if let Some(body) = &site.body {
+        // A loop: bounds, then one argument per body parameter after the
+        // loop variable; one result per carried parameter.
+        verify(&body.graph).map_err(|e| format!("its body is invalid: {e}"))?;
+        let results = site.results.as_ref().map_or(0, Vec::len);
+        if node.args.len() != body.graph.params.len() + 1
+            || body.carried.len() != body.graph.outputs.len()
+            || results != body.carried.len()
+            || body.carried.iter().any(|&p| p == 0 || p >= body.graph.params.len())
+        {
+            return Err("a loop's arguments, body parameters and carried values do not match".into());
+        }
+    }
     for v in site.results.iter().flatten() {
         if g.values.get(v.index()).map(|i| i.def) != Some(ValueDef::Node(n)) {
             return Err(format!("result {v} is not defined by this call"));

@@ -45,8 +45,9 @@ pub enum Stmt {
         value: Expr,
     },
     Expr(Expr),
-    /// `for var in start..end { body }` (`..=` when `closed`), unrolled
-    /// during lowering: the bounds must lower to integers known then.
+    /// `for var in start..end { body }` (`..=` when `closed`): unrolled
+    /// during lowering when the bounds lower to integers known then, else
+    /// traced once and unrolled per call (`lower/loops.rs`).
     For {
         var: Option<Ident>,
         start: Expr,
@@ -288,7 +289,7 @@ fn parse_for(f: &syn::ExprForLoop, errors: &mut Errors) -> Option<Stmt> {
         errors.add(
             SpanRange::of(&f.expr),
             "a `for` loop must iterate over a range with both bounds",
-            Some("`for` loops are unrolled at compile time: iterate over a range of integers like `0..4`".into()),
+            Some("`for` loops are unrolled: iterate over a range of integers like `0..4`, `0..n` or `0..x.size(0)`".into()),
         );
         return None;
     };
@@ -316,9 +317,9 @@ fn parse_bound(e: &syn::Expr, errors: &mut Errors) -> Expr {
 pub fn const_bound_error(errors: &mut Errors, span: SpanRange, name: &str) {
     errors.add(
         span,
-        format!("`#[aot_fn]` cannot read the value of `{name}`: loops are unrolled when the macro expands, and a macro sees only the function's own tokens, not `const` items"),
+        format!("`#[aot_fn]` cannot read the value of `{name}`: a macro sees only the function's own tokens, not `const` items"),
         Some(format!(
-            "write the bound as an integer literal (`0..2`); to keep it in step with the constant, assert it beside the function: `const _: () = assert!({name} == 2);`"
+            "write the bound as an integer literal (`0..2`), unrolled when the macro expands, and keep it in step with the constant by asserting it beside the function: `const _: () = assert!({name} == 2);`; or pass the count as a parameter (`n: usize`), unrolled when the function is called"
         )),
     );
 }

@@ -73,8 +73,11 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     if let (Some(sig), Some(variants), true) = (&sig, &variants, errors.is_empty()) {
         for lowered in &variants.lowered {
             let mut found = Errors::default();
-            for d in aot_ir::analysis::refusals::check(&lowered.graph) {
-                found.add(lowered.span(d.span), d.message, d.help);
+            let bodies = aot_ir::transform::unroll::loop_bodies(&lowered.graph);
+            for g in std::iter::once(&lowered.graph).chain(bodies) {
+                for d in aot_ir::analysis::refusals::check(g) {
+                    found.add(lowered.span(d.span), d.message, d.help);
+                }
             }
             errors.extend_unique(found);
         }

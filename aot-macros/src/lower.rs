@@ -1,7 +1,9 @@
 //! Step 3, lower: the validated syntax tree to an IR graph.
 //!
 //! Names are resolved in Rust's scoping (blocks, `no_grad!` and loop bodies
-//! open scopes; `let` shadows), loops are unrolled, operators become ops and
+//! open scopes; `let` shadows), loops with integer bounds are unrolled (a
+//! loop over a parameter or a size becomes a loop node whose body is
+//! traced once, `lower/loops.rs`), operators become ops and
 //! scalar arithmetic stays symbolic so that scalar parameters remain runtime
 //! inputs. Each node records a span id; the table of real spans stays here,
 //! so the analyses on the IR can point at the user's tokens.
@@ -27,6 +29,7 @@ use std::collections::HashMap;
 mod aot_call;
 mod call;
 mod factory;
+mod loops;
 mod operators;
 mod scalar;
 mod tree;
@@ -162,6 +165,11 @@ struct Lower<'e> {
     /// The callees' table: the path as a string (the key) and as tokens.
     callees: Vec<(String, TokenStream)>,
     call_checks: Vec<TokenStream>,
+    /// The graphs enclosing the loop body being lowered, innermost last
+    /// (`lower/loops.rs`); empty while lowering the function's own graph.
+    frames: Vec<loops::LoopFrame>,
+    /// `frames` while a field input is made in the function's own graph.
+    hidden_frames: Vec<loops::LoopFrame>,
 }
 
 /// Lowers a function for one combination of its switch parameters'
@@ -184,6 +192,8 @@ pub fn lower(name: &str, sig: &Signature, body: &Block, switches: HashMap<usize,
         krate: sig.krate.clone(),
         callees: Vec::new(),
         call_checks: Vec::new(),
+        frames: Vec::new(),
+        hidden_frames: Vec::new(),
     };
     for p in &sig.params {
         if p.tree {
@@ -264,12 +274,19 @@ impl Lower<'_> {
         }
     }
 
+    /// The value of a name; inside a loop body traced as a graph of its
+    /// own, a value from outside it is captured (`lower/loops.rs`).
     fn lookup(&mut self, name: &str) -> Option<Val> {
-        let b = self.scopes.iter().rev().find_map(|s| s.get(name))?;
+        let (s, b) = self.scopes.iter().enumerate().rev().find_map(|(s, sc)| sc.get(name).map(|b| (s, b)))?;
         if let Some((_, used)) = b.decl.as_ref().and_then(|k| self.decls.get_mut(k)) {
             *used = true;
         }
-        Some(b.val.clone())
+        let val = b.val.clone();
+        if self.frames.is_empty() {
+            return Some(val);
+        }
+        let from = self.scope_level(s);
+        Some(self.translate(val, from, self.frames.len()))
     }
 
     /// `name = value`: updates the binding where it lives, as Rust does, so
@@ -353,39 +370,14 @@ impl Lower<'_> {
             }
             Stmt::For { var, start, end, closed, body, span } => {
                 let (Some(start), Some(end)) = (self.loop_bound(start), self.loop_bound(end)) else { return };
-                let end = if *closed { end.saturating_add(1) } else { end };
-                if end.saturating_sub(start) > MAX_ITERATIONS {
-                    self.errors.add(
-                        *span,
-                        format!("this loop runs more than {MAX_ITERATIONS} times"),
-                        Some("the loop is unrolled at compile time: use fewer iterations".into()),
-                    );
-                    return;
-                }
-                for k in start..end {
-                    if self.over_budget {
-                        break;
-                    }
-                    let before = self.errors.len();
-                    self.scopes.push(HashMap::new());
-                    if let Some(var) = var {
-                        self.bind(&var.to_string(), Val::Scalar(ScalarExpr::I64(k), ScalarTy::Int), false);
-                        self.declare(var);
-                    }
-                    self.block_stmts(body);
-                    self.scopes.pop();
-                    // The same mistake in every iteration is one mistake.
-                    if self.errors.len() > before {
-                        break;
-                    }
-                    if self.b.graph().nodes.len() > MAX_NODES {
-                        self.over_budget = true;
-                        self.errors.add(
-                            *span,
-                            format!("this loop unrolls to more than {MAX_NODES} ops"),
-                            Some("use fewer iterations".into()),
-                        );
-                    }
+                let end = match (*closed, end.as_const_int()) {
+                    (true, Some(k)) => ScalarExpr::I64(k.saturating_add(1)),
+                    (true, None) => ScalarExpr::Bin(aot_ir::ScalarBinOp::Add, Box::new(end), Box::new(ScalarExpr::I64(1))),
+                    (false, _) => end,
+                };
+                match (start.as_const_int(), end.as_const_int()) {
+                    (Some(a), Some(b)) => self.unrolled_loop(var.as_ref(), a, b, body, *span),
+                    _ => self.runtime_loop(var.as_ref(), (start, end), body, *span),
                 }
             }
         }

@@ -282,7 +282,7 @@ fn struct_parameters_expand_through_the_tree_boundary() {
 fn struct_parameter_errors() {
     for (src, want) in [
         ("fn f(m: &Mlp) { m.w1.mul_(2.0); }", "a field of parameter `m`, which is taken by shared reference"),
-        ("fn f(m: &Mlp, k: i64) -> Tensor { m.layers[k].sum() }", "must be an integer literal or a loop variable"),
+        ("fn f(m: &Mlp, k: i64) -> Tensor { m.layers[k].sum() }", "must be known when the macro expands"),
         ("fn f(x: &Tensor) -> Tensor { x.grad }", "field access on `x`"),
         ("fn f(x: &Tensor) -> Tensor { x[0] }", "indexing a tensor on `x`"),
         ("fn f(m: &Mlp) -> Tensor { m.sum() }", "called on a struct of tensors"),
@@ -352,17 +352,57 @@ fn float_constants_resolve_with_and_without_std() {
 }
 
 #[test]
-fn loop_bounds_unknown_when_unrolling_are_reported() {
+fn loop_bounds_that_are_no_integers_are_reported() {
     for (head, want) in [
-        ("for _ in 0..n", "known only when the function is called"),
-        ("for _ in 0..x.size(0)", "known only when the function is called"),
         ("for _ in 0..LAYERS", "cannot read the value of `LAYERS`"),
         ("for _ in 0..=model::LAYERS", "cannot read the value of `model::LAYERS`"),
         ("for _ in 0..x", "a loop bound must be an integer, found a tensor"),
+        ("for _ in 0..(n as f64)", "a loop bound must be an integer, found a float scalar"),
         ("for _ in 0..", "a range with both bounds"),
     ] {
         let got = errors_of(&format!("fn f(x: &Tensor, n: i64) {{ {head} {{ x.exp(); }} }}"));
         assert!(got.contains(want), "{head}: {got}");
+    }
+}
+
+#[test]
+fn loops_over_parameters_and_sizes_become_loop_nodes() {
+    // The body is traced once, as its own graph: the loop variable, the
+    // captured tensors and the carried `h`, whose result `h` is afterwards.
+    insta::assert_snapshot!(listing(
+        "fn rnn(x: &Tensor, w: &Tensor, n: i64) -> Tensor {
+            let mut h = x.select(1, 0);
+            for t in 0..x.size(1) {
+                h = (x.select(1, t) + h.matmul(w)).tanh();
+            }
+            for _ in 1..=n {
+                h = h * 2.0;
+            }
+            h
+        }"
+    ), @r"
+    fn rnn(%0 x: &Tensor, %1 w: &Tensor, n: i64) -> Tensor {
+        %2 = select(%0, 1, 0)  // h
+        (%3) = for t in 0..x.size(1) over (%2, %0, %1) { 4 ops }
+        (%4) = for _ in 1..(n + 1) over (%3) { 1 ops }
+        return %4
+    }
+    ");
+}
+
+#[test]
+fn what_a_loop_over_a_call_time_bound_cannot_do_is_reported() {
+    for (body, want) in [
+        // A `Vec` field's index must be known when the macro expands.
+        ("for t in 0..n { x.add_(&m.blocks[t].w); }", "known only when the function is called"),
+        // Only tensors are loop-carried.
+        ("let mut s = 1.0; for t in 0..n { s = s * 2.0; } x.mul_(s);", "can reassign only tensors"),
+        // A write to a `&Tensor` input inside the body is refused as outside.
+        ("for t in 0..n { y.add_(1.0); }", "which is declared `&Tensor`"),
+    ] {
+        let src = format!("fn f(x: &mut Tensor, y: &Tensor, m: &Model, n: i64) {{ {body} }}");
+        let got = expand::expand(TokenStream::new(), src.parse().expect("tokens")).to_string();
+        assert!(got.contains(want), "{body}: {got}");
     }
 }
 

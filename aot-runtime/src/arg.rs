@@ -106,6 +106,17 @@ arg_from!(f64 => F64, f32 => F32, i64 => I64, usize => Usize, bool => Bool);
 /// not expect: any number for a float parameter, integers for integer
 /// parameters.
 pub(crate) fn scalar_values(g: &Graph, args: &[Arg]) -> Result<Vec<Option<ScalarValue>>> {
+    scalar_values_upto(g, args, usize::MAX)
+}
+
+/// [`scalar_values`] for what node `node` may read: the sizes of computed
+/// tensors read later are left out (shape propagation stops before the
+/// node; `compiled/loops.rs` evaluates a loop's bounds so).
+pub(crate) fn scalar_values_before(g: &Graph, args: &[Arg], node: usize) -> Result<Vec<Option<ScalarValue>>> {
+    scalar_values_upto(g, args, node)
+}
+
+fn scalar_values_upto(g: &Graph, args: &[Arg], limit: usize) -> Result<Vec<Option<ScalarValue>>> {
     // The commonest signature, checked first on every call: tensors only,
     // each passed a tensor (nothing to return).
     let is_tensor = |p: &aot_ir::Param, a: &Arg| matches!(p.ty, ParamType::Tensor | ParamType::TensorMut) && a.tensor().is_some();
@@ -144,7 +155,7 @@ pub(crate) fn scalar_values(g: &Graph, args: &[Arg]) -> Result<Vec<Option<Scalar
             values.push(Some(ScalarValue::I64(size_of(g, args, p, dim)?)));
         }
         if !g.value_sizes.is_empty() {
-            crate::compiled::shape_prop::fill_value_sizes(g, args, &mut values).map_err(|e| AotError::InFunction {
+            crate::compiled::shape_prop::fill_value_sizes(g, args, &mut values, limit).map_err(|e| AotError::InFunction {
                 func: g.name.clone(),
                 arg: None,
                 source: Box::new(e),

@@ -84,8 +84,9 @@
 //!   [Ranges](#ranges));
 //! - `no_grad! { .. }` blocks, which may end in an expression that is their
 //!   value;
-//! - `for i in a..b` / `a..=b` loops, unrolled at compile time (`i` is an
-//!   integer usable as a dim or index; see [Loops](#loops));
+//! - `for i in a..b` / `a..=b` loops, unrolled as the macro expands, or
+//!   per call when a bound is a parameter or a size (`i` is an integer
+//!   usable as a dim or index; see [Loops](#loops));
 //! - `if flag { .. } else { .. }` on a `bool` parameter (below);
 //! - `&` on operands is accepted and ignored (`a.add(&b)` is `a.add(b)`), and
 //!   so is `*` (`&*buf`, as plain Rust reborrows a `&mut Tensor`).
@@ -102,14 +103,53 @@
 //!
 //! # Loops
 //!
-//! A `for` loop is unrolled when the macro expands, so its bounds must be
-//! known then: integer literals, `let` names bound to them, an outer
-//! loop's variable and arithmetic on these (`for j in i + 1..4`). A bound
-//! that is a scalar parameter or a size (`0..n`, `0..x.size(0)`) is known
-//! only at call time and is a compile error. So is a `const` item
-//! (`0..LAYERS`): a macro sees only the function's tokens, not other
-//! items. Write the literal and keep it in step with the constant by an
-//! assertion beside the function, `const _: () = assert!(LAYERS == 2);`.
+//! A `for` loop over a range of integers runs its body that many times,
+//! as in Rust; the graph holds the body unrolled. When the bounds are
+//! known as the macro expands (integer literals, `let` names bound to
+//! them, an outer such loop's variable and arithmetic on these: `for j in
+//! i + 1..4`), the macro unrolls it. When they are known only at call time
+//! (a scalar parameter or a size: `0..n`, `0..x.size(1)`, `1..=h.size(0)`
+//! of a tensor the body computes), the body is traced once and the
+//! runtime unrolls it for each call's trip count: one specialisation per
+//! count, built on the first call with it and cached, so `explain()`,
+//! `kernels()`, `graph_for(&args)` and training see the unrolled program
+//! (`graph()` shows the loop, `for t in 0..x.size(1) over (..)`). Such a
+//! loop may write outer tensors in place (`out.select(0, i).copy_(..)`),
+//! reassign outer tensors (`h = ..`: the value carried to the next
+//! iteration), call other `#[aot_fn]`s and nest; a trip count of 0 leaves
+//! everything as it was. It may not reassign a scalar, nor index a `Vec`
+//! field with its variable (`m.blocks[t]`: fields are resolved as the
+//! macro expands), both compile errors. A loop whose end is below its
+//! start, or one that would unroll to more than 50,000 ops, is an
+//! `AotError` at the call, before anything is written.
+//!
+//! ```
+//! use aot_runtime::prelude::*;
+//!
+//! #[aot_fn]
+//! fn rnn(x: &Tensor, h0: &Tensor, wx: &Tensor, wh: &Tensor) -> Tensor {
+//!     let mut h = h0.copy();
+//!     for t in 0..x.size(1) {
+//!         h = (x.select(1, t).matmul(wx) + h.matmul(wh)).tanh();
+//!     }
+//!     h
+//! }
+//!
+//! let ones = |s: &[usize]| Tensor::ones(s, DType::F32, &Device::Cpu);
+//! let (h0, wx, wh) = (Tensor::zeros(&[1, 2], DType::F32, &Device::Cpu)?, ones(&[3, 2])?, ones(&[2, 2])?.mul(0.0)?);
+//! // 4 steps, then 7 steps: two specialisations of one function.
+//! for steps in [4, 7] {
+//!     let h = rnn(&ones(&[1, steps, 3])?, &h0, &wx, &wh)?;
+//!     assert_eq!(h.to_vec::<f32>()?, vec![3f32.tanh(); 2]);
+//! }
+//! # Ok::<(), AotError>(())
+//! ```
+//!
+//! A `const` item as a bound (`0..LAYERS`) is a compile error: a macro
+//! sees only the function's tokens, not other items. Write the literal and
+//! keep it in step with the constant by an assertion beside the function,
+//! `const _: () = assert!(LAYERS == 2);`, or pass the count as a parameter.
+//! The variable of a loop with literal bounds may index a `Vec` field:
 //!
 //! ```
 //! use aot_runtime::prelude::*;

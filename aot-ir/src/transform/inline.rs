@@ -12,6 +12,10 @@
 //! struct parameters become the caller's field inputs (`blk.w1` passed
 //! `&m.blocks[1]` reads `m.blocks.1.w1`, an input added to the caller
 //! when the caller did not use it itself). `no_grad` regions carry over.
+//!
+//! A loop over call-time bounds ([`crate::transform::unroll`]) is copied as
+//! a loop, with the calls of its body inlined the same way; the struct
+//! fields its callees read become inputs of the caller, passed to the loop.
 
 use crate::graph::{Graph, GraphBuilder, ValueDef, ValueSizeRead};
 use crate::node::{Node, Op};
@@ -33,7 +37,15 @@ pub struct CallSite {
     /// The values the caller binds to the results; `None` for a call
     /// whose value is unused (a statement).
     pub results: Option<Vec<ValueId>>,
+    /// Set for a `for` loop whose bounds are known only at call time
+    /// (`transform::unroll`): its body, a graph of its own. Such a node's
+    /// arguments are the bounds, then one per body parameter after the
+    /// loop variable; `callee` names the loop and `index` is unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Box<LoopBody>>,
 }
+
+pub use super::unroll::LoopBody;
 
 /// A struct argument of a call: a field path of one of the caller's
 /// struct parameters.
@@ -85,22 +97,11 @@ pub type Resolve<'a> = dyn FnMut(&CallSite, &[Arg]) -> Result<Callee, String> + 
 /// the variant of a callee that branches on a `bool`). Errors are
 /// messages naming the callee and the argument.
 pub fn inline(caller: &Graph, resolve: &mut Resolve<'_>) -> Result<Graph, String> {
-    let mut s = Splice {
-        b: GraphBuilder::new(caller.name.clone()),
-        map: vec![None; caller.values.len()],
-        names: Vec::new(),
-        reads: caller.value_sizes.clone(),
-        pos: Vec::with_capacity(caller.nodes.len() + 1),
-    };
-    for p in &caller.params {
-        let v = s.b.param(p.name.clone(), p.ty, p.span);
-        if let (Some(old), Some(new)) = (p.value, v) {
-            s.map[old.index()] = Some(new);
-        }
-    }
+    let mut s = Splice::new(caller);
     for node in &caller.nodes {
         s.pos.push(s.b.graph().nodes.len());
         match &node.op {
+            Op::Call(site) if site.body.is_some() => s.copy_loop(node, site, Some(&mut *resolve))?,
             Op::Call(site) => {
                 let callee = resolve(site, &node.args)?;
                 s.call(caller, node, site, &callee)?;
@@ -108,40 +109,62 @@ pub fn inline(caller: &Graph, resolve: &mut Resolve<'_>) -> Result<Graph, String
             _ => s.copy(node)?,
         }
     }
-    // The caller's names first: a result is called what the caller bound it to.
-    for (old, info) in caller.values.iter().enumerate() {
-        if let (Some(name), Some(new)) = (&info.name, s.map[old]) {
-            s.b.name_value(new, name);
-        }
-    }
-    for (v, name) in std::mem::take(&mut s.names) {
-        s.b.name_value(v, &name);
-    }
-    let outputs = caller.outputs.iter().map(|&v| s.value(v)).collect::<Result<Vec<_>, _>>()?;
-    let g = s.b.finish(outputs, caller.ret);
-    crate::verify(&g).map_err(|e| format!("the inlined graph is invalid: {e}"))?;
-    Ok(g)
+    s.finish(caller)
 }
 
-struct Splice {
-    b: GraphBuilder,
+pub(super) struct Splice {
+    pub(super) b: GraphBuilder,
     /// The caller's values to the new graph's.
-    map: Vec<Option<ValueId>>,
+    pub(super) map: Vec<Option<ValueId>>,
     /// Names for the callees' values (`gelu::h`), given after the caller's.
-    names: Vec<(ValueId, String)>,
+    pub(super) names: Vec<(ValueId, String)>,
     /// The caller's reads of computed sizes ([`Graph::value_sizes`]).
-    reads: Vec<ValueSizeRead>,
+    pub(super) reads: Vec<ValueSizeRead>,
     /// Per caller node so far: how many nodes the new graph held before it.
-    pos: Vec<usize>,
+    pub(super) pos: Vec<usize>,
 }
 
 impl Splice {
-    fn value(&self, v: ValueId) -> Result<ValueId, String> {
+    /// A splice of `caller` into a new graph with the caller's parameters.
+    pub(super) fn new(caller: &Graph) -> Splice {
+        let mut s = Splice {
+            b: GraphBuilder::new(caller.name.clone()),
+            map: vec![None; caller.values.len()],
+            names: Vec::new(),
+            reads: caller.value_sizes.clone(),
+            pos: Vec::with_capacity(caller.nodes.len() + 1),
+        };
+        for p in &caller.params {
+            let v = s.b.param(p.name.clone(), p.ty, p.span);
+            if let (Some(old), Some(new)) = (p.value, v) {
+                s.map[old.index()] = Some(new);
+            }
+        }
+        s
+    }
+
+    /// The new graph, with the caller's names, then the callees'.
+    pub(super) fn finish(mut self, caller: &Graph) -> Result<Graph, String> {
+        for (old, info) in caller.values.iter().enumerate() {
+            if let (Some(name), Some(new)) = (&info.name, self.map[old]) {
+                self.b.name_value(new, name);
+            }
+        }
+        for (v, name) in std::mem::take(&mut self.names) {
+            self.b.name_value(v, &name);
+        }
+        let outputs = caller.outputs.iter().map(|&v| self.value(v)).collect::<Result<Vec<_>, _>>()?;
+        let g = self.b.finish(outputs, caller.ret);
+        crate::verify(&g).map_err(|e| format!("the inlined graph is invalid: {e}"))?;
+        Ok(g)
+    }
+
+    pub(super) fn value(&self, v: ValueId) -> Result<ValueId, String> {
         self.map.get(v.index()).copied().flatten().ok_or_else(|| format!("value {v} is used before it is defined"))
     }
 
     /// A node of the caller, as it is.
-    fn copy(&mut self, node: &Node) -> Result<(), String> {
+    pub(super) fn copy(&mut self, node: &Node) -> Result<(), String> {
         let op = node.kind().ok_or_else(|| format!("`{}` in a source graph", node.op.name()))?;
         let mut args = Vec::with_capacity(node.args.len());
         for a in &node.args {
@@ -162,7 +185,7 @@ impl Splice {
 
     /// A scalar of the caller: its size slots renumbered for the new
     /// graph's parameters, its reads of computed sizes for its values there.
-    fn caller_scalar(&mut self, e: &ScalarExpr) -> Result<ScalarExpr, String> {
+    pub(super) fn caller_scalar(&mut self, e: &ScalarExpr) -> Result<ScalarExpr, String> {
         let Splice { b, map, reads, pos, .. } = self;
         subst(e, &mut |leaf| match leaf {
             ScalarExpr::Size { param, dim, .. } => Ok(Some(b.size(*param, *dim))),
@@ -224,37 +247,8 @@ impl Splice {
             }
         }
         let outputs: Vec<ValueId> = g.outputs.clone();
-        // Per callee node so far: how many nodes the new graph held before it.
-        let mut cpos = Vec::with_capacity(g.nodes.len());
-        for cn in &g.nodes {
-            cpos.push(self.b.graph().nodes.len());
-            let op = cn.kind().ok_or_else(|| format!("`{name}` still holds a `{}` after inlining", cn.op.name()))?;
-            let mut args = Vec::with_capacity(cn.args.len());
-            for a in &cn.args {
-                args.push(match a {
-                    Arg::Tensor(v) => Arg::Tensor(tensors[v.index()].ok_or_else(|| format!("`{name}`: value {v} is undefined"))?),
-                    Arg::Scalar(e) => {
-                        Arg::Scalar(self.callee_scalar(e, Scope { name, g, scalars: &scalars, tensors: &tensors, pos: &cpos })?)
-                    }
-                    Arg::Ints(items) => Arg::Ints(
-                        items
-                            .iter()
-                            .map(|e| self.callee_scalar(e, Scope { name, g, scalars: &scalars, tensors: &tensors, pos: &cpos }))
-                            .collect::<Result<_, _>>()?,
-                    ),
-                    Arg::DType(d) => Arg::DType(*d),
-                });
-            }
-            self.b.set_no_grad(cn.no_grad || node.no_grad);
-            let r = self.b.op(op, args, node.span);
-            if let (Some(out), Some(r)) = (cn.out, r) {
-                tensors[out.index()] = Some(r);
-                let own = g.values.get(out.index()).and_then(|i| i.name.as_deref());
-                if !outputs.contains(&out) {
-                    self.names.push((r, own.map_or_else(|| format!("in {name}"), |n| format!("{name}::{n}"))));
-                }
-            }
-        }
+        let how = Emit { name, prefix: Some(name), no_grad: node.no_grad, span: Some(node.span) };
+        self.emit_body(g, &mut tensors, &scalars, how)?;
         let Some(results) = &site.results else { return Ok(()) };
         if results.len() != outputs.len() {
             let got = match outputs.len() {
@@ -270,9 +264,65 @@ impl Splice {
         Ok(())
     }
 
+    /// The nodes of `g` (a callee, or a loop body) appended, its
+    /// parameters bound by `tensors` (per value) and `scalars` (per
+    /// parameter); `tensors` receives the values its nodes define. A loop
+    /// inside it is copied as a loop, its arguments in the new graph's terms.
+    pub(super) fn emit_body(
+        &mut self,
+        g: &Graph,
+        tensors: &mut [Option<ValueId>],
+        scalars: &[Option<ScalarExpr>],
+        how: Emit<'_>,
+    ) -> Result<(), String> {
+        let name = how.name;
+        // Per callee node so far: how many nodes the new graph held before it.
+        let mut cpos = Vec::with_capacity(g.nodes.len());
+        for cn in &g.nodes {
+            cpos.push(self.b.graph().nodes.len());
+            let mut args = Vec::with_capacity(cn.args.len());
+            for a in &cn.args {
+                let scope = Scope { name, g, scalars, tensors, pos: &cpos };
+                args.push(match a {
+                    Arg::Tensor(v) => Arg::Tensor(tensors[v.index()].ok_or_else(|| format!("`{name}`: value {v} is undefined"))?),
+                    Arg::Scalar(e) => Arg::Scalar(self.callee_scalar(e, scope)?),
+                    Arg::Ints(items) => Arg::Ints(items.iter().map(|e| self.callee_scalar(e, scope)).collect::<Result<_, _>>()?),
+                    Arg::DType(d) => Arg::DType(*d),
+                });
+            }
+            self.b.set_no_grad(cn.no_grad || how.no_grad);
+            let span = how.span.unwrap_or(cn.span);
+            if let Op::Call(site) = &cn.op {
+                if site.body.is_none() {
+                    return Err(format!("`{name}` still holds a `call` after inlining"));
+                }
+                let n = site.results.as_ref().map(Vec::len);
+                let made = self.b.call_fn(CallSite { results: None, ..(**site).clone() }, args, n, span);
+                for (old, new) in site.results.iter().flatten().zip(made) {
+                    tensors[old.index()] = Some(new);
+                }
+                continue;
+            }
+            let op = cn.kind().ok_or_else(|| format!("`{name}` still holds a `{}` after inlining", cn.op.name()))?;
+            let r = self.b.op(op, args, span);
+            if let (Some(out), Some(r)) = (cn.out, r) {
+                tensors[out.index()] = Some(r);
+                let own = g.values.get(out.index()).and_then(|i| i.name.as_deref());
+                match (how.prefix, own) {
+                    (Some(p), _) if !g.outputs.contains(&out) => {
+                        self.names.push((r, own.map_or_else(|| format!("in {p}"), |n| format!("{p}::{n}"))))
+                    }
+                    (None, Some(n)) => self.names.push((r, n.to_string())),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The caller's input for a field path, added when the caller does
     /// not read it itself.
-    fn field(&mut self, path: &str, ty: ParamType, span: SpanId) -> ValueId {
+    pub(super) fn field(&mut self, path: &str, ty: ParamType, span: SpanId) -> ValueId {
         let found = self.b.graph().params.iter().find(|p| p.name == path).and_then(|p| p.value);
         found.unwrap_or_else(|| self.b.param(path.to_string(), ty, span).unwrap_or(ValueId(u32::MAX)))
     }
@@ -282,7 +332,7 @@ impl Splice {
     /// size of what the caller passed there (as it was when the call
     /// began), and a size of a value it computes is that of the value it
     /// became.
-    fn callee_scalar(&mut self, e: &ScalarExpr, cx: Scope<'_>) -> Result<ScalarExpr, String> {
+    pub(super) fn callee_scalar(&mut self, e: &ScalarExpr, cx: Scope<'_>) -> Result<ScalarExpr, String> {
         let Scope { name, g, scalars, tensors, pos } = cx;
         let b = &mut self.b;
         let start = pos.first().copied().unwrap_or(b.graph().nodes.len());
@@ -311,20 +361,32 @@ impl Splice {
     }
 }
 
+/// How [`Splice::emit_body`] appends a graph: `name` for messages, the
+/// prefix of its values' names (`gelu::h`; a loop body's keep theirs),
+/// whether all of it is under `no_grad`, and the span every node takes
+/// (a call's), or `None` for the nodes' own.
+#[derive(Clone, Copy)]
+pub(super) struct Emit<'a> {
+    pub(super) name: &'a str,
+    pub(super) prefix: Option<&'a str>,
+    pub(super) no_grad: bool,
+    pub(super) span: Option<SpanId>,
+}
+
 /// What a callee's scalars are read against: its name and graph, the
 /// scalars and tensors its parameters are bound to, and per callee node
 /// emitted so far, the new graph's node count before it.
 #[derive(Clone, Copy)]
-struct Scope<'a> {
-    name: &'a str,
-    g: &'a Graph,
-    scalars: &'a [Option<ScalarExpr>],
-    tensors: &'a [Option<ValueId>],
-    pos: &'a [usize],
+pub(super) struct Scope<'a> {
+    pub(super) name: &'a str,
+    pub(super) g: &'a Graph,
+    pub(super) scalars: &'a [Option<ScalarExpr>],
+    pub(super) tensors: &'a [Option<ValueId>],
+    pub(super) pos: &'a [usize],
 }
 
 /// `e` with each leaf that `f` replaces (`Some`) replaced.
-fn subst(e: &ScalarExpr, f: &mut dyn FnMut(&ScalarExpr) -> Result<Option<ScalarExpr>, String>) -> Result<ScalarExpr, String> {
+pub(super) fn subst(e: &ScalarExpr, f: &mut dyn FnMut(&ScalarExpr) -> Result<Option<ScalarExpr>, String>) -> Result<ScalarExpr, String> {
     if let Some(r) = f(e)? {
         return Ok(r);
     }
@@ -337,7 +399,8 @@ fn subst(e: &ScalarExpr, f: &mut dyn FnMut(&ScalarExpr) -> Result<Option<ScalarE
     })
 }
 
-/// Whether a graph holds calls still to inline.
+/// Whether a graph holds calls still to inline, or loops still to
+/// unroll.
 pub fn has_calls(g: &Graph) -> bool {
     g.nodes.iter().any(|n| matches!(n.op, Op::Call(_)))
 }

@@ -16,6 +16,8 @@
 //!   once (common-subexpression elimination).
 //! - [`inline`]: the calls of a traced source graph replaced by the
 //!   callees' graphs, before any other pass sees it.
+//! - [`unroll`]: a loop whose bounds are known only at call time, unrolled
+//!   for one call's trip count.
 //! - [`partition`]: the joint graph split into a forward and a backward
 //!   graph (min-cut over saved bytes, recomputing cheap values).
 
@@ -28,3 +30,4 @@ pub mod grad_rules;
 pub mod inline;
 pub mod joint;
 pub mod partition;
+pub mod unroll;

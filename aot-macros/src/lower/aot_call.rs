@@ -143,7 +143,7 @@ impl Lower<'_> {
                 self.callees.len() - 1
             }
         };
-        let site = CallSite { callee, index, trees, results: None };
+        let site = CallSite { callee, index, trees, results: None, body: None };
         let id = self.span_id(span);
         let results = match want {
             Want::Discard => None,

@@ -53,6 +53,14 @@ impl Lower<'_> {
                     let k = match self.expr(index) {
                         Val::Scalar(ScalarExpr::I64(k), ScalarTy::Int) if k >= 0 => k,
                         Val::Poison => return None,
+                        Val::Scalar(_, ScalarTy::Int) => {
+                            self.errors.add(
+                                index.span(),
+                                "the index of a `Vec` field must be known when the macro expands, but this one is known only when the function is called",
+                                Some("index with an integer literal (`m.layers[0]`) or the variable of a loop with literal bounds (`for l in 0..4`); a loop over a parameter or a size is unrolled per call, after each field became an input".into()),
+                            );
+                            return None;
+                        }
                         _ => {
                             self.errors.add(
                                 index.span(),
@@ -99,6 +107,15 @@ impl Lower<'_> {
 
     /// The graph input of a field path, made on first use.
     pub(super) fn field_input(&mut self, p: FieldPath) -> Val {
+        if !self.frames.is_empty() {
+            // Inside a loop body traced as a graph of its own: the input
+            // belongs to the function's graph, and the body captures it.
+            let level = self.frames.len();
+            self.swap_function_builder();
+            let v = self.field_input(p);
+            self.swap_function_builder();
+            return self.translate(v, 0, level);
+        }
         if let Some(&v) = self.fields.get(&p.name) {
             return Val::Tensor(v);
         }

@@ -105,7 +105,7 @@ impl CompiledFn {
     /// # Ok::<(), AotError>(())
     /// ```
     pub fn graph_signature(&self, args: &[Arg]) -> Result<GraphSignature> {
-        if self.variants.is_some() || self.broken.is_some() {
+        if self.variants.is_some() || self.loops.is_some() || self.broken.is_some() {
             return self.variant(args)?.graph_signature(args);
         }
         let picked = match &self.boundary {

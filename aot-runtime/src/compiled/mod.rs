@@ -38,6 +38,7 @@ mod boundary;
 mod graph_signature;
 mod inline;
 pub(crate) mod kernels;
+mod loops;
 mod observe;
 mod outputs;
 mod reference;
@@ -89,6 +90,10 @@ pub struct CompiledFn {
     /// variant per combination of their values (`variants.rs`); this
     /// function's own graph is the first variant's (every switch false).
     variants: Option<Arc<variants::Variants>>,
+    /// Set for functions with `for` loops whose bounds are known only at
+    /// call time: the traced loops, unrolled per call's trip counts
+    /// (`loops.rs`); this function's own graph is the traced one.
+    loops: Option<Arc<loops::Loops>>,
     /// Set when the calls of the body could not be inlined (`inline.rs`):
     /// every use returns this error.
     broken: Option<AotError>,
@@ -108,7 +113,7 @@ impl CompiledFn {
         }
         let meta = StaticMeta::compute(&graph);
         let may_write = reference::may_write(&graph, &meta);
-        Ok(CompiledFn { graph, meta, cache: Arc::default(), may_write, boundary: None, variants: None, broken: None })
+        Ok(CompiledFn { graph, meta, cache: Arc::default(), may_write, boundary: None, variants: None, loops: None, broken: None })
     }
 
     /// [`new`](Self::new), for a graph whose inputs named `m.path` are the
@@ -164,24 +169,36 @@ impl CompiledFn {
 
     /// The traced IR a call with these arguments runs: [`graph`](Self::graph),
     /// or for a function that branches on `bool` parameters, the variant
-    /// their values select.
-    pub fn graph_for(&self, args: &[Arg]) -> Result<&Graph> {
-        Ok(&self.variant(args)?.graph)
+    /// their values select; a `for` loop whose bounds are known only at
+    /// call time is unrolled for this call's trip count.
+    pub fn graph_for(&self, args: &[Arg]) -> Result<std::borrow::Cow<'_, Graph>> {
+        Ok(match self.variant(args)? {
+            Picked::Ref(f) => std::borrow::Cow::Borrowed(&f.graph),
+            Picked::Unrolled(f) => std::borrow::Cow::Owned(f.graph.clone()),
+        })
     }
 
     /// The variant a call with these arguments runs: itself unless the
-    /// body branches on `bool` parameters (`variants.rs`).
-    fn variant(&self, args: &[Arg]) -> Result<&CompiledFn> {
+    /// body branches on `bool` parameters (`variants.rs`) or has loops
+    /// unrolled per call (`loops.rs`).
+    fn variant(&self, args: &[Arg]) -> Result<Picked<'_>> {
         if let Some(e) = &self.broken {
             return Err(e.clone());
         }
-        match &self.variants {
-            None => Ok(self),
-            Some(v) => v.pick(args),
+        let f = match &self.variants {
+            None => self,
+            Some(v) => v.pick(args)?,
+        };
+        match &f.loops {
+            None => Ok(Picked::Ref(f)),
+            Some(l) => f.with_flat(args, |args| l.pick(args)).map(Picked::Unrolled),
         }
     }
 
-    /// The compile-time metadata template, before any call's facts.
+    /// The compile-time metadata template, before any call's facts. For a
+    /// function with loops over call-time bounds, that of its parameters
+    /// alone: each trip count's unrolled graph has its own, which
+    /// [`explain`](Self::explain) reports.
     pub fn static_meta(&self) -> &StaticMeta {
         &self.meta
     }
@@ -363,6 +380,9 @@ impl CompiledFn {
         if let Some(v) = &self.variants {
             return v.pick(args)?.__call_outputs(args);
         }
+        if let Some(l) = &self.loops {
+            return self.with_flat(args, |args| l.pick(args))?.__call_outputs(args);
+        }
         if self.boundary.is_some() {
             return self.with_flat(args, |args| self.call_flat(args));
         }
@@ -543,9 +563,27 @@ impl CompiledFn {
 
     /// How many specialisations are cached (of every variant).
     fn num_specializations(&self) -> usize {
-        match &self.variants {
-            Some(v) => v.all().iter().map(|f| f.cache.len()).sum(),
-            None => self.cache.len(),
+        match (&self.variants, &self.loops) {
+            (Some(v), _) => v.all().iter().map(CompiledFn::num_specializations).sum(),
+            (None, Some(l)) => l.num_specializations(),
+            (None, None) => self.cache.len(),
+        }
+    }
+}
+
+/// The function a call runs ([`CompiledFn::variant`]): borrowed, or
+/// unrolled for the call's trip counts and shared with the loop cache.
+enum Picked<'a> {
+    Ref(&'a CompiledFn),
+    Unrolled(Arc<CompiledFn>),
+}
+
+impl std::ops::Deref for Picked<'_> {
+    type Target = CompiledFn;
+    fn deref(&self) -> &CompiledFn {
+        match self {
+            Picked::Ref(f) => f,
+            Picked::Unrolled(f) => f,
         }
     }
 }

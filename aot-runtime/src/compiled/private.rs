@@ -106,9 +106,9 @@ fn load_inner(graph_json: &str, meta_json: &str) -> CompiledFn {
     from_parts(graph, meta)
 }
 
-fn from_parts(graph: aot_ir::Graph, meta: aot_ir::StaticMeta) -> CompiledFn {
+pub(crate) fn from_parts(graph: aot_ir::Graph, meta: aot_ir::StaticMeta) -> CompiledFn {
     let may_write = super::reference::may_write(&graph, &meta);
-    CompiledFn { graph, meta, cache: Default::default(), may_write, boundary: None, variants: None, broken: None }
+    CompiledFn { graph, meta, cache: Default::default(), may_write, boundary: None, variants: None, loops: None, broken: None }
 }
 
 pub use super::inline::Source;
@@ -123,8 +123,10 @@ pub fn load_source(src: &'static Source) -> CompiledFn {
     let trees = params.iter().any(|p| p.1);
     let mut fns = Vec::with_capacity(src.graphs.len());
     for (k, graph_json) in src.graphs.iter().enumerate() {
-        let f = if src.callees.get(k).is_some_and(|c| !c.is_empty()) {
+        // The macro leaves out the metadata of a graph with calls or loops.
+        let f = if src.callees.get(k).is_some_and(|c| !c.is_empty()) || src.metas.get(k).is_some_and(|m| m.is_empty()) {
             match super::inline::inlined_variant(src, k) {
+                Ok(graph) if aot_ir::transform::unroll::has_loops(&graph) => with_loops(graph, &params),
                 Ok(graph) => {
                     let meta = aot_ir::StaticMeta::compute(&graph);
                     from_parts(graph, meta)
@@ -147,8 +149,15 @@ pub fn load_source(src: &'static Source) -> CompiledFn {
 fn broken(graph_json: &str, e: AotError) -> CompiledFn {
     let graph: aot_ir::Graph = serde_json::from_str(graph_json)
         .unwrap_or_else(|e| panic!("aot: corrupt embedded graph ({e}); rebuild with matching aot-macros and aot-runtime"));
-    // Its metadata is never read (every use returns the error); that of
-    // the parameters alone keeps it well-formed.
+    let mut f = stub(graph);
+    f.broken = Some(e);
+    f
+}
+
+/// A function holding `graph` whose metadata is that of its parameters
+/// alone: it is never read (every call goes elsewhere), and keeps the
+/// function well-formed.
+fn stub(graph: aot_ir::Graph) -> CompiledFn {
     let mut stub = aot_ir::GraphBuilder::new(graph.name.clone());
     for p in &graph.params {
         stub.param(p.name.clone(), p.ty, p.span);
@@ -157,11 +166,19 @@ fn broken(graph_json: &str, e: AotError) -> CompiledFn {
     let meta = aot_ir::StaticMeta::compute(&stub);
     let mut f = from_parts(stub, meta);
     f.graph = graph;
-    f.broken = Some(e);
     f
 }
 
-fn with_boundary(mut f: CompiledFn, params: &[(&str, bool)]) -> CompiledFn {
+/// A function with loops unrolled per call (`loops.rs`): every call runs
+/// the graph unrolled for its trip counts.
+fn with_loops(graph: aot_ir::Graph, params: &[(&str, bool)]) -> CompiledFn {
+    let loops = super::loops::Loops::new(graph.clone(), params);
+    let mut f = stub(graph);
+    f.loops = Some(std::sync::Arc::new(loops));
+    f
+}
+
+pub(crate) fn with_boundary(mut f: CompiledFn, params: &[(&str, bool)]) -> CompiledFn {
     let b = super::boundary::Boundary::new(&f.graph, &f.meta, params).unwrap_or_else(|| {
         panic!("aot: the graph of `{}` does not match its parameters; rebuild with matching aot-macros and aot-runtime", f.graph.name)
     });

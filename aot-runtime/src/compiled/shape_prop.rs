@@ -17,8 +17,9 @@ use crate::layout::{broadcast_shapes, wrap_dim, Layout};
 use aot_ir::{Arg as IrArg, Graph, Node, Op, OpClass, OpKind, ScalarValue, ValueDef, ValueId};
 
 /// Fills the call's scalar values of the computed sizes (the slots after
-/// the parameters and their sizes, in [`Graph::value_sizes`] order).
-pub(crate) fn fill_value_sizes(g: &Graph, args: &[Arg], scalars: &mut Vec<Option<ScalarValue>>) -> Result<()> {
+/// the parameters and their sizes, in [`Graph::value_sizes`] order); the
+/// reads after the first `limit` nodes are left unknown.
+pub(crate) fn fill_value_sizes(g: &Graph, args: &[Arg], scalars: &mut Vec<Option<ScalarValue>>, limit: usize) -> Result<()> {
     let base = scalars.len();
     scalars.resize(base + g.value_sizes.len(), None);
     let mut p = Prop { shapes: vec![None; g.values.len()] };
@@ -32,6 +33,9 @@ pub(crate) fn fill_value_sizes(g: &Graph, args: &[Arg], scalars: &mut Vec<Option
     let mut next = 0;
     for &k in &order {
         let read = g.value_sizes[k];
+        if read.at > limit {
+            break;
+        }
         while next < read.at.min(g.nodes.len()) {
             p.step(&g.nodes[next], scalars)?;
             next += 1;

@@ -7,13 +7,6 @@ mod model {
 }
 
 #[aot_fn]
-fn f(x: &mut Tensor, n: i64) {
-    for _ in 0..n {
-        x.mul_(2.0);
-    }
-}
-
-#[aot_fn]
 fn g(x: &mut Tensor) {
     for _ in 0..LAYERS {
         x.mul_(2.0);
@@ -23,13 +16,6 @@ fn g(x: &mut Tensor) {
 #[aot_fn]
 fn h(x: &mut Tensor) {
     for _ in 0..=model::LAYERS {
-        x.mul_(2.0);
-    }
-}
-
-#[aot_fn]
-fn k(x: &mut Tensor) {
-    for _ in 0..x.size(0) {
         x.mul_(2.0);
     }
 }
