@@ -257,7 +257,7 @@ fn meta_for(compiled: &CompiledFn, call: &Value) -> StaticMeta {
         })
         .collect();
     match args.iter().any(|a| matches!(a, Arg::Bool(_))) {
-        true => StaticMeta::compute(compiled.graph_for(&args).expect("the call's variant")),
+        true => StaticMeta::compute(&compiled.graph_for(&args).expect("the call's variant")),
         false => compiled.static_meta().clone(),
     }
 }
