@@ -24,7 +24,9 @@
 //! `oracle/cases_new_user_g.py`, of the DSL's call-time values, tests
 //! `new_user_g_oracle_*`; an eighth, `oracle/new_user_h.json` from
 //! `oracle/cases_new_user_h.py`, of in-place writes while gradients are
-//! recorded, tests `new_user_h_oracle_*`).
+//! recorded, tests `new_user_h_oracle_*`; a ninth, `oracle/new_user_i.json`
+//! from `oracle/cases_new_user_i.py`, of loops over call-time bounds, tests
+//! `new_user_i_oracle_*`).
 //!
 //! Failures are collected and reported together, one line per mismatch.
 
@@ -48,6 +50,8 @@ mod cases_new_user_f;
 mod cases_new_user_g;
 #[path = "../../ui-tests/tests/oracle/cases_new_user_h.rs"]
 mod cases_new_user_h;
+#[path = "../../ui-tests/tests/oracle/cases_new_user_i.rs"]
+mod cases_new_user_i;
 #[path = "../../ui-tests/tests/oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "../../ui-tests/tests/oracle/cases_ops_b.rs"]
@@ -56,8 +60,8 @@ mod cases_ops_b;
 use aot_runtime::{CompiledFn, Tensor};
 use aot_tests::{
     build_args, close, load_cases, load_extra_cases, load_new_user_b_cases, load_new_user_c_cases, load_new_user_cases,
-    load_new_user_d_cases, load_new_user_e_cases, load_new_user_f_cases, load_new_user_g_cases, load_new_user_h_cases, load_ops_a_cases,
-    load_ops_b_cases, normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case,
+    load_new_user_d_cases, load_new_user_e_cases, load_new_user_f_cases, load_new_user_g_cases, load_new_user_h_cases,
+    load_new_user_i_cases, load_ops_a_cases, load_ops_b_cases, normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case,
 };
 use serde_json::Value;
 
@@ -273,6 +277,10 @@ fn new_user_g() -> Corpus {
 
 fn new_user_h() -> Corpus {
     (load_new_user_h_cases(), cases_new_user_h::all())
+}
+
+fn new_user_i() -> Corpus {
+    (load_new_user_i_cases(), cases_new_user_i::all())
 }
 
 fn run((cases, fns): Corpus, check: fn(&CompiledFn, &Call) -> Vec<String>) -> (usize, Vec<String>) {
@@ -527,4 +535,23 @@ fn new_user_h_oracle_metadata_matches_pytorch() {
 fn new_user_h_oracle_traced_tangents_match_pytorch() {
     let (total, failures) = run(new_user_h(), check_tangents);
     report("new_user_h traced_tangents", total, &failures);
+}
+
+#[test]
+fn new_user_i_oracle_results_match_pytorch() {
+    let (total, failures) = run(new_user_i(), check_result);
+    report("new_user_i results", total, &failures);
+}
+
+#[test]
+fn new_user_i_oracle_metadata_matches_pytorch() {
+    let (total, failures) = run(new_user_i(), check_metadata);
+    report("new_user_i metadata", total, &failures);
+}
+
+/// As `oracle_traced_tangents_match_pytorch`, on the ninth new-user corpus.
+#[test]
+fn new_user_i_oracle_traced_tangents_match_pytorch() {
+    let (total, failures) = run(new_user_i(), check_tangents);
+    report("new_user_i traced_tangents", total, &failures);
 }

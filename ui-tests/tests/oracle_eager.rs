@@ -25,6 +25,8 @@ mod cases_new_user_f;
 mod cases_new_user_g;
 #[path = "oracle/cases_new_user_h.rs"]
 mod cases_new_user_h;
+#[path = "oracle/cases_new_user_i.rs"]
+mod cases_new_user_i;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -310,4 +312,10 @@ fn new_user_g_eager_reference_matches_pytorch() {
 #[test]
 fn new_user_h_eager_reference_matches_pytorch() {
     check_eager(&common::load_new_user_h(), cases_new_user_h::all());
+}
+
+/// The same over the ninth new-user corpus (tests/oracle/new_user_i.json).
+#[test]
+fn new_user_i_eager_reference_matches_pytorch() {
+    check_eager(&common::load_new_user_i(), cases_new_user_i::all());
 }

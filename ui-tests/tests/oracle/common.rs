@@ -72,6 +72,12 @@ pub fn load_new_user_h() -> Vec<Value> {
     load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_h.json"))
 }
 
+/// The ninth new-user corpus, of loops over call-time bounds
+/// (tests/oracle/new_user_i.json).
+pub fn load_new_user_i() -> Vec<Value> {
+    load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_i.json"))
+}
+
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     match serde_json::from_str(&text) {
