@@ -421,26 +421,30 @@ fn mutations_of_intermediates_match_eager() {
     let mut b = GraphBuilder::new("mut");
     let x = b.tensor("x", false);
     let y = b.tensor("y", false);
+    // relu_, sigmoid_ and exp_ save their results: each is the last write
+    // to its storage (a later one fails the backward, as in PyTorch).
     let a = b.call(K::Mul, x, vec![f(2.0)]);
     let rows = b.call(K::Narrow, a, vec![i(0), i(1), i(2)]);
     b.call(K::MulInplace, rows, vec![t(y)]);
-    let r0 = b.call(K::Select, a, vec![i(0), i(0)]);
-    b.call(K::ReluInplace, r0, vec![]);
     let col = b.call(K::Select, a, vec![i(1), i(2)]);
     b.call(K::AddInplace, col, vec![f(1.0)]);
-    b.call(K::SigmoidInplace, a, vec![]);
     let at = b.call(K::T, a, vec![]);
     b.call(K::DivInplace, at, vec![f(3.0)]);
+    b.call(K::SigmoidInplace, a, vec![]);
+    let d = b.call(K::Mul, x, vec![f(3.0)]);
+    let r0 = b.call(K::Select, d, vec![i(0), i(0)]);
+    b.call(K::ReluInplace, r0, vec![]);
     let c = b.call(K::Copy, x, vec![]);
     let cr = b.call(K::Select, c, vec![i(1), i(2)]);
     b.call(K::CopyInplace, cr, vec![t(col)]);
     let cn = b.call(K::Narrow, c, vec![i(1), i(0), i(1)]);
     b.call(K::Zero, cn, vec![]);
     b.call(K::Clamp, c, vec![f(-0.5), f(0.5)]);
-    b.call(K::ExpInplace, c, vec![]);
     b.call(K::NegInplace, c, vec![]);
     b.call(K::SubInplace, c, vec![t(a)]);
+    b.call(K::ExpInplace, c, vec![]);
     let s = b.call(K::Mul, a, vec![t(c)]);
+    let s = b.call(K::Add, s, vec![t(d)]);
     let g = b.finish(vec![s, at, rows], ReturnKind::Tuple(3));
     let inputs = || vec![In::T(randn(&[3, 4], 19), true), In::T(randn(&[2, 4], 20), true)];
     check(&g, &inputs());

@@ -173,7 +173,10 @@ fn replay(steps: &[Step], x: &Tensor, y: &mut dyn FnMut(&[usize]) -> Result<Tens
             Step::Sigmoid { h } => {
                 let t = hs[pick(h)].clone();
                 if !overlaps(&t) {
-                    t.sigmoid_()?;
+                    // Not `sigmoid_`: it saves its result, which a later step's
+                    // write to the same storage would make the backward refuse
+                    // (as PyTorch's does); the tests of `sigmoid_` are elsewhere.
+                    t.copy_(&t.sigmoid()?)?;
                 }
             }
             Step::Fill { h, v } => {
