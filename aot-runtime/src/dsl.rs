@@ -2,8 +2,9 @@
 //! contain, its parameters and return forms, and every op, with examples.
 //!
 //! This module holds documentation only. Compile errors of `#[aot_fn]`
-//! point here. The op table at the end is checked against the IR's op
-//! table (`aot_ir::op::OP_TABLE`) by a test, so it lists every op.
+//! point here. The op table at the end (`dsl/ops.md`) is checked against
+//! the IR's op table (`aot_ir::op::OP_TABLE`) by a test, so it lists every
+//! op.
 //!
 //! # A function
 //!
@@ -526,151 +527,15 @@
 //! [`kernels`](crate::CompiledFn::kernels) and
 //! [`call_path`](crate::CompiledFn::call_path) (whether a call runs the
 //! inference path, compiled training, or the eager reference).
-//!
-//! # Ops
-//!
-//! PyTorch's semantics, broadcasting where PyTorch broadcasts; dims accept
-//! negative values; index tensors are `I64`. Every op is also an eager
-//! method of [`Tensor`](crate::Tensor) with the same name and arguments.
-//! Binary ops take a tensor or a number as their operand.
-//!
-//! ### Ops that compute a new tensor
-//!
-//! | op | usage |
-//! |---|---|
-//! | `add` | `a.add(&b) or a.add(2.0)` |
-//! | `sub` | `a.sub(&b) or a.sub(2.0)` |
-//! | `mul` | `a.mul(&b) or a.mul(2.0)` |
-//! | `div` | `a.div(&b) or a.div(2.0)` |
-//! | `pow` | `a.pow(2.0)` |
-//! | `maximum` | `a.maximum(&b)` |
-//! | `minimum` | `a.minimum(&b)` |
-//! | `eq` | `a.eq(&b)` |
-//! | `ne` | `a.ne(&b)` |
-//! | `lt` | `a.lt(&b)` |
-//! | `le` | `a.le(&b)` |
-//! | `gt` | `a.gt(&b)` |
-//! | `ge` | `a.ge(&b)` |
-//! | `where_` | `a.where_(&cond, &other)` |
-//! | `neg` | `a.neg()` |
-//! | `exp` | `a.exp()` |
-//! | `log` | `a.log()` |
-//! | `sqrt` | `a.sqrt()` |
-//! | `rsqrt` | `a.rsqrt()` |
-//! | `abs` | `a.abs()` |
-//! | `sin` | `a.sin()` |
-//! | `cos` | `a.cos()` |
-//! | `tanh` | `a.tanh()` |
-//! | `sigmoid` | `a.sigmoid()` |
-//! | `relu` | `a.relu()` |
-//! | `gelu` | `a.gelu()` |
-//! | `silu` | `a.silu()` |
-//! | `reciprocal` | `a.reciprocal()` |
-//! | `square` | `a.square()` |
-//! | `sum` | `a.sum()` |
-//! | `mean` | `a.mean()` |
-//! | `sum_dim` | `a.sum_dim(&[dim, ..], keepdim)` |
-//! | `mean_dim` | `a.mean_dim(&[dim, ..], keepdim)` |
-//! | `amax_dim` | `a.amax_dim(&[dim, ..], keepdim)` |
-//! | `var_dim` | `a.var_dim(&[dim, ..], correction, keepdim)` |
-//! | `softmax` | `a.softmax(dim)` |
-//! | `log_softmax` | `a.log_softmax(dim)` |
-//! | `matmul` | `a.matmul(&b)` |
-//! | `mm` | `a.mm(&b)` |
-//! | `bmm` | `a.bmm(&b)` |
-//! | `copy` | `a.copy()` |
-//! | `contiguous` | `a.contiguous()` |
-//! | `to_dtype` | `a.to_dtype(DType::F32)` |
-//! | `zeros_like` | `a.zeros_like()` |
-//! | `ones_like` | `a.ones_like()` |
-//! | `full_like` | `a.full_like(value)` |
-//! | `rand_like` | `a.rand_like()` |
-//! | `dropout` | `a.dropout(p)` |
-//! | `log1p` | `a.log1p()` |
-//! | `expm1` | `a.expm1()` |
-//! | `clamp` | `a.clamp(min, max)` |
-//! | `masked_fill` | `a.masked_fill(&mask, value)` |
-//! | `tril` | `a.tril(k)` |
-//! | `triu` | `a.triu(k)` |
-//! | `cumsum` | `a.cumsum(dim)` |
-//! | `argmax` | `a.argmax(dim, keepdim)` |
-//! | `argmin` | `a.argmin(dim, keepdim)` |
-//! | `max_dim` | `let (values, indices) = a.max_dim(dim, keepdim)` |
-//! | `min_dim` | `let (values, indices) = a.min_dim(dim, keepdim)` |
-//! | `cross_entropy` | `logits.cross_entropy(&targets)` |
-//! | `nll_loss` | `log_probs.nll_loss(&targets)` |
-//! | `index_select` | `a.index_select(dim, &index)` |
-//! | `gather` | `a.gather(dim, &index)` |
-//! | `scatter_add` | `a.scatter_add(dim, &index, &src)` |
-//! | `embedding` | `ids.embedding(&weight)` |
-//! | `index_copy` | `a.index_copy(dim, &index, &src)` |
-//! | `index_add` | `a.index_add(dim, &index, &src)` |
-//! | `cat` | `Tensor::cat(&[&a, &b], dim)` |
-//! | `stack` | `Tensor::stack(&[&a, &b], dim)` |
-//! | `arange` | `Tensor::arange(start, end, step, DType::I64, &x.device())` |
-//!
-//! ### Views (the result aliases its receiver)
-//!
-//! | op | usage |
-//! |---|---|
-//! | `view` | `a.view(&[size, ..])` |
-//! | `reshape` | `a.reshape(&[size, ..])` |
-//! | `t` | `a.t()` |
-//! | `transpose` | `a.transpose(dim0, dim1)` |
-//! | `permute` | `a.permute(&[dim, ..])` |
-//! | `unsqueeze` | `a.unsqueeze(dim)` |
-//! | `squeeze` | `a.squeeze(dim)` |
-//! | `expand` | `a.expand(&[size, ..])` |
-//! | `select` | `a.select(dim, index)` |
-//! | `slice` | `a.slice(dim, start, end, step)` |
-//! | `narrow` | `a.narrow(dim, start, length)` |
-//! | `diagonal` | `a.diagonal()` |
-//! | `as_strided` | `a.as_strided(&[size, ..], &[stride, ..], storage_offset)` |
-//! | `detach` | `a.detach()` |
-//! | `flatten` | `a.flatten(start_dim, end_dim)` |
-//! | `view_as` | `a.view_as(&other)` |
-//!
-//! ### In-place data mutations (the receiver must be `&mut` when it is a parameter)
-//!
-//! | op | usage |
-//! |---|---|
-//! | `add_` | `a.add_(&b) or a.add_(2.0)` |
-//! | `sub_` | `a.sub_(&b) or a.sub_(2.0)` |
-//! | `mul_` | `a.mul_(&b) or a.mul_(2.0)` |
-//! | `div_` | `a.div_(&b) or a.div_(2.0)` |
-//! | `copy_` | `a.copy_(&b)` |
-//! | `fill_` | `a.fill_(value)` |
-//! | `zero_` | `a.zero_()` |
-//! | `clamp_` | `a.clamp_(min, max)` |
-//! | `relu_` | `a.relu_()` |
-//! | `sigmoid_` | `a.sigmoid_()` |
-//! | `exp_` | `a.exp_()` |
-//! | `neg_` | `a.neg_()` |
-//! | `index_copy_` | `a.index_copy_(dim, &index, &src)` |
-//! | `index_add_` | `a.index_add_(dim, &index, &src)` |
-//!
-//! ### In-place metadata mutations
-//!
-//! | op | usage |
-//! |---|---|
-//! | `t_` | `a.t_()` |
-//! | `transpose_` | `a.transpose_(dim0, dim1)` |
-//! | `unsqueeze_` | `a.unsqueeze_(dim)` |
-//! | `squeeze_` | `a.squeeze_(dim)` |
-//! | `as_strided_` | `a.as_strided_(&[size, ..], &[stride, ..], storage_offset)` |
-//!
-//! `max_dim`/`min_dim` give `(values, indices)`; `cat`/`stack` are called
-//! as `Tensor::cat(&[&a, &b], dim)`; `arange` also has PyTorch's short
-//! forms (see [Ranges](#ranges)). `dropout` is training-mode dropout;
-//! with `p` 0 or 1 it draws no random numbers, and `p = 0` gives a copy of
-//! its input, as PyTorch's traced dropout does.
+#![doc = ""]
+#![doc = include_str!("dsl/ops.md")]
 
 #[cfg(test)]
 mod tests {
     /// Every row of the IR's op table is listed here, with its usage.
     #[test]
     fn every_op_is_documented() {
-        let doc = include_str!("dsl.rs");
+        let doc = [include_str!("dsl.rs"), include_str!("dsl/ops.md")].concat();
         for sig in aot_ir::op::OP_TABLE {
             let row = format!("| `{}` | `{}` |", sig.name, sig.usage.replace('|', "\\|"));
             assert!(doc.contains(&row), "the `aot_runtime::dsl` docs lack the op `{}` (row `{row}`)", sig.name);

@@ -354,6 +354,40 @@ pub fn build_args(call: &Call) -> std::result::Result<BuiltCall, String> {
     Ok((leaves, args))
 }
 
+/// Compares a tensor with a recorded one (`TensorRec`'s JSON: its values,
+/// and its shape when recorded) within `1e-4`; a mismatch is pushed to
+/// `errs`, naming `what`.
+pub fn check_record(what: &str, got: &Tensor, want: &Value, errs: &mut Vec<String>) {
+    let rec: TensorRec = match serde_json::from_value(want.clone()) {
+        Ok(r) => r,
+        Err(e) => return errs.push(format!("{what}: the record does not parse ({e})")),
+    };
+    let want = rec.values.unwrap_or_default();
+    let got_v = values(got);
+    if rec.shape.as_deref().is_some_and(|s| s != got.shape()) || !close(&got_v, &want, 1e-4) {
+        errs.push(format!("{what}: ours {:?} {got_v:?}, PyTorch {:?} {want:?}", got.shape(), rec.shape));
+    }
+}
+
+/// Runs `check` on every case of a golden document of PyTorch's
+/// (`{"cases": [..]}`, each with `name` and `matches_eager`), expecting
+/// `count` cases (else `regen` says how to regenerate them), and panics
+/// listing every mismatch.
+pub fn check_golden_cases(doc: &str, count: usize, regen: &str, check: impl Fn(&Value) -> Result<Vec<String>>) {
+    let doc: Value = serde_json::from_str(doc).expect("the golden document parses");
+    let cases = doc["cases"].as_array().expect("cases");
+    assert_eq!(cases.len(), count, "{regen}");
+    let mut failures = vec![];
+    for case in cases {
+        assert_eq!(case["matches_eager"], true, "PyTorch's compiled and eager calls differ on {}", case["name"]);
+        match check(case) {
+            Ok(errs) => failures.extend(errs.into_iter().map(|e| format!("{}: {e}", case["name"]))),
+            Err(e) => failures.push(format!("{}: the call failed: {e}", case["name"])),
+        }
+    }
+    assert!(failures.is_empty(), "{} mismatches with PyTorch:\n{}", failures.len(), failures.join("\n"));
+}
+
 /// `|a - b| <= tol * (1 + |b|)`, elementwise; NaN equals NaN, and an
 /// infinity only itself.
 pub fn close(got: &[f64], want: &[f64], tol: f64) -> bool {

@@ -19,7 +19,7 @@
 use aot_runtime::prelude::*;
 use aot_runtime::tree::LeafKind;
 use aot_runtime::{Arg, CompiledFn};
-use aot_tests::{close, golden_list, leaf_values, oracle_loss, TensorRec};
+use aot_tests::{check_golden_cases, check_record, close, golden_list, leaf_values, oracle_loss, values};
 use serde_json::Value;
 
 #[derive(TensorTree)]
@@ -257,19 +257,6 @@ fn make(k: usize, spec: &Value) -> Result<Tensor> {
     t.requires_grad_(spec["requires_grad"].as_bool().unwrap_or(false))
 }
 
-fn values(t: &Tensor) -> Vec<f64> {
-    t.detach().and_then(|d| d.to_vec::<f64>()).expect("values")
-}
-
-fn check_values(what: &str, got: &Tensor, want: &Value, errs: &mut Vec<String>) {
-    let rec: TensorRec = serde_json::from_value(want.clone()).expect("a tensor record");
-    let want = rec.values.unwrap_or_default();
-    let got_v = values(got);
-    if rec.shape.as_deref().is_some_and(|s| s != got.shape()) || !close(&got_v, &want, 1e-4) {
-        errs.push(format!("{what}: ours {:?} {got_v:?}, PyTorch {:?} {want:?}", got.shape(), rec.shape));
-    }
-}
-
 /// Runs one case; returns its mismatches.
 fn check(case: &Value) -> Result<Vec<String>> {
     let name = case["name"].as_str().expect("name");
@@ -301,13 +288,13 @@ fn check(case: &Value) -> Result<Vec<String>> {
         errs.push(format!("{} outputs, PyTorch {}", outs.len(), want_outs.len()));
     }
     for (k, (o, w)) in outs.iter().zip(want_outs).enumerate() {
-        check_values(&format!("output {k}"), o, w, &mut errs);
+        check_record(&format!("output {k}"), o, w, &mut errs);
         if w["requires_grad"].as_bool() != Some(o.requires_grad()) {
             errs.push(format!("output {k}: requires_grad {}, PyTorch {}", o.requires_grad(), w["requires_grad"]));
         }
     }
     for ((t, w), s) in state.iter().zip(result["state_after"].as_array().expect("state_after")).zip(specs) {
-        check_values(&format!("{} after the call", s["path"]), t, w, &mut errs);
+        check_record(&format!("{} after the call", s["path"]), t, w, &mut errs);
     }
     if let Some(loss) = oracle_loss(&outs)? {
         loss.backward()?;
@@ -331,16 +318,5 @@ fn check(case: &Value) -> Result<Vec<String>> {
 
 #[test]
 fn composite_arguments_match_pytorch() {
-    let doc: Value = serde_json::from_str(include_str!("../oracle/modules.json")).expect("oracle/modules.json parses");
-    let cases = doc["cases"].as_array().expect("cases");
-    assert_eq!(cases.len(), 6, "rerun tests/oracle/gen_modules.py");
-    let mut failures = vec![];
-    for case in cases {
-        assert_eq!(case["matches_eager"], true, "PyTorch's compiled and eager calls differ on {}", case["name"]);
-        match check(case) {
-            Ok(errs) => failures.extend(errs.into_iter().map(|e| format!("{}: {e}", case["name"]))),
-            Err(e) => failures.push(format!("{}: the call failed: {e}", case["name"])),
-        }
-    }
-    assert!(failures.is_empty(), "{} mismatches with PyTorch:\n{}", failures.len(), failures.join("\n"));
+    check_golden_cases(include_str!("../oracle/modules.json"), 6, "rerun tests/oracle/gen_modules.py", check);
 }

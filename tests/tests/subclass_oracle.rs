@@ -16,7 +16,7 @@
 
 use aot_runtime::prelude::*;
 use aot_runtime::subclass::{create_subclass_meta, SubclassCreationMeta};
-use aot_tests::{close, golden_list, leaf_values, TensorRec};
+use aot_tests::{check_golden_cases, check_record, close, golden_list, leaf_values, values};
 use serde_json::{json, Value};
 
 #[derive(TensorTree)]
@@ -102,18 +102,6 @@ fn strip(v: &Value) -> Value {
     v
 }
 
-fn values(t: &Tensor) -> Vec<f64> {
-    t.detach().and_then(|d| d.to_vec::<f64>()).expect("values")
-}
-
-fn check_rec(what: &str, got: &Tensor, want: &Value, errs: &mut Vec<String>) {
-    let rec: TensorRec = serde_json::from_value(want.clone()).expect("a tensor record");
-    let want = rec.values.unwrap_or_default();
-    if !close(&values(got), &want, 1e-4) {
-        errs.push(format!("{what}: ours {:?}, PyTorch {want:?}", values(got)));
-    }
-}
-
 /// Calls the case's function on its arguments.
 fn run(name: &str, args: &mut [Input]) -> Result<TwoTensor> {
     match (name, args) {
@@ -159,11 +147,11 @@ fn check(case: &Value) -> Result<Vec<String>> {
         errs.push(format!("subclass_fw_graph_out_meta: ours {ours_out:?}, PyTorch {theirs_out:?}"));
     }
     for (j, (t, w)) in [&out.a, &out.b].into_iter().zip(want["outputs"][0].as_array().expect("outputs")).enumerate() {
-        check_rec(&format!("output inner {j}"), t, w, &mut errs);
+        check_record(&format!("output inner {j}"), t, w, &mut errs);
     }
     for (i, (a, w)) in args.iter().zip(want["args_after"].as_array().expect("args_after")).enumerate() {
         for (j, (t, w)) in a.inner().into_iter().zip(w.as_array().expect("inner")).enumerate() {
-            check_rec(&format!("argument {i} inner {j} after the call"), t, w, &mut errs);
+            check_record(&format!("argument {i} inner {j} after the call"), t, w, &mut errs);
         }
     }
     if out.a.requires_grad() {
@@ -197,16 +185,5 @@ fn check(case: &Value) -> Result<Vec<String>> {
 
 #[test]
 fn subclasses_match_pytorch() {
-    let doc: Value = serde_json::from_str(include_str!("../oracle/subclass.json")).expect("oracle/subclass.json parses");
-    let cases = doc["cases"].as_array().expect("cases");
-    assert_eq!(cases.len(), 4, "rerun tests/oracle/gen_subclass.py");
-    let mut failures = vec![];
-    for case in cases {
-        assert_eq!(case["matches_eager"], true, "PyTorch's compiled and eager calls differ on {}", case["name"]);
-        match check(case) {
-            Ok(errs) => failures.extend(errs.into_iter().map(|e| format!("{}: {e}", case["name"]))),
-            Err(e) => failures.push(format!("{}: the call failed: {e}", case["name"])),
-        }
-    }
-    assert!(failures.is_empty(), "{} mismatches with PyTorch:\n{}", failures.len(), failures.join("\n"));
+    check_golden_cases(include_str!("../oracle/subclass.json"), 4, "rerun tests/oracle/gen_subclass.py", check);
 }

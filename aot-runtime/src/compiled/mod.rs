@@ -146,17 +146,22 @@ impl CompiledFn {
     /// # Ok::<(), AotError>(())
     /// ```
     pub fn with_struct_params(graph: Graph, params: &[(&str, bool)]) -> Result<CompiledFn> {
-        let mut f = CompiledFn::new(graph)?;
-        let b = boundary::Boundary::new(&f.graph, &f.meta, params).ok_or_else(|| AotError::Signature {
-            func: f.graph.name.clone(),
+        CompiledFn::new(graph)?.attach_boundary(params)
+    }
+
+    /// This function with its graph's inputs taken from the Rust
+    /// parameters `params` (see [`with_struct_params`](Self::with_struct_params)).
+    fn attach_boundary(mut self, params: &[(&str, bool)]) -> Result<CompiledFn> {
+        let b = boundary::Boundary::new(&self.graph, &self.meta, params).ok_or_else(|| AotError::Signature {
+            func: self.graph.name.clone(),
             msg: format!(
                 "the graph's inputs ({}) do not match the parameters {:?}",
-                f.graph.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
+                self.graph.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
                 params
             ),
         })?;
-        f.boundary = Some(Arc::new(b));
-        Ok(f)
+        self.boundary = Some(Arc::new(b));
+        Ok(self)
     }
 
     /// The traced IR; its `Display` is the listing. For a function whose

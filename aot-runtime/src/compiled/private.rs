@@ -178,12 +178,10 @@ fn with_loops(graph: aot_ir::Graph, params: &[(&str, bool)]) -> CompiledFn {
     f
 }
 
-pub(crate) fn with_boundary(mut f: CompiledFn, params: &[(&str, bool)]) -> CompiledFn {
-    let b = super::boundary::Boundary::new(&f.graph, &f.meta, params).unwrap_or_else(|| {
-        panic!("aot: the graph of `{}` does not match its parameters; rebuild with matching aot-macros and aot-runtime", f.graph.name)
-    });
-    f.boundary = Some(std::sync::Arc::new(b));
-    f
+pub(crate) fn with_boundary(f: CompiledFn, params: &[(&str, bool)]) -> CompiledFn {
+    f.attach_boundary(params).unwrap_or_else(|e| {
+        panic!("aot: {e}; the embedded graph does not match its parameters: rebuild with matching aot-macros and aot-runtime")
+    })
 }
 
 /// A stand-in of type `T` for the type check of a call of another
