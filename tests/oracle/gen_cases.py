@@ -38,6 +38,7 @@ CORPORA = [
     ("new_user_g.json", "cases_new_user_g.rs"),
     ("new_user_h.json", "cases_new_user_h.rs"),
     ("new_user_i.json", "cases_new_user_i.rs"),
+    ("new_user_j.json", "cases_new_user_j.rs"),
 ]
 
 

@@ -228,6 +228,13 @@ pub fn load_new_user_i_cases() -> Vec<Case> {
     serde_json::from_str(text).expect("oracle/new_user_i.json parses")
 }
 
+/// The tenth new-user corpus: the model ops combined with views, aliasing and in-place writes (`oracle/new_user_j.json`,
+/// generated from `oracle/cases_new_user_j.py`).
+pub fn load_new_user_j_cases() -> Vec<Case> {
+    let text = include_str!("../oracle/new_user_j.json");
+    serde_json::from_str(text).expect("oracle/new_user_j.json parses")
+}
+
 /// The device the suites put their arguments on: `AOT_TEST_DEVICE=cuda`
 /// (with the `cuda` feature; `AOT_CUDA_SIM=1` simulates a GPU) runs them
 /// on `Device::Cuda(0)`, anything else on the CPU.

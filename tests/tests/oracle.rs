@@ -26,7 +26,9 @@
 //! `oracle/cases_new_user_h.py`, of in-place writes while gradients are
 //! recorded, tests `new_user_h_oracle_*`; a ninth, `oracle/new_user_i.json`
 //! from `oracle/cases_new_user_i.py`, of loops over call-time bounds, tests
-//! `new_user_i_oracle_*`).
+//! `new_user_i_oracle_*`; a tenth, `oracle/new_user_j.json` from
+//! `oracle/cases_new_user_j.py`, of the model ops with views and in-place
+//! writes, tests `new_user_j_oracle_*`).
 //!
 //! Failures are collected and reported together, one line per mismatch.
 
@@ -52,6 +54,8 @@ mod cases_new_user_g;
 mod cases_new_user_h;
 #[path = "../../ui-tests/tests/oracle/cases_new_user_i.rs"]
 mod cases_new_user_i;
+#[path = "../../ui-tests/tests/oracle/cases_new_user_j.rs"]
+mod cases_new_user_j;
 #[path = "../../ui-tests/tests/oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "../../ui-tests/tests/oracle/cases_ops_b.rs"]
@@ -61,7 +65,7 @@ use aot_runtime::{CompiledFn, Tensor};
 use aot_tests::{
     build_args, close, load_cases, load_extra_cases, load_new_user_b_cases, load_new_user_c_cases, load_new_user_cases,
     load_new_user_d_cases, load_new_user_e_cases, load_new_user_f_cases, load_new_user_g_cases, load_new_user_h_cases,
-    load_new_user_i_cases, load_ops_a_cases, load_ops_b_cases, normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case,
+    load_new_user_i_cases, load_new_user_j_cases, load_ops_a_cases, load_ops_b_cases, normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case,
 };
 use serde_json::Value;
 
@@ -281,6 +285,10 @@ fn new_user_h() -> Corpus {
 
 fn new_user_i() -> Corpus {
     (load_new_user_i_cases(), cases_new_user_i::all())
+}
+
+fn new_user_j() -> Corpus {
+    (load_new_user_j_cases(), cases_new_user_j::all())
 }
 
 fn run((cases, fns): Corpus, check: fn(&CompiledFn, &Call) -> Vec<String>) -> (usize, Vec<String>) {
@@ -554,4 +562,23 @@ fn new_user_i_oracle_metadata_matches_pytorch() {
 fn new_user_i_oracle_traced_tangents_match_pytorch() {
     let (total, failures) = run(new_user_i(), check_tangents);
     report("new_user_i traced_tangents", total, &failures);
+}
+
+#[test]
+fn new_user_j_oracle_results_match_pytorch() {
+    let (total, failures) = run(new_user_j(), check_result);
+    report("new_user_j results", total, &failures);
+}
+
+#[test]
+fn new_user_j_oracle_metadata_matches_pytorch() {
+    let (total, failures) = run(new_user_j(), check_metadata);
+    report("new_user_j metadata", total, &failures);
+}
+
+/// As `oracle_traced_tangents_match_pytorch`, on the tenth new-user corpus.
+#[test]
+fn new_user_j_oracle_traced_tangents_match_pytorch() {
+    let (total, failures) = run(new_user_j(), check_tangents);
+    report("new_user_j traced_tangents", total, &failures);
 }

@@ -27,6 +27,8 @@ mod cases_new_user_g;
 mod cases_new_user_h;
 #[path = "oracle/cases_new_user_i.rs"]
 mod cases_new_user_i;
+#[path = "oracle/cases_new_user_j.rs"]
+mod cases_new_user_j;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -318,4 +320,10 @@ fn new_user_h_eager_reference_matches_pytorch() {
 #[test]
 fn new_user_i_eager_reference_matches_pytorch() {
     check_eager(&common::load_new_user_i(), cases_new_user_i::all());
+}
+
+/// The same over the tenth new-user corpus (tests/oracle/new_user_j.json).
+#[test]
+fn new_user_j_eager_reference_matches_pytorch() {
+    check_eager(&common::load_new_user_j(), cases_new_user_j::all());
 }

@@ -63,6 +63,8 @@ mod cases_new_user_g;
 mod cases_new_user_h;
 #[path = "oracle/cases_new_user_i.rs"]
 mod cases_new_user_i;
+#[path = "oracle/cases_new_user_j.rs"]
+mod cases_new_user_j;
 #[path = "oracle/cases_ops_a.rs"]
 mod cases_ops_a;
 #[path = "oracle/cases_ops_b.rs"]
@@ -173,6 +175,15 @@ fn new_user_i() -> Corpus {
         fns: cases_new_user_i::all(),
         sources: cases_new_user_i::SOURCES,
         count: cases_new_user_i::COUNT,
+    }
+}
+
+fn new_user_j() -> Corpus {
+    Corpus {
+        oracle: common::load_new_user_j(),
+        fns: cases_new_user_j::all(),
+        sources: cases_new_user_j::SOURCES,
+        count: cases_new_user_j::COUNT,
     }
 }
 
@@ -535,4 +546,19 @@ fn new_user_i_static_template_matches_pytorch() {
 #[test]
 fn new_user_i_completed_metadata_matches_pytorch() {
     check_completed_metadata(&new_user_i());
+}
+
+#[test]
+fn new_user_j_generated_cases_are_up_to_date() {
+    check_up_to_date(&new_user_j());
+}
+
+#[test]
+fn new_user_j_static_template_matches_pytorch() {
+    check_static_template(&new_user_j());
+}
+
+#[test]
+fn new_user_j_completed_metadata_matches_pytorch() {
+    check_completed_metadata(&new_user_j());
 }

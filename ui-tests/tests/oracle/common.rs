@@ -78,6 +78,12 @@ pub fn load_new_user_i() -> Vec<Value> {
     load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_i.json"))
 }
 
+/// The tenth new-user corpus, of the model ops with views and in-place writes
+/// (tests/oracle/new_user_j.json).
+pub fn load_new_user_j() -> Vec<Value> {
+    load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/new_user_j.json"))
+}
+
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     match serde_json::from_str(&text) {
