@@ -65,7 +65,8 @@ use aot_runtime::{CompiledFn, Tensor};
 use aot_tests::{
     build_args, close, load_cases, load_extra_cases, load_new_user_b_cases, load_new_user_c_cases, load_new_user_cases,
     load_new_user_d_cases, load_new_user_e_cases, load_new_user_f_cases, load_new_user_g_cases, load_new_user_h_cases,
-    load_new_user_i_cases, load_new_user_j_cases, load_ops_a_cases, load_ops_b_cases, normalize_meta, oracle_loss, to_args, values, Call, CallArg, Case,
+    load_new_user_i_cases, load_new_user_j_cases, load_ops_a_cases, load_ops_b_cases, normalize_meta, oracle_loss, to_args, values, Call,
+    CallArg, Case,
 };
 use serde_json::Value;
 
