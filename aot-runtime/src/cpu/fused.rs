@@ -46,6 +46,7 @@ use std::mem::MaybeUninit;
 
 mod block;
 mod in_place;
+mod scalar_tail;
 
 pub(crate) use in_place::fused_in_place;
 
@@ -121,10 +122,22 @@ pub(crate) fn fused(name: &'static str, p: &Program<'_>, inputs: &[Input<'_>], o
             return Some(Err(e));
         }
     }
+    if scalar_tail::is_half_rsqrt(p) {
+        let r = fused_plain(name, p, inputs, out);
+        return Some(r.map(|mut r| {
+            scalar_tail::patch(inputs[0].0, &inputs[0].1, out, &mut r);
+            r
+        }));
+    }
+    Some(fused_plain(name, p, inputs, out))
+}
+
+/// [`fused`] once the program is checked: every step as its op definition.
+fn fused_plain(name: &'static str, p: &Program<'_>, inputs: &[Input<'_>], out: &Layout) -> Result<CpuStorage> {
     let bufs: Vec<&CpuStorage> = inputs.iter().map(|(s, _)| *s).collect();
     macro_rules! go {
         ($t:ty) => {
-            Some(run::<$t>(name, p, &bufs, inputs, out, None).map(<$t as crate::storage::CpuElem>::into_storage))
+            run::<$t>(name, p, &bufs, inputs, out, None).map(<$t as crate::storage::CpuElem>::into_storage)
         };
     }
     match p.dtypes[p.stored] {
@@ -156,7 +169,9 @@ pub(crate) fn fused_over(
     let same_dtype = p.dtypes.get(k) == Some(&dst.dtype())
         && p.dtypes.get(p.stored) == Some(&dst.dtype())
         && inputs.iter().enumerate().all(|(i, (s, _))| i == k || p.dtypes.get(i) == Some(&s.dtype()));
-    if k >= inputs.len() || dst.len() != out.numel() || inputs[k].1 != *out || !same_dtype {
+    // A half-precision `rsqrt` rewrites positions from its input after the
+    // pass (`scalar_tail`), so it never writes over that input.
+    if k >= inputs.len() || dst.len() != out.numel() || inputs[k].1 != *out || !same_dtype || scalar_tail::is_half_rsqrt(p) {
         return Err(dst);
     }
     for (i, (s, l)) in inputs.iter().enumerate() {

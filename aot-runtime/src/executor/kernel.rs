@@ -280,9 +280,19 @@ fn plan_of(k: &Kernel, inputs: &[Val], scalars: &[Option<ScalarValue>]) -> Optio
         return None;
     }
     let dtypes = vals.iter().map(|v| v.as_ref().map(|v| v.dtype)).collect::<Option<Vec<DType>>>()?;
+    // PyTorch computes part of a half-precision `rsqrt` with two roundings
+    // (`cpu::fused::scalar_tail`), which only its single-op kernel follows.
+    if steps.len() > 1 && steps.iter().any(|s| half_rsqrt(s.op, dtypes.get(s.out).copied())) {
+        return None;
+    }
     // The loads are the body's first values, in input order (verified).
     let loaded = vals.into_iter().take(inputs.len()).map(|v| v.map(|v| v.layout)).collect::<Option<Vec<Layout>>>()?;
     Some(Plan { steps, dtypes, read, out, loaded })
+}
+
+/// Whether `op` is `rsqrt` giving f16/bf16 (see [`plan_of`]).
+fn half_rsqrt(op: OpKind, dtype: Option<DType>) -> bool {
+    op == OpKind::Rsqrt && matches!(dtype, Some(DType::F16 | DType::BF16))
 }
 
 /// `Some` when every input has one float dtype.
@@ -302,7 +312,9 @@ fn elementwise_step(
     scalars: &[Option<ScalarValue>],
     dtype: DType,
 ) -> Option<(FusedStep, Layout)> {
-    if matches!(op, OpKind::Eq | OpKind::Ne | OpKind::Lt | OpKind::Le | OpKind::Gt | OpKind::Ge | OpKind::Where | OpKind::ToDtype) {
+    if matches!(op, OpKind::Eq | OpKind::Ne | OpKind::Lt | OpKind::Le | OpKind::Gt | OpKind::Ge | OpKind::Where | OpKind::ToDtype)
+        || half_rsqrt(op, Some(dtype))
+    {
         return None;
     }
     let out = n.out?.index();

@@ -23,6 +23,10 @@ pub(crate) fn fused_in_place(
     mut dsts: Vec<&mut CpuStorage>,
     out: &Layout,
 ) -> Option<Result<()>> {
+    // A half-precision `rsqrt` reads its input again after the pass.
+    if super::scalar_tail::is_half_rsqrt(p) {
+        return None;
+    }
     let n = inputs.len();
     let dtype = dsts.first()?.dtype();
     let dest_ok = |&(k, v): &(usize, usize), d: &&mut CpuStorage| {
