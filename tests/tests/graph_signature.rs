@@ -1,6 +1,9 @@
 //! `graph_signature()` against PyTorch's `aot_export_module`
 //! (`oracle/signatures.json`, written by `oracle/gen_signature.py` from the
-//! same modules).
+//! same modules): batch norm with running statistics (inference, and
+//! trained with a loss), an MLP (with and without an input's gradient), a
+//! list of layers, a frozen backbone under a trainable head, nested
+//! modules with a buffer, and a module that writes a user input.
 //!
 //! The mapping between PyTorch's names and ours, and nothing else, is
 //! translated before an exact comparison of the whole signature:
@@ -58,6 +61,71 @@ fn accumulate_into(m: &mut AccumulateInto, acc: &mut Tensor, x: &Tensor) -> (Ten
     ((acc * 2.0).sum(), x.exp())
 }
 
+#[aot_fn]
+fn batch_norm_train(m: &mut BatchNormLike, x: &Tensor) -> Tensor {
+    let mean = x.mean_dim(&[0], false);
+    let var = x.var_dim(&[0], 0, false);
+    no_grad! {
+        m.running_mean.mul_(0.9).add_(&(&mean * 0.1));
+        m.running_var.mul_(0.9).add_(&(x.var_dim(&[0], 1, false) * 0.1));
+    }
+    ((x - mean) / (var + 1e-5).sqrt() * m.weight + m.bias).pow(2.0).sum()
+}
+
+#[derive(TensorTree)]
+struct Linear {
+    w: Tensor,
+    b: Tensor,
+}
+
+/// PyTorch's `nn.ModuleList`: names `m.layers.0.w`, ...
+#[derive(TensorTree)]
+struct Stack {
+    layers: Vec<Linear>,
+}
+
+#[aot_fn]
+fn stack_loss(m: &Stack, x: &Tensor, y: &Tensor) -> (Tensor, Tensor) {
+    let h = (x.matmul(&m.layers[0].w) + m.layers[0].b).tanh();
+    let h = (h.matmul(&m.layers[1].w) + m.layers[1].b).tanh();
+    let h = h.matmul(&m.layers[2].w) + m.layers[2].b;
+    ((&h - y).pow(2.0).mean(), h.detach())
+}
+
+#[derive(TensorTree)]
+struct Frozen {
+    backbone: Linear,
+    head: Linear,
+}
+
+#[aot_fn]
+fn frozen_backbone(m: &Frozen, x: &Tensor, y: &Tensor) -> Tensor {
+    let feats = (x.matmul(&m.backbone.w) + m.backbone.b).relu();
+    (feats.matmul(&m.head.w) + m.head.b - y).pow(2.0).mean()
+}
+
+#[derive(TensorTree)]
+struct NormWithSteps {
+    weight: Tensor,
+    #[buffer]
+    steps: Tensor,
+}
+
+/// Nested structs: `m.norm.weight`, the buffer `m.norm.steps`, `m.proj.w`.
+#[derive(TensorTree)]
+struct Block {
+    norm: NormWithSteps,
+    proj: Linear,
+}
+
+#[aot_fn]
+fn block(m: &mut Block, x: &Tensor) -> (Tensor, Tensor) {
+    no_grad! { m.norm.steps.add_(1.0); }
+    let n = x * (x.pow(2.0).mean_dim(&[-1], true) + 1e-6).rsqrt() * m.norm.weight;
+    let h = x + (n.matmul(&m.proj.w) + m.proj.b).relu();
+    (h.pow(2.0).mean(), h.detach())
+}
+
 fn oracle() -> Vec<Value> {
     let v: Value = serde_json::from_str(include_str!("../oracle/signatures.json")).expect("signatures.json");
     v["cases"].as_array().expect("cases").clone()
@@ -92,6 +160,43 @@ fn ours(case: &Value) -> Result<GraphSignature> {
             let m = AccumulateInto { scale: randn(&[4], 1, pg), count: Tensor::zeros(&[1], DType::F32, &Device::Cpu)? };
             let (acc, x) = (randn(&[4], 2, ag(0)), randn(&[4], 3, ag(1)));
             accumulate_into::compiled().graph_signature(&[Arg::tree(&m), Arg::from(&acc), Arg::from(&x)])
+        }
+        "batch_norm_train" => {
+            let m = BatchNormLike {
+                weight: randn(&[3], 1, pg),
+                bias: randn(&[3], 2, pg),
+                running_mean: Tensor::zeros(&[3], DType::F32, &Device::Cpu)?,
+                running_var: Tensor::ones(&[3], DType::F32, &Device::Cpu)?,
+            };
+            let x = randn(&[8, 3], 3, ag(0));
+            batch_norm_train::compiled().graph_signature(&[Arg::tree(&m), Arg::from(&x)])
+        }
+        "stack_loss" | "stack_input_grad" => {
+            let dims = [(3, 4), (4, 4), (4, 2)];
+            let layers = dims
+                .iter()
+                .enumerate()
+                .map(|(i, &(a, b))| Linear { w: randn(&[a, b], 10 + i as u64, pg), b: randn(&[b], 20 + i as u64, pg) });
+            let m = Stack { layers: layers.collect() };
+            let (x, y) = (randn(&[5, 3], 5, ag(0)), randn(&[5, 2], 6, ag(1)));
+            stack_loss::compiled().graph_signature(&[Arg::tree(&m), Arg::from(&x), Arg::from(&y)])
+        }
+        "frozen_backbone" => {
+            let rg = |f: &str| case["param_requires_grad"][f].as_bool().unwrap_or(false);
+            let m = Frozen {
+                backbone: Linear { w: randn(&[3, 4], 1, rg("backbone.w")), b: randn(&[4], 2, rg("backbone.b")) },
+                head: Linear { w: randn(&[4, 2], 3, rg("head.w")), b: randn(&[2], 4, rg("head.b")) },
+            };
+            let (x, y) = (randn(&[5, 3], 5, ag(0)), randn(&[5, 2], 6, ag(1)));
+            frozen_backbone::compiled().graph_signature(&[Arg::tree(&m), Arg::from(&x), Arg::from(&y)])
+        }
+        "block_loss" | "block_inference" => {
+            let m = Block {
+                norm: NormWithSteps { weight: randn(&[4], 1, pg), steps: Tensor::zeros(&[1], DType::F32, &Device::Cpu)? },
+                proj: Linear { w: randn(&[4, 4], 2, pg), b: randn(&[4], 3, pg) },
+            };
+            let x = randn(&[2, 4], 4, ag(0));
+            block::compiled().graph_signature(&[Arg::tree(&m), Arg::from(&x)])
         }
         other => panic!("no Rust function for oracle case `{other}`"),
     }
@@ -165,7 +270,7 @@ fn translate(pt: &Value, ours: &Value, root: &str) -> Value {
 #[test]
 fn graph_signatures_match_pytorch() {
     let cases = oracle();
-    assert_eq!(cases.len(), 4);
+    assert_eq!(cases.len(), 10);
     let mut failures = Vec::new();
     for case in &cases {
         let name = case["name"].as_str().unwrap_or("?");

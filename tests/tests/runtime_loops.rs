@@ -6,7 +6,7 @@
 //! function, a zero-trip loop, a bound read from a computed tensor's size,
 //! nested loops, and the errors.
 
-use aot_runtime::compiled::__private::num_specializations;
+use aot_runtime::compiled::__private::{num_loop_stages, num_specializations};
 use aot_runtime::prelude::*;
 
 fn vals(t: &Tensor) -> Vec<f64> {
@@ -376,5 +376,39 @@ fn a_bound_may_read_what_an_earlier_loop_computed() -> Result<()> {
         let want = x.sum_dim(&[0], false)?.mul((n + 1) as f64)?;
         assert_close(&format!("grow_then_sum({n})"), &grow_then_sum(&x, n)?, &want);
     }
+    Ok(())
+}
+
+#[aot_fn]
+fn scaled_sum(x: &Tensor, n: usize) -> Tensor {
+    let mut acc = x * 0.0;
+    for k in 0..n {
+        acc = acc + x * (k as f64);
+    }
+    acc
+}
+
+/// Ever new trip counts (a model fed ever new sequence lengths) keep the
+/// unrolled stages bounded; a count whose stage was dropped is unrolled
+/// again and still right.
+#[test]
+fn unrolled_stages_are_a_bounded_cache() -> Result<()> {
+    let x = Tensor::from_vec(vec![1.0f64, -2.0, 0.5], &[3], &Device::Cpu)?;
+    let check = |n: usize| -> Result<()> {
+        let got = scaled_sum(&x, n)?;
+        let want = x.mul((n * n.saturating_sub(1) / 2) as f64)?;
+        assert_close(&format!("scaled_sum n={n}"), &got, &want);
+        Ok(())
+    };
+    for n in 0..100 {
+        check(n)?;
+    }
+    let kept = num_loop_stages(scaled_sum::compiled());
+    assert!((1..=64).contains(&kept), "{kept} stages kept after 100 trip counts");
+    // The first counts were dropped first; they are built again.
+    for n in 0..3 {
+        check(n)?;
+    }
+    assert!(num_loop_stages(scaled_sum::compiled()) <= 64);
     Ok(())
 }

@@ -32,6 +32,11 @@
 //! writes a parameter in place, or changes an input's metadata (`t_()`),
 //! has no graph signature and is an error. For a call that records
 //! gradients the loss is the first user output (`output_loss_index=0`).
+//! `loss_output` is named as PyTorch names it: the graph output at that
+//! index, counting the new values of mutated buffers and inputs, which
+//! come before the user outputs. So a training call that also writes a
+//! buffer reports that write's output there, exactly as `aot_export_module`
+//! does; without writes it is the first user output.
 
 use super::boundary::{Picked, Unread};
 use super::CompiledFn;
@@ -159,6 +164,9 @@ fn build(g: &Graph, meta: &ViewAndMutationMeta, picked: &[Option<Picked>], unrea
     let refuse = |msg: String| AotError::Unsupported { op: "graph_signature", msg: format!("`{}`: {msg}", g.name) };
     let (mut buffers_to_mutate, mut user_inputs_to_mutate) = (BTreeMap::new(), BTreeMap::new());
     let mut alias = None;
+    // The new values' outputs keyed by PyTorch's input order (buffers in
+    // declaration order, then user inputs): the graph's first outputs.
+    let mut mutation_outputs: Vec<((u8, (usize, usize)), String)> = Vec::new();
     for (j, info) in meta.input_info.iter().enumerate() {
         if info.mutates_metadata {
             return Err(refuse(format!("input `{}` has its metadata changed in place; a graph signature has no place for that", name(j))));
@@ -174,8 +182,14 @@ fn build(g: &Graph, meta: &ViewAndMutationMeta, picked: &[Option<Picked>], unrea
                     name(j)
                 )))
             }
-            Some(LeafKind::Buffer) => buffers_to_mutate.insert(out, name(j)),
-            None => user_inputs_to_mutate.insert(out, name(j)),
+            Some(LeafKind::Buffer) => {
+                mutation_outputs.push(((0, picked[j].as_ref().map_or((0, 0), |p| p.order)), out.clone()));
+                buffers_to_mutate.insert(out, name(j))
+            }
+            None => {
+                mutation_outputs.push(((1, (j, 0)), out.clone()));
+                user_inputs_to_mutate.insert(out, name(j))
+            }
         };
     }
     let user_outputs: Vec<String> = g
@@ -189,9 +203,15 @@ fn build(g: &Graph, meta: &ViewAndMutationMeta, picked: &[Option<Picked>], unrea
 
     let backward_signature = if training {
         let grad = |n: &str| (format!("{n}.grad"), n.to_string());
-        let loss_output = user_outputs
-            .first()
-            .cloned()
+        // PyTorch names `graph_output_names[output_loss_index]`, counting
+        // the mutated inputs' new values, which come first: with a buffer
+        // or input written, that is the first one's name, not the loss's.
+        mutation_outputs.sort();
+        let loss_output = mutation_outputs
+            .into_iter()
+            .map(|(_, n)| n)
+            .chain(user_outputs.iter().cloned())
+            .next()
             .ok_or_else(|| refuse("a call that records gradients needs a loss output, but the function returns nothing".into()))?;
         Some(BackwardSignature {
             gradients_to_parameters: tree.iter().filter(|l| l.requires_grad).map(|l| grad(&l.name)).collect(),

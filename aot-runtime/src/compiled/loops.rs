@@ -19,6 +19,12 @@
 //! an error rather than an empty loop (it is always a mistake in a model's
 //! loop over a size), and the unrolled graph is capped at
 //! [`MAX_UNROLLED_NODES`] ops.
+//!
+//! The stages are a bounded cache like the specialisations': at most
+//! [`STAGE_CAPACITY`] per function, the least recently used dropped first
+//! (with its compiled function), so a model called with ever new sequence
+//! lengths keeps a bounded memory; a dropped stage is built again when a
+//! call needs it.
 
 use super::CompiledFn;
 use crate::arg::Arg;
@@ -32,6 +38,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// own cap on the loops it unrolls.
 pub(crate) const MAX_UNROLLED_NODES: usize = 50_000;
 
+/// The most unrolled stages a function keeps (the specialisation cache's
+/// capacity).
+pub(crate) const STAGE_CAPACITY: usize = super::specialize::DEFAULT_CAPACITY;
+
 /// The loops of one traced variant and its unrolled stages.
 #[derive(Debug)]
 pub(crate) struct Loops {
@@ -42,7 +52,36 @@ pub(crate) struct Loops {
     root: Arc<Stage>,
     /// The stages past the root, by the (start, trip count) of each loop
     /// unrolled so far.
-    stages: Mutex<HashMap<TripKey, Arc<Stage>>>,
+    stages: Mutex<StageCache>,
+}
+
+/// The stages past the root with the tick of each one's last use.
+#[derive(Debug, Default)]
+struct StageCache {
+    map: HashMap<TripKey, (Arc<Stage>, u64)>,
+    clock: u64,
+}
+
+impl StageCache {
+    fn get(&mut self, key: &[(i64, i64)]) -> Option<Arc<Stage>> {
+        self.clock += 1;
+        let clock = self.clock;
+        self.map.get_mut(key).map(|(s, used)| {
+            *used = clock;
+            s.clone()
+        })
+    }
+
+    /// Adds a stage, first dropping the least recently used one when full.
+    fn insert(&mut self, key: TripKey, stage: Arc<Stage>) {
+        if self.map.len() >= STAGE_CAPACITY {
+            if let Some(old) = self.map.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone()) {
+                self.map.remove(&old);
+            }
+        }
+        self.clock += 1;
+        self.map.insert(key, (stage, self.clock));
+    }
 }
 
 /// The (start, trip count) of each loop unrolled so far, in order.
@@ -90,7 +129,7 @@ impl Loops {
     fn stage(&self, key: &[(i64, i64)], parent: &Stage, start: i64, count: i64) -> Result<Arc<Stage>> {
         let mut stages = self.stages.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(s) = stages.get(key) {
-            return Ok(s.clone());
+            return Ok(s);
         }
         let g = &parent.graph;
         let body = parent.next.and_then(|n| loop_body_len(g, n)).unwrap_or(0);
@@ -132,7 +171,12 @@ impl Loops {
     pub(crate) fn num_specializations(&self) -> usize {
         let built = |s: &Stage| s.done.get().and_then(|r| r.as_ref().ok()).map_or(0, |f| f.num_specializations());
         let stages = self.stages.lock().unwrap_or_else(|p| p.into_inner());
-        built(&self.root) + stages.values().map(|s| built(s)).sum::<usize>()
+        built(&self.root) + stages.map.values().map(|(s, _)| built(s)).sum::<usize>()
+    }
+
+    /// How many unrolled stages are cached.
+    pub(crate) fn num_stages(&self) -> usize {
+        self.stages.lock().unwrap_or_else(|p| p.into_inner()).map.len()
     }
 }
 

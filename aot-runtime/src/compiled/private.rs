@@ -77,6 +77,12 @@ pub fn num_specializations(f: &CompiledFn) -> usize {
     f.num_specializations()
 }
 
+/// How many unrolled stages of its loops over call-time bounds `f` keeps
+/// (0 for a function without such loops).
+pub fn num_loop_stages(f: &CompiledFn) -> usize {
+    f.loops.as_ref().map_or(0, |l| l.num_stages())
+}
+
 /// The sizes `f`'s body reads of tensors it computes
 /// ([`aot_ir::Graph::value_sizes`], in order), as shape propagation gives
 /// them for a call with these arguments (tensor arguments only).
