@@ -128,6 +128,10 @@ impl CompiledFn {
     }
 }
 
+/// Where an input comes in PyTorch's order: (0, leaf order) for a buffer,
+/// (1, (position, 0)) for a user input.
+type InputRank = (u8, (usize, usize));
+
 /// A parameter or buffer of the signature: a graph input, or a leaf the
 /// body never reads.
 struct Lifted {
@@ -166,7 +170,7 @@ fn build(g: &Graph, meta: &ViewAndMutationMeta, picked: &[Option<Picked>], unrea
     let mut alias = None;
     // The new values' outputs keyed by PyTorch's input order (buffers in
     // declaration order, then user inputs): the graph's first outputs.
-    let mut mutation_outputs: Vec<((u8, (usize, usize)), String)> = Vec::new();
+    let mut mutation_outputs: Vec<(InputRank, String)> = Vec::new();
     for (j, info) in meta.input_info.iter().enumerate() {
         if info.mutates_metadata {
             return Err(refuse(format!("input `{}` has its metadata changed in place; a graph signature has no place for that", name(j))));
