@@ -24,8 +24,9 @@ use crate::layout::Layout;
 use half::{bf16, f16};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock};
 
+mod dtype_view;
 mod fused;
 mod index;
 mod over;
@@ -274,6 +275,9 @@ pub struct Storage {
     /// backward that is such a value stands for the written tensor, whose
     /// later writes make the backward fail, as in PyTorch.
     written_into: std::sync::OnceLock<(std::sync::Weak<Storage>, u64)>,
+    /// For a dtype view: the storage whose bytes these are (see
+    /// `dtype_view.rs`); its `data` is then unused.
+    bytes_of: Option<Arc<Storage>>,
 }
 
 /// A large CPU buffer goes to the buffer cache (`buffer_cache`) when its
@@ -298,6 +302,7 @@ impl Storage {
             data: RwLock::new(data),
             version: AtomicU64::new(0),
             written_into: std::sync::OnceLock::new(),
+            bytes_of: None,
         }
     }
     /// Records that this storage's value was written into `target`, which
@@ -321,13 +326,14 @@ impl Storage {
     }
     /// The version counter: bumped by every in-place write.
     pub fn version(&self) -> u64 {
-        self.version.load(Ordering::Acquire)
+        self.root().version.load(Ordering::Acquire)
     }
     /// Exchanges the buffers of two storages of one device, dtype and
     /// length (each keeps its identity, its version counter and its
     /// tensors). `false`: they differ, or are one storage; nothing changed.
     pub(crate) fn swap_data(&self, other: &Storage) -> bool {
-        if std::ptr::eq(self, other) || self.len != other.len || self.dtype != other.dtype || self.device != other.device {
+        let differ = self.len != other.len || self.dtype != other.dtype || self.device != other.device;
+        if self.same(other) || differ || self.is_dtype_view() || other.is_dtype_view() {
             return false;
         }
         let (mut a, mut b) = (self.write(), other.write());
@@ -335,29 +341,13 @@ impl Storage {
         true
     }
     pub(crate) fn bump_version(&self) {
-        self.version.fetch_add(1, Ordering::AcqRel);
+        self.root().version.fetch_add(1, Ordering::AcqRel);
     }
     pub fn len(&self) -> usize {
         self.len
     }
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-    fn read(&self) -> RwLockReadGuard<'_, StorageData> {
-        // A poisoned lock only follows a panic elsewhere; the data is still valid.
-        self.data.read().unwrap_or_else(|e| e.into_inner())
-    }
-    fn write(&self) -> RwLockWriteGuard<'_, StorageData> {
-        self.data.write().unwrap_or_else(|e| e.into_inner())
-    }
-    /// Reads `self` and `other` together; one lock if they are one storage.
-    fn read2<R>(&self, other: &Storage, f: impl FnOnce(&StorageData, &StorageData) -> R) -> R {
-        let a = self.read();
-        if std::ptr::eq(self, other) {
-            return f(&a, &a);
-        }
-        let b = other.read();
-        f(&a, &b)
     }
 }
 
@@ -424,7 +414,7 @@ impl Storage {
     pub(crate) fn binary_assign(&self, op: BinaryOp, l: &Layout, rhs: &Storage, lr: &Layout) -> Result<()> {
         let name = op.name();
         same_device(name, self, &[rhs])?;
-        if std::ptr::eq(self, rhs) {
+        if self.same(rhs) {
             return Err(AotError::internal(name, "binary_assign with its own storage as operand"));
         }
         let (src, mut d) = (rhs.read(), self.write());
@@ -446,7 +436,7 @@ impl Storage {
     pub(crate) fn binary_assign_dense(&self, op: BinaryOp, ra: Range<usize>, rhs: &Storage, rb: Range<usize>) -> Result<()> {
         let name = op.name();
         same_device(name, self, &[rhs])?;
-        if std::ptr::eq(self, rhs) {
+        if self.same(rhs) {
             return Err(AotError::internal(name, "binary_assign_dense with its own storage as operand"));
         }
         let (src, mut d) = (rhs.read(), self.write());
@@ -472,6 +462,15 @@ impl Storage {
         out: &Layout,
     ) -> Result<Storage> {
         same_device(op, self, &[a, b])?;
+        // Dtype views of one root are read from copies (one lock each).
+        if [self, a, b].iter().any(|s| s.is_dtype_view()) {
+            let plain = |s: &Storage, l: &Layout| -> Result<(Storage, Layout)> {
+                let tl = Layout::contiguous(&l.shape);
+                Ok((s.cast(op, l, s.dtype, &tl)?, tl))
+            };
+            let ((c, lc), (a, la), (b, lb)) = (plain(self, lc)?, plain(a, la)?, plain(b, lb)?);
+            return c.where_cond(op, &lc, &a, &la, &b, &lb, out);
+        }
         // A storage named twice is locked once.
         let c = self.read();
         let ga = (!std::ptr::eq(a, self)).then(|| a.read());
@@ -502,7 +501,7 @@ impl Storage {
     /// source is read out first. The caller bumps `dst`'s version.
     pub(crate) fn copy_into(&self, op: &'static str, ls: &Layout, dst: &Storage, ld: &Layout) -> Result<()> {
         same_device(op, self, &[dst])?;
-        if std::ptr::eq(self, dst) {
+        if self.same(dst) {
             let tl = Layout::contiguous(&ls.shape);
             let tmp = self.cast(op, ls, self.dtype, &tl)?;
             return tmp.copy_into(op, &tl, dst, ld);
@@ -518,7 +517,7 @@ impl Storage {
     /// `dst` (a different storage). The caller bumps `dst`'s version.
     pub(crate) fn scatter_add_into(&self, op: &'static str, ls: &Layout, dst: &Storage, ld: &Layout) -> Result<()> {
         same_device(op, self, &[dst])?;
-        if std::ptr::eq(self, dst) {
+        if self.same(dst) {
             return Err(AotError::internal(op, "scatter_add into its own source"));
         }
         let (src, mut d) = (self.read(), dst.write());

@@ -181,9 +181,10 @@ impl Tensor {
     pub fn same_tensor(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
-    /// True if both tensors are backed by the same storage.
+    /// True if both tensors are backed by the same storage (a dtype view,
+    /// [`Tensor::view_dtype`], shares its tensor's).
     pub fn shares_storage_with(&self, other: &Tensor) -> bool {
-        Arc::ptr_eq(&self.0.storage, &other.0.storage)
+        self.0.storage.same(&other.0.storage)
     }
     /// The storage's version counter (bumped by every in-place write).
     pub fn version(&self) -> u64 {

@@ -22,6 +22,7 @@ use crate::arg::Arg;
 use crate::autograd::{AutogradMeta, BackwardOp, NoGradGuard, Node, ViewInfo};
 use crate::error::Result;
 use crate::executor::interp;
+use crate::layout::Layout;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 use aot_ir::{Graph, StaticMeta};
@@ -60,6 +61,22 @@ pub(crate) fn may_write(g: &Graph, meta: &StaticMeta) -> bool {
 /// plain tensors, are modelled.
 pub(crate) fn unusual_autograd_state(args: &[Arg]) -> Option<(usize, &'static str)> {
     args.iter().enumerate().find_map(|(p, a)| Some((p, unusual_state(a.tensor()?)?)))
+}
+
+/// Two tensor arguments over one storage as different dtypes (one a dtype
+/// view of the other's bytes, `Tensor::view_dtype`), by position. The
+/// compiled paths' synthetic base is of one dtype (PyTorch refuses such
+/// calls), so they run here, where eager's ops read and write the shared
+/// bytes as each argument's dtype. Costs one check per argument unless an
+/// argument is a dtype view.
+pub(crate) fn cross_dtype_alias(args: &[Arg]) -> Option<(usize, usize)> {
+    if !args.iter().any(|a| a.tensor().is_some_and(|t| t.storage().is_dtype_view())) {
+        return None;
+    }
+    let tensors: Vec<(usize, &Tensor)> = args.iter().enumerate().filter_map(|(i, a)| Some((i, a.tensor()?))).collect();
+    tensors.iter().enumerate().find_map(|(k, &(i, a))| {
+        tensors[k + 1..].iter().find(|(_, b)| a.shares_storage_with(b) && a.dtype() != b.dtype()).map(|&(j, _)| (i, j))
+    })
 }
 
 /// Why `t` is in an autograd state the compiled paths do not model, if it
@@ -105,18 +122,22 @@ impl Replicas {
         if let Some((_, rep)) = self.tensors.iter().find(|(o, _)| o.same_tensor(t)) {
             return Ok(rep.clone());
         }
-        let storage = match self.storages.iter().find(|(o, _)| Arc::ptr_eq(o, t.storage())) {
+        // Keyed by the buffer: a dtype view's replica is the same view of
+        // its root's replica.
+        let root = t.storage().root_arc();
+        let root_copy = match self.storages.iter().find(|(o, _)| Arc::ptr_eq(o, &root)) {
             Some((_, c)) => c.clone(),
             None => {
                 let copy = {
                     let _no_grad = NoGradGuard::new();
-                    t.storage_as_1d().copy()?
+                    Tensor::from_parts(root.clone(), Layout::contiguous(&[root.len()]), Default::default()).copy()?
                 };
                 let c = copy.storage().clone();
-                self.storages.push((t.storage().clone(), c.clone()));
+                self.storages.push((root, c.clone()));
                 c
             }
         };
+        let storage = root_copy.dtype_view("aot_fn reference", t.dtype())?;
         let (requires_grad, non_leaf, view, stale) = {
             let s = t.state();
             (s.ag.requires_grad, s.ag.grad_fn.is_some(), s.ag.view.clone(), s.ag.grad_fn_version != t.version())

@@ -39,7 +39,11 @@ pub(crate) fn count() -> u64 {
 /// Whether the table's handle `t` is the only one of its tensor object,
 /// and that object the only one over its storage.
 fn sole(t: &Tensor) -> bool {
-    Arc::strong_count(&t.0) == 1 && Arc::weak_count(&t.0) == 0 && Arc::strong_count(t.storage()) == 1 && Arc::weak_count(t.storage()) == 0
+    Arc::strong_count(&t.0) == 1
+        && Arc::weak_count(&t.0) == 0
+        && Arc::strong_count(t.storage()) == 1
+        && Arc::weak_count(t.storage()) == 0
+        && !t.storage().is_dtype_view()
 }
 
 /// Whether value `v` dies at node `i` and its tensor may be written over.

@@ -129,7 +129,7 @@ fn inplace_unchecked_overlap(
     // The new value, if the op's backward saved it, is the target itself
     // from now on (PyTorch saves the written tensor): a later write to the
     // target must fail that backward.
-    if !std::sync::Arc::ptr_eq(value.storage(), target.storage()) {
+    if !value.storage().same(target.storage()) {
         value.storage().mark_written_into(target.storage(), version);
     }
     match view {

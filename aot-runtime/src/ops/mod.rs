@@ -17,6 +17,7 @@ mod reduce;
 mod scan;
 mod unary;
 mod view;
+mod view_dtype;
 
 pub(crate) use inplace::write_into as write_into_raw;
 pub(crate) use loss::nll_loss_grad;

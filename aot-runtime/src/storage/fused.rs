@@ -3,12 +3,12 @@
 //! reduction), dispatched to the CPU evaluator or the CUDA backend by where
 //! the inputs live.
 
+use super::dtype_view::DataRead;
 use super::{CpuStorage, Storage, StorageData};
 use crate::backend::{Backend, FusedProgram, KernelCall};
 use crate::cuda::CudaStorage;
 use crate::error::Result;
 use crate::layout::Layout;
-use std::sync::RwLockReadGuard;
 
 impl Storage {
     /// [`Backend::fused`] over `inputs` (storages and their broadcast
@@ -39,6 +39,10 @@ impl Storage {
         inputs: &[(&Storage, Layout)],
         out: &Layout,
     ) -> Option<Result<Storage>> {
+        // Dtype views run op by op, through the primitives.
+        if inputs.iter().any(|(s, _)| s.is_dtype_view()) {
+            return None;
+        }
         // One read lock per distinct storage.
         let mut distinct: Vec<&Storage> = Vec::new();
         let slot: Vec<usize> = inputs
@@ -51,7 +55,7 @@ impl Storage {
                 }
             })
             .collect();
-        let guards: Vec<RwLockReadGuard<'_, StorageData>> = distinct.iter().map(|s| s.read()).collect();
+        let guards: Vec<DataRead<'_>> = distinct.iter().map(|s| s.read()).collect();
         let layouts = inputs.iter().map(|(_, l)| l.clone());
         let cpu: Option<Vec<(&CpuStorage, Layout)>> = slot
             .iter()
@@ -85,13 +89,16 @@ impl Storage {
         inputs: &[(&Storage, Layout)],
         out: &Layout,
     ) -> Option<Result<Storage>> {
+        if inputs.iter().any(|(s, _)| s.is_dtype_view()) {
+            return None;
+        }
         let mut distinct: Vec<&Storage> = Vec::new();
         for (s, _) in inputs {
             if !distinct.iter().any(|d| std::ptr::eq(*d, *s)) {
                 distinct.push(s);
             }
         }
-        let guards: Vec<RwLockReadGuard<'_, StorageData>> = distinct.iter().map(|s| s.read()).collect();
+        let guards: Vec<DataRead<'_>> = distinct.iter().map(|s| s.read()).collect();
         let data = |s: &Storage| distinct.iter().position(|d| std::ptr::eq(*d, s)).map(|k| &*guards[k]);
         let cpu: Option<Vec<(&CpuStorage, Layout)>> = inputs
             .iter()

@@ -39,7 +39,7 @@ impl Storage {
         accumulate: bool,
     ) -> Result<()> {
         same_device(op, self, &[index, dst])?;
-        if std::ptr::eq(self, dst) || std::ptr::eq(index, dst) {
+        if self.same(dst) || index.same(dst) {
             return Err(AotError::internal(op, "scatter into its own source or index"));
         }
         crate::compiled::kernels::note_op(crate::backend::OpKernels::Scatter { dtype: dst.dtype(), accumulate });

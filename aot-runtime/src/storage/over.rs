@@ -2,12 +2,12 @@
 //! input that dies at it (`executor/reuse.rs`); [`Storage::fused_in_place`]:
 //! one stored over written arguments' own buffers (reinplacing).
 
+use super::dtype_view::{DataRead, DataWrite};
 use super::{CpuStorage, Storage, StorageData};
 use crate::backend::FusedProgram;
 use crate::device::Device;
 use crate::error::Result;
 use crate::layout::Layout;
-use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 impl Storage {
     /// [`Storage::fused`] computed over the buffer of input `k`, which the
@@ -26,6 +26,10 @@ impl Storage {
         out: &Layout,
     ) -> Option<Result<Storage>> {
         let (donor, layout) = inputs.get(k)?;
+        // A dtype view's buffer is its root's, and others may read it.
+        if inputs.iter().any(|(s, _)| s.is_dtype_view()) {
+            return None;
+        }
         let others_cpu = inputs.iter().enumerate().all(|(i, (s, _))| s.device == Device::Cpu && (i == k || !std::ptr::eq(*s, *donor)));
         if !others_cpu || *layout != *out || !crate::layout::is_dense_output(out) || donor.len != out.numel() {
             return None;
@@ -35,7 +39,7 @@ impl Storage {
         let dst = std::mem::replace(own, CpuStorage::Bool(Vec::new()));
         // The donor's entry stands for it and is not read.
         let hole = CpuStorage::Bool(Vec::new());
-        let mut distinct: Vec<(&Storage, RwLockReadGuard<'_, StorageData>)> = Vec::new();
+        let mut distinct: Vec<(&Storage, DataRead<'_>)> = Vec::new();
         for (i, (s, _)) in inputs.iter().enumerate() {
             if i != k && !distinct.iter().any(|(d, _)| std::ptr::eq(*d, *s)) {
                 distinct.push((s, s.read()));
@@ -89,6 +93,9 @@ impl Storage {
         out: &Layout,
     ) -> Option<Result<()>> {
         let is_dest = |i: usize| dests.iter().any(|&(k, _)| k == i);
+        if inputs.iter().any(|(s, _)| s.is_dtype_view()) {
+            return None;
+        }
         let (first, _) = inputs.get(dests.first()?.0)?;
         for &(k, _) in dests {
             let (dst, layout) = inputs.get(k)?;
@@ -104,8 +111,8 @@ impl Storage {
         // another order cannot deadlock.
         let mut order: Vec<usize> = (0..inputs.len()).collect();
         order.sort_by_key(|&i| inputs[i].0 as *const Storage as usize);
-        let mut written: Vec<(usize, RwLockWriteGuard<'_, StorageData>)> = Vec::new();
-        let mut others: Vec<(&Storage, RwLockReadGuard<'_, StorageData>)> = Vec::new();
+        let mut written: Vec<(usize, DataWrite<'_>)> = Vec::new();
+        let mut others: Vec<(&Storage, DataRead<'_>)> = Vec::new();
         for i in order {
             let s = inputs[i].0;
             if is_dest(i) {
