@@ -200,7 +200,9 @@ pub(crate) struct Bases<'s, 'a> {
 impl<'s, 'a> Bases<'s, 'a> {
     /// The bases of `args` for a specialisation whose input group `g` is
     /// over argument `group_args[g].0`: the tensor itself when
-    /// `group_args[g].1` (a one-tensor group), else its whole storage.
+    /// `group_args[g].1` (a one-tensor group), else its whole storage (all
+    /// its bytes, as the storage's own dtype, when the argument is a dtype
+    /// view: the group's other arguments may read them as other dtypes).
     pub(crate) fn new(group_args: &'s [(usize, bool)], args: &'s [Arg<'a>]) -> Bases<'s, 'a> {
         Bases { group_args, args }
     }
@@ -209,7 +211,7 @@ impl<'s, 'a> Bases<'s, 'a> {
     pub(crate) fn get(&self, g: usize) -> Option<Tensor> {
         let &(p, single) = self.group_args.get(g)?;
         let t = self.args.get(p)?.tensor()?;
-        Some(if single { t.clone() } else { t.storage_as_1d() })
+        Some(if single { t.clone() } else { t.root_as_1d() })
     }
 
     /// The argument that is input group `g`'s base itself (a one-tensor
@@ -223,6 +225,6 @@ impl<'s, 'a> Bases<'s, 'a> {
     pub(crate) fn with<R>(&self, g: usize, f: impl FnOnce(&Tensor) -> R) -> Option<R> {
         let &(p, single) = self.group_args.get(g)?;
         let t = self.args.get(p)?.tensor()?;
-        Some(if single { f(t) } else { f(&t.storage_as_1d()) })
+        Some(if single { f(t) } else { f(&t.root_as_1d()) })
     }
 }

@@ -232,6 +232,15 @@ impl Tensor {
         self.state().ag.view.as_ref().map(|v| v.base.clone())
     }
 
+    /// [`storage_as_1d`](Self::storage_as_1d) of the storage whose bytes
+    /// these are: for a dtype view ([`Tensor::view_dtype`]), all of its
+    /// root's elements, as the root's dtype.
+    pub(crate) fn root_as_1d(&self) -> Tensor {
+        let root = self.storage().root_arc();
+        let n = root.len();
+        Tensor::from_parts(root, Layout::contiguous(&[n]), AutogradMeta::default())
+    }
+
     /// A 1-D tensor over this tensor's whole storage, without history.
     pub fn storage_as_1d(&self) -> Tensor {
         let n = self.storage_len();

@@ -9,7 +9,9 @@
 //! [`gen_template`] draws every alias pattern the differential tests need:
 //! independent tensors, non-contiguous inputs (permuted, strided, padded
 //! rows), inputs with a storage offset, the same tensor passed twice, views of
-//! one base (overlapping and disjoint), and a base passed next to views of it.
+//! one base (overlapping and disjoint), a base passed next to views of it,
+//! and (on the CPU) a view of a storage's bytes as another dtype next to the
+//! storage's own arguments.
 
 mod generate;
 
@@ -90,6 +92,16 @@ pub enum ArgSpec {
     /// `base.as_strided(size, stride, offset)` of this storage's base.
     View {
         storage: usize,
+        size: Vec<usize>,
+        stride: Vec<usize>,
+        offset: usize,
+    },
+    /// `base.storage_as_1d().view_dtype(dtype).as_strided(size, stride,
+    /// offset)`: the storage's bytes as another dtype (geometry in its
+    /// elements).
+    DtypeView {
+        storage: usize,
+        dtype: DType,
         size: Vec<usize>,
         stride: Vec<usize>,
         offset: usize,
@@ -180,6 +192,9 @@ impl ArgTemplate {
                     };
                     (Some(v), None)
                 }
+                ArgSpec::DtypeView { storage, dtype, size, stride, offset } => {
+                    (Some(bases[*storage].storage_as_1d().view_dtype(*dtype)?.as_strided(size, stride, *offset)?), None)
+                }
                 ArgSpec::Same(j) => (tensors[*j].clone(), None),
                 ArgSpec::Scalar(v) => (None, Some(*v)),
             };
@@ -222,7 +237,8 @@ impl ArgTemplate {
                 Some((*storage, set))
             }
             ArgSpec::Same(i) => self.elements(*i),
-            ArgSpec::Scalar(_) => None,
+            // In other units: counted as its own feature.
+            ArgSpec::DtypeView { .. } | ArgSpec::Scalar(_) => None,
         }
     }
 
@@ -234,6 +250,7 @@ impl ArgTemplate {
                 ArgSpec::Same(_) => f.push("same tensor twice"),
                 ArgSpec::Scalar(_) => f.push("scalar"),
                 ArgSpec::Base(_) => {}
+                ArgSpec::DtypeView { .. } => f.push("dtype views of one storage"),
                 ArgSpec::View { size, stride, offset, .. } => {
                     let contiguous = size.iter().zip(stride).zip(contiguous_strides(size)).all(|((&n, &s), c)| n <= 1 || s == c);
                     if !contiguous {
@@ -305,6 +322,9 @@ impl fmt::Display for ArgTemplate {
                 ArgSpec::Base(k) => writeln!(f, "arg {j}: s{k} (the base tensor itself)")?,
                 ArgSpec::View { storage, size, stride, offset } => {
                     writeln!(f, "arg {j}: s{storage}.as_strided({size:?}, {stride:?}, {offset})")?
+                }
+                ArgSpec::DtypeView { storage, dtype, size, stride, offset } => {
+                    writeln!(f, "arg {j}: s{storage}'s bytes as {dtype:?}, as_strided(size {size:?}, stride {stride:?}, offset {offset})")?
                 }
                 ArgSpec::Same(i) => writeln!(f, "arg {j}: the same tensor as arg {i}")?,
                 ArgSpec::Scalar(v) => writeln!(f, "arg {j}: {v:?}")?,

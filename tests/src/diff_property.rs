@@ -130,6 +130,7 @@ pub fn run_case(choices: &[u32], opts: &CaseOptions, stats: &Stats) -> Result<()
         requires_grad_percent: if grad { 40 } else { 0 },
         unusual_state_percent: opts.unusual_state_percent,
         bad_arg_percent: opts.bad_arg_percent,
+        dtype_view_percent: dtype_view_percent(),
     };
     let mut tpls = vec![gen_template(&mut c, &prog.params, prog.dtype, &topts)];
     if c.chance(1, 3) {
@@ -214,6 +215,7 @@ pub fn draw_case(choices: &[u32], opts: &CaseOptions) -> Option<(CompiledFn, Vec
         requires_grad_percent: if grad { 40 } else { 0 },
         unusual_state_percent: opts.unusual_state_percent,
         bad_arg_percent: opts.bad_arg_percent,
+        dtype_view_percent: dtype_view_percent(),
     };
     let mut tpls = vec![gen_template(&mut c, &prog.params, prog.dtype, &topts)];
     if c.chance(1, 3) {
@@ -275,6 +277,9 @@ pub fn run_property(name: &'static str, cases: u32) {
         assert!(missing.is_empty(), "ops never generated: {missing:?}");
         let patterns = stats.patterns.lock().unwrap_or_else(|e| e.into_inner());
         let mut want = ALIAS_FEATURES.to_vec();
+        if dtype_view_percent() > 0 {
+            want.push("dtype views of one storage");
+        }
         if opts.grad_cases_percent > 0 {
             want.push("requires_grad");
         }
@@ -352,6 +357,16 @@ pub const UNUSUAL_STATE_FEATURES: &[&str] = &[
     "views, then the base gained history",
     "a non-leaf base",
 ];
+
+/// How often a template passes two arguments over one storage as
+/// different dtypes: dtype views are CPU-only, so never on CUDA.
+fn dtype_view_percent() -> u32 {
+    if crate::test_device() == aot_runtime::Device::Cpu {
+        10
+    } else {
+        0
+    }
+}
 
 /// Every alias feature of the template generator (see `ArgTemplate::features`).
 pub const ALIAS_FEATURES: &[&str] = &[

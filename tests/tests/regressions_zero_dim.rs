@@ -309,3 +309,14 @@ fn eager_refuses_both() {
     let (r, _) = modify_then_backward(|x| x.softmax(0));
     assert_saved_modified("Tensor::softmax", r, "SoftmaxBackward0");
 }
+
+/// An empty slice past the end of its storage (a size-1 dim of stride 2
+/// sliced at 1..1) scans to an empty result rather than panicking.
+#[test]
+fn cumsum_of_an_empty_view_past_the_buffer() -> Result<()> {
+    let base = Tensor::from_vec(vec![1.0f64], &[1], &Device::Cpu)?;
+    let v = base.as_strided(&[1], &[2], 0)?.slice(0, 1, 1, 1)?;
+    assert_eq!(v.numel(), 0);
+    assert_eq!(v.cumsum(-1)?.numel(), 0);
+    Ok(())
+}

@@ -389,13 +389,15 @@ impl Pass {
 }
 
 /// The chain of a view of a value with chain `base`. `as_strided` places
-/// the view absolutely in the storage, so it replaces what came before;
-/// `contiguous` (assumed to return its receiver) and `detach` keep the
-/// geometry.
+/// the view absolutely in the storage, so it replaces what came before,
+/// except a leading `ArgGeometry`: that step also gives the argument's
+/// dtype (an argument may read its group's storage as another dtype), in
+/// whose elements `as_strided` counts; `contiguous` (assumed to return its
+/// receiver) and `detach` keep the geometry.
 fn extend(base: &[ChainStep], op: OpKind, args: &[Arg]) -> Vec<ChainStep> {
     let step = ChainStep::View { op, args: args[1..].to_vec() };
     match op {
-        OpKind::AsStrided => vec![step],
+        OpKind::AsStrided => base.iter().take(1).filter(|s| matches!(s, ChainStep::ArgGeometry(_))).cloned().chain([step]).collect(),
         OpKind::Contiguous | OpKind::Detach => base.to_vec(),
         _ => base.iter().cloned().chain([step]).collect(),
     }

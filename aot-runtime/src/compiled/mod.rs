@@ -275,12 +275,6 @@ impl CompiledFn {
 
     fn explain_flat(&self, args: &[Arg]) -> Result<CallReport> {
         crate::arg::scalar_values(&self.graph, args)?;
-        if let Some((i, j)) = reference::cross_dtype_alias(args) {
-            let msg = format!(
-                "arguments {i} and {j} share a storage as different dtypes; PyTorch's AOTAutograd refuses such calls and has no metadata for them (calls run the eager reference)"
-            );
-            return Err(AotError::Unsupported { op: "explain", msg: format!("`{}`: {msg}", self.graph.name) });
-        }
         // The alias part is left out of the cache's key when the function
         // mutates no input; the report still says which are the same tensor.
         let full = specialize::ProbeKey::with_aliases(args);
@@ -405,9 +399,6 @@ impl CompiledFn {
         // The key, and `unusual_autograd_state` in the same pass over the
         // arguments (each view is checked before its key regenerates its
         // history).
-        if reference::cross_dtype_alias(args).is_some() {
-            return self.run_reference(args).map(Outputs::from);
-        }
         let mut probe = specialize::ProbeKey::empty(args.len());
         probe.fill(args, self.meta.mutates_inputs, is_grad_enabled() && self.may_write);
         if probe.unusual.is_some() {
@@ -559,9 +550,6 @@ impl CompiledFn {
 
     fn call_path_flat(&self, args: &[Arg]) -> Result<String> {
         crate::arg::scalar_values(&self.graph, args)?;
-        if let Some((i, j)) = reference::cross_dtype_alias(args) {
-            return Ok(format!("eager reference: arguments {i} and {j} share a storage as different dtypes"));
-        }
         if let Some((p, why)) = self.unusual_autograd_state(args) {
             return Ok(format!("eager reference: argument {p} is {why}"));
         }

@@ -63,22 +63,6 @@ pub(crate) fn unusual_autograd_state(args: &[Arg]) -> Option<(usize, &'static st
     args.iter().enumerate().find_map(|(p, a)| Some((p, unusual_state(a.tensor()?)?)))
 }
 
-/// Two tensor arguments over one storage as different dtypes (one a dtype
-/// view of the other's bytes, `Tensor::view_dtype`), by position. The
-/// compiled paths' synthetic base is of one dtype (PyTorch refuses such
-/// calls), so they run here, where eager's ops read and write the shared
-/// bytes as each argument's dtype. Costs one check per argument unless an
-/// argument is a dtype view.
-pub(crate) fn cross_dtype_alias(args: &[Arg]) -> Option<(usize, usize)> {
-    if !args.iter().any(|a| a.tensor().is_some_and(|t| t.storage().is_dtype_view())) {
-        return None;
-    }
-    let tensors: Vec<(usize, &Tensor)> = args.iter().enumerate().filter_map(|(i, a)| Some((i, a.tensor()?))).collect();
-    tensors.iter().enumerate().find_map(|(k, &(i, a))| {
-        tensors[k + 1..].iter().find(|(_, b)| a.shares_storage_with(b) && a.dtype() != b.dtype()).map(|&(j, _)| (i, j))
-    })
-}
-
 /// Why `t` is in an autograd state the compiled paths do not model, if it
 /// is (only views can be). Asks nothing that regenerates a view's history.
 pub(crate) fn unusual_state(t: &Tensor) -> Option<&'static str> {

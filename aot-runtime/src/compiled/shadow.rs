@@ -39,16 +39,18 @@ pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tens
             match copies.iter().find(|(orig, _, _)| orig.shares_storage_with(t)) {
                 Some((_, c, _)) => c.clone(),
                 None => {
-                    let c = t.storage_as_1d().copy()?;
+                    // The whole buffer (a dtype view's root), which every
+                    // argument over it reads as its own dtype.
+                    let c = t.root_as_1d().copy()?;
                     let version = c.version();
-                    copies.push((t.storage_as_1d(), c.clone(), version));
+                    copies.push((t.root_as_1d(), c.clone(), version));
                     c
                 }
             }
         } else {
             t.clone()
         };
-        shadows[i] = Some(over.alias_with_layout(t.layout()));
+        shadows[i] = Some(over.alias_like(t)?);
     }
     let shadow_args: Vec<Arg> = args.iter().zip(&shadows).map(|(a, s)| s.as_ref().map_or(*a, Arg::Tensor)).collect();
     let outs = interp::run_source(g, &shadow_args)?;
@@ -85,6 +87,9 @@ pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tens
                 .filter(|(_, s)| s.as_ref().is_some_and(|s| s.shares_storage_with(&o)))
                 .filter_map(|(a, _)| a.tensor())
                 .collect();
+            // An output aliases a member of its own dtype (dtype views).
+            let typed: Vec<&Tensor> = members.iter().copied().filter(|t| t.dtype() == o.dtype()).collect();
+            let members = if typed.is_empty() { members } else { typed };
             let Some(anchor) = members.iter().find(|t| t.view_base().is_none()).or(members.first()).copied() else { return Ok(o) };
             if !over_copy && o.view_base().is_none_or(|b| !shadows.iter().flatten().any(|s| s.same_tensor(&b))) {
                 return Ok(o);
@@ -93,9 +98,9 @@ pub(crate) fn run(g: &Graph, meta: &StaticMeta, args: &[Arg]) -> Result<Vec<Tens
                 return Ok(r.clone());
             }
             let r = if o.view_base().is_some() {
-                anchor.as_strided(&o.shape(), &o.stride(), o.storage_offset())?
+                anchor.as_strided_dtype(o.dtype(), &o.shape(), &o.stride(), o.storage_offset())?
             } else {
-                anchor.alias_with_layout(o.layout())
+                anchor.alias_like(&o)?
             };
             regenerated.push((o, r.clone()));
             Ok(r)

@@ -401,10 +401,25 @@ fn mark_overlaps(args: &[Arg], keys: &mut [ArgKey]) {
     if shared.is_empty() {
         return;
     }
+    let mixed = |l: u32| {
+        let mut d = shared.iter().filter(|&&i| keys[i].storage_as == l).map(|&i| keys[i].dtype);
+        d.next().is_some_and(|first| d.any(|x| x != first))
+    };
     let geoms: Vec<ArgGeometry> = args
         .iter()
         .enumerate()
         .map(|(i, a)| match a.tensor() {
+            // Arguments over one storage as different dtypes (dtype views)
+            // are compared byte by byte: each element a run of its bytes.
+            Some(t) if mixed(keys[i].storage_as) => {
+                let mut g = arg_geometry(t, i);
+                let size = t.dtype().size_in_bytes();
+                g.stride.iter_mut().for_each(|s| *s *= size);
+                g.storage_offset *= size;
+                g.shape.push(size);
+                g.stride.push(1);
+                g
+            }
             Some(t) => arg_geometry(t, i),
             None => ArgGeometry { identity: i, shape: vec![], stride: vec![], storage_offset: 0, requires_grad: false },
         })

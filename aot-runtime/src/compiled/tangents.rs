@@ -36,12 +36,12 @@ pub(crate) fn deep_copy_args(args: &[Arg]) -> crate::Result<Vec<Option<Tensor>>>
         let flat = match storages.iter().find(|(o, _)| o.shares_storage_with(t)) {
             Some((_, c)) => c.clone(),
             None => {
-                let c = t.storage_as_1d().copy()?;
+                let c = t.root_as_1d().copy()?;
                 storages.push((t.clone(), c.clone()));
                 c
             }
         };
-        out.push(Some(flat.alias_with_layout(t.layout())));
+        out.push(Some(flat.alias_like(t)?));
     }
     Ok(out)
 }

@@ -38,8 +38,13 @@ fn check_dim(op: &'static str, l: &Layout, dim: usize) -> Result<()> {
 /// The elements of `l` in row-major order, in their own dtype: the
 /// buffer itself when `l` is contiguous.
 fn dense<'a, T: Copy + Default + Send + Sync + 'static>(op: &'static str, v: &'a [T], l: &Layout) -> Result<Cow<'a, [T]>> {
+    if l.numel() == 0 {
+        // An empty view may sit past its buffer's end (`x[:, 1:1]`).
+        return Ok(Cow::Borrowed(&[]));
+    }
     if l.is_contiguous() {
-        return Ok(Cow::Borrowed(&v[l.offset..l.offset + l.numel()]));
+        let run = v.get(l.offset..l.offset + l.numel());
+        return run.map(Cow::Borrowed).ok_or_else(|| AotError::internal(op, "a contiguous layout past the end of its buffer"));
     }
     Ok(Cow::Owned(map1(op, v, l, |x| x)?))
 }

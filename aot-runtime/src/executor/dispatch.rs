@@ -57,7 +57,9 @@ pub(crate) fn replay(
         t = match step {
             ChainStep::ArgGeometry(p) => {
                 let l = geometry.arg_layout(*p)?;
-                t.as_strided(&l.shape, &l.stride, l.offset)?
+                // An argument over the group's bytes as another dtype.
+                let dtype = geometry.arg_dtype(*p).unwrap_or(t.dtype());
+                t.as_strided_dtype(dtype, &l.shape, &l.stride, l.offset)?
             }
             // A view whose geometry comes from another tensor (`view_as`)
             // cannot be replayed from the chain alone.
@@ -81,6 +83,10 @@ const NO_VALUES: &[Option<Tensor>] = &[];
 /// epilogue may have changed their metadata) their layouts at call time.
 pub(crate) trait ArgGeometrySource {
     fn arg_layout(&self, p: usize) -> Result<Layout>;
+    /// The argument's dtype, where known (else its group base's).
+    fn arg_dtype(&self, _p: usize) -> Option<crate::dtype::DType> {
+        None
+    }
 }
 
 impl ArgGeometrySource for [Arg<'_>] {
@@ -89,6 +95,9 @@ impl ArgGeometrySource for [Arg<'_>] {
             .and_then(Arg::tensor)
             .map(Tensor::layout)
             .ok_or_else(|| AotError::Internal { op: "compiled call", msg: format!("argument {p} is not a tensor") })
+    }
+    fn arg_dtype(&self, p: usize) -> Option<crate::dtype::DType> {
+        self.get(p).and_then(Arg::tensor).map(Tensor::dtype)
     }
 }
 

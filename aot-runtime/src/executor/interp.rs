@@ -438,7 +438,16 @@ struct OnCopy<'a> {
 impl Values for OnCopy<'_> {
     fn tensor(&self, v: ValueId) -> Result<Cow<'_, Tensor>> {
         let t = get(self.env, v)?;
-        Ok(if t.shares_storage_with(self.orig) { Cow::Owned(self.root.alias_with_layout(t.layout())) } else { Cow::Borrowed(t) })
+        if !t.shares_storage_with(self.orig) {
+            return Ok(Cow::Borrowed(t));
+        }
+        // Of the copy's bytes as the operand's dtype (a dtype view of the
+        // root reads the same bytes).
+        let l = t.layout();
+        Ok(Cow::Owned(match t.dtype() == self.root.dtype() {
+            true => self.root.alias_with_layout(l),
+            false => self.root.as_strided_dtype(t.dtype(), &l.shape, &l.stride, l.offset)?,
+        }))
     }
 }
 

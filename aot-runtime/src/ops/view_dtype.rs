@@ -43,6 +43,36 @@ impl Tensor {
     }
 }
 
+impl Tensor {
+    /// `as_strided(shape, stride, offset)` of this tensor's storage read
+    /// as `dtype` (the geometry in `dtype`'s elements): how a synthetic
+    /// base regenerates an argument that views its bytes as another dtype.
+    /// Of this tensor's own dtype it is `as_strided` itself.
+    pub(crate) fn as_strided_dtype(&self, dtype: DType, shape: &[usize], stride: &[usize], offset: usize) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return self.as_strided(shape, stride, offset);
+        }
+        let storage = self.storage().dtype_view(OP, dtype)?;
+        let n = storage.len();
+        let op = super::view::ViewOp::AsStrided { size: shape.to_vec(), stride: stride.to_vec(), offset };
+        let layout = op.apply(&Layout::contiguous(&[n]), n)?;
+        Ok(Tensor::from_parts(storage, layout, AutogradMeta::default()))
+    }
+}
+
+impl Tensor {
+    /// A tensor over this one's storage with `t`'s geometry and dtype,
+    /// without history: how a copy of a storage stands in for each argument
+    /// over it (a dtype view of the copy for an argument of another dtype).
+    pub(crate) fn alias_like(&self, t: &Tensor) -> Result<Tensor> {
+        if self.dtype() == t.dtype() {
+            return Ok(self.alias_with_layout(t.layout()));
+        }
+        let l = t.layout();
+        self.as_strided_dtype(t.dtype(), &l.shape, &l.stride, l.offset)
+    }
+}
+
 /// The layout of `l` (elements of `from`) read as `to`.
 pub(crate) fn view_dtype_layout(l: &Layout, from: DType, to: DType) -> Result<Layout> {
     let (old, new) = (from.size_in_bytes(), to.size_in_bytes());

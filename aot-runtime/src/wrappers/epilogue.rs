@@ -109,16 +109,16 @@ pub(crate) fn apply(
             FOutput::AliasOfInput { group, value } => {
                 let t = get(env, *value)?;
                 let single = fg.groups.single.get(*group).copied().unwrap_or(false);
-                let anchor = anchor(fg, args, *group)?;
+                let anchor = anchor(fg, args, *group, t.dtype())?;
                 if anchor.requires_grad() && detached(k) {
-                    anchor.detach()?.as_strided(&t.shape(), &t.stride(), t.storage_offset())?
+                    anchor.detach()?.as_strided_dtype(t.dtype(), &t.shape(), &t.stride(), t.storage_offset())?
                 } else if single && !fg.mutated_groups.iter().any(|(g, _)| g == group) {
                     // Views replayed on the caller's tensor itself.
                     t.clone()
                 } else if let Some((_, r)) = regenerated.iter().find(|(v, _)| v == value) {
                     r.clone()
                 } else {
-                    let r = anchor.as_strided(&t.shape(), &t.stride(), t.storage_offset())?;
+                    let r = anchor.as_strided_dtype(t.dtype(), &t.shape(), &t.stride(), t.storage_offset())?;
                     regenerated.push((*value, r.clone()));
                     r
                 }
@@ -176,15 +176,14 @@ fn only_in_env(fg: &FunctionalGraph, env: &Env, t: &Tensor) -> bool {
 /// The caller's tensor to regenerate an alias of group `g` from, so the
 /// output is a view with the same `._base` eager gives: a member that is
 /// not itself a view when there is one (the others are views of it).
-pub(crate) fn anchor<'a>(fg: &FunctionalGraph, args: &[Arg<'a>], g: usize) -> Result<&'a Tensor> {
-    let members: Vec<&'a Tensor> = fg
-        .groups
-        .group_of
-        .iter()
-        .enumerate()
-        .filter(|(_, x)| **x == Some(g))
-        .filter_map(|(p, _)| args.get(p).and_then(Arg::tensor))
-        .collect();
+pub(crate) fn anchor<'a>(fg: &FunctionalGraph, args: &[Arg<'a>], g: usize, dtype: crate::dtype::DType) -> Result<&'a Tensor> {
+    let all = fg.groups.group_of.iter().enumerate().filter(|(_, x)| **x == Some(g)).filter_map(|(p, _)| args.get(p).and_then(Arg::tensor));
+    // An output aliases a member of its own dtype (a group of dtype views
+    // of one storage has members of several).
+    let mut members: Vec<&'a Tensor> = all.clone().filter(|t| t.dtype() == dtype).collect();
+    if members.is_empty() {
+        members = all.collect();
+    }
     members
         .iter()
         .find(|t| t.view_base().is_none())

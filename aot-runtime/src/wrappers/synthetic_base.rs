@@ -32,7 +32,16 @@
 //! ([`AOTSyntheticBaseWrapper::autograd_bases`]). PyTorch refuses aliased
 //! mutated arguments that are not views of one differentiable base in
 //! training, and views with different dtypes; we run the first eagerly
-//! and build the second's base from the storage.
+//! and build the second's base from the storage: the group's base is all
+//! of the storage's bytes (as its root's dtype, `Tensor::root_as_1d`), and
+//! each argument is regenerated as a view of those bytes as its own dtype
+//! (`ChainStep::ArgGeometry` replays the argument's dtype and geometry,
+//! `Tensor::as_strided_dtype`). Such a group of dtype views
+//! (`Tensor::view_dtype`) runs compiled in inference; in training a dtype
+//! view has no gradient, so the group has no differentiable base and the
+//! call runs eagerly. `explain` reports the group as it does any other
+//! (PyTorch has no metadata for it), with the arguments' overlaps compared
+//! byte by byte.
 
 use super::dedupe::AOTDedupeWrapper;
 use super::{arg_geometry, AliasPattern, Mutations};

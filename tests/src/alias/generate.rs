@@ -18,6 +18,10 @@ pub struct TemplateOptions {
     /// Chance, in percent, that the call gets one bad argument: a tensor of
     /// another shape, or a scalar that is not finite or is huge.
     pub bad_arg_percent: u32,
+    /// Chance, in percent, that one argument becomes a dtype view (the
+    /// dtype of half the element size) of a storage another argument
+    /// uses: two arguments over one storage as different dtypes.
+    pub dtype_view_percent: u32,
 }
 
 /// A layout of `shape`: contiguous, permuted, every other element, with
@@ -89,6 +93,9 @@ pub fn gen_template(c: &mut Choices, params: &[ParamSpec], dtype: DType, opts: &
         }
     }
     let mut tpl = ArgTemplate { dtype, storages: t.storages, args: t.args };
+    if opts.dtype_view_percent > 0 && c.chance(opts.dtype_view_percent, 100) {
+        dtype_view_one_arg(c, &mut tpl);
+    }
     if opts.bad_arg_percent > 0 && c.chance(opts.bad_arg_percent, 100) {
         spoil_one_arg(c, &mut tpl);
     }
@@ -203,11 +210,49 @@ impl Builder<'_> {
     }
 }
 
+/// Makes one tensor argument a contiguous view, as the dtype of half the
+/// element size (f64 as f32, f32 as f16), of the bytes of a storage another
+/// argument uses, at an offset drawn over those bytes: it and that argument
+/// share a storage as different dtypes.
+fn dtype_view_one_arg(c: &mut Choices, tpl: &mut ArgTemplate) {
+    let half = match tpl.dtype {
+        DType::F64 => DType::F32,
+        DType::F32 => DType::F16,
+        _ => return,
+    };
+    let storage_of = |a: &ArgSpec| match a {
+        ArgSpec::Base(k) | ArgSpec::View { storage: k, .. } => Some(*k),
+        _ => None,
+    };
+    let mut pairs = vec![];
+    for (j, a) in tpl.args.iter().enumerate().filter(|(_, a)| storage_of(a).is_some()) {
+        for (i, b) in tpl.args.iter().enumerate() {
+            match storage_of(b) {
+                Some(s) if i != j && tpl.storages[s].dtype.is_none() && !pairs.contains(&(j, s)) => pairs.push((j, s)),
+                _ => {}
+            }
+        }
+        let _ = a;
+    }
+    if pairs.is_empty() {
+        return;
+    }
+    let (j, s) = *c.pick(&pairs);
+    let Some(size) = arg_shape(tpl, j) else { return };
+    let (n, avail) = (numel(&size), 2 * tpl.storages[s].len);
+    if n > avail {
+        return;
+    }
+    let offset = c.below(avail - n + 1);
+    let stride = contiguous_strides(&size);
+    tpl.args[j] = ArgSpec::DtypeView { storage: s, dtype: half, size, stride, offset };
+}
+
 /// The shape argument `j` has in the template.
 fn arg_shape(tpl: &ArgTemplate, j: usize) -> Option<Vec<usize>> {
     match &tpl.args[j] {
         ArgSpec::Base(k) => Some(tpl.storages[*k].base_shape.clone().unwrap_or_else(|| vec![tpl.storages[*k].len])),
-        ArgSpec::View { size, .. } => Some(size.clone()),
+        ArgSpec::View { size, .. } | ArgSpec::DtypeView { size, .. } => Some(size.clone()),
         ArgSpec::Same(i) => arg_shape(tpl, *i),
         ArgSpec::Scalar(_) => None,
     }
