@@ -164,3 +164,20 @@ fn dropout_of_zero_or_one_draws_nothing() {
     assert_eq!(y.to_vec::<f32>().unwrap(), x.to_vec::<f32>().unwrap());
     assert_eq!(aot_runtime::rng_state(), before);
 }
+
+#[aot_fn]
+fn dropout_under_no_grad(a: &Tensor) -> Tensor {
+    let c = no_grad! { a.dropout(0.5) };
+    (c + a).sum()
+}
+
+/// A dropout under `no_grad!` passes no gradient (the differential tests
+/// found the joint treating it as differentiable): only `+ a` does.
+#[test]
+fn dropout_under_no_grad_passes_no_gradient() -> Result<()> {
+    let a = Tensor::ones(&[8], DType::F64, &Device::Cpu)?.requires_grad_(true)?;
+    assert_eq!(dropout_under_no_grad::compiled().call_path(&[Arg::from(&a)])?, "compiled training");
+    dropout_under_no_grad(&a)?.backward()?;
+    assert_eq!(a.grad().expect("a gradient").to_vec::<f64>()?, vec![1.0; 8]);
+    Ok(())
+}

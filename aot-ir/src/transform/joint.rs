@@ -193,13 +193,15 @@ fn forward(fg: &FunctionalGraph, requires_grad: &[bool]) -> Result<Forward, Join
                 next_mask += 2;
                 let x = fnode.args.first().cloned().ok_or_else(|| err(format!("dropout {src} has no input")))?;
                 let p = fnode.args.get(1).cloned().ok_or_else(|| err(format!("dropout {src} has no probability")))?;
-                let r = arg_rg(0);
+                // Under `no_grad` no gradient flows through it (as for any op).
+                let d = fnode.is_differentiable();
+                let r = d && arg_rg(0);
                 f.def[state.index()] = Some(f.nodes.len());
                 f.nodes.push(Node::new(Op::Prim(Prim::RngTake), vec![x.clone(), p.clone()], Some(state)));
                 f.def[mask.index()] = Some(f.nodes.len());
                 f.nodes.push(Node::new(Op::Prim(Prim::DropoutMask), vec![x.clone(), Arg::Tensor(state), p], Some(mask)));
                 node = Node { op: OpKind::Mul.into(), args: vec![x, Arg::Tensor(mask)], ..fnode.clone() };
-                (r, true)
+                (r, d)
             }
             Op::Dsl { op, .. } => {
                 let d = fnode.is_differentiable();
