@@ -194,7 +194,7 @@ fn forward(fg: &FunctionalGraph, requires_grad: &[bool]) -> Result<Forward, Join
                 let x = fnode.args.first().cloned().ok_or_else(|| err(format!("dropout {src} has no input")))?;
                 let p = fnode.args.get(1).cloned().ok_or_else(|| err(format!("dropout {src} has no probability")))?;
                 // Under `no_grad` no gradient flows through it (as for any op).
-                let d = fnode.is_differentiable();
+                let d = !fnode.no_grad;
                 let r = d && arg_rg(0);
                 f.def[state.index()] = Some(f.nodes.len());
                 f.nodes.push(Node::new(Op::Prim(Prim::RngTake), vec![x.clone(), p.clone()], Some(state)));
