@@ -10,6 +10,11 @@
 //! these methods; none of them sees a `CpuStorage`. The CPU buffer,
 //! [`CpuStorage`], and its dtype dispatch (`dispatch_cpu!`) live here too.
 //!
+//! A storage may also be a dtype view of another storage's bytes
+//! (`Tensor::view_dtype`): it shares that root's identity and version
+//! counter, and its locks hand the primitives the root's bytes as its own
+//! dtype (`storage/dtype_view.rs`).
+//!
 //! Every buffer whose length comes from a shape is allocated by
 //! `try_vec` (or the helpers on it), which asks the allocator with
 //! `try_reserve_exact`: a request that is too large is an

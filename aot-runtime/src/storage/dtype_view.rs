@@ -29,8 +29,11 @@ use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 /// A read lock on a storage's data, as its own dtype.
 pub(crate) enum DataRead<'a> {
     Direct(RwLockReadGuard<'a, StorageData>),
-    /// A dtype view: the root stays locked while the copy is read.
-    Converted(#[allow(dead_code)] RwLockReadGuard<'a, StorageData>, StorageData),
+    /// A dtype view: the root stays locked while its copy is read.
+    Converted {
+        _root: RwLockReadGuard<'a, StorageData>,
+        copy: StorageData,
+    },
 }
 
 impl Deref for DataRead<'_> {
@@ -38,7 +41,7 @@ impl Deref for DataRead<'_> {
     fn deref(&self) -> &StorageData {
         match self {
             DataRead::Direct(g) => g,
-            DataRead::Converted(_, d) => d,
+            DataRead::Converted { copy, .. } => copy,
         }
     }
 }
@@ -168,8 +171,8 @@ impl Storage {
         match self.bytes_of {
             None => DataRead::Direct(g),
             Some(_) => {
-                let d = convert(&g, self.dtype);
-                DataRead::Converted(g, d)
+                let copy = convert(&g, self.dtype);
+                DataRead::Converted { _root: g, copy }
             }
         }
     }
