@@ -330,6 +330,7 @@ impl Storage {
         self.dtype
     }
     /// The version counter: bumped by every in-place write.
+    #[inline]
     pub fn version(&self) -> u64 {
         self.root().version.load(Ordering::Acquire)
     }
@@ -345,6 +346,7 @@ impl Storage {
         std::mem::swap(&mut *a, &mut *b);
         true
     }
+    #[inline]
     pub(crate) fn bump_version(&self) {
         self.root().version.fetch_add(1, Ordering::AcqRel);
     }

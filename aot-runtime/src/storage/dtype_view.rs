@@ -38,6 +38,7 @@ pub(crate) enum DataRead<'a> {
 
 impl Deref for DataRead<'_> {
     type Target = StorageData;
+    #[inline]
     fn deref(&self) -> &StorageData {
         match self {
             DataRead::Direct(g) => g,
@@ -55,12 +56,14 @@ pub(crate) struct DataWrite<'a> {
 
 impl Deref for DataWrite<'_> {
     type Target = StorageData;
+    #[inline]
     fn deref(&self) -> &StorageData {
         self.view.as_ref().unwrap_or(&self.guard)
     }
 }
 
 impl DerefMut for DataWrite<'_> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut StorageData {
         match &mut self.view {
             Some(v) => v,
@@ -122,11 +125,13 @@ fn convert(root: &StorageData, dtype: DType) -> StorageData {
 
 impl Storage {
     /// The storage whose bytes these are: itself, or a dtype view's root.
+    #[inline]
     pub(crate) fn root(&self) -> &Storage {
         self.bytes_of.as_deref().unwrap_or(self)
     }
     /// Whether two storages are one buffer (one is a dtype view of the
     /// other, or both are of one root).
+    #[inline]
     pub(crate) fn same(&self, other: &Storage) -> bool {
         std::ptr::eq(self.root(), other.root())
     }
@@ -135,6 +140,7 @@ impl Storage {
         self.bytes_of.clone().unwrap_or_else(|| self.clone())
     }
     /// Whether this is a dtype view of another storage.
+    #[inline]
     pub(crate) fn is_dtype_view(&self) -> bool {
         self.bytes_of.is_some()
     }
@@ -164,6 +170,7 @@ impl Storage {
     }
 
     /// A read lock on the data, as this storage's dtype.
+    #[inline]
     pub(super) fn read(&self) -> DataRead<'_> {
         // A poisoned lock only follows a panic elsewhere; the data is still valid.
         let root = self.root();
@@ -177,6 +184,7 @@ impl Storage {
         }
     }
     /// A write lock on the data, as this storage's dtype.
+    #[inline]
     pub(super) fn write(&self) -> DataWrite<'_> {
         let guard = self.root().data.write().unwrap_or_else(|e| e.into_inner());
         let view = self.bytes_of.as_ref().map(|_| convert(&guard, self.dtype));
