@@ -499,9 +499,8 @@ impl CompiledFn {
         })
     }
 
-    /// The eager reference for a call that records gradients (the shadow
-    /// path cannot carry autograd state), after a dry run on replicas of
-    /// the arguments (`reference.rs`).
+    /// The eager reference for a call that records gradients (shadows carry
+    /// no autograd state), after a dry run on replicas (`reference.rs`).
     fn run_reference(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
         reference::run(&self.graph, &self.meta, args)
     }

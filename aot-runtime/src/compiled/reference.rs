@@ -22,7 +22,6 @@ use crate::arg::Arg;
 use crate::autograd::{AutogradMeta, BackwardOp, NoGradGuard, Node, ViewInfo};
 use crate::error::Result;
 use crate::executor::interp;
-use crate::layout::Layout;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 use aot_ir::{Graph, StaticMeta};
@@ -114,7 +113,7 @@ impl Replicas {
             None => {
                 let copy = {
                     let _no_grad = NoGradGuard::new();
-                    Tensor::from_parts(root.clone(), Layout::contiguous(&[root.len()]), Default::default()).copy()?
+                    t.root_as_1d().copy()?
                 };
                 let c = copy.storage().clone();
                 self.storages.push((root, c.clone()));

@@ -225,14 +225,13 @@ fn dtype_view_one_arg(c: &mut Choices, tpl: &mut ArgTemplate) {
         _ => None,
     };
     let mut pairs = vec![];
-    for (j, a) in tpl.args.iter().enumerate().filter(|(_, a)| storage_of(a).is_some()) {
+    for j in (0..tpl.args.len()).filter(|&j| storage_of(&tpl.args[j]).is_some()) {
         for (i, b) in tpl.args.iter().enumerate() {
             match storage_of(b) {
                 Some(s) if i != j && tpl.storages[s].dtype.is_none() && !pairs.contains(&(j, s)) => pairs.push((j, s)),
                 _ => {}
             }
         }
-        let _ = a;
     }
     if pairs.is_empty() {
         return;
