@@ -12,7 +12,7 @@ use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{checked_numel, Layout, MAX_NUMEL};
 use crate::storage::{CpuElem, Storage};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 static NEXT_TENSOR_ID: AtomicUsize = AtomicUsize::new(1);
@@ -26,6 +26,10 @@ pub(crate) struct TensorImpl {
     pub(crate) id: usize,
     pub(crate) storage: Arc<Storage>,
     pub(crate) state: RwLock<TensorState>,
+    /// Bumped whenever `state` is locked for writing, so that a reader can
+    /// tell the state unchanged since it last looked without locking it
+    /// (`compiled/last_call.rs`).
+    pub(crate) state_gen: AtomicU64,
 }
 
 /// A handle to a tensor. Cloning the handle does not copy: both handles are
@@ -65,6 +69,7 @@ impl Tensor {
             id: NEXT_TENSOR_ID.fetch_add(1, Ordering::Relaxed),
             storage,
             state: RwLock::new(TensorState { layout, ag }),
+            state_gen: AtomicU64::new(0),
         }))
     }
 
@@ -138,7 +143,17 @@ impl Tensor {
         self.0.state.read().unwrap_or_else(|e| e.into_inner())
     }
     pub(crate) fn state_mut(&self) -> RwLockWriteGuard<'_, TensorState> {
-        self.0.state.write().unwrap_or_else(|e| e.into_inner())
+        let guard = self.0.state.write().unwrap_or_else(|e| e.into_inner());
+        // Bumped under the write lock, before any change: a reader that
+        // sees the old number read the state before this write began.
+        self.0.state_gen.fetch_add(1, Ordering::AcqRel);
+        guard
+    }
+    /// This tensor's id and its state's generation: equal pairs at two
+    /// moments mean the same tensor with its state unchanged in between.
+    #[inline]
+    pub(crate) fn state_stamp(&self) -> (usize, u64) {
+        (self.0.id, self.0.state_gen.load(Ordering::Acquire))
     }
     /// A snapshot of the current layout.
     pub fn layout(&self) -> Layout {
@@ -180,6 +195,14 @@ impl Tensor {
     /// True if both handles are the same tensor object.
     pub fn same_tensor(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+    /// The addresses of this tensor's storage root and of the tensor
+    /// itself: equal firsts are [`shares_storage_with`](Self::shares_storage_with),
+    /// equal pairs [`same_tensor`](Self::same_tensor) (valid while both
+    /// tensors are alive).
+    #[inline]
+    pub(crate) fn identity(&self) -> (usize, usize) {
+        (std::ptr::from_ref(self.0.storage.root()) as usize, Arc::as_ptr(&self.0) as usize)
     }
     /// True if both tensors are backed by the same storage (a dtype view,
     /// [`Tensor::view_dtype`], shares its tensor's).

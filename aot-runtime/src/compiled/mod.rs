@@ -38,6 +38,7 @@ mod boundary;
 mod graph_signature;
 mod inline;
 pub(crate) mod kernels;
+pub(crate) mod last_call;
 mod loops;
 mod observe;
 mod outputs;
@@ -399,13 +400,10 @@ impl CompiledFn {
         // The key, and `unusual_autograd_state` in the same pass over the
         // arguments (each view is checked before its key regenerates its
         // history).
-        let mut probe = specialize::ProbeKey::empty(args.len());
-        probe.fill(args, self.meta.mutates_inputs, is_grad_enabled() && self.may_write);
-        if probe.unusual.is_some() {
-            return self.run_reference(args).map(Outputs::from);
-        }
+        let check_unusual = is_grad_enabled() && self.may_write;
+        let keyed = last_call::key_and_spec(&self.cache, &self.graph, &self.meta, args, self.meta.mutates_inputs, check_unusual)?;
+        let Some((probe, spec)) = keyed else { return self.run_reference(args).map(Outputs::from) };
         let records_grad = is_grad_enabled() && self.meta.records_history(|p| probe.requires_grad(p));
-        let spec = self.cache.get_probed(&self.graph, &self.meta, &probe)?;
         let plan = &spec.plan;
         if cfg!(debug_assertions) {
             plan.debug_assert.check(&self.graph.name, args)?;

@@ -72,13 +72,14 @@ pub(crate) struct GuardKey {
 }
 
 /// Keys of calls with up to this many arguments are computed on the stack.
-const INLINE_ARGS: usize = 16;
+pub(crate) const INLINE_ARGS: usize = 16;
 
 /// How many arguments' geometries a key's pass keeps.
 const GEOM_ARGS: usize = 8;
 
 /// A call's key as computed for a lookup: inline for up to
 /// [`INLINE_ARGS`] arguments, so that a cache hit allocates nothing.
+#[derive(Clone)]
 pub(crate) struct ProbeKey {
     grad_enabled: bool,
     args: ArgKeys,
@@ -89,11 +90,14 @@ pub(crate) struct ProbeKey {
     /// With `check_unusual`: the first argument in an autograd state the
     /// compiled paths do not model, and why (the key is then incomplete).
     pub(crate) unusual: Option<(usize, &'static str)>,
+    /// Whether an argument is a view (whose key follows its base's state).
+    pub(crate) has_view: bool,
 }
 
 // Inline on purpose: the array lives on the caller's stack, which is what
 // keeps a hit free of allocations.
 #[allow(clippy::large_enum_variant)]
+#[derive(Clone)]
 enum ArgKeys {
     Inline([ArgKey; INLINE_ARGS], usize),
     Heap(Vec<ArgKey>),
@@ -128,7 +132,7 @@ impl ProbeKey {
     pub(crate) fn empty(n: usize) -> ProbeKey {
         let args =
             if n <= INLINE_ARGS { ArgKeys::Inline([ArgKey::FILLER; INLINE_ARGS], n) } else { ArgKeys::Heap(vec![ArgKey::FILLER; n]) };
-        ProbeKey { grad_enabled: is_grad_enabled(), args, geoms: [None; GEOM_ARGS], unusual: None }
+        ProbeKey { grad_enabled: is_grad_enabled(), args, geoms: [None; GEOM_ARGS], unusual: None, has_view: false }
     }
 
     /// Computes the key of `args` (of the length given to
@@ -145,9 +149,25 @@ impl ProbeKey {
         // Whether two distinct tensors share a storage: only then can any
         // overlap, and only then are the geometries compared.
         let mut shared = false;
+        // Each tensor's (storage root, tensor) addresses, read once, so that
+        // the alias pass compares integers (a call has n^2/2 pairs).
+        let mut inline = [(0usize, 0usize); INLINE_ARGS];
+        let heap: Vec<(usize, usize)>;
+        let ids: &[(usize, usize)] = if !with_aliases {
+            &[]
+        } else if args.len() <= INLINE_ARGS {
+            for (id, a) in inline.iter_mut().zip(args) {
+                *id = a.tensor().map_or((0, 0), Tensor::identity);
+            }
+            &inline[..args.len()]
+        } else {
+            heap = args.iter().map(|a| a.tensor().map_or((0, 0), Tensor::identity)).collect();
+            &heap
+        };
         for (i, slot) in slots.iter_mut().enumerate() {
-            match ArgKey::of(args, i, with_aliases, check_unusual) {
-                Ok((k, geom)) => {
+            match ArgKey::of(args, ids, i, check_unusual) {
+                Ok((k, geom, view)) => {
+                    self.has_view |= view;
                     if let Some(g) = self.geoms.get_mut(i) {
                         *g = geom;
                     }
@@ -179,6 +199,11 @@ impl ProbeKey {
 
     fn hash(&self) -> u64 {
         key_hash(self.grad_enabled, self.args())
+    }
+
+    /// Grad mode when the key was computed.
+    pub(crate) fn grad_enabled(&self) -> bool {
+        self.grad_enabled
     }
 
     /// Whether argument `p` is a tensor that requires grad (as
@@ -305,25 +330,32 @@ impl ArgKey {
     /// `Err`: with `check_unusual`, why the argument is in an autograd
     /// state the compiled paths do not model.
     /// With it, the argument's geometry where [`autograd_facts`] read one.
-    fn of(args: &[Arg], i: usize, with_aliases: bool, check_unusual: bool) -> std::result::Result<(ArgKey, Option<Geom>), &'static str> {
+    /// `ids`: every argument's [`Tensor::identity`] (`(0, 0)` for a
+    /// scalar), or empty for a key without its alias part.
+    fn of(
+        args: &[Arg],
+        ids: &[(usize, usize)],
+        i: usize,
+        check_unusual: bool,
+    ) -> std::result::Result<(ArgKey, Option<Geom>, bool), &'static str> {
         let Some(t) = args[i].tensor() else {
-            return Ok((ArgKey { same_as: i as u32, storage_as: i as u32, ..ArgKey::SCALAR }, None));
+            return Ok((ArgKey { same_as: i as u32, storage_as: i as u32, ..ArgKey::SCALAR }, None, false));
         };
         // One pass over the earlier arguments: the first over the same
         // storage, and the first that is this very tensor (which shares it).
         let (mut same_as, mut storage_as) = (i, i);
-        if with_aliases {
-            for (j, u) in args[..i].iter().enumerate().filter_map(|(j, b)| Some((j, b.tensor()?))) {
-                if u.shares_storage_with(t) {
+        if let Some(&(root, me)) = ids.get(i) {
+            for (j, &(r, u)) in ids[..i].iter().enumerate() {
+                if r == root {
                     storage_as = storage_as.min(j);
-                    if u.same_tensor(t) {
+                    if u == me {
                         same_as = j;
                         break;
                     }
                 }
             }
         }
-        let (requires_grad, is_leaf, rank, geom) = autograd_facts(t, check_unusual)?;
+        let (requires_grad, is_leaf, rank, geom, view) = autograd_facts(t, check_unusual)?;
         let key = ArgKey {
             dtype: t.dtype() as u8,
             device: match t.device() {
@@ -337,12 +369,13 @@ impl ArgKey {
             storage_as: storage_as as u32,
             overlaps: false,
         };
-        Ok((key, geom))
+        Ok((key, geom, view))
     }
 }
 
-/// What [`autograd_facts`] reads of a tensor.
-type Facts = (bool, bool, u32, Option<Geom>);
+/// What [`autograd_facts`] reads of a tensor: `requires_grad`, `is_leaf`,
+/// rank, geometry, and whether it is a view.
+type Facts = (bool, bool, u32, Option<Geom>, bool);
 
 /// `requires_grad`, `is_leaf`, rank and geometry of `t`, with one look at
 /// its state when it is not a view (a view's history may need regenerating
@@ -354,13 +387,13 @@ fn autograd_facts(t: &Tensor, check_unusual: bool) -> std::result::Result<Facts,
         let s = t.state();
         if s.ag.view.is_none() {
             let has_fn = s.ag.grad_fn.is_some();
-            return Ok((s.ag.requires_grad || has_fn, !has_fn, s.layout.rank() as u32, Geom::of(&s.layout, t.storage_len())));
+            return Ok((s.ag.requires_grad || has_fn, !has_fn, s.layout.rank() as u32, Geom::of(&s.layout, t.storage_len()), false));
         }
     }
     if let Some(why) = check_unusual.then(|| super::reference::unusual_state(t)).flatten() {
         return Err(why);
     }
-    Ok((t.requires_grad(), t.is_leaf(), t.rank() as u32, None))
+    Ok((t.requires_grad(), t.is_leaf(), t.rank() as u32, None, true))
 }
 
 impl GuardKey {
@@ -508,6 +541,8 @@ pub(crate) struct SpecCache {
     table: RwLock<Table>,
     clock: AtomicU64,
     capacity: usize,
+    /// The last call's key, by argument identity (`last_call.rs`).
+    pub(super) last: super::last_call::LastCall,
 }
 
 impl Default for SpecCache {
@@ -525,7 +560,7 @@ impl std::fmt::Debug for SpecCache {
 impl SpecCache {
     /// An empty cache holding at most `capacity` (at least 1) entries.
     pub(crate) fn with_capacity(capacity: usize) -> SpecCache {
-        SpecCache { table: RwLock::default(), clock: AtomicU64::new(0), capacity: capacity.max(1) }
+        SpecCache { table: RwLock::default(), clock: AtomicU64::new(0), capacity: capacity.max(1), last: Default::default() }
     }
 
     /// The cached specialisation for this call, if any.

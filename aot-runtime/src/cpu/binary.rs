@@ -287,6 +287,23 @@ fn dense_kind(op: BinaryOp) -> Option<aot_ir::OpKind> {
     matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div).then(|| op.kind_of()).flatten()
 }
 
+/// Runs of at most this many elements skip the SIMD dispatch: a scalar
+/// loop over them costs less than choosing the vector kernel (W1's
+/// four-element adds), and add/sub/mul/div round the same either way.
+const TINY: usize = 16;
+
+/// The scalar arithmetic of a dense kernel's op, for [`TINY`] runs.
+#[inline]
+fn tiny_op<T: Compute>(op: BinaryOp) -> Option<fn(T, T) -> T> {
+    Some(match op {
+        BinaryOp::Add => |a, b| a + b,
+        BinaryOp::Sub => |a, b| a - b,
+        BinaryOp::Mul => |a, b| a * b,
+        BinaryOp::Div => |a, b| a / b,
+        _ => return None,
+    })
+}
+
 /// Why a dense kernel refused its operands (the callers checked them, so
 /// this is a bug, reported rather than a panic).
 fn dense_refused(op: BinaryOp, a: &CpuStorage, ra: &Range<usize>, b: &CpuStorage, rb: &Range<usize>) -> AotError {
@@ -311,6 +328,10 @@ pub fn binary_dense(op: BinaryOp, a: &CpuStorage, ra: Range<usize>, b: &CpuStora
         if x.len() != y.len() {
             return None;
         }
+        if x.len() <= TINY {
+            let f = tiny_op::<T>(op)?;
+            return Some(crate::storage::try_collect(op.name(), x.iter().zip(y).map(|(&a, &b)| f(a, b))));
+        }
         let mut out = match crate::storage::try_filled_buffer(op.name(), x.len(), T::of(0.0)) {
             Ok(v) => v,
             Err(e) => return Some(Err(e)),
@@ -330,7 +351,15 @@ pub fn binary_dense(op: BinaryOp, a: &CpuStorage, ra: Range<usize>, b: &CpuStora
 pub fn binary_assign_dense(op: BinaryOp, a: &mut CpuStorage, ra: Range<usize>, b: &CpuStorage, rb: Range<usize>) -> Result<()> {
     fn go<T: Compute>(op: BinaryOp, x: Option<&mut [T]>, y: Option<&[T]>) -> bool {
         let (Some(k), Some(x), Some(y)) = (dense_kind(op), x, y) else { return false };
-        x.len() == y.len() && with_op(k, super::fused::InPlace { x, y }).is_some()
+        if x.len() != y.len() {
+            return false;
+        }
+        if x.len() <= TINY {
+            let Some(f) = tiny_op::<T>(op) else { return false };
+            x.iter_mut().zip(y).for_each(|(a, &b)| *a = f(*a, b));
+            return true;
+        }
+        with_op(k, super::fused::InPlace { x, y }).is_some()
     }
     let done = match (&mut *a, b) {
         (CpuStorage::F32(x), CpuStorage::F32(y)) => go(op, x.get_mut(ra.clone()), y.get(rb.clone())),
