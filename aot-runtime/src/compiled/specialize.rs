@@ -12,9 +12,12 @@
 //! on, so the arguments' aliasing is computed here, once per call, and
 //! nowhere else.
 //!
-//! The key is recomputed on every call and compared, never assumed: a call
-//! whose alias pattern differs from the previous one gets its own
-//! specialisation (PyTorch reused a stale one, pytorch#139789). When the
+//! The key is recomputed and compared, never assumed: a call whose alias
+//! pattern differs from the previous one gets its own specialisation
+//! (PyTorch reused a stale one, pytorch#139789). The one shortcut is exact:
+//! a call with the very tensors of the cache's last call, none of them
+//! a view and none of their states written since, reuses that call's key
+//! (`last_call.rs`). When the
 //! function mutates no input (known statically), the alias pattern cannot
 //! change the result and is left out of the key, so no storage comparisons
 //! are made.
