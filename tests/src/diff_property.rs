@@ -259,6 +259,7 @@ pub fn run_property(name: &'static str, cases: u32) {
         }
         None => TestRunner::new(config),
     };
+    let hits_before = aot_runtime::compiled::__private::last_call_hits();
     let strategy = proptest::collection::vec(any::<u32>(), 0..512).prop_map(move |v| Stream(name, v));
     let result = runner.run(&strategy, |choices| run_case(&choices.1, &opts, &stats));
     let summary = stats.summary(name, start.elapsed().as_secs_f64());
@@ -288,6 +289,10 @@ pub fn run_property(name: &'static str, cases: u32) {
         }
         let missing: Vec<&str> = want.into_iter().filter(|f| !patterns.contains_key(f)).collect();
         assert!(missing.is_empty(), "alias patterns never generated: {missing:?}");
+        // Repeated calls must have reached the last-call memo (other tests
+        // in the process may add to the count, never take from it).
+        assert!(get(&stats.repeated) > 0, "no case called twice: {summary}");
+        assert!(aot_runtime::compiled::__private::last_call_hits() > hits_before, "no repeated call hit the last-call memo: {summary}");
     }
 }
 

@@ -23,6 +23,14 @@
 //!   and between outputs;
 //! - gradients of the argument leaves, when an output requires grad.
 //!
+//! In one case in three whose call succeeded on both paths, both call once
+//! more with the same tensors, which the first call may have written: the
+//! compiled path may then answer from its last-call memo
+//! (`compiled/last_call.rs`), and the second call must agree on all of the
+//! above but the gradients (a second backward through a compiled node
+//! fails, as in PyTorch). The properties check that such calls reached the
+//! memo.
+//!
 //! Failures are shrunk by proptest and print the program listing, the alias
 //! patterns and the command that replays the case:
 //! `AOT_DIFF_PROPERTY=compiled_matches_eager AOT_DIFF_REPLAY="1,2,3" cargo

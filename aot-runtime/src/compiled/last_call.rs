@@ -22,7 +22,16 @@ use crate::autograd::is_grad_enabled;
 use crate::error::Result;
 use crate::tensor::Tensor;
 use aot_ir::{Graph, StaticMeta};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// Calls answered from a memo, in this process (`__private::last_call_hits`).
+static HITS: AtomicU64 = AtomicU64::new(0);
+
+/// How many calls a memo answered, in this process.
+pub(crate) fn hits_in_process() -> u64 {
+    HITS.load(Ordering::Relaxed)
+}
 
 /// One remembered call (see the module doc).
 struct Memo {
@@ -56,8 +65,12 @@ impl LastCall {
         let mut guard = self.0.try_lock().ok()?;
         let memo = guard.as_mut()?;
         let same = memo.len == len && memo.grad_enabled == is_grad_enabled() && memo.stamps[..len] == stamps[..len];
-        memo.hits += usize::from(same);
-        same.then(|| (memo.probe.clone(), memo.spec.clone()))
+        if !same {
+            return None;
+        }
+        memo.hits += 1;
+        HITS.fetch_add(1, Ordering::Relaxed);
+        Some((memo.probe.clone(), memo.spec.clone()))
     }
 
     /// How many calls the current memo answered (0 when there is none).

@@ -16,6 +16,12 @@ pub fn kernel_stats() -> (u64, u64) {
     crate::executor::kernel::stats()
 }
 
+/// How many compiled calls reused the last call's guard key (the same
+/// tensors, states unchanged: `compiled/last_call.rs`), in this process.
+pub fn last_call_hits() -> u64 {
+    super::last_call::hits_in_process()
+}
+
 /// How many written inputs of inference calls took the call's final
 /// buffer instead of a copy of it, in this process.
 pub fn swapped_write_backs() -> u64 {
