@@ -348,7 +348,9 @@ fn run_into<T: Stored>(
                 tasks[i].push(c);
             }
         }
-        let task = |start: usize, mut chunks: Vec<&mut [MaybeUninit<T>]>| block_range(name, p, bufs, &space, &outs, start, &mut chunks);
+        let stream = n.saturating_mul(std::mem::size_of::<T>()) >= block::STREAM_MIN_BYTES;
+        let task =
+            |start: usize, mut chunks: Vec<&mut [MaybeUninit<T>]>| block_range(name, p, bufs, (&space, stream), &outs, start, &mut chunks);
         if n >= PAR_MIN {
             tasks.into_par_iter().enumerate().try_for_each(|(i, c)| task(i * TASK, c))?;
         } else {
@@ -372,7 +374,7 @@ fn block_range<T: Stored>(
     name: &'static str,
     p: &Program<'_>,
     bufs: &[&CpuStorage],
-    space: &Space,
+    (space, stream): (&Space, bool),
     outs: &[(Option<usize>, usize)],
     start: usize,
     chunks: &mut [&mut [MaybeUninit<T>]],
@@ -388,6 +390,7 @@ fn block_range<T: Stored>(
     let mut values: Vec<Block> =
         p.dtypes.iter().enumerate().map(|(v, &d)| Block::new(d, if p.read.get(v) == Some(&false) { 0 } else { cap })).collect();
     let mut scratch = [Block::default(), Block::default()];
+    let _fence = stream.then_some(block::StreamFence);
     let mut done = 0;
     while done < total {
         let at = idx.last().copied().unwrap_or(0);
@@ -409,8 +412,10 @@ fn block_range<T: Stored>(
         for s in p.steps {
             block::eval_step(s, p.dtypes, &mut values, &mut scratch, len).ok_or_else(|| bug(&format!("step {s:?} failed")))?;
         }
-        for (c, &(_, stored)) in chunks.iter_mut().zip(outs) {
-            if !T::store(&values[stored], &mut c[done..done + len]) {
+        for (c, &(own, stored)) in chunks.iter_mut().zip(outs) {
+            // An own buffer's block was just read into cache: stored plainly.
+            let store = if stream && own.is_none() { T::store_streaming } else { T::store };
+            if !store(&values[stored], &mut c[done..done + len]) {
                 return Err(bug("a result of another dtype"));
             }
         }

@@ -89,6 +89,26 @@ fn strided_broadcast_and_permuted_layouts_match_the_op_definition() {
     check(&[0, 4], Layout::contiguous(&[0, 4]), Layout::contiguous(&[0, 4]), Layout::contiguous(&[0, 4]));
 }
 
+/// Outputs past `block::STREAM_MIN_BYTES` are written with non-temporal
+/// stores: the same bits, rows that do not divide into 16-byte units, and
+/// every alignment of the destination.
+#[test]
+fn streamed_outputs_match_the_op_definition() {
+    let shape = [4099, 2049];
+    assert!(shape.iter().product::<usize>() * 4 >= block::STREAM_MIN_BYTES);
+    check(&shape, Layout::contiguous(&shape), Layout::new(vec![4099, 2049], vec![0, 1], 0), Layout::contiguous(&shape));
+    let v: Vec<f32> = (0..37).map(|i| i as f32 * 0.25 - 3.0).collect();
+    for skip in 0..4 {
+        for len in [0, 1, 3, 4, 5, 17, 33] {
+            let mut o = [MaybeUninit::new(f32::NAN); 40];
+            block::stream_f32(&v[..len], &mut o[skip..skip + len]);
+            // SAFETY: every slot was initialised above.
+            let got: Vec<f32> = o[skip..skip + len].iter().map(|x| unsafe { x.assume_init() }).collect();
+            assert_eq!(got, v[..len], "offset {skip}, {len} elements");
+        }
+    }
+}
+
 #[test]
 fn unfit_programs_decline_and_bad_layouts_are_errors() {
     let steps = [Step::new(OpKind::Neg, 0, Rhs::None, 1, DType::F32)];
