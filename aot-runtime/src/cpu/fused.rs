@@ -17,7 +17,8 @@
 //! one op definition, `aot_ir::kernel::elementwise`), so the loops
 //! vectorise and a fused chain stays in L1. Outputs of at least
 //! [`PAR_MIN`] elements are split across rayon threads; smaller ones stay
-//! on the calling thread.
+//! on the calling thread. Outputs too large for any cache
+//! (`block::STREAM_MIN_BYTES`) are written with non-temporal stores.
 //!
 //! # Dtypes
 //! Every body value has a dtype, and every step a compute dtype (the
