@@ -42,6 +42,7 @@ pub(crate) mod last_call;
 mod loops;
 mod observe;
 mod outputs;
+mod overlaps;
 mod reference;
 mod report;
 mod shadow;

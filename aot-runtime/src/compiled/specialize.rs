@@ -35,13 +35,13 @@
 //! base was written since its history was recorded (autograd makes its new
 //! `grad_fn` when `is_leaf` is asked).
 
+use super::overlaps::mark_overlaps;
 use crate::arg::Arg;
 use crate::autograd::is_grad_enabled;
 use crate::error::Result;
 use crate::executor::fast::Geom;
 use crate::tensor::Tensor;
-use crate::wrappers::{arg_geometry, AliasPattern, ArgAlias, CallPlan};
-use aot_ir::analysis::input_output::{compute_overlapping_inputs, ArgGeometry};
+use crate::wrappers::{AliasPattern, ArgAlias, CallPlan};
 use aot_ir::{Graph, StaticMeta};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -52,18 +52,18 @@ use std::sync::{Arc, RwLock};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ArgKey {
     /// `u8::MAX` for scalars.
-    dtype: u8,
+    pub(super) dtype: u8,
     device: (u8, u32),
     requires_grad: bool,
     is_leaf: bool,
     rank: u32,
     /// The first argument that is this very tensor.
-    same_as: u32,
+    pub(super) same_as: u32,
     /// The first argument sharing this tensor's storage.
-    storage_as: u32,
+    pub(super) storage_as: u32,
     /// Overlaps in memory another, distinct tensor of its storage (a
     /// repeat of a tensor has its first occurrence's bit).
-    overlaps: bool,
+    pub(super) overlaps: bool,
 }
 
 /// The guard key of a call, as stored in the cache (a lookup computes a
@@ -329,7 +329,7 @@ impl ArgKey {
     const FILLER: ArgKey =
         ArgKey { dtype: 0, device: (0, 0), requires_grad: false, is_leaf: false, rank: 0, same_as: 0, storage_as: 0, overlaps: false };
 
-    /// Argument `i`'s key, without `overlaps` (see [`mark_overlaps`]).
+    /// Argument `i`'s key, without `overlaps` (see `overlaps.rs`).
     /// `Err`: with `check_unusual`, why the argument is in an autograd
     /// state the compiled paths do not model.
     /// With it, the argument's geometry where [`autograd_facts`] read one.
@@ -418,63 +418,6 @@ fn pattern_of(keys: &[ArgKey]) -> AliasPattern {
             })
             .collect(),
     )
-}
-
-/// Sets `overlaps` of the tensors that overlap in memory another,
-/// distinct tensor among the arguments (a repeat of a tensor takes its
-/// first occurrence's bit: the same tensor passed twice is not an overlap
-/// here; the alias pattern's `same_as` says it).
-fn mark_overlaps(args: &[Arg], keys: &mut [ArgKey]) {
-    // First occurrences of tensors whose storage holds another, distinct argument.
-    let shared: Vec<usize> = (0..keys.len())
-        .filter(|&i| {
-            let ki = keys[i];
-            ki.dtype != u8::MAX
-                && ki.same_as as usize == i
-                && keys.iter().any(|k| k.dtype != u8::MAX && k.storage_as == ki.storage_as && k.same_as != ki.same_as)
-        })
-        .collect();
-    if shared.is_empty() {
-        return;
-    }
-    let mixed = |l: u32| {
-        let mut d = shared.iter().filter(|&&i| keys[i].storage_as == l).map(|&i| keys[i].dtype);
-        d.next().is_some_and(|first| d.any(|x| x != first))
-    };
-    let geoms: Vec<ArgGeometry> = args
-        .iter()
-        .enumerate()
-        .map(|(i, a)| match a.tensor() {
-            // Arguments over one storage as different dtypes (dtype views)
-            // are compared byte by byte: each element a run of its bytes.
-            Some(t) if mixed(keys[i].storage_as) => {
-                let mut g = arg_geometry(t, i);
-                let size = t.dtype().size_in_bytes();
-                g.stride.iter_mut().for_each(|s| *s *= size);
-                g.storage_offset *= size;
-                g.shape.push(size);
-                g.stride.push(1);
-                g
-            }
-            Some(t) => arg_geometry(t, i),
-            None => ArgGeometry { identity: i, shape: vec![], stride: vec![], storage_offset: 0, requires_grad: false },
-        })
-        .collect();
-    let mut leaders: Vec<u32> = shared.iter().map(|&i| keys[i].storage_as).collect();
-    leaders.sort_unstable();
-    leaders.dedup();
-    for l in leaders {
-        let group: Vec<usize> = shared.iter().copied().filter(|&i| keys[i].storage_as == l).collect();
-        for i in compute_overlapping_inputs(&geoms, &group) {
-            keys[i].overlaps = true;
-        }
-    }
-    for i in 0..keys.len() {
-        let first = keys[i].same_as as usize;
-        if keys[i].dtype != u8::MAX && first != i {
-            keys[i].overlaps = keys[first].overlaps;
-        }
-    }
 }
 
 /// One specialisation: the plan the wrapper chain built for one key

@@ -6,7 +6,7 @@ use crate::{Device, Tensor};
 use aot_ir::graph::args::{f, i, ints, t};
 use aot_ir::{GraphBuilder, OpKind, ParamType, ReturnKind};
 
-fn tensor(values: &[f32], shape: &[usize]) -> Tensor {
+pub(super) fn tensor(values: &[f32], shape: &[usize]) -> Tensor {
     Tensor::from_vec(values.to_vec(), shape, &Device::Cpu).expect("tensor")
 }
 

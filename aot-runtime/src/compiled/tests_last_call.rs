@@ -1,14 +1,10 @@
 //! The last-call memo: taken for repeated calls, and never across a change
 //! of the arguments' states, identities, views or grad mode.
 
+use super::super::tests::tensor;
 use super::super::{Arg, CompiledFn};
-use crate::{Device, Tensor};
 use aot_ir::graph::args::t;
 use aot_ir::{GraphBuilder, OpKind, ReturnKind};
-
-fn tensor(values: &[f32], shape: &[usize]) -> Tensor {
-    Tensor::from_vec(values.to_vec(), shape, &Device::Cpu).expect("tensor")
-}
 
 /// `a.add_(b); a * b`
 fn add_then_mul() -> CompiledFn {
