@@ -11,11 +11,13 @@
 //! adjacent dims that every operand steps through uniformly are merged, so
 //! a dense input of the output's order is read as one run.
 //!
-//! Work proceeds in blocks of [`BLOCK`] elements: each input's block is
-//! loaded into a buffer of its compute representation, then each body op
-//! runs over the whole block as one loop of the op's function (from the
-//! one op definition, `aot_ir::kernel::elementwise`), so the loops
-//! vectorise and a fused chain stays in L1. Outputs of at least
+//! Work proceeds in blocks: each input's block is loaded into a buffer of
+//! its compute representation, then each body op runs over the whole block
+//! as one loop of the op's function (from the one op definition,
+//! `aot_ir::kernel::elementwise`), so the loops vectorise and a fused chain
+//! stays in L1. A value's buffer passes to a later value once its last
+//! reader has run, and the block is as long as the buffers fit in L1
+//! (`slots.rs`). Outputs of at least
 //! [`PAR_MIN`] elements are split across rayon threads; smaller ones stay
 //! on the calling thread. Outputs too large for any cache
 //! (`block::STREAM_MIN_BYTES`) are written with non-temporal stores.
@@ -48,13 +50,14 @@ use std::mem::MaybeUninit;
 mod block;
 mod in_place;
 mod scalar_tail;
+mod slots;
 
 pub(crate) use in_place::fused_in_place;
 
-/// Elements per block: the body values of a chain of f32 ops stay in L1
-/// (W2's six-op chain on 32 KiB of L1: 512 ran about 10% faster than 1024,
-/// whose seven 4 KiB values no longer fit; 256 lost more to the per-block
-/// work than it gained).
+/// Elements per block of a one-op kernel, and of the fused reductions
+/// (`cpu/fused_reduce.rs`); a longer elementwise kernel's blocks are as
+/// long as its shared buffers fit in L1 (`slots::plan`: W2's six-op chain
+/// runs in blocks of 3072).
 pub(crate) const BLOCK: usize = 512;
 /// Output elements per parallel task.
 const TASK: usize = 64 * BLOCK;
@@ -323,6 +326,8 @@ fn run_into<T: Stored>(
         return Err(AotError::internal(name, "a fused kernel writes a dense output at offset 0"));
     }
     let space = Space::new(out, inputs);
+    let stored: Vec<usize> = dsts.iter().map(|d| d.stored).collect();
+    let slots = slots::plan(p, inputs.len(), &stored);
     let mut outs: Vec<(Option<usize>, usize)> = Vec::new();
     let mut vecs: Vec<Vec<T>> = Vec::new();
     for d in dsts {
@@ -353,8 +358,9 @@ fn run_into<T: Stored>(
             }
         }
         let stream = n.saturating_mul(std::mem::size_of::<T>()) >= block::STREAM_MIN_BYTES;
-        let task =
-            |start: usize, mut chunks: Vec<&mut [MaybeUninit<T>]>| block_range(name, p, bufs, (&space, stream), &outs, start, &mut chunks);
+        let task = |start: usize, mut chunks: Vec<&mut [MaybeUninit<T>]>| {
+            block_range(name, p, bufs, (&space, &slots, stream), &outs, start, &mut chunks)
+        };
         if n >= PAR_MIN {
             tasks.into_par_iter().enumerate().try_for_each(|(i, c)| task(i * TASK, c))?;
         } else {
@@ -378,7 +384,7 @@ fn block_range<T: Stored>(
     name: &'static str,
     p: &Program<'_>,
     bufs: &[&CpuStorage],
-    (space, stream): (&Space, bool),
+    (space, slots, stream): (&Space, &slots::Slots, bool),
     outs: &[(Option<usize>, usize)],
     start: usize,
     chunks: &mut [&mut [MaybeUninit<T>]],
@@ -390,36 +396,36 @@ fn block_range<T: Stored>(
     let (mut offs, mut idx) = space.locate(start);
     // Block buffers no longer than the chunk: a small tensor's op allocates
     // little; inputs read only for their dtype get none.
-    let cap = BLOCK.min(total);
-    let mut values: Vec<Block> =
-        p.dtypes.iter().enumerate().map(|(v, &d)| Block::new(d, if p.read.get(v) == Some(&false) { 0 } else { cap })).collect();
+    let cap = slots.block.min(total);
+    let mut values: Vec<Block> = slots.buffers.iter().map(|&(d, loaded)| Block::new(d, if loaded { cap } else { 0 })).collect();
+    let slot = &slots.slot;
     let mut scratch = [Block::default(), Block::default()];
     let _fence = stream.then_some(block::StreamFence);
     let mut done = 0;
     while done < total {
         let at = idx.last().copied().unwrap_or(0);
-        let len = (inner - at).min(BLOCK).min(total - done);
+        let len = (inner - at).min(slots.block).min(total - done);
         for (k, buf) in bufs.iter().enumerate().filter(|(k, _)| p.read[*k]) {
             if let Some(o) = outs.iter().position(|&(own, _)| own == Some(k)) {
                 // SAFETY: `run_into` handed over an initialised buffer, and
                 // this block of it is read here, before it is written below.
-                if !unsafe { T::load_own(&chunks[o][done..done + len], &mut values[k]) } {
+                if !unsafe { T::load_own(&chunks[o][done..done + len], &mut values[slot[k]]) } {
                     return Err(bug("an own buffer of another dtype"));
                 }
                 continue;
             }
             let stride = space.strides[k + 1].last().copied().unwrap_or(0);
-            if !block::load(buf, offs[k + 1], stride, &mut values[k], len) {
+            if !block::load(buf, offs[k + 1], stride, &mut values[slot[k]], len) {
                 return Err(bug("an input of another dtype"));
             }
         }
         for s in p.steps {
-            block::eval_step(s, p.dtypes, &mut values, &mut scratch, len).ok_or_else(|| bug(&format!("step {s:?} failed")))?;
+            block::eval_step(s, p.dtypes, slot, &mut values, &mut scratch, len).ok_or_else(|| bug(&format!("step {s:?} failed")))?;
         }
         for (c, &(own, stored)) in chunks.iter_mut().zip(outs) {
             // An own buffer's block was just read into cache: stored plainly.
             let store = if stream && own.is_none() { T::store_streaming } else { T::store };
-            if !store(&values[stored], &mut c[done..done + len]) {
+            if !store(&values[slot[stored]], &mut c[done..done + len]) {
                 return Err(bug("a result of another dtype"));
             }
         }

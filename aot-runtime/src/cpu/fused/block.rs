@@ -52,6 +52,20 @@ fn repr(d: DType) -> Repr {
     }
 }
 
+/// Bytes per element of `d`'s representation.
+pub(super) fn repr_bytes(d: DType) -> usize {
+    match repr(d) {
+        Repr::F32 => 4,
+        Repr::F64 | Repr::I64 => 8,
+        Repr::Bool => 1,
+    }
+}
+
+/// Whether `a` and `b` compute in one representation (share a buffer).
+pub(super) fn same_repr(a: DType, b: DType) -> bool {
+    repr(a) == repr(b)
+}
+
 impl Block {
     /// `n` zeros in `d`'s representation.
     pub(crate) fn new(d: DType, n: usize) -> Block {
@@ -273,10 +287,11 @@ fn cast_all<S: Elem>(src: &[S], to: DType, dst: &mut Block) -> bool {
     }
 }
 
-/// Value `v` (of dtype `d`) as `to`: itself where that is exact (same
-/// dtype, or an f16/bf16 value read as f32), else converted into `scratch`.
-fn operand<'a>(values: &'a [Block], d: DType, v: usize, to: DType, scratch: &'a mut Block, len: usize) -> Option<Slice<'a>> {
-    let src = values.get(v)?.view(len)?;
+/// A value's block `b` (of dtype `d`) as `to`: itself where that is exact
+/// (same dtype, or an f16/bf16 value read as f32), else converted into
+/// `scratch`.
+fn operand<'a>(b: &'a Block, d: DType, to: DType, scratch: &'a mut Block, len: usize) -> Option<Slice<'a>> {
+    let src = b.view(len)?;
     if d == to || (to == DType::F32 && repr(d) == Repr::F32) {
         return Some(src);
     }
@@ -295,30 +310,49 @@ enum Second<'a> {
     Scalar(f64),
 }
 
-/// One step over the first `len` elements of each value's block. `None`:
-/// a step the evaluator does not compute (the caller checked the program
-/// with [`supported`] first, so this is a bug it reports).
-pub(super) fn eval_step(s: &Step, dtypes: &[DType], values: &mut [Block], scratch: &mut [Block; 2], len: usize) -> Option<()> {
-    let mut out = std::mem::take(values.get_mut(s.out)?);
-    let r = step_into(s, dtypes, values, scratch, len, &mut out);
-    values[s.out] = out;
+/// One step over the first `len` elements of each value's block, value
+/// `v` living in buffer `slot[v]` of `values` (the step's result never in
+/// a buffer it reads: `slots::plan`). `None`: a step the evaluator does
+/// not compute (the caller checked the program with [`supported`] first,
+/// so this is a bug it reports).
+pub(super) fn eval_step(
+    s: &Step,
+    dtypes: &[DType],
+    slot: &[usize],
+    values: &mut [Block],
+    scratch: &mut [Block; 2],
+    len: usize,
+) -> Option<()> {
+    let o = *slot.get(s.out)?;
+    let mut out = std::mem::take(values.get_mut(o)?);
+    let r = step_into(s, dtypes, slot, values, scratch, len, &mut out);
+    values[o] = out;
     r
 }
 
-fn step_into(s: &Step, dtypes: &[DType], values: &[Block], scratch: &mut [Block; 2], len: usize, out: &mut Block) -> Option<()> {
+fn step_into(
+    s: &Step,
+    dtypes: &[DType],
+    slot: &[usize],
+    values: &[Block],
+    scratch: &mut [Block; 2],
+    len: usize,
+    out: &mut Block,
+) -> Option<()> {
     let c = s.compute;
+    let at = |v: usize| slot.get(v).and_then(|&b| values.get(b));
     if is_cast(s.op) {
-        return convert(values.get(s.a)?.view(len)?, c, out).then_some(());
+        return convert(at(s.a)?.view(len)?, c, out).then_some(());
     }
     let [s0, s1] = scratch;
-    let a = operand(values, *dtypes.get(s.a)?, s.a, c, s0, len)?;
+    let a = operand(at(s.a)?, *dtypes.get(s.a)?, c, s0, len)?;
     let b = match s.rhs {
         Rhs::None => Second::None,
-        Rhs::Value(v) => Second::Slice(operand(values, *dtypes.get(v)?, v, c, s1, len)?),
+        Rhs::Value(v) => Second::Slice(operand(at(v)?, *dtypes.get(v)?, c, s1, len)?),
         Rhs::Scalar(x) => Second::Scalar(x),
     };
     if s.op == OpKind::Where {
-        let Some(Slice::Bool(cond)) = values.get(s.cond?)?.view(len) else { return None };
+        let Some(Slice::Bool(cond)) = at(s.cond?)?.view(len) else { return None };
         return select(cond, a, b, c, out);
     }
     if let Some(k) = Comparison::of(s.op) {

@@ -84,6 +84,10 @@ fn strided_broadcast_and_permuted_layouts_match_the_op_definition() {
     let shape = [97, 1531];
     let t = Layout::new(vec![97, 1531], vec![1, 97], 0);
     check(&shape, t, Layout::new(vec![97, 1531], vec![1, 0], 0), Layout::contiguous(&shape));
+    // Rows longer than a block (the shared buffers' blocks are 1664 here),
+    // split across rayon tasks.
+    let shape = [5, 9001];
+    check(&shape, Layout::contiguous(&shape), Layout::new(vec![5, 9001], vec![0, 1], 0), Layout::contiguous(&shape));
     // A scalar (rank 0) and an empty tensor.
     check(&[], Layout::new(vec![], vec![], 2), Layout::new(vec![], vec![], 0), Layout::contiguous(&[]));
     check(&[0, 4], Layout::contiguous(&[0, 4]), Layout::contiguous(&[0, 4]), Layout::contiguous(&[0, 4]));
@@ -160,4 +164,46 @@ fn mixed_dtype_programs_match_eager_ops() {
     wrong[2] = D::F16;
     let p = Program { dtypes: &wrong, ..p };
     assert!(fused("test", &p, &inputs, &out).is_none());
+}
+
+/// Values share buffers once their last reader has run: a chain needs two
+/// (so W2's runs in blocks of 3072), a one-op kernel keeps [`BLOCK`], a
+/// value read again later keeps its buffer until then, and a program that
+/// defines a value twice keeps one buffer per value.
+#[test]
+fn buffers_are_shared_by_liveness() {
+    let f = DType::F32;
+    let chain: Vec<Step> = (0..6).map(|i| Step::new(OpKind::Tanh, i, Rhs::None, i + 1, f)).collect();
+    let p = Program { steps: &chain, num_values: 7, stored: 6, dtypes: &[f; 7], read: &[true] };
+    let s = slots::plan(&p, 1, &[6]);
+    assert_eq!((s.buffers.len(), s.block), (2, 3072));
+    assert!(chain.iter().all(|st| s.slot[st.a] != s.slot[st.out]), "a step never writes the buffer it reads");
+    let one = [Step::new(OpKind::Exp, 0, Rhs::None, 1, f)];
+    let p1 = Program { steps: &one, num_values: 2, stored: 1, dtypes: &[f; 2], read: &[true] };
+    assert_eq!(slots::plan(&p1, 1, &[1]).block, BLOCK);
+    let add = [Step::new(OpKind::Add, 0, Rhs::Value(1), 2, f)];
+    let p_add = Program { steps: &add, num_values: 3, stored: 2, dtypes: &[f; 3], read: &[true, true] };
+    assert_eq!(slots::plan(&p_add, 2, &[2]).block, BLOCK, "never shorter than unshared buffers' blocks");
+    // Input 0 is read by the last step, so it keeps its buffer; the stored
+    // value 1 of a multi-output kernel too.
+    let reread = [
+        Step::new(OpKind::Neg, 0, Rhs::None, 1, f),
+        Step::new(OpKind::Exp, 1, Rhs::None, 2, f),
+        Step::new(OpKind::Sin, 2, Rhs::None, 3, f),
+        Step::new(OpKind::Add, 3, Rhs::Value(0), 4, f),
+    ];
+    let p2 = Program { steps: &reread, num_values: 5, stored: 4, dtypes: &[f; 5], read: &[true] };
+    let s2 = slots::plan(&p2, 1, &[4, 1]);
+    let distinct = |vs: &[usize]| vs.iter().all(|&a| vs.iter().filter(|&&b| s2.slot[a] == s2.slot[b]).count() == 1);
+    assert!(distinct(&[0, 1, 2]) && distinct(&[0, 1, 3]) && distinct(&[0, 1, 4]));
+    // Defined twice: one buffer per value.
+    let twice = [Step::new(OpKind::Neg, 0, Rhs::None, 1, f), Step::new(OpKind::Exp, 0, Rhs::None, 1, f)];
+    let p3 = Program { steps: &twice, num_values: 2, stored: 1, dtypes: &[f; 2], read: &[true] };
+    assert_eq!(slots::plan(&p3, 1, &[1]).slot, vec![0, 1]);
+    // Buffers hold one representation: a bool value never takes an f32's.
+    let mixed = [Step::new(OpKind::Gt, 0, Rhs::Scalar(0.0), 1, f), Step::new(OpKind::ToDtype, 1, Rhs::None, 2, f)];
+    let p4 = Program { steps: &mixed, num_values: 3, stored: 2, dtypes: &[f, DType::Bool, f], read: &[true] };
+    let s4 = slots::plan(&p4, 1, &[2]);
+    assert_eq!(s4.buffers.len(), 2);
+    assert_eq!(s4.slot[0], s4.slot[2], "the cast's result takes the input's f32 buffer");
 }
