@@ -207,3 +207,71 @@ fn buffers_are_shared_by_liveness() {
     assert_eq!(s4.buffers.len(), 2);
     assert_eq!(s4.slot[0], s4.slot[2], "the cast's result takes the input's f32 buffer");
 }
+
+/// One random body op: `(op, a, rhs)` with operands picked among the
+/// values before it (as fractions, so any earlier value can be read again
+/// many steps later), `rhs` a value, a scalar or none.
+fn random_step() -> impl proptest::strategy::Strategy<Value = (usize, f64, Option<f64>, f32)> {
+    use proptest::prelude::*;
+    (0usize..9, 0.0f64..1.0, proptest::option::of(0.0f64..1.0), -2.0f32..2.0)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+    /// Random f32 programs over one or two inputs, lengths across blocks and
+    /// rayon tasks, any earlier value read again and one or two values
+    /// stored (a multi-output kernel over its own buffers): the bits of the
+    /// per-element evaluation of the same op definitions, whatever buffers
+    /// the liveness plan shares.
+    #[test]
+    fn shared_buffers_compute_what_one_buffer_per_value_does(
+        raw in proptest::collection::vec(random_step(), 1..12),
+        n in 1usize..40_000,
+        two_inputs in proptest::bool::ANY,
+        extra in 0.0f64..1.0,
+    ) {
+        let f = DType::F32;
+        let inputs = if two_inputs { 2 } else { 1 };
+        let ops = [OpKind::Neg, OpKind::Exp, OpKind::Tanh, OpKind::Sin, OpKind::Abs, OpKind::Add, OpKind::Mul, OpKind::Maximum, OpKind::Sub];
+        let pick = |x: f64, below: usize| ((x * below as f64) as usize).min(below - 1);
+        // The first five take no second operand.
+        let steps: Vec<Step> = raw.iter().enumerate().map(|(i, &(k, a, rhs, scalar))| {
+            let (op, here) = (ops[k], inputs + i);
+            let rhs = match rhs {
+                _ if k < 5 => Rhs::None,
+                Some(r) => Rhs::Value(pick(r, here)),
+                None => Rhs::Scalar(scalar as f64),
+            };
+            Step::new(op, pick(a, here), rhs, here, f)
+        }).collect();
+        let num_values = inputs + steps.len();
+        let stored = num_values - 1;
+        let dtypes = vec![f; num_values];
+        let read = vec![true; inputs];
+        let p = Program { steps: &steps, num_values, stored, dtypes: &dtypes, read: &read };
+        let l = Layout::contiguous(&[n]);
+        let data: Vec<Vec<f32>> = (0..inputs).map(|k| values(n, 7 + k as u32)).collect();
+        let bufs: Vec<CpuStorage> = data.iter().map(|v| CpuStorage::F32(v.clone())).collect();
+        let ins: Vec<Input<'_>> = bufs.iter().map(|b| (b, l.clone())).collect();
+        // A second stored value: any value a step defines.
+        let second = pick(extra, steps.len()) + inputs;
+        let dsts = vec![Dst { own: None, stored, buf: Vec::new() }, Dst { own: None, stored: second, buf: Vec::new() }];
+        let refs: Vec<&CpuStorage> = bufs.iter().collect();
+        let got = run_into::<f32>("test", &p, &refs, &ins, &l, dsts).expect("runs");
+        for i in 0..n {
+            let mut v: Vec<f32> = data.iter().map(|d| d[i]).collect();
+            for s in &steps {
+                let rhs = match s.rhs {
+                    Rhs::None => v[s.a],
+                    Rhs::Value(k) => v[k],
+                    Rhs::Scalar(x) => x as f32,
+                };
+                v.push(with_op(s.op, One(v[s.a], rhs)).unwrap());
+            }
+            for (out, want) in got.iter().zip([v[stored], v[second]]) {
+                let have = out[i];
+                proptest::prop_assert!(want.to_bits() == have.to_bits() || (want.is_nan() && have.is_nan()), "at {}: {} vs {}", i, want, have);
+            }
+        }
+    }
+}
