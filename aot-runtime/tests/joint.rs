@@ -561,6 +561,34 @@ fn joint_listing_is_stable() {
     assert_eq!(bt.part.saved, vec![ValueId(4), ValueId(9)]);
 }
 
+/// Saves are priced with the kernel stage's fusion (PyTorch's min-cut
+/// weights): in `relu(x @ w1 + b) @ w2` the relu's output, which the second
+/// matmul reads anyway, is saved, not the sum, which the forward then
+/// fuses into the relu; and the backward recomputes nothing.
+#[test]
+fn a_layer_saves_its_activation_not_the_sum_before_it() {
+    let mut b = GraphBuilder::new("layer");
+    let x = b.tensor("x", false);
+    let w1 = b.tensor("w1", false);
+    let bias = b.tensor("b", false);
+    let w2 = b.tensor("w2", false);
+    let h = b.call(K::Matmul, x, vec![t(w1)]);
+    let h = b.call(K::Add, h, vec![t(bias)]);
+    let r = b.call(K::Relu, h, vec![]);
+    let o = b.call(K::Matmul, r, vec![t(w2)]);
+    let l = b.call(K::Sum, o, vec![]);
+    let g = b.finish(vec![l], ReturnKind::Single);
+    let bt = build(&g, &[false, true, true, true]);
+    let fw_value = |k: K| bt.jg.nodes.iter().find(|n| n.kind() == Some(k) && !bt.jg.is_backward[n.value().index()]).map(|n| n.value());
+    let (sum, act) = (fw_value(K::Add).unwrap(), fw_value(K::Relu).unwrap());
+    let listing = bt.part.listing(&bt.jg);
+    assert!(bt.part.saved.contains(&act) && !bt.part.saved.contains(&sum), "{listing}");
+    assert!(bt.part.backward.nodes.iter().all(|n| n.kind() != Some(K::Relu)), "the backward recomputes the relu:\n{listing}");
+    let inputs =
+        [In::T(randn(&[4, 3], 1), false), In::T(randn(&[3, 5], 2), true), In::T(randn(&[5], 3), true), In::T(randn(&[5, 2], 4), true)];
+    check(&g, &inputs);
+}
+
 #[test]
 fn saved_bytes_of_the_partition_are_at_most_the_naive_ones() {
     for (name, g, inputs) in [("mlp", mlp(), mlp_inputs(true)), ("layernorm", layernorm(), ln_inputs())] {

@@ -185,9 +185,18 @@ pub fn base_class(o: &Tensor, _m: &Materialised) -> String {
     }
 }
 
-/// Runs one call both ways and compares everything observable.
-/// Differential calls of programs with random ops take turns.
+/// Calls of programs with random ops take turns: each reads the global
+/// generator's state after its call and must see its own draws only.
 static GENERATOR: Mutex<()> = Mutex::new(());
+
+/// The generator's turn, when `f` has random ops (held while calling `f`
+/// from a test that runs beside the differential properties).
+pub fn generator_turn(f: &CompiledFn) -> Option<std::sync::MutexGuard<'static, ()>> {
+    let random = f.graph().nodes.iter().any(|n| n.kind().is_some_and(OpKind::is_random));
+    random.then(|| GENERATOR.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Runs one call both ways and compares everything observable.
 
 pub fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<(), String> {
     check_call_with(f, None, tpl, stats)
@@ -210,8 +219,8 @@ pub fn check_call_with(f: &CompiledFn, s: Option<&StructArgs>, tpl: &ArgTemplate
     // Random ops draw from the global generator: both paths start from the
     // same state and must leave it in the same state (and `explain` must
     // leave it alone); the turn keeps other threads' draws out of the way.
-    let random = f.graph().nodes.iter().any(|n| n.kind().is_some_and(OpKind::is_random));
-    let _turn = random.then(|| GENERATOR.lock().unwrap_or_else(|e| e.into_inner()));
+    let _turn = generator_turn(f);
+    let random = _turn.is_some();
     let start = (0x5eed_u64, 7_u64);
     if random {
         aot_runtime::set_rng_state(start.0, start.1);

@@ -61,6 +61,9 @@ fn wrong_arity_and_argument_kinds_are_errors() {
         let mut c = Choices::new(&data);
         let prog = gen_program(&mut c, &opts.gen);
         let Ok(f) = aot_runtime::CompiledFn::new(prog.graph.clone()) else { continue };
+        // A call that succeeds draws from the generator, which the property
+        // beside this test reads after each of its calls.
+        let _turn = aot_tests::diff::generator_turn(&f);
         let tpl = gen_template(&mut c, &prog.params, prog.dtype, &TemplateOptions { requires_grad_percent: 30, ..Default::default() });
         let Ok(m) = tpl.materialise() else { continue };
         let extra = Tensor::ones(&[2], DType::F32, &Device::Cpu).expect("a small tensor");

@@ -228,10 +228,18 @@ fn integer_pow_with_a_tensor_exponent_follows_pytorch() {
 // ---------------------------------------------------------------------------
 // Part 9: the saved-tensor rule
 
-/// exp's backward reads its output; the partitioner recomputes it from `x`.
+/// exp's backward reads its output, which the partitioner saves (as eager
+/// and PyTorch's partitioner do: recomputing it would cost more).
 #[aot_fn]
 fn exp_of(x: &Tensor) -> Tensor {
     x.exp()
+}
+
+/// relu's backward reads a Bool mask of its output, which the partitioner
+/// saves in place of the output (a quarter of its bytes).
+#[aot_fn]
+fn relu_of(x: &Tensor) -> Tensor {
+    x.relu()
 }
 
 /// softmax is not recomputed: its output is saved.
@@ -268,22 +276,24 @@ fn assert_saved_modified(what: &str, r: Result<()>, node: &str) {
 
 #[test]
 fn compiled_backward_refuses_when_a_saved_output_was_modified() {
-    let (r, x) = modify_then_backward(softmax_of);
-    assert_saved_modified("compiled softmax", r, "CompiledFunctionBackward");
-    assert!(x.grad().is_none(), "a refused backward accumulated a gradient");
+    for (what, f) in [("compiled softmax", softmax_of as fn(&Tensor) -> Result<Tensor>), ("compiled exp", exp_of)] {
+        let (r, x) = modify_then_backward(f);
+        assert_saved_modified(what, r, "CompiledFunctionBackward");
+        assert!(x.grad().is_none(), "{what}: a refused backward accumulated a gradient");
+    }
 }
 
 #[test]
-fn compiled_backward_that_recomputes_the_modified_value_gives_the_true_gradient() {
-    let (r, x) = modify_then_backward(exp_of);
-    r.expect("the compiled backward recomputes exp(x) and does not read y");
+fn compiled_backward_that_saved_a_mask_gives_the_true_gradient() {
+    let (r, x) = modify_then_backward(relu_of);
+    r.expect("the compiled backward reads the saved mask relu(x) > 0, not y");
     let g = x.grad().unwrap().to_vec::<f64>().unwrap();
-    // d/dx sum(2 * exp(x) * w) = 2 * w * exp(x), and by central differences.
+    // d/dx sum(2 * relu(x) * w) = 2 * w where x > 0, and by central differences.
     let (xs, w) = ([0.3f64, -1.2, 0.7], [1.0f64, -0.5, 2.0]);
-    let loss = |xs: &[f64]| xs.iter().zip(w).map(|(x, w)| 2.0 * x.exp() * w).sum::<f64>();
+    let loss = |xs: &[f64]| xs.iter().zip(w).map(|(x, w)| 2.0 * x.max(0.0) * w).sum::<f64>();
     for i in 0..3 {
-        let by_hand = 2.0 * w[i] * xs[i].exp();
-        assert!((g[i] - by_hand).abs() <= 1e-12 * by_hand.abs().max(1.0), "grad {i}: {} vs {by_hand}", g[i]);
+        let by_hand = if xs[i] > 0.0 { 2.0 * w[i] } else { 0.0 };
+        assert_eq!(g[i], by_hand, "grad {i}");
         let (mut hi, mut lo) = (xs, xs);
         hi[i] += 1e-6;
         lo[i] -= 1e-6;
@@ -293,7 +303,7 @@ fn compiled_backward_that_recomputes_the_modified_value_gives_the_true_gradient(
 }
 
 #[test]
-fn eager_refuses_both() {
+fn eager_refuses_all_three() {
     fn eager(f: &CompiledFn) -> impl Fn(&Tensor) -> Result<Tensor> + '_ {
         move |x: &Tensor| f.run_eager(&[Arg::from(x)]).map(|mut v| v.remove(0))
     }
@@ -302,6 +312,9 @@ fn eager_refuses_both() {
     assert!(x.grad().is_none());
     let (r, x) = modify_then_backward(eager(softmax_of::compiled()));
     assert_saved_modified("eager softmax", r, "SoftmaxBackward0");
+    assert!(x.grad().is_none());
+    let (r, x) = modify_then_backward(eager(relu_of::compiled()));
+    assert_saved_modified("eager relu", r, "ReluBackward0");
     assert!(x.grad().is_none());
     // The same with the tensor methods themselves.
     let (r, _) = modify_then_backward(|x| x.exp());

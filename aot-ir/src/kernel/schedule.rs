@@ -55,7 +55,9 @@ impl Scheduled {
     }
 }
 
-fn fusible(n: &Node) -> bool {
+/// Whether the scheduler fuses `n` into a kernel (an elementwise op or a
+/// reduction with a result).
+pub(crate) fn fusible(n: &Node) -> bool {
     let op_ok = match &n.op {
         Op::Dsl { op, check_alias: None } => is_elementwise(*op) || is_reduction(*op),
         Op::Prim(p) => is_elementwise_prim(p),

@@ -6,7 +6,7 @@
 //! `min_cut_rematerialization_partition`: the values the backward needs
 //! but that do not depend on a tangent form a flow network from the
 //! primals (source) to the backward's uses (sink). Each value is an edge
-//! `in -> out` whose capacity is its estimated size; a minimum cut picks
+//! `in -> out` whose capacity is what saving it costs; a minimum cut picks
 //! the cheapest set of values to save, and every value past the cut is
 //! recomputed in the backward. Values whose op is not cheap (matmul,
 //! softmax, var, random draws, mutations) cannot be recomputed: the source
@@ -15,6 +15,10 @@
 //! the generator state its `rng_take` took (functionalized RNG): that state
 //! (two i64s) is saved, and the mask is recomputed from it and the input's
 //! shape.
+//!
+//! That cost is the value's estimated size weighted as PyTorch weighs it
+//! (`partition/costs.rs`): twice for a value the forward's kernels would
+//! not store, and more the farther it is from the backward.
 //!
 //! Shapes are only known at run time, so sizes are estimates in units of
 //! "one input-sized float tensor": an elementwise result is as large as its
@@ -30,10 +34,11 @@
 //! The saved values are also what the runtime's in-place check sees: a
 //! compiled backward refuses exactly when one of them was modified before
 //! `backward()`. They may differ from what eager autograd saves (as in
-//! `torch.compile`): `exp`'s output is recomputed from its input, so
-//! modifying it leaves the compiled backward valid (eager refuses), while
-//! `softmax`'s is saved, so modifying it is refused in both. A partition
-//! change can move a call between the two, never to a wrong gradient.
+//! `torch.compile`): `relu`'s backward saves the Bool mask of its output,
+//! so modifying the output leaves the compiled backward valid (eager
+//! refuses), while `exp`'s and `softmax`'s outputs are saved, so modifying
+//! them is refused in both. A partition change can move a call between the
+//! two, never to a wrong gradient.
 
 use super::grad_rules::Prim;
 use super::joint::{JointError, JointGraph};
@@ -42,6 +47,8 @@ use crate::op::OpKind;
 use crate::types::Arg;
 use crate::types::ValueId;
 use std::collections::VecDeque;
+
+mod costs;
 
 /// A graph of joint nodes with explicit inputs and outputs; value ids are
 /// the joint graph's.
@@ -96,7 +103,7 @@ pub fn partition(jg: &JointGraph) -> Result<Partition, JointError> {
             stack.extend(jg.nodes[k].data_uses());
         }
     }
-    let size = estimate_sizes(jg);
+    let size = costs::save_costs(jg, &estimate_sizes(jg));
     // Flow network: value v is nodes 2v (in) and 2v+1 (out); 2n is the
     // source, 2n+1 the sink.
     let (src, sink) = (2 * n, 2 * n + 1);

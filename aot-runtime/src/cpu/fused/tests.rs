@@ -15,6 +15,20 @@ impl<C: Compute> OpVisitor<C> for One<C> {
     }
 }
 
+/// Every value of an f32 program at one position, from its loads `v`:
+/// each step by its op's definition, in order.
+fn per_element(steps: &[Step], mut v: Vec<f32>) -> Vec<f32> {
+    for s in steps {
+        let rhs = match s.rhs {
+            Rhs::None => v[s.a],
+            Rhs::Value(k) => v[k],
+            Rhs::Scalar(x) => x as f32,
+        };
+        v.push(with_op(s.op, One(v[s.a], rhs)).unwrap());
+    }
+    v
+}
+
 /// Pseudo-random values with NaN, infinities, zeros and large magnitudes.
 fn values(n: usize, seed: u32) -> Vec<f32> {
     (0..n as u32)
@@ -50,15 +64,7 @@ fn check(shape: &[usize], a: Layout, b: Layout, out: Layout) {
     let n: usize = shape.iter().product();
     let mut idx = vec![0; shape.len()];
     for _ in 0..n {
-        let mut v = vec![va[at(&a, &idx)], vb[at(&b, &idx)]];
-        for s in &steps {
-            let rhs = match s.rhs {
-                Rhs::None => v[s.a],
-                Rhs::Value(k) => v[k],
-                Rhs::Scalar(x) => x as f32,
-            };
-            v.push(with_op(s.op, One(v[s.a], rhs)).unwrap());
-        }
+        let v = per_element(&steps, vec![va[at(&a, &idx)], vb[at(&b, &idx)]]);
         let (want, have) = (v[6], got[at(&out, &idx)]);
         assert!(want.to_bits() == have.to_bits() || (want.is_nan() && have.is_nan()), "at {idx:?}: {want} vs {have}");
         for d in (0..shape.len()).rev() {
@@ -212,7 +218,6 @@ fn buffers_are_shared_by_liveness() {
 /// values before it (as fractions, so any earlier value can be read again
 /// many steps later), `rhs` a value, a scalar or none.
 fn random_step() -> impl proptest::strategy::Strategy<Value = (usize, f64, Option<f64>, f32)> {
-    use proptest::prelude::*;
     (0usize..9, 0.0f64..1.0, proptest::option::of(0.0f64..1.0), -2.0f32..2.0)
 }
 
@@ -259,15 +264,7 @@ proptest::proptest! {
         let refs: Vec<&CpuStorage> = bufs.iter().collect();
         let got = run_into::<f32>("test", &p, &refs, &ins, &l, dsts).expect("runs");
         for i in 0..n {
-            let mut v: Vec<f32> = data.iter().map(|d| d[i]).collect();
-            for s in &steps {
-                let rhs = match s.rhs {
-                    Rhs::None => v[s.a],
-                    Rhs::Value(k) => v[k],
-                    Rhs::Scalar(x) => x as f32,
-                };
-                v.push(with_op(s.op, One(v[s.a], rhs)).unwrap());
-            }
+            let v = per_element(&steps, data.iter().map(|d| d[i]).collect());
             for (out, want) in got.iter().zip([v[stored], v[second]]) {
                 let have = out[i];
                 proptest::prop_assert!(want.to_bits() == have.to_bits() || (want.is_nan() && have.is_nan()), "at {}: {} vs {}", i, want, have);
