@@ -197,7 +197,6 @@ pub fn generator_turn(f: &CompiledFn) -> Option<std::sync::MutexGuard<'static, (
 }
 
 /// Runs one call both ways and compares everything observable.
-
 pub fn check_call(f: &CompiledFn, tpl: &ArgTemplate, stats: &Stats) -> Result<(), String> {
     check_call_with(f, None, tpl, stats)
 }
