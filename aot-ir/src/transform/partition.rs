@@ -103,14 +103,14 @@ pub fn partition(jg: &JointGraph) -> Result<Partition, JointError> {
             stack.extend(jg.nodes[k].data_uses());
         }
     }
-    let size = costs::save_costs(jg, &estimate_sizes(jg));
+    let cost = costs::save_costs(jg, &estimate_sizes(jg));
     // Flow network: value v is nodes 2v (in) and 2v+1 (out); 2n is the
     // source, 2n+1 the sink.
     let (src, sink) = (2 * n, 2 * n + 1);
     let mut net = FlowNet::new(2 * n + 2);
     for node in jg.nodes.iter().filter(|nd| cand[nd.value().index()]) {
         let v = node.value().index();
-        net.add(2 * v, 2 * v + 1, size[v]);
+        net.add(2 * v, 2 * v + 1, cost[v]);
         let forced = matches!(node.op, Op::Primal(_)) || !node.is_cheap();
         if forced {
             net.add(src, 2 * v, INF);

@@ -23,17 +23,12 @@ use crate::transform::joint::JointGraph;
 /// Per value, the weight of saving it, from `size` (the estimates).
 pub(super) fn save_costs(jg: &JointGraph, size: &[f64]) -> Vec<f64> {
     let n = jg.num_values;
-    let is_bw = |v: usize| jg.is_backward.get(v).copied().unwrap_or(false);
-    // Per value: its forward readers (one per argument read), and the
-    // node that defines it.
+    let is_bw = |v| is_bw(jg, v);
+    let def = super::definitions(jg);
+    // Per value, its forward readers (one per argument read).
     let mut fw_readers: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut def: Vec<Option<usize>> = vec![None; n];
     for (k, node) in jg.nodes.iter().enumerate() {
-        let v = node.value().index();
-        if let Some(d) = def.get_mut(v) {
-            *d = Some(k);
-        }
-        if !is_bw(v) {
+        if !is_bw(node.value().index()) {
             for u in node.tensor_args() {
                 if let Some(r) = fw_readers.get_mut(u.index()) {
                     r.push(k);
@@ -70,7 +65,7 @@ fn distances(jg: &JointGraph) -> Vec<usize> {
         if v >= n {
             continue;
         }
-        if jg.is_backward[v] {
+        if is_bw(jg, v) {
             dist[v] = 0;
         }
         let d = dist[v].saturating_add(1);
@@ -81,4 +76,8 @@ fn distances(jg: &JointGraph) -> Vec<usize> {
         }
     }
     dist
+}
+
+fn is_bw(jg: &JointGraph, v: usize) -> bool {
+    jg.is_backward.get(v).copied().unwrap_or(false)
 }

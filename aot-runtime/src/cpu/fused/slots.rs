@@ -23,15 +23,18 @@ const MAX_BYTES: usize = 24 << 10;
 /// width).
 const ROUND: usize = 64;
 
+/// A buffer: the dtype whose representation it holds, and whether it is
+/// allocated (`false`: an input read only for its dtype, which gets an
+/// empty buffer).
+type Buffer = (DType, bool);
+
 /// Where each value of a program lives, and how long a block is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Slots {
     /// Per value, the index of its buffer.
     pub slot: Vec<usize>,
-    /// Per buffer, the dtype whose representation it holds, and whether it
-    /// is an input loaded for its elements (`false`: an input read only for
-    /// its dtype, which gets an empty buffer).
-    pub buffers: Vec<(DType, bool)>,
+    /// The buffers, in order of creation.
+    pub buffers: Vec<Buffer>,
     /// Elements per block.
     pub block: usize,
 }
@@ -41,14 +44,10 @@ pub(super) struct Slots {
 /// are read, keeps one buffer per value (as every program did before
 /// buffers were shared), so an odd program computes what it did.
 pub(super) fn plan(p: &Program<'_>, inputs: usize, stored: &[usize]) -> Slots {
-    let n = p.num_values;
-    let slot = share(p, inputs, stored).unwrap_or_else(|| (0..n).collect());
-    let mut buffers: Vec<(DType, bool)> = Vec::new();
-    for (v, &s) in slot.iter().enumerate() {
-        if s == buffers.len() {
-            buffers.push((p.dtypes[v], v >= inputs || p.read[v]));
-        }
-    }
+    let (slot, buffers) = share(p, inputs, stored).unwrap_or_else(|| {
+        let buffers = (0..p.num_values).map(|v| (p.dtypes[v], v >= inputs || p.read[v])).collect();
+        ((0..p.num_values).collect(), buffers)
+    });
     let bytes: usize = buffers.iter().filter(|b| b.1).map(|b| repr_bytes(b.0)).sum();
     let budget = (BYTES_PER_STEP * p.steps.len().max(1)).min(MAX_BYTES);
     // Never shorter than the blocks of unshared buffers were.
@@ -56,10 +55,10 @@ pub(super) fn plan(p: &Program<'_>, inputs: usize, stored: &[usize]) -> Slots {
     Slots { slot, buffers, block }
 }
 
-/// Per value, its buffer; buffers are numbered in order of first use.
-/// `None`: some value is defined twice, read before it is defined, or is
-/// an input a step defines.
-fn share(p: &Program<'_>, inputs: usize, stored: &[usize]) -> Option<Vec<usize>> {
+/// Per value, its buffer, and the buffers ([`Slots::buffers`]). `None`:
+/// some value is defined twice, read before it is defined, or is an input
+/// a step defines.
+fn share(p: &Program<'_>, inputs: usize, stored: &[usize]) -> Option<(Vec<usize>, Vec<Buffer>)> {
     let n = p.num_values;
     let reads = |i: usize| {
         let s = &p.steps[i];
@@ -89,22 +88,18 @@ fn share(p: &Program<'_>, inputs: usize, stored: &[usize]) -> Option<Vec<usize>>
         *last.get_mut(v)? = Some(usize::MAX);
     }
     let mut slot = vec![usize::MAX; n];
-    let mut kinds: Vec<DType> = Vec::new();
+    let mut buffers: Vec<Buffer> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     for v in 0..inputs {
         // An input read for its dtype only keeps an empty buffer of its own.
-        slot[v] = if p.read[v] { take(p.dtypes[v], &mut free, &mut kinds) } else { new_buffer(&mut kinds, p.dtypes[v]) };
+        slot[v] = if p.read[v] { take(p.dtypes[v], &mut free, &mut buffers) } else { new_buffer(&mut buffers, (p.dtypes[v], false)) };
     }
-    for v in 0..inputs {
-        if p.read[v] && last[v].is_none() {
-            free.push(slot[v]);
-        }
-    }
+    free.extend((0..inputs).filter(|&v| p.read[v] && last[v].is_none()).map(|v| slot[v]));
     for i in 0..p.steps.len() {
         let out = p.steps[i].out;
         // Operands dying here are freed after the result's buffer is taken:
         // a step never writes a buffer it reads.
-        slot[out] = take(p.dtypes[out], &mut free, &mut kinds);
+        slot[out] = take(p.dtypes[out], &mut free, &mut buffers);
         let mut dying: Vec<usize> = reads(i).filter(|&v| last[v] == Some(i) && (v >= inputs || p.read[v])).collect();
         if last[out].is_none() {
             dying.push(out);
@@ -115,38 +110,21 @@ fn share(p: &Program<'_>, inputs: usize, stored: &[usize]) -> Option<Vec<usize>>
     }
     // Values no step defines (past every step's output) keep buffers of
     // their own, which nothing writes.
-    for s in slot.iter_mut().filter(|s| **s == usize::MAX) {
-        *s = kinds.len();
-        kinds.push(DType::Bool);
+    for (v, s) in slot.iter_mut().enumerate().filter(|(_, s)| **s == usize::MAX) {
+        *s = new_buffer(&mut buffers, (p.dtypes[v], true));
     }
-    renumber(slot)
+    Some((slot, buffers))
 }
 
 /// A free buffer of `d`'s representation, or a new one.
-fn take(d: DType, free: &mut Vec<usize>, kinds: &mut Vec<DType>) -> usize {
-    match free.iter().position(|&b| same_repr(kinds[b], d)) {
+fn take(d: DType, free: &mut Vec<usize>, buffers: &mut Vec<Buffer>) -> usize {
+    match free.iter().position(|&b| same_repr(buffers[b].0, d)) {
         Some(i) => free.swap_remove(i),
-        None => new_buffer(kinds, d),
+        None => new_buffer(buffers, (d, true)),
     }
 }
 
-fn new_buffer(kinds: &mut Vec<DType>, d: DType) -> usize {
-    kinds.push(d);
-    kinds.len() - 1
-}
-
-/// Renumbers buffers in order of the first value that uses each, so that
-/// [`plan`] reads each buffer's dtype from that value.
-fn renumber(slot: Vec<usize>) -> Option<Vec<usize>> {
-    let mut map: Vec<Option<usize>> = vec![None; slot.len() + 1];
-    let mut next = 0;
-    slot.into_iter()
-        .map(|s| {
-            let m = map.get_mut(s)?;
-            Some(*m.get_or_insert_with(|| {
-                next += 1;
-                next - 1
-            }))
-        })
-        .collect()
+fn new_buffer(buffers: &mut Vec<Buffer>, b: Buffer) -> usize {
+    buffers.push(b);
+    buffers.len() - 1
 }
