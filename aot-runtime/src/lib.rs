@@ -46,6 +46,7 @@ pub mod dsl;
 pub mod dtype;
 pub mod error;
 pub(crate) mod executor;
+mod host_alloc;
 pub mod layout;
 pub mod ops;
 pub mod storage;
@@ -60,12 +61,12 @@ pub use wrappers::subclass;
 /// [`dsl`] module.
 pub use aot_macros::aot_fn;
 pub use autograd::{is_grad_enabled, no_grad, NoGradGuard};
+pub(crate) use backend::dispatch_cpu;
 pub use compiled::{Arg, CallReport, CompiledFn, KernelSource};
 pub use device::Device;
 pub use dtype::{DType, Scalar, WithDType};
 pub use error::{AotError, Result};
 pub use ops::{manual_seed, rng_state, set_rng_state, Operand};
-pub(crate) use storage::dispatch_cpu;
 pub use tensor::Tensor;
 pub use tree::TensorTree;
 

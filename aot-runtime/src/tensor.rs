@@ -6,12 +6,13 @@
 //! `Storage` with every view of it.
 
 use crate::autograd::AutogradMeta;
+use crate::backend::CpuElem;
 use crate::backend::{Distribution, Rng};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{checked_numel, Layout, MAX_NUMEL};
-use crate::storage::{CpuElem, Storage};
+use crate::storage::Storage;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 

@@ -9,8 +9,8 @@
 mod cuda_common;
 
 use aot_runtime::backend::Backend;
+use aot_runtime::backend::CpuStorage;
 use aot_runtime::cuda::{host_round_trips, CudaStorage};
-use aot_runtime::storage::CpuStorage;
 use aot_runtime::{DType, Device, Tensor};
 use cuda_common::{bits, download, on, CUDA, DTYPES};
 

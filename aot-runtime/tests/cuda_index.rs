@@ -13,8 +13,8 @@ mod cuda_common;
 
 use aot_runtime::backend::{Backend, Indexed};
 
+use aot_runtime::backend::CpuStorage;
 use aot_runtime::layout::Layout;
-use aot_runtime::storage::CpuStorage;
 use aot_runtime::{DType, Device, Tensor};
 use cuda_common::{bits, download, layout, on, upload, Gen, CUDA, DTYPES};
 

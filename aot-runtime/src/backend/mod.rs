@@ -16,18 +16,22 @@
 //! name of the eager op it serves (`op`), so an error names what the user
 //! called.
 
-mod cpu;
+mod cpu_storage;
+pub(crate) mod fused_program;
+mod op;
+mod rng;
 
-pub use crate::cpu::fused::{Program as FusedProgram, Rhs as FusedRhs, Step as FusedStep};
-pub use crate::cpu::fused_reduce::{ReduceProgram as FusedReduceProgram, RowOp as FusedRowOp};
-/// The op kinds and the generator the primitives take; the eager ops name
-/// them from here, so they import nothing from the CPU kernels.
-pub use crate::cpu::{BinaryOp, ReduceOp, Rng, UnaryOp};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
-use crate::storage::CpuStorage;
+pub(crate) use cpu_storage::dispatch_cpu;
+pub use cpu_storage::{CpuElem, CpuStorage};
+pub use fused_program::{
+    Program as FusedProgram, ReduceProgram as FusedReduceProgram, Rhs as FusedRhs, RowOp as FusedRowOp, Step as FusedStep,
+};
+pub use op::{BinaryOp, ReduceOp, UnaryOp};
+pub use rng::Rng;
 use std::ops::Range;
 
 /// What a random fill draws, one value per element in row-major order.

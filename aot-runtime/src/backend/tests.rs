@@ -2,12 +2,13 @@
 //! caller, as the storage dispatch is), and the storage-level dispatch.
 
 use super::{Backend, Distribution};
-use crate::cpu::{BinaryOp, ReduceOp, Rng, UnaryOp};
+use crate::backend::CpuStorage;
+use crate::backend::{BinaryOp, ReduceOp, Rng, UnaryOp};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::storage::{CpuStorage, Storage};
+use crate::storage::Storage;
 
 const F64: DType = DType::F64;
 

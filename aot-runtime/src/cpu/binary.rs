@@ -6,31 +6,13 @@
 use super::elem::{float_or, max_nan, min_nan, not_implemented, typed, Elem, Float, FloatElem};
 use super::output::OutOrder;
 use super::strided::{check_layout, check_same_shape, map1, map2, map3};
+use crate::backend::{BinaryOp, CpuStorage};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::storage::CpuStorage;
 use aot_ir::kernel::elementwise::{with_op, Compute};
 use num_traits::Float as _;
 use std::ops::Range;
-
-/// A binary elementwise op.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Pow,
-    Maximum,
-    Minimum,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
 
 /// The arithmetic half of [`BinaryOp`].
 #[derive(Clone, Copy)]
@@ -61,45 +43,6 @@ enum Kind {
 }
 
 impl BinaryOp {
-    /// PyTorch's name of the op.
-    pub fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "sub",
-            BinaryOp::Mul => "mul",
-            BinaryOp::Div => "div",
-            BinaryOp::Pow => "pow",
-            BinaryOp::Maximum => "maximum",
-            BinaryOp::Minimum => "minimum",
-            BinaryOp::Eq => "eq",
-            BinaryOp::Ne => "ne",
-            BinaryOp::Lt => "lt",
-            BinaryOp::Le => "le",
-            BinaryOp::Gt => "gt",
-            BinaryOp::Ge => "ge",
-        }
-    }
-
-    /// The DSL op of an arithmetic op (comparisons have none in kernels).
-    fn kind_of(self) -> Option<aot_ir::OpKind> {
-        use aot_ir::OpKind as K;
-        Some(match self {
-            BinaryOp::Add => K::Add,
-            BinaryOp::Sub => K::Sub,
-            BinaryOp::Mul => K::Mul,
-            BinaryOp::Div => K::Div,
-            BinaryOp::Pow => K::Pow,
-            BinaryOp::Maximum => K::Maximum,
-            BinaryOp::Minimum => K::Minimum,
-            _ => return None,
-        })
-    }
-
-    /// True for the ops whose result is Bool.
-    pub fn is_comparison(self) -> bool {
-        matches!(self.kind(), Kind::Cmp(_))
-    }
-
     fn kind(self) -> Kind {
         match self {
             BinaryOp::Add => Kind::Arith(Arith::Add),
@@ -330,9 +273,9 @@ pub fn binary_dense(op: BinaryOp, a: &CpuStorage, ra: Range<usize>, b: &CpuStora
         }
         if x.len() <= TINY {
             let f = tiny_op::<T>(op)?;
-            return Some(crate::storage::try_collect(op.name(), x.iter().zip(y).map(|(&a, &b)| f(a, b))));
+            return Some(crate::host_alloc::try_collect(op.name(), x.iter().zip(y).map(|(&a, &b)| f(a, b))));
         }
-        let mut out = match crate::storage::try_filled_buffer(op.name(), x.len(), T::of(0.0)) {
+        let mut out = match crate::host_alloc::try_filled_buffer(op.name(), x.len(), T::of(0.0)) {
             Ok(v) => v,
             Err(e) => return Some(Err(e)),
         };

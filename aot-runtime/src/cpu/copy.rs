@@ -4,10 +4,10 @@
 use super::elem::{typed, Elem};
 use super::output::OutOrder;
 use super::strided::{check_layout, for_each_pair, map1, map1_into, Plan};
+use crate::backend::CpuStorage;
 use crate::dtype::{DType, WithDType};
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::storage::CpuStorage;
 
 /// The elements of `l` as a new buffer of `dtype` laid out as `out` (dense,
 /// of `l.shape`): float -> I64 truncates toward zero, anything -> Bool is
@@ -123,7 +123,7 @@ pub fn scatter_add(src: &CpuStorage, ls: &Layout, dst: &mut CpuStorage, ld: &Lay
         }
         return Ok(());
     }
-    let mut adds = crate::storage::try_collect(OP, ld.offsets().zip(ls.offsets().map(|o| src.get_f64(o))))?;
+    let mut adds = crate::host_alloc::try_collect(OP, ld.offsets().zip(ls.offsets().map(|o| src.get_f64(o))))?;
     if !ld.is_non_overlapping() {
         // Each position's addends together, in their row-major order.
         adds.sort_by_key(|&(o, _)| o);

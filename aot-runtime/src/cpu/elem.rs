@@ -6,9 +6,9 @@
 //!   (f16/bf16/f32 compute in f32, f64 in f64).
 //! - [`Float`]: the compute type itself.
 
+use crate::backend::{CpuElem, CpuStorage};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
-use crate::storage::{CpuElem, CpuStorage};
 use half::{bf16, f16};
 
 /// A storage element.
@@ -242,10 +242,10 @@ impl FloatElem for bf16 {
 macro_rules! float_or {
     ($s:expr, $v:ident => $body:expr, $o:ident => $other:expr) => {
         match $s {
-            $crate::storage::CpuStorage::F32($v) => $body,
-            $crate::storage::CpuStorage::F64($v) => $body,
-            $crate::storage::CpuStorage::F16($v) => $body,
-            $crate::storage::CpuStorage::BF16($v) => $body,
+            $crate::backend::CpuStorage::F32($v) => $body,
+            $crate::backend::CpuStorage::F64($v) => $body,
+            $crate::backend::CpuStorage::F16($v) => $body,
+            $crate::backend::CpuStorage::BF16($v) => $body,
             $o => $other,
         }
     };

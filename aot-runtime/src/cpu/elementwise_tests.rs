@@ -2,11 +2,12 @@
 //! f64 references, on every layout of `testutil::layouts` and dtype.
 
 use super::testutil::{assert_close, layouts, logical, random_values, rounded, storage, tol, values};
-use super::{binary, binary_scalar, cast, clamp, copy_strided, fill, unary, where_cond, BinaryOp, UnaryOp};
+use super::{binary, binary_scalar, cast, clamp, copy_strided, fill, unary, where_cond};
+use crate::backend::CpuStorage;
+use crate::backend::{BinaryOp, UnaryOp};
 use crate::dtype::DType;
 use crate::error::AotError;
 use crate::layout::{elementwise_layout, preserve_layout, Layout};
-use crate::storage::CpuStorage;
 use aot_ir::kernel::special::erf;
 
 /// The row-major layout of `l`'s shape (the output most tests ask for).

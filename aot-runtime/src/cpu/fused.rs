@@ -37,10 +37,12 @@
 //! op, which reports eager's errors).
 
 use super::strided::PAR_MIN;
+pub(crate) use crate::backend::fused_program::{Program, Rhs, Step};
+use crate::backend::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
+use crate::host_alloc::try_buffer;
 use crate::layout::Layout;
-use crate::storage::{try_buffer, CpuStorage};
 use aot_ir::kernel::elementwise::{Compute, OpVisitor};
 use aot_ir::OpKind;
 use block::{Block, Stored};
@@ -61,50 +63,6 @@ pub(crate) use in_place::fused_in_place;
 pub(crate) const BLOCK: usize = 512;
 /// Output elements per parallel task.
 const TASK: usize = 64 * BLOCK;
-
-/// The second operand of a body op.
-#[derive(Clone, Copy, Debug)]
-pub enum Rhs {
-    None,
-    Value(usize),
-    Scalar(f64),
-}
-
-/// One body op over kernel values: `values[out] = op(values[a], rhs)`,
-/// computed in the dtype `compute` (each operand of another dtype is cast
-/// to it first, as eager promotes). Comparisons give a bool value; a cast
-/// (`op` is `to_dtype`) converts `a` to `compute`; `where_` is
-/// `where(values[cond], values[a], rhs)`.
-#[derive(Clone, Copy, Debug)]
-pub struct Step {
-    pub op: OpKind,
-    pub a: usize,
-    pub rhs: Rhs,
-    pub out: usize,
-    pub compute: DType,
-    /// `where_`'s condition (a bool value).
-    pub cond: Option<usize>,
-}
-
-impl Step {
-    /// `op(a, rhs)` computed in `compute`.
-    pub fn new(op: OpKind, a: usize, rhs: Rhs, out: usize, compute: DType) -> Step {
-        Step { op, a, rhs, out, compute, cond: None }
-    }
-}
-
-/// A kernel ready to run: the values `0..inputs` are the loads, `steps`
-/// compute the others, `stored` is the result.
-pub struct Program<'a> {
-    pub steps: &'a [Step],
-    pub num_values: usize,
-    pub stored: usize,
-    /// Per value, its dtype (a load's is its input's).
-    pub dtypes: &'a [DType],
-    /// Per input, whether the body reads its elements (an input only a
-    /// cast reads the dtype of is not loaded, and its layout is ignored).
-    pub read: &'a [bool],
-}
 
 /// One input: its buffer and its layout broadcast to the output's shape.
 pub(crate) type Input<'a> = (&'a CpuStorage, Layout);
@@ -144,7 +102,7 @@ fn fused_plain(name: &'static str, p: &Program<'_>, inputs: &[Input<'_>], out: &
     let bufs: Vec<&CpuStorage> = inputs.iter().map(|(s, _)| *s).collect();
     macro_rules! go {
         ($t:ty) => {
-            run::<$t>(name, p, &bufs, inputs, out, None).map(<$t as crate::storage::CpuElem>::into_storage)
+            run::<$t>(name, p, &bufs, inputs, out, None).map(<$t as crate::backend::CpuElem>::into_storage)
         };
     }
     match p.dtypes[p.stored] {
@@ -189,7 +147,7 @@ pub(crate) fn fused_over(
     let bufs: Vec<&CpuStorage> = inputs.iter().map(|(s, _)| *s).collect();
     macro_rules! go {
         ($t:ty, $v:expr) => {
-            Ok(run::<$t>(name, p, &bufs, inputs, out, Some((k, $v))).map(<$t as crate::storage::CpuElem>::into_storage))
+            Ok(run::<$t>(name, p, &bufs, inputs, out, Some((k, $v))).map(<$t as crate::backend::CpuElem>::into_storage))
         };
     }
     match dst {

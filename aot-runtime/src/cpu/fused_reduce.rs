@@ -36,48 +36,13 @@
 use super::elem::{max_nan, Float, FloatElem};
 use super::fused::{Binary, Input, Rhs, Step, Unary, WithScalar, BLOCK};
 use super::strided::PAR_MIN;
+use crate::backend::fused_program::{ReduceProgram, RowOp};
+use crate::backend::{CpuElem, CpuStorage};
 use crate::error::{AotError, Result};
+use crate::host_alloc::try_buffer;
 use crate::layout::{contiguous_strides, Layout};
-use crate::storage::{try_buffer, CpuElem, CpuStorage};
 use aot_ir::kernel::elementwise::{with_op, Compute};
 use rayon::prelude::*;
-
-/// What the reduction computes per row.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum RowOp {
-    Sum,
-    Mean,
-    Amax,
-    /// Dividing by `max(0, N - correction)`.
-    Var {
-        correction: i64,
-    },
-    /// Softmax (log-softmax if `log`) of the row.
-    Softmax {
-        log: bool,
-    },
-}
-
-/// A reduction kernel ready to run. Values `0..inputs` are the loads.
-pub struct ReduceProgram<'a> {
-    /// The ops the reduced operand is computed from, over `S`.
-    pub prologue: &'a [Step],
-    pub op: RowOp,
-    /// The reduction's operand and result (kernel values).
-    pub arg: usize,
-    pub result: usize,
-    /// The ops after the reduction.
-    pub epilogue: &'a [Step],
-    pub num_values: usize,
-    pub stored: usize,
-    /// Per input: whether the prologue reads it, and whether the epilogue does.
-    pub load_pro: &'a [bool],
-    pub load_epi: &'a [bool],
-    /// Per dim of `S`: whether it is reduced.
-    pub reduced: &'a [bool],
-    /// Whether the output has `S`'s shape (else one value per row).
-    pub rows_out: bool,
-}
 
 /// The rows of `S`: kept dims (rows, row-major) and reduced dims (each
 /// row's elements, row-major, adjacent dims merged where every operand

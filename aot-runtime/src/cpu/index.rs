@@ -9,11 +9,11 @@
 //! written, so an out-of-range index fails with nothing written.
 
 use super::strided::check_layout;
+use crate::backend::CpuStorage;
 use crate::backend::Indexed;
 use crate::dtype::WithDType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::storage::CpuStorage;
 
 /// The storage offsets of `l`'s elements at the positions of the index
 /// layout (row-major), coordinate `dim` taken from the index; every index
@@ -39,7 +39,7 @@ pub fn index_offsets(op: &'static str, l: &Layout, ix: &Indexed<'_, CpuStorage>)
     let dim_stride = std::mem::replace(&mut stride[dim], 0);
     let base = Layout::new(li.shape.clone(), stride, l.offset);
     let size = l.shape[dim];
-    let mut out = crate::storage::try_vec(op, li.numel())?;
+    let mut out = crate::host_alloc::try_vec(op, li.numel())?;
     for (b, io) in base.offsets().zip(li.offsets()) {
         out.push(b + check_value(op, index[io], dim, size)? * dim_stride);
     }
@@ -56,9 +56,9 @@ pub fn gather(op: &'static str, src: &CpuStorage, l: &Layout, ix: Indexed<'_, Cp
     check_layout(op, l, src.len())?;
     let offs = index_offsets(op, l, &ix)?;
     crate::dispatch_cpu!(src, v => {
-        let mut out = crate::storage::try_vec(op, offs.len())?;
+        let mut out = crate::host_alloc::try_vec(op, offs.len())?;
         out.extend(offs.iter().map(|&o| v[o]));
-        Ok(crate::storage::CpuElem::into_storage(out))
+        Ok(crate::backend::CpuElem::into_storage(out))
     })
 }
 
@@ -87,7 +87,7 @@ pub fn scatter(
     let soffs: Vec<usize> = ls.offsets().collect();
     if !accumulate {
         crate::dispatch_cpu!(dst, d => {
-            let s = crate::storage::CpuElem::slice(src).ok_or_else(|| AotError::internal(op, "dtype changed"))?;
+            let s = crate::backend::CpuElem::slice(src).ok_or_else(|| AotError::internal(op, "dtype changed"))?;
             for (&o, &i) in doffs.iter().zip(&soffs) {
                 d[o] = s[i];
             }

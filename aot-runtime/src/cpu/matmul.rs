@@ -12,9 +12,10 @@
 
 use super::elem::{torch_type_name, FloatElem};
 use super::strided::{check_layout, map1, par_chunks};
+use crate::backend::CpuStorage;
 use crate::error::{AotError, Result};
+use crate::host_alloc::{try_buffer, try_filled};
 use crate::layout::{checked_numel, Layout};
-use crate::storage::{try_buffer, try_filled, CpuStorage};
 use gemm::Parallelism;
 use std::mem::MaybeUninit;
 
@@ -221,7 +222,7 @@ fn gemm_batched<T: GemmElem>(d: Dims, x: &[T], la: &Layout, y: &[T], lb: &Layout
 fn rows_of_columns<T: GemmElem>(src: &[T], k: usize, n: usize, cs: usize) -> Option<Vec<T>> {
     const TILE: usize = 16;
     let total = k.checked_mul(n)?;
-    let mut out = crate::storage::try_buffer::<T>(OP, total).ok()?;
+    let mut out = crate::host_alloc::try_buffer::<T>(OP, total).ok()?;
     out.resize(total, T::ZERO);
     let band = |start: usize, rows: &mut [T]| {
         let p0 = start / n;
@@ -381,7 +382,7 @@ mod tests {
         // The cache is the process's: a test on another thread may take the
         // stale buffer first, so each shape tries a few times until the
         // product lands in it (every try must be right either way).
-        fn recycled<T: crate::storage::CpuElem + Copy + Send + 'static>(
+        fn recycled<T: crate::backend::CpuElem + Copy + Send + 'static>(
             (m, k, n): (usize, usize, usize),
             nan: T,
             dtype: DType,

@@ -4,7 +4,7 @@
 //!
 //! Each kernel reads its inputs through their [`Layout`](crate::layout::Layout)s
 //! (any strides, offsets and stride-0 broadcast dims) and returns a new
-//! [`CpuStorage`](crate::storage::CpuStorage) — except [`copy_strided`],
+//! [`CpuStorage`](crate::backend::CpuStorage) — except [`copy_strided`],
 //! [`scatter_add`] and [`fill`], which write into an existing buffer. The elementwise kernels
 //! write the dense output layout they are given (PyTorch's, computed by
 //! [`crate::layout::elementwise_layout`]); reductions, softmax and matmul
@@ -40,6 +40,7 @@
 //! Floating math follows PyTorch: f16/bf16 compute in f32 and round once,
 //! f32 in f32, f64 in f64; reductions accumulate in f64.
 
+mod backend;
 mod binary;
 mod copy;
 mod elem;
@@ -63,15 +64,15 @@ mod elementwise_tests;
 #[cfg(test)]
 mod testutil;
 
-pub use binary::{binary, binary_assign, binary_assign_dense, binary_dense, binary_scalar, where_cond, BinaryOp};
+pub use binary::{binary, binary_assign, binary_assign_dense, binary_dense, binary_scalar, where_cond};
 pub use copy::{cast, copy_strided, fill, scatter_add};
 pub use index::{gather, index_offsets, scatter};
 pub use matmul::matmul;
-pub use random::{dropout_mask, rand_uniform, randn, Rng};
-pub use reduce::{reduce, var, ReduceOp};
+pub use random::{dropout_mask, rand_uniform, randn};
+pub use reduce::{reduce, var};
 #[cfg(feature = "cuda")]
 pub(crate) use scan::split;
 pub use scan::{cumsum, extreme, nll_loss, nll_loss_backward};
 pub use softmax::softmax;
 pub(crate) use strided::check_layout;
-pub use unary::{clamp, unary, UnaryOp};
+pub use unary::{clamp, unary};

@@ -15,56 +15,19 @@
 //! - dropout's mask: four elements, each `scale` where its uniform f32 is
 //!   `>= p`, else 0.
 
+use crate::backend::{CpuStorage, Rng};
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::storage::{try_vec, CpuStorage};
+use crate::host_alloc::try_vec;
 use aot_ir::kernel::philox::{block, normal_pair, uniform_f32, uniform_f64};
 use aot_ir::kernel::random::{lanes, RandomKind};
 use half::{bf16, f16};
 use rayon::prelude::*;
 
-/// A Philox generator's state: the key, and the next block to draw.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Rng {
-    seed: u64,
-    offset: u64,
-}
-
 /// Draws of at least this many elements fill in parallel.
 const PAR_MIN: usize = 1 << 16;
 
 impl Rng {
-    /// A generator seeded with `seed`, at offset 0.
-    pub fn new(seed: u64) -> Rng {
-        Rng { seed, offset: 0 }
-    }
-
-    /// A generator at `offset` blocks into `seed`'s stream.
-    pub fn at(seed: u64, offset: u64) -> Rng {
-        Rng { seed, offset }
-    }
-
-    /// `(seed, offset)`.
-    pub fn state(&self) -> (u64, u64) {
-        (self.seed, self.offset)
-    }
-
-    /// One uniform f64 on [0, 1) (53 bits); takes a block.
-    pub fn uniform(&mut self) -> f64 {
-        let w = block(self.seed, self.offset);
-        self.offset = self.offset.wrapping_add(1);
-        uniform_f64(w[0], w[1])
-    }
-
-    /// Takes the blocks of a draw of `n` elements, `per` to a block, that
-    /// is computed elsewhere (on a device, or later from the state):
-    /// returns `(seed, first block)`.
-    pub(crate) fn take(&mut self, n: usize, per: usize) -> (u64, u64) {
-        let start = self.offset;
-        self.offset = start.wrapping_add(n.div_ceil(per.max(1)) as u64);
-        (self.seed, start)
-    }
-
     /// `n` elements, `per` to a block, lane `k` of block `w` giving
     /// `f(&w, k)`. The offset advances only once the buffer is allocated.
     fn draw<T: Send>(&mut self, op: &'static str, n: usize, per: usize, f: impl Fn(&[u32; 4], usize) -> T + Sync) -> Result<Vec<T>> {

@@ -7,28 +7,10 @@
 
 use super::elem::{float_or, max_nan, torch_type_name, FloatElem};
 use super::strided::{check_layout, par_chunks, par_map, Plan, PAR_MIN};
+use crate::backend::{CpuStorage, ReduceOp};
 use crate::error::{AotError, Result};
+use crate::host_alloc::{try_collect, try_filled};
 use crate::layout::{contiguous_strides, Dims, Layout};
-use crate::storage::{try_collect, try_filled, CpuStorage};
-
-/// A reduction op.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ReduceOp {
-    Sum,
-    Mean,
-    Amax,
-}
-
-impl ReduceOp {
-    /// PyTorch's name of the op.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Mean => "mean",
-            ReduceOp::Amax => "amax",
-        }
-    }
-}
 
 /// The geometry of one reduction.
 struct Reduction {

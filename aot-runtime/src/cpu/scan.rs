@@ -14,10 +14,11 @@
 
 use super::strided::{check_layout, map1, par_chunks, PAR_MIN};
 use crate::backend::Targets;
+use crate::backend::{CpuElem, CpuStorage};
 use crate::dtype::{DType, WithDType};
 use crate::error::{AotError, Result};
+use crate::host_alloc::try_filled_buffer;
 use crate::layout::Layout;
-use crate::storage::{try_filled_buffer, CpuElem, CpuStorage};
 use std::borrow::Cow;
 
 /// `(outer, len, inner)` of `shape` around `dim`: element `(o, k, n)` is
@@ -166,7 +167,7 @@ pub fn extreme(op: &'static str, src: &CpuStorage, l: &Layout, dim: usize, max: 
     if parts.1 == 0 {
         return Err(AotError::shape(op, format!("Expected reduction dim {dim} to have non-zero size")));
     }
-    crate::storage::dispatch_cpu!(src, v => {
+    crate::backend::dispatch_cpu!(src, v => {
         let (vals, idx) = extreme_t(op, &dense(op, v, l)?, parts, max)?;
         Ok((CpuElem::into_storage(vals), CpuStorage::I64(idx)))
     })
@@ -207,7 +208,7 @@ pub fn nll_loss(op: &'static str, x: &CpuStorage, l: &Layout, t: Targets<'_, Cpu
     }
     let rows = counted_rows(op, &t)?;
     let (s0, s1) = (l.stride[0], l.stride[1]);
-    crate::storage::dispatch_cpu!(x, v => {
+    crate::backend::dispatch_cpu!(x, v => {
         let picked = rows.iter().fold(0.0f64, |acc, &(r, c)| acc + v[l.offset + r * s0 + c * s1].to_f64());
         // No target counted: 0/0, NaN, as PyTorch.
         Ok(one_like(v, -picked / t.count as f64))
@@ -231,7 +232,7 @@ pub fn nll_loss_backward(op: &'static str, g: &CpuStorage, lg: &Layout, t: Targe
     let rows = counted_rows(op, &t)?;
     let n = t.layout.numel() * t.classes;
     let mut out = CpuStorage::zeros(op, dtype, n)?;
-    crate::storage::dispatch_cpu!(&mut out, v => {
+    crate::backend::dispatch_cpu!(&mut out, v => {
         for &(r, c) in &rows {
             v[r * t.classes + c] = WithDType::from_f64(share);
         }

@@ -7,10 +7,10 @@
 
 use super::elem::{float_or, torch_type_name, Elem, Float, FloatElem};
 use super::strided::{check_layout, map1, par_chunks, par_map, PAR_MIN};
+use crate::backend::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::storage::CpuStorage;
 
 /// Softmax (or log-softmax with `log`) of `l` in `src` along `dim`
 /// (normalised). Floating dtypes only; the output is contiguous with the

@@ -5,8 +5,8 @@
 //! transposed), in parallel for large inputs.
 
 use crate::error::{AotError, Result};
+use crate::host_alloc::try_filled_buffer;
 use crate::layout::{contiguous_strides, Dims, Layout};
-use crate::storage::try_filled_buffer;
 use rayon::prelude::*;
 
 /// Inputs with at least this many elements are processed in parallel.

@@ -3,10 +3,10 @@
 //! inputs through `Layout::offsets`, independently of the kernels' own
 //! strided engine.
 
-use super::Rng;
+use crate::backend::CpuStorage;
+use crate::backend::Rng;
 use crate::dtype::DType;
 use crate::layout::{contiguous_strides, Layout};
-use crate::storage::CpuStorage;
 
 /// A buffer of `dtype` holding `vals` (rounded as a cast does).
 pub(crate) fn storage(dtype: DType, vals: &[f64]) -> CpuStorage {

@@ -5,83 +5,10 @@
 use super::elem::{float_or, not_implemented, Float, FloatElem};
 use super::output::OutOrder;
 use super::strided::{check_layout, map1};
+use crate::backend::{CpuStorage, UnaryOp};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::storage::CpuStorage;
-
-/// A unary elementwise op.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum UnaryOp {
-    Neg,
-    Exp,
-    Log,
-    Sqrt,
-    Rsqrt,
-    Abs,
-    Sin,
-    Cos,
-    Tanh,
-    Sigmoid,
-    Relu,
-    Gelu,
-    Silu,
-    Reciprocal,
-    Square,
-    Log1p,
-    Expm1,
-}
-
-impl UnaryOp {
-    /// PyTorch's name of the op.
-    pub fn name(self) -> &'static str {
-        match self {
-            UnaryOp::Neg => "neg",
-            UnaryOp::Exp => "exp",
-            UnaryOp::Log => "log",
-            UnaryOp::Sqrt => "sqrt",
-            UnaryOp::Rsqrt => "rsqrt",
-            UnaryOp::Abs => "abs",
-            UnaryOp::Sin => "sin",
-            UnaryOp::Cos => "cos",
-            UnaryOp::Tanh => "tanh",
-            UnaryOp::Sigmoid => "sigmoid",
-            UnaryOp::Relu => "relu",
-            UnaryOp::Gelu => "gelu",
-            UnaryOp::Silu => "silu",
-            UnaryOp::Reciprocal => "reciprocal",
-            UnaryOp::Square => "square",
-            UnaryOp::Log1p => "log1p",
-            UnaryOp::Expm1 => "expm1",
-        }
-    }
-}
-
-impl UnaryOp {
-    /// The DSL op computing this op.
-    pub(crate) fn kind(self) -> aot_ir::OpKind {
-        use aot_ir::OpKind as K;
-        match self {
-            UnaryOp::Neg => K::Neg,
-            UnaryOp::Exp => K::Exp,
-            UnaryOp::Log => K::Log,
-            UnaryOp::Sqrt => K::Sqrt,
-            UnaryOp::Rsqrt => K::Rsqrt,
-            UnaryOp::Abs => K::Abs,
-            UnaryOp::Sin => K::Sin,
-            UnaryOp::Cos => K::Cos,
-            UnaryOp::Tanh => K::Tanh,
-            UnaryOp::Sigmoid => K::Sigmoid,
-            UnaryOp::Relu => K::Relu,
-            UnaryOp::Gelu => K::Gelu,
-            UnaryOp::Silu => K::Silu,
-            UnaryOp::Reciprocal => K::Reciprocal,
-            UnaryOp::Square => K::Square,
-            UnaryOp::Log1p => K::Log1p,
-            UnaryOp::Expm1 => K::Expm1,
-        }
-    }
-}
 
 /// Applies a unary op to the elements of `layout` in `src`; the output is a
 /// new buffer laid out as `out` (dense, of `layout.shape`) with the dtype of

@@ -29,6 +29,7 @@ use super::device::Gpu;
 use super::kernels::{self, Buf, OneOp, Use, KERNEL_LAUNCHES};
 use super::reduce::{self, EagerRow};
 use super::CudaStorage;
+use crate::backend::CpuStorage;
 use crate::backend::{
     Backend, BinaryOp, Distribution, FusedProgram, FusedReduceProgram, Indexed, KernelCall, ReduceOp, Rng, Targets, UnaryOp,
 };
@@ -36,7 +37,6 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::storage::CpuStorage;
 use aot_ir::OpKind;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};

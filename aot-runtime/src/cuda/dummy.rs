@@ -1,12 +1,12 @@
 //! The CUDA backend of a build without the `cuda` feature: no buffer can
 //! be made, and every primitive says why.
 
+use crate::backend::CpuStorage;
 use crate::backend::{BinaryOp, Distribution, Indexed, ReduceOp, Rng, Targets, UnaryOp};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::storage::CpuStorage;
 
 /// The reason every CUDA request fails in this build.
 pub(crate) const REASON: &str = "aot-runtime was built without the `cuda` feature";

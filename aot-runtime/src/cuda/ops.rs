@@ -149,7 +149,7 @@ pub(super) struct Plan {
 }
 
 fn plan(op: &'static str, ls: &Layout, ld: &Layout) -> Result<Plan> {
-    let pairs = crate::storage::try_collect(op, ld.offsets().zip(ls.offsets()))?;
+    let pairs = crate::host_alloc::try_collect(op, ld.offsets().zip(ls.offsets()))?;
     Ok(plan_pairs(pairs, !ld.is_non_overlapping()))
 }
 

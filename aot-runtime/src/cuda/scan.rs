@@ -233,7 +233,7 @@ fn line_bases(op: &'static str, l: &Layout, dim: usize) -> Result<Vec<i64>> {
     shape.remove(dim);
     stride.remove(dim);
     let lines = Layout::new(shape, stride, l.offset);
-    crate::storage::try_collect(op, lines.offsets().map(|o| o as i64))
+    crate::host_alloc::try_collect(op, lines.offsets().map(|o| o as i64))
 }
 
 pub(super) fn launch(op: &'static str, gpu: &Gpu, s: &Source, n: usize, bufs: &[u64], words: &[u64]) -> Result<()> {

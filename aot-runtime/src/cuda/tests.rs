@@ -56,15 +56,16 @@ fn to_device_on_the_same_device_is_the_tensor() -> Result<()> {
 #[cfg(not(feature = "cuda"))]
 mod dummy {
     use super::unavailable;
+    use crate::backend::CpuStorage;
     use crate::backend::{Backend, Distribution};
-    use crate::cpu::{BinaryOp, ReduceOp, Rng, UnaryOp};
+    use crate::backend::{BinaryOp, ReduceOp, Rng, UnaryOp};
     use crate::cuda::dummy::REASON;
     use crate::cuda::CudaStorage;
     use crate::device::Device;
     use crate::dtype::DType;
     use crate::error::{AotError, Result};
     use crate::layout::Layout;
-    use crate::storage::{CpuStorage, Storage, StorageData};
+    use crate::storage::{Storage, StorageData};
 
     /// A named call of one backend primitive.
     type Call<'a> = (&'static str, Box<dyn Fn() -> Result<()> + 'a>);

@@ -19,7 +19,8 @@
 //! CPU only: a CUDA tensor's dtype view is an [`AotError::Unsupported`].
 //! Bool takes no part (its bytes are not all valid bools).
 
-use super::{CpuStorage, Storage, StorageData};
+use super::{Storage, StorageData};
+use crate::backend::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use half::{bf16, f16};

@@ -4,7 +4,8 @@
 //! the inputs live.
 
 use super::dtype_view::DataRead;
-use super::{CpuStorage, Storage, StorageData};
+use super::{Storage, StorageData};
+use crate::backend::CpuStorage;
 use crate::backend::{Backend, FusedProgram, KernelCall};
 use crate::cuda::CudaStorage;
 use crate::error::Result;

@@ -3,7 +3,8 @@
 //! one stored over written arguments' own buffers (reinplacing).
 
 use super::dtype_view::{DataRead, DataWrite};
-use super::{CpuStorage, Storage, StorageData};
+use super::{Storage, StorageData};
+use crate::backend::CpuStorage;
 use crate::backend::FusedProgram;
 use crate::device::Device;
 use crate::error::Result;

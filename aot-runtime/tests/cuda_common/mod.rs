@@ -4,9 +4,9 @@
 #![allow(dead_code)]
 
 use aot_runtime::backend::Backend;
+use aot_runtime::backend::CpuStorage;
 use aot_runtime::cuda::{is_available, CudaStorage};
 use aot_runtime::layout::Layout;
-use aot_runtime::storage::CpuStorage;
 use aot_runtime::{DType, Device};
 
 pub const CUDA: Device = Device::Cuda(0);

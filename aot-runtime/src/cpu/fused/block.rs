@@ -11,9 +11,9 @@
 //! a cast is the conversion itself.
 
 use super::{simd, Binary, Rhs, Step, Unary, WithScalar};
+use crate::backend::{CpuElem, CpuStorage};
 use crate::cpu::elem::Elem;
 use crate::dtype::DType;
-use crate::storage::{CpuElem, CpuStorage};
 use aot_ir::kernel::elementwise::{with_op, BoolOp, Comparison, Compute, IntOp, OpVisitor};
 use aot_ir::OpKind;
 use half::{bf16, f16};

@@ -2,10 +2,10 @@
 //! own buffers (`executor/kernel/inplace.rs`), one pass for every output.
 
 use super::{run_into, supports, Dst, Input, Program};
+use crate::backend::CpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
-use crate::storage::CpuStorage;
 
 /// The program `p` stored over its destinations' buffers in place
 /// (reinplacing): `dests` pairs an input with the value stored over it,
@@ -57,12 +57,12 @@ pub(crate) fn fused_in_place(
     macro_rules! go {
         ($t:ty) => {{
             let taken =
-                dsts.iter_mut().map(|d| <$t as crate::storage::CpuElem>::slice_mut(d).map(std::mem::take)).collect::<Option<Vec<_>>>()?;
+                dsts.iter_mut().map(|d| <$t as crate::backend::CpuElem>::slice_mut(d).map(std::mem::take)).collect::<Option<Vec<_>>>()?;
             let over = dests.iter().zip(taken).map(|(&(k, v), buf)| Dst { own: Some(k), stored: v, buf }).collect();
             let r = run_into::<$t>(name, p, &bufs, inputs, out, over);
             Some(r.map(|bufs| {
                 for (d, b) in dsts.iter_mut().zip(bufs) {
-                    **d = <$t as crate::storage::CpuElem>::into_storage(b);
+                    **d = <$t as crate::backend::CpuElem>::into_storage(b);
                 }
             }))
         }};

@@ -23,9 +23,9 @@
 //! op runs as this single-op kernel there too.
 
 use super::{Program, Space};
+use crate::backend::CpuStorage;
 use crate::dtype::DType;
 use crate::layout::Layout;
-use crate::storage::CpuStorage;
 use aot_ir::OpKind;
 use half::{bf16, f16};
 

@@ -3,8 +3,9 @@
 //! every set of dims, with and without a prologue.
 
 use super::*;
+use crate::backend::ReduceOp;
 use crate::cpu::testutil::{assert_close, layouts, random_values, storage, tol, values};
-use crate::cpu::{reduce, softmax, var, ReduceOp};
+use crate::cpu::{reduce, softmax, var};
 use crate::dtype::DType;
 use aot_ir::OpKind;
 
@@ -39,7 +40,7 @@ fn reductions_match_eager_on_every_layout_dtype_and_dim_set() {
             let data = random_values(l.storage_extent(), -2.0, 2.0, 3);
             for dtype in DType::FLOATS {
                 let src = storage(dtype, &data);
-                let e = crate::cpu::unary(crate::cpu::UnaryOp::Exp, &src, &l, &Layout::contiguous(&l.shape)).unwrap();
+                let e = crate::cpu::unary(crate::backend::UnaryOp::Exp, &src, &l, &Layout::contiguous(&l.shape)).unwrap();
                 let el = Layout::contiguous(&l.shape);
                 for bits in 1u32..1 << shape.len() {
                     let mask: Vec<bool> = (0..shape.len()).map(|d| bits & (1 << d) != 0).collect();

@@ -1,13 +1,13 @@
 //! The CPU backend: `impl Backend for CpuStorage`, each method one call of
-//! the kernels in [`crate::cpu`].
+//! the kernels of this module.
 
-use super::{Backend, Distribution, Indexed, Targets};
-use crate::cpu::{self, BinaryOp, ReduceOp, Rng, UnaryOp};
+use crate::backend::CpuStorage;
+use crate::backend::{Backend, BinaryOp, Distribution, Indexed, ReduceOp, Rng, Targets, UnaryOp};
+use crate::cpu;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::storage::CpuStorage;
 use std::ops::Range;
 
 /// The CPU constructors are only reached for `Device::Cpu`; anything else
@@ -38,7 +38,7 @@ impl Backend for CpuStorage {
         expect_cpu(op, device)?;
         if dtype == DType::I64 {
             let (a, d) = (start as i64, step as i64);
-            return crate::storage::try_collect(op, (0..n).map(|i| a.wrapping_add((i as i64).wrapping_mul(d)))).map(CpuStorage::I64);
+            return crate::host_alloc::try_collect(op, (0..n).map(|i| a.wrapping_add((i as i64).wrapping_mul(d)))).map(CpuStorage::I64);
         }
         CpuStorage::from_f64s(op, dtype, (0..n).map(|i| start + i as f64 * step))
     }
@@ -131,8 +131,8 @@ impl Backend for CpuStorage {
     }
     fn fused(
         op: &'static str,
-        p: &super::FusedProgram<'_>,
-        _: &super::KernelCall<'_>,
+        p: &crate::backend::FusedProgram<'_>,
+        _: &crate::backend::KernelCall<'_>,
         inputs: &[(&Self, Layout)],
         out: &Layout,
     ) -> Option<Result<Self>> {
@@ -140,8 +140,8 @@ impl Backend for CpuStorage {
     }
     fn fused_reduce(
         op: &'static str,
-        p: &super::FusedReduceProgram<'_>,
-        _: &super::KernelCall<'_>,
+        p: &crate::backend::FusedReduceProgram<'_>,
+        _: &crate::backend::KernelCall<'_>,
         inputs: &[(&Self, Layout)],
         out: &Layout,
     ) -> Option<Result<Self>> {
