@@ -39,6 +39,7 @@ pub mod autograd;
 pub mod backend;
 mod buffer_cache;
 pub mod compiled;
+pub mod counters;
 pub mod cpu;
 pub mod cuda;
 pub mod device;

@@ -215,7 +215,7 @@ impl Storage {
     /// `n` values `start + i * step` of `dtype` on `device` (noted for
     /// `kernels_for`: CUDA runs it as a kernel of its own).
     pub(crate) fn arange(op: &'static str, device: &Device, dtype: DType, n: usize, start: f64, step: f64) -> Result<Storage> {
-        crate::compiled::kernels::note_op(crate::backend::OpKernels::Arange { dtype });
+        crate::backend::kernel_record::note_op(crate::backend::OpKernels::Arange { dtype });
         let data = match device {
             Device::Cpu => StorageData::Cpu(Backend::arange(op, device, dtype, n, start, step)?),
             Device::Cuda(_) => StorageData::Cuda(Backend::arange(op, device, dtype, n, start, step)?),
@@ -232,7 +232,7 @@ impl Storage {
     }
     /// `n` values of `dtype` on `device`, drawn from `dist` with `rng`.
     pub(crate) fn random(op: &'static str, device: &Device, dist: Distribution, dtype: DType, n: usize, rng: &mut Rng) -> Result<Storage> {
-        crate::compiled::kernels::note_random(dist, dtype);
+        crate::backend::kernel_record::note_random(dist, dtype);
         let data = match device {
             Device::Cpu => StorageData::Cpu(Backend::random(op, device, dist, dtype, n, rng)?),
             Device::Cuda(_) => StorageData::Cuda(Backend::random(op, device, dist, dtype, n, rng)?),

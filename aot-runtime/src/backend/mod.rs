@@ -18,6 +18,7 @@
 
 mod cpu_storage;
 pub(crate) mod fused_program;
+pub(crate) mod kernel_record;
 mod op;
 mod rng;
 
@@ -30,9 +31,14 @@ pub use cpu_storage::{CpuElem, CpuStorage};
 pub use fused_program::{
     Program as FusedProgram, ReduceProgram as FusedReduceProgram, Rhs as FusedRhs, RowOp as FusedRowOp, Step as FusedStep,
 };
+pub use kernel_record::KernelSource;
 pub use op::{BinaryOp, ReduceOp, UnaryOp};
 pub use rng::Rng;
 use std::ops::Range;
+
+/// The size from which the CPU's elementwise kernels split work across
+/// threads; below it a kernel runs on the calling thread.
+pub(crate) const PAR_MIN: usize = 32 * 1024;
 
 /// What a random fill draws, one value per element in row-major order.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -170,14 +176,57 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
     /// (dense, offset 0): the CPU evaluates the program `p`, a backend that
     /// generates code renders `call`'s kernel. `None`: not for these dtypes
     /// (the caller runs the kernel's ops one by one, which also reports
-    /// errors).
+    /// errors). `call` is absent only for the CPU evaluator's own tests
+    /// (a backend that renders code then declines).
     fn fused(
         op: &'static str,
         p: &FusedProgram<'_>,
-        call: &KernelCall<'_>,
+        call: Option<&KernelCall<'_>>,
         inputs: &[(&Self, Layout)],
         out: &Layout,
     ) -> Option<Result<Self>>;
+
+    /// Whether [`fused`](Self::fused) computes every step of `p` (over its
+    /// `inputs` loads); a kernel it would decline runs op by op. True by
+    /// default (a backend that renders code computes every step).
+    fn supports_fused(_p: &FusedProgram<'_>, _inputs: usize) -> bool {
+        true
+    }
+
+    /// [`fused`](Self::fused) computed over `dst`, the buffer of input `k`,
+    /// which the caller vouches nothing else reads after this kernel and
+    /// which is laid out exactly as `out` (dense, offset 0, its whole
+    /// length); `inputs[k]` stands for it and is not read. `Err(dst)`:
+    /// declined, `dst` handed back unchanged. Declined by default.
+    fn fused_over(
+        _op: &'static str,
+        _p: &FusedProgram<'_>,
+        _inputs: &[(&Self, Layout)],
+        _k: usize,
+        dst: Self,
+        _out: &Layout,
+    ) -> std::result::Result<Result<Self>, Self> {
+        Err(dst)
+    }
+
+    /// The elementwise kernel `p` (or `call`'s) stored over its
+    /// destinations' own buffers, in place (reinplacing): `dests` pairs an
+    /// input with the body value stored over it, and `own` holds those
+    /// inputs' buffers in the same order (their entries of `inputs` are
+    /// `None`). Each destination is laid out exactly as `out`, so each
+    /// element is read before the same position is written. `None`:
+    /// declined, nothing written. Declined by default.
+    fn fused_in_place(
+        _op: &'static str,
+        _p: &FusedProgram<'_>,
+        _call: &KernelCall<'_>,
+        _inputs: &[(Option<&Self>, Layout)],
+        _dests: &[(usize, usize)],
+        _own: Vec<&mut Self>,
+        _out: &Layout,
+    ) -> Option<Result<()>> {
+        None
+    }
 
     /// A reduction kernel (a reduction with its fused prologue and
     /// epilogue: the program `p`, or `call`'s kernel) over `inputs`, each

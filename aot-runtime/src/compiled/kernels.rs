@@ -19,25 +19,16 @@
 use super::CompiledFn;
 use crate::arg::Arg;
 use crate::autograd::is_grad_enabled;
-use crate::backend::{Distribution, OpKernels};
+use crate::backend::kernel_record::{self, Ran, RanKernel};
+pub use crate::backend::KernelSource;
 use crate::device::Device;
-use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
-use aot_ir::kernel::random::{render_random, RandomKind};
+use aot_ir::kernel::random::render_random;
 use aot_ir::kernel::render::{render_cuda_typed, KernelDType, KernelTypes, ScalarSlots};
 use aot_ir::kernel::Kernel;
 use aot_ir::print::Names;
 use aot_ir::Node;
-use std::cell::RefCell;
-
-/// One kernel a call runs: its entry point and its source (on the CPU,
-/// which evaluates the kernel stage itself, the kernel's listing).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KernelSource {
-    pub name: String,
-    pub source: String,
-}
 
 fn kernels_of(nodes: &[Node]) -> impl Iterator<Item = &Kernel> {
     nodes.iter().filter_map(|n| match &n.op {
@@ -122,97 +113,6 @@ impl CompiledFn {
     }
 }
 
-/// A kernel the executor ran while [`CompiledFn::ran_kernels`] recorded.
-struct RanKernel {
-    kernel: Kernel,
-    inputs: Vec<DType>,
-    /// Per body value, its dtype and the dtype its op computes in, from
-    /// the executor's plan (eager's promotion); `None` when the kernel ran
-    /// op by op (then they are inferred from the inputs' dtypes).
-    types: Option<Vec<(DType, DType)>>,
-    /// The rank it renders for: its result's, or for a reduction kernel its
-    /// reduction's input's.
-    rank: usize,
-}
-
-/// A kernel run while a recording is on: one of the kernel stage's, a
-/// random fill (dropout's mask, `rand_like`), which the CUDA backend runs as
-/// a kernel of the generator's stream (`aot_ir::kernel::random`), or a
-/// primitive the CUDA backend runs as kernels of its own (gathers and
-/// scatters, scans, index reductions, the loss).
-enum Ran {
-    Stage(RanKernel),
-    Random { kind: RandomKind, dtype: DType },
-    Op(OpKernels),
-}
-
-thread_local! {
-    /// The kernels run on this thread while a recording is on.
-    static RAN: RefCell<Option<Vec<Ran>>> = const { RefCell::new(None) };
-}
-
-/// Called for every random fill (`Storage::random`); records it while
-/// [`CompiledFn::ran_kernels`] runs a call.
-pub(crate) fn note_random(dist: Distribution, dtype: DType) {
-    RAN.with(|r| {
-        if let Some(ran) = r.borrow_mut().as_mut() {
-            let kind = match dist {
-                Distribution::Uniform => RandomKind::Uniform,
-                Distribution::Normal => RandomKind::Normal,
-                Distribution::Dropout { .. } => RandomKind::Dropout,
-            };
-            ran.push(Ran::Random { kind, dtype });
-        }
-    });
-}
-
-/// Called by the storage for every primitive of [`OpKernels`]; records it
-/// while [`CompiledFn::ran_kernels`] runs a call.
-pub(crate) fn note_op(k: OpKernels) {
-    RAN.with(|r| {
-        if let Some(ran) = r.borrow_mut().as_mut() {
-            ran.push(Ran::Op(k));
-        }
-    });
-}
-
-/// Called by the executor for every kernel node it runs (`types`: see
-/// [`RanKernel::types`]); records it while [`CompiledFn::ran_kernels`]
-/// runs a call (cheap otherwise).
-pub(crate) fn note_kernel(k: &Kernel, inputs: &[&Tensor], out: &Tensor, types: Option<Vec<(DType, DType)>>) {
-    RAN.with(|r| {
-        if let Some(ran) = r.borrow_mut().as_mut() {
-            // A reduction kernel is rendered for the rank of the reduction's
-            // input, the broadcast of its prologue's inputs.
-            let rank = match k.reduction() {
-                Some(_) => inputs.iter().zip(k.prologue()).filter(|(_, pro)| *pro).map(|(t, _)| t.rank()).max().unwrap_or(0),
-                None => out.rank(),
-            };
-            let inputs = inputs.iter().map(|t| t.dtype()).collect();
-            ran.push(Ran::Stage(RanKernel { kernel: k.clone(), inputs, types, rank }));
-        }
-    });
-}
-
-/// Ends the recording, also when the run fails.
-struct Recording;
-
-impl Recording {
-    fn start() -> Recording {
-        RAN.with(|r| *r.borrow_mut() = Some(Vec::new()));
-        Recording
-    }
-    fn take(self) -> Vec<Ran> {
-        RAN.with(|r| r.borrow_mut().take()).unwrap_or_default()
-    }
-}
-
-impl Drop for Recording {
-    fn drop(&mut self) {
-        RAN.with(|r| *r.borrow_mut() = None);
-    }
-}
-
 impl CompiledFn {
     /// The kernels a call with these arguments runs, in order, from a run
     /// on copies of the arguments (the caller's tensors are untouched):
@@ -231,7 +131,7 @@ impl CompiledFn {
         }
         let copy_args: Vec<Arg> =
             args.iter().zip(copies.iter().zip(&leaves)).map(|(a, (c, l))| l.as_ref().or(c.as_ref()).map_or(*a, Arg::from)).collect();
-        let recording = Recording::start();
+        let recording = kernel_record::Recording::start();
         // The arguments are already flat: the call skips the struct boundary.
         let outs = self.call_flat(&copy_args)?.into_vec();
         let mut total: Option<Tensor> = None;

@@ -38,7 +38,7 @@ pub fn fresh_writes() -> u64 {
 /// an operand that died at their node, instead of a new buffer, in this
 /// process.
 pub fn reused_buffers() -> u64 {
-    crate::executor::reuse::count()
+    crate::counters::count(crate::counters::Counter::ReusedBuffers)
 }
 
 /// How many kernels of inference calls stored their result over a

@@ -132,11 +132,38 @@ impl Backend for CpuStorage {
     fn fused(
         op: &'static str,
         p: &crate::backend::FusedProgram<'_>,
-        _: &crate::backend::KernelCall<'_>,
+        _: Option<&crate::backend::KernelCall<'_>>,
         inputs: &[(&Self, Layout)],
         out: &Layout,
     ) -> Option<Result<Self>> {
         cpu::fused::fused(op, p, inputs, out)
+    }
+    fn supports_fused(p: &crate::backend::FusedProgram<'_>, inputs: usize) -> bool {
+        cpu::fused::supports(p, inputs)
+    }
+    fn fused_over(
+        op: &'static str,
+        p: &crate::backend::FusedProgram<'_>,
+        inputs: &[(&Self, Layout)],
+        k: usize,
+        dst: Self,
+        out: &Layout,
+    ) -> std::result::Result<Result<Self>, Self> {
+        cpu::fused::fused_over(op, p, inputs, k, dst, out)
+    }
+    fn fused_in_place(
+        op: &'static str,
+        p: &crate::backend::FusedProgram<'_>,
+        _: &crate::backend::KernelCall<'_>,
+        inputs: &[(Option<&Self>, Layout)],
+        dests: &[(usize, usize)],
+        own: Vec<&mut Self>,
+        out: &Layout,
+    ) -> Option<Result<()>> {
+        // The destinations' entries stand for them and are not read.
+        let hole = CpuStorage::Bool(Vec::new());
+        let inputs: Vec<(&CpuStorage, Layout)> = inputs.iter().map(|(s, l)| (s.unwrap_or(&hole), l.clone())).collect();
+        cpu::fused::fused_in_place(op, p, &inputs, dests, own, out)
     }
     fn fused_reduce(
         op: &'static str,

@@ -56,9 +56,6 @@ mod softmax;
 mod strided;
 mod unary;
 
-/// The size from which elementwise kernels split work across threads.
-pub(crate) use strided::PAR_MIN;
-
 #[cfg(test)]
 mod elementwise_tests;
 #[cfg(test)]

@@ -9,8 +9,7 @@ use crate::host_alloc::try_filled_buffer;
 use crate::layout::{contiguous_strides, Dims, Layout};
 use rayon::prelude::*;
 
-/// Inputs with at least this many elements are processed in parallel.
-pub(crate) const PAR_MIN: usize = 32 * 1024;
+pub(crate) use crate::backend::PAR_MIN;
 /// Elements per parallel task of the elementwise engine.
 const CHUNK: usize = 16 * 1024;
 

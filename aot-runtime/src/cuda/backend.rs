@@ -360,11 +360,30 @@ impl Backend for CudaStorage {
     fn fused(
         op: &'static str,
         p: &FusedProgram<'_>,
-        call: &KernelCall<'_>,
+        call: Option<&KernelCall<'_>>,
         inputs: &[(&Self, Layout)],
         out: &Layout,
     ) -> Option<Result<Self>> {
-        super::fused::fused(op, p, call, inputs, out)
+        super::fused::fused(op, p, call?, inputs, out)
+    }
+    /// Device buffers are written through shared references, so each
+    /// destination is read as its own input.
+    fn fused_in_place(
+        op: &'static str,
+        p: &FusedProgram<'_>,
+        call: &KernelCall<'_>,
+        inputs: &[(Option<&Self>, Layout)],
+        dests: &[(usize, usize)],
+        own: Vec<&mut Self>,
+        out: &Layout,
+    ) -> Option<Result<()>> {
+        let own: Vec<&CudaStorage> = own.into_iter().map(|c| &*c).collect();
+        let inputs = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, (s, l))| Some((s.or_else(|| dests.iter().position(|&(k, _)| k == i).map(|j| own[j]))?, l.clone())))
+            .collect::<Option<Vec<_>>>()?;
+        super::fused::fused_in_place(op, p, call, &inputs, dests, out)
     }
     fn fused_reduce(
         op: &'static str,
@@ -378,20 +397,6 @@ impl Backend for CudaStorage {
 }
 
 impl CudaStorage {
-    /// The elementwise kernel stored over its destinations' own buffers
-    /// (see `fused.rs`); `None`: declined.
-    pub(crate) fn fused_in_place(
-        &self,
-        name: &'static str,
-        p: &FusedProgram<'_>,
-        call: &KernelCall<'_>,
-        inputs: &[(&CudaStorage, Layout)],
-        dests: &[(usize, usize)],
-        out: &Layout,
-    ) -> Option<Result<()>> {
-        super::fused::fused_in_place(name, p, call, inputs, dests, out)
-    }
-
     /// An eager reduction of `l` over `dims` as a kernel (`reduce.rs`), into
     /// a new contiguous buffer; `None` where eager reports an error for it
     /// (the caller's host path reports it as the CPU does).

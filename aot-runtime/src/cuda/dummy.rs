@@ -42,18 +42,6 @@ impl CudaStorage {
     fn unavailable(op: &'static str) -> AotError {
         unavailable(op, REASON)
     }
-    /// Declined: no CUDA kernel runs in this build.
-    pub(crate) fn fused_in_place(
-        &self,
-        _: &'static str,
-        _: &crate::backend::FusedProgram<'_>,
-        _: &crate::backend::KernelCall<'_>,
-        _: &[(&CudaStorage, Layout)],
-        _: &[(usize, usize)],
-        _: &Layout,
-    ) -> Option<Result<()>> {
-        None
-    }
 }
 
 /// Always false: this build has no CUDA support.
@@ -73,7 +61,7 @@ pub(crate) fn kernel_sources() -> Result<()> {
 
 /// The CUDA sources of a primitive's own kernels need the `cuda` feature
 /// (`kernel_sources` reports it first).
-pub(crate) fn op_kernel_sources(_: crate::backend::OpKernels) -> Result<Vec<crate::compiled::KernelSource>> {
+pub(crate) fn op_kernel_sources(_: crate::backend::OpKernels) -> Result<Vec<crate::backend::KernelSource>> {
     kernel_sources().map(|()| Vec::new())
 }
 
@@ -184,7 +172,7 @@ macro_rules! unavailable_backend {
             fn fused(
                 _: &'static str,
                 _: &$crate::backend::FusedProgram<'_>,
-                _: &$crate::backend::KernelCall<'_>,
+                _: Option<&$crate::backend::KernelCall<'_>>,
                 _: &[(&Self, Layout)],
                 _: &Layout,
             ) -> Option<Result<Self>> {

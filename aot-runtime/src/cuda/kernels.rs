@@ -92,11 +92,11 @@ fn kernel(one: &OneOp<'_>, inputs: &[DType], out: DType) -> (Kernel, KernelTypes
 
 /// The source of the one-op cast of `from` to `to` for rank `rank`, as
 /// `CudaStorage::cast` launches it (for `kernels_for`'s listing).
-pub(super) fn cast_source(name: &'static str, from: DType, to: DType, rank: usize) -> Result<crate::compiled::KernelSource> {
+pub(super) fn cast_source(name: &'static str, from: DType, to: DType, rank: usize) -> Result<crate::backend::KernelSource> {
     let one = OneOp { op: OpKind::ToDtype, uses: &[Use::Input(0)], cast: Some(to), compute: to };
     let (k, types) = kernel(&one, &[from], to);
     let r = render_cuda_typed(&k, &types, rank, &ScalarSlots::of(&k)).map_err(|e| AotError::internal(name, e.to_string()))?;
-    Ok(crate::compiled::KernelSource { name: r.name, source: r.source })
+    Ok(crate::backend::KernelSource { name: r.name, source: r.source })
 }
 
 /// The renderer's view of a layout: offset and strides (0 on size-1 dims).

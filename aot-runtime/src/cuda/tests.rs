@@ -136,7 +136,7 @@ mod dummy {
         let f32s = vec![DType::F32.kernel_dtype(); 2];
         let types = aot_ir::kernel::render::KernelTypes { values: f32s.clone(), compute: f32s };
         let call = crate::backend::KernelCall { kernel: &kernel, types: &types, slots: &[] };
-        assert!(CudaStorage::fused("fused kernel", &p, &call, &[(&x, l.clone())], &l).is_none());
+        assert!(CudaStorage::fused("fused kernel", &p, Some(&call), &[(&x, l.clone())], &l).is_none());
     }
 
     /// Operands on two devices are a `DeviceMismatch` naming the op and

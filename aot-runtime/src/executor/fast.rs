@@ -196,7 +196,7 @@ pub(crate) fn binary_on(op: OpKind, a: &Tensor, b: &Tensor) -> Option<Tensor> {
         let (ra, rb) = dense_runs(a, la, b, lb)?;
         // A large op runs the eager kernel, which splits it across threads
         // (the dense primitives here run on the calling thread).
-        if ra.len() >= crate::cpu::PAR_MIN {
+        if ra.len() >= crate::backend::PAR_MIN {
             return None;
         }
         if inplace {
@@ -316,9 +316,9 @@ mod tests {
             assert!(binary(op, &args(), &env).is_none(), "{what}");
         }
         // A large op runs the eager kernel (which uses every thread).
-        let big = f32s(crate::cpu::PAR_MIN, 0.0);
+        let big = f32s(crate::backend::PAR_MIN, 0.0);
         assert!(binary(OpKind::Add, &args(), &[Some(big.clone()), Some(big.clone())]).is_none(), "large");
-        let small = big.narrow(0, 0, crate::cpu::PAR_MIN as i64 - 1).unwrap();
+        let small = big.narrow(0, 0, crate::backend::PAR_MIN as i64 - 1).unwrap();
         assert!(binary(OpKind::Add, &args(), &[Some(small.clone()), Some(small)]).is_some(), "just below");
         drop(_no_grad);
         // With grad mode on the eager op records history.

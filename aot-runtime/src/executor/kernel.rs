@@ -23,6 +23,7 @@
 use super::dispatch::{exec_node, ArgGeometrySource};
 use super::interp::{blame, get, zero_result, Ctx, Stop};
 use crate::autograd::prims::scalar;
+use crate::backend::kernel_record::{self, RanKernel};
 use crate::backend::{BinaryOp, FusedProgram, FusedRhs, FusedStep, KernelCall};
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};
@@ -84,7 +85,7 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
             *slot = true;
         }
     }
-    crate::compiled::kernels::note_kernel(k, &inputs, &t, None);
+    note_ran(k, &inputs, &t, None);
     Ok(t)
 }
 
@@ -152,7 +153,7 @@ fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>], over: 
     if let Some(r) = k.reduction() {
         let t = reduce::fused(k, r, inputs, scalars)?;
         if let Ok(t) = &t {
-            crate::compiled::kernels::note_kernel(k, inputs, t, None);
+            note_ran(k, inputs, t, None);
         }
         return Some(t);
     }
@@ -184,8 +185,7 @@ fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>], over: 
         .or_else(|| Storage::fused_kernel("fused kernel", &program, &call, &operands, &p.out))?;
     let t = storage.map(|s| Tensor::from_storage(s, p.out));
     if let Ok(t) = &t {
-        let types: Vec<(DType, DType)> = p.dtypes.iter().copied().zip(compute).collect();
-        crate::compiled::kernels::note_kernel(k, inputs, t, Some(types));
+        note_ran(k, inputs, t, Some(&|| p.dtypes.iter().copied().zip(compute.iter().copied()).collect()));
     }
     Some(t)
 }
@@ -471,4 +471,18 @@ pub(crate) fn binary_op(op: OpKind) -> Option<BinaryOp> {
         OpKind::Ge => BinaryOp::Ge,
         _ => return None,
     })
+}
+
+/// Notes a kernel that ran (`kernel_record`): `types` gives the plan's
+/// value and compute dtypes, where the kernel ran from a plan.
+pub(super) fn note_ran(k: &Kernel, inputs: &[&Tensor], out: &Tensor, types: Option<&dyn Fn() -> Vec<(DType, DType)>>) {
+    kernel_record::note_kernel(|| {
+        // A reduction kernel is rendered for the rank of the reduction's
+        // input, the broadcast of its prologue's inputs.
+        let rank = match k.reduction() {
+            Some(_) => inputs.iter().zip(k.prologue()).filter(|(_, pro)| *pro).map(|(t, _)| t.rank()).max().unwrap_or(0),
+            None => out.rank(),
+        };
+        RanKernel { kernel: k.clone(), inputs: inputs.iter().map(|t| t.dtype()).collect(), types: types.map(|f| f()), rank }
+    });
 }

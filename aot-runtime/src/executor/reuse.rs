@@ -25,16 +25,7 @@ use crate::ops::binary::scalar_result_layout;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 use aot_ir::{Arg as IrArg, Node, OpKind, ScalarValue, ValueId};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-static OVER: AtomicU64 = AtomicU64::new(0);
-
-/// How many results were written over a dying operand's buffer, in this
-/// process.
-pub(crate) fn count() -> u64 {
-    OVER.load(Ordering::Relaxed)
-}
 
 /// Whether the table's handle `t` is the only one of its tensor object,
 /// and that object the only one over its storage.
@@ -151,11 +142,6 @@ fn over(step: &[FusedStep; 1], inputs: Vec<(&Storage, Layout)>, k: usize, out: L
     let program = FusedProgram { steps: step, num_values: n + 1, stored: n, dtypes: &dtypes[..n + 1], read: &[true, true][..n] };
     let r = Storage::fused_over("elementwise", &program, &inputs, k, &out)?;
     Some(r.map(|s| Tensor::from_storage(s, out)))
-}
-
-/// Counts one result written over a dying operand (`Storage::fused_over`).
-pub(crate) fn counted() {
-    OVER.fetch_add(1, Ordering::Relaxed);
 }
 
 #[cfg(test)]

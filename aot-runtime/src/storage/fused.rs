@@ -67,7 +67,7 @@ impl Storage {
             })
             .collect();
         if let Some(cpu) = cpu {
-            return crate::cpu::fused::fused(name, p, &cpu, out).map(|r| r.map(|d| Storage::new(StorageData::Cpu(d))));
+            return CpuStorage::fused(name, p, call, &cpu, out).map(|r| r.map(|d| Storage::new(StorageData::Cpu(d))));
         }
         let cuda: Option<Vec<(&CudaStorage, Layout)>> = slot
             .iter()
@@ -77,7 +77,15 @@ impl Storage {
                 StorageData::Cpu(_) => None,
             })
             .collect();
-        CudaStorage::fused(name, p, call?, &cuda?, out).map(|r| r.map(|d| Storage::new(StorageData::Cuda(d))))
+        CudaStorage::fused(name, p, call, &cuda?, out).map(|r| r.map(|d| Storage::new(StorageData::Cuda(d))))
+    }
+
+    /// [`Backend::supports_fused`] of the backend of `device`.
+    pub(crate) fn supports_fused(device: crate::device::Device, p: &FusedProgram<'_>, inputs: usize) -> bool {
+        match device {
+            crate::device::Device::Cpu => CpuStorage::supports_fused(p, inputs),
+            crate::device::Device::Cuda(_) => CudaStorage::supports_fused(p, inputs),
+        }
     }
 
     /// [`Backend::fused_reduce`] over `inputs` (as for

@@ -4,8 +4,8 @@
 
 use super::dtype_view::{DataRead, DataWrite};
 use super::{Storage, StorageData};
-use crate::backend::CpuStorage;
-use crate::backend::FusedProgram;
+use crate::backend::{Backend, CpuStorage, FusedProgram};
+use crate::cuda::CudaStorage;
 use crate::device::Device;
 use crate::error::Result;
 use crate::layout::Layout;
@@ -57,9 +57,9 @@ impl Storage {
                 }
             })
             .collect();
-        match crate::cpu::fused::fused_over(name, p, &cpu, k, dst, out) {
+        match CpuStorage::fused_over(name, p, &cpu, k, dst, out) {
             Ok(r) => {
-                crate::executor::reuse::counted();
+                crate::counters::bump(crate::counters::Counter::ReusedBuffers);
                 Some(r.map(|d| Storage::new(StorageData::Cpu(d))))
             }
             Err(dst) => {
@@ -125,35 +125,34 @@ impl Storage {
         written.sort_by_key(|(i, _)| dests.iter().position(|&(k, _)| k == *i));
         let guard = |i: usize| others.iter().find(|(d, _)| !is_dest(i) && std::ptr::eq(*d, inputs[i].0)).map(|(_, g)| &**g);
         let stored: Vec<(usize, usize)> = dests.to_vec();
+        // Each input's buffer on this backend; a destination's is `None`
+        // (it is in `own`); an input on another backend declines.
+        let layout = |i: usize| inputs[i].1.clone();
         if matches!(first.device, Device::Cpu) {
-            // The destinations' entries stand for them and are not read.
-            let hole = CpuStorage::Bool(Vec::new());
             let cpu = (0..inputs.len())
                 .map(|i| match guard(i) {
-                    Some(StorageData::Cpu(c)) => Some((c, inputs[i].1.clone())),
-                    None if is_dest(i) => Some((&hole, inputs[i].1.clone())),
+                    Some(StorageData::Cpu(c)) => Some((Some(c), layout(i))),
+                    None if is_dest(i) => Some((None, layout(i))),
                     _ => None,
                 })
                 .collect::<Option<Vec<_>>>()?;
-            let mut own: Vec<&mut CpuStorage> = Vec::new();
-            for (_, g) in written.iter_mut() {
-                let StorageData::Cpu(c) = &mut **g else { return None };
-                own.push(c);
-            }
-            return crate::cpu::fused::fused_in_place(name, p, &cpu, &stored, own, out);
-        }
-        let mut own: Vec<&crate::cuda::CudaStorage> = Vec::new();
-        for (_, g) in &written {
-            let StorageData::Cuda(c) = &**g else { return None };
-            own.push(c);
+            let own = written.iter_mut().map(|(_, g)| match &mut **g {
+                StorageData::Cpu(c) => Some(c),
+                StorageData::Cuda(_) => None,
+            });
+            return CpuStorage::fused_in_place(name, p, call, &cpu, &stored, own.collect::<Option<_>>()?, out);
         }
         let cuda = (0..inputs.len())
             .map(|i| match guard(i) {
-                Some(StorageData::Cuda(c)) => Some((c, inputs[i].1.clone())),
-                None => dests.iter().position(|&(k, _)| k == i).map(|j| (own[j], inputs[i].1.clone())),
+                Some(StorageData::Cuda(c)) => Some((Some(c), layout(i))),
+                None if is_dest(i) => Some((None, layout(i))),
                 _ => None,
             })
             .collect::<Option<Vec<_>>>()?;
-        own.first()?.fused_in_place(name, p, call, &cuda, &stored, out)
+        let own = written.iter_mut().map(|(_, g)| match &mut **g {
+            StorageData::Cuda(c) => Some(c),
+            StorageData::Cpu(_) => None,
+        });
+        CudaStorage::fused_in_place(name, p, call, &cuda, &stored, own.collect::<Option<_>>()?, out)
     }
 }

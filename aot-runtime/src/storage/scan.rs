@@ -5,8 +5,8 @@
 //! `kernels_for`'s listing ([`OpKernels`]).
 
 use super::{mismatch, same_device, Storage, StorageData};
+use crate::backend::kernel_record::note_op;
 use crate::backend::{Backend, OpKernels, Targets};
-use crate::compiled::kernels::note_op;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;

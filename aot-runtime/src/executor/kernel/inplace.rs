@@ -21,7 +21,6 @@
 use super::{plan_of, slot_values, Plan, Val};
 use crate::arg::Bases;
 use crate::backend::{FusedProgram, KernelCall};
-use crate::device::Device;
 use crate::error::{AotError, Result};
 use crate::ops::binary::broadcast_layout;
 use crate::storage::Storage;
@@ -175,7 +174,7 @@ fn check(k: &InPlaceKernel, sources: &[usize], bases: &Bases, scalars: &[Option<
     if slots.len() != ScalarSlots::of(&k.kernel).exprs().len() {
         return None;
     }
-    if first.device() == Device::Cpu && !crate::cpu::fused::supports(&program(k, &plan), inputs.len()) {
+    if !Storage::supports_fused(first.device(), &program(k, &plan), inputs.len()) {
         return None;
     }
     Some(Checked { plan, inputs, slots })
@@ -202,8 +201,7 @@ fn run_one(k: &InPlaceKernel, c: &Checked) -> Result<bool> {
         Some(r) => {
             r?;
             let inputs: Vec<&Tensor> = c.inputs.iter().collect();
-            let types = p.dtypes.iter().map(|&d| (d, d)).collect();
-            crate::compiled::kernels::note_kernel(&k.kernel, &inputs, &c.inputs[k.stores[0].dest], Some(types));
+            super::note_ran(&k.kernel, &inputs, &c.inputs[k.stores[0].dest], Some(&|| p.dtypes.iter().map(|&d| (d, d)).collect()));
             Ok(true)
         }
     }
