@@ -21,7 +21,7 @@ mod iter;
 mod overlap;
 
 use checked::mul_add;
-pub use checked::{checked_numel, MAX_NUMEL};
+pub use checked::{check_layout, checked_numel, MAX_NUMEL};
 pub use dims::{Dims, IntoIter as DimsIntoIter, INLINE_DIMS};
 pub use index::StridedIndex;
 pub use iter::{elementwise_layout, is_dense_output, preserve_layout};
@@ -518,6 +518,14 @@ impl Layout {
         }
         Ok(l)
     }
+}
+
+/// `(outer, len, inner)` of `shape` around `dim`: element `(o, k, n)` is
+/// at `(o * len + k) * inner + n` in row-major order.
+pub fn split(shape: &[usize], dim: usize) -> (usize, usize, usize) {
+    let outer = shape[..dim].iter().product();
+    let inner = shape[dim + 1..].iter().product();
+    (outer, shape[dim], inner)
 }
 
 #[cfg(test)]

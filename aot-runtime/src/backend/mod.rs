@@ -18,6 +18,7 @@
 
 mod cpu_storage;
 pub(crate) mod fused_program;
+mod index_offsets;
 pub(crate) mod kernel_record;
 mod op;
 mod rng;
@@ -31,6 +32,7 @@ pub use cpu_storage::{CpuElem, CpuStorage};
 pub use fused_program::{
     Program as FusedProgram, ReduceProgram as FusedReduceProgram, Rhs as FusedRhs, RowOp as FusedRowOp, Step as FusedStep,
 };
+pub use index_offsets::index_offsets;
 pub use kernel_record::KernelSource;
 pub use op::{BinaryOp, ReduceOp, UnaryOp};
 pub use rng::Rng;

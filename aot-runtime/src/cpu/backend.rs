@@ -93,7 +93,7 @@ impl Backend for CpuStorage {
         cpu::scatter_add(self, ls, dst, ld)
     }
     fn fill(&mut self, op: &'static str, l: &Layout, value: f64) -> Result<()> {
-        crate::cpu::check_layout(op, l, CpuStorage::len(self))?;
+        crate::layout::check_layout(op, l, CpuStorage::len(self))?;
         cpu::fill(self, l, value);
         Ok(())
     }

@@ -10,45 +10,10 @@
 
 use super::strided::check_layout;
 use crate::backend::CpuStorage;
-use crate::backend::Indexed;
+use crate::backend::{index_offsets, Indexed};
 use crate::dtype::WithDType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-
-/// The storage offsets of `l`'s elements at the positions of the index
-/// layout (row-major), coordinate `dim` taken from the index; every index
-/// value is checked against `l`'s size at `dim`. The CUDA backend works
-/// out its offsets here too.
-pub fn index_offsets(op: &'static str, l: &Layout, ix: &Indexed<'_, CpuStorage>) -> Result<Vec<usize>> {
-    let CpuStorage::I64(index) = ix.index else {
-        return Err(AotError::dtype(op, format!("index must be of dtype I64, found {}", ix.index.dtype())));
-    };
-    let (dim, li) = (ix.dim, ix.layout);
-    if li.rank() != l.rank() || dim >= l.rank().max(1) {
-        return Err(AotError::internal(op, format!("index layout of rank {} for data of rank {} at dim {dim}", li.rank(), l.rank())));
-    }
-    check_layout(op, li, index.len())?;
-    if l.rank() == 0 {
-        // a 0-d tensor indexed along its only "dim" (size 1)
-        return li.offsets().map(|io| check_value(op, index[io], 0, 1).map(|_| l.offset)).collect();
-    }
-    if li.shape.iter().zip(&l.shape).enumerate().any(|(k, (&n, &m))| k != dim && n > m) {
-        return Err(AotError::internal(op, format!("index shape {:?} exceeds data shape {:?} outside dim {dim}", li.shape, l.shape)));
-    }
-    let mut stride = l.stride.clone();
-    let dim_stride = std::mem::replace(&mut stride[dim], 0);
-    let base = Layout::new(li.shape.clone(), stride, l.offset);
-    let size = l.shape[dim];
-    let mut out = crate::host_alloc::try_vec(op, li.numel())?;
-    for (b, io) in base.offsets().zip(li.offsets()) {
-        out.push(b + check_value(op, index[io], dim, size)? * dim_stride);
-    }
-    Ok(out)
-}
-
-fn check_value(op: &'static str, index: i64, dim: usize, size: usize) -> Result<usize> {
-    usize::try_from(index).ok().filter(|&u| u < size).ok_or(AotError::IndexOutOfRange { op, index, dim, size })
-}
 
 /// `out[p] = src[l at p, coordinate dim = index[p]]`, contiguous, of the
 /// index layout's shape.

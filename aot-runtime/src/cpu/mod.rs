@@ -63,13 +63,10 @@ mod testutil;
 
 pub use binary::{binary, binary_assign, binary_assign_dense, binary_dense, binary_scalar, where_cond};
 pub use copy::{cast, copy_strided, fill, scatter_add};
-pub use index::{gather, index_offsets, scatter};
+pub use index::{gather, scatter};
 pub use matmul::matmul;
 pub use random::{dropout_mask, rand_uniform, randn};
 pub use reduce::{reduce, var};
-#[cfg(feature = "cuda")]
-pub(crate) use scan::split;
 pub use scan::{cumsum, extreme, nll_loss, nll_loss_backward};
 pub use softmax::softmax;
-pub(crate) use strided::check_layout;
 pub use unary::{clamp, unary};

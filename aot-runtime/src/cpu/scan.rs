@@ -18,16 +18,8 @@ use crate::backend::{CpuElem, CpuStorage};
 use crate::dtype::{DType, WithDType};
 use crate::error::{AotError, Result};
 use crate::host_alloc::try_filled_buffer;
-use crate::layout::Layout;
+use crate::layout::{split, Layout};
 use std::borrow::Cow;
-
-/// `(outer, len, inner)` of `shape` around `dim`: element `(o, k, n)` is
-/// at `(o * len + k) * inner + n` in row-major order.
-pub(crate) fn split(shape: &[usize], dim: usize) -> (usize, usize, usize) {
-    let outer = shape[..dim].iter().product();
-    let inner = shape[dim + 1..].iter().product();
-    (outer, shape[dim], inner)
-}
 
 fn check_dim(op: &'static str, l: &Layout, dim: usize) -> Result<()> {
     if dim >= l.rank() {

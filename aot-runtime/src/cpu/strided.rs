@@ -10,6 +10,7 @@ use crate::layout::{contiguous_strides, Dims, Layout};
 use rayon::prelude::*;
 
 pub(crate) use crate::backend::PAR_MIN;
+pub(crate) use crate::layout::check_layout;
 /// Elements per parallel task of the elementwise engine.
 const CHUNK: usize = 16 * 1024;
 
@@ -25,35 +26,6 @@ pub(crate) fn par_chunks<U: Send>(out: &mut [U], chunk: usize, f: &(dyn Fn(usize
 /// `[f(0), ..., f(n - 1)]`, computed in parallel.
 pub(crate) fn par_map<A: Send>(n: usize, f: &(dyn Fn(usize) -> A + Sync)) -> Vec<A> {
     (0..n).into_par_iter().map(f).collect()
-}
-
-/// Checks that every element of `l` lies inside a buffer of `len` elements,
-/// so the kernels can index without panicking (and without overflow).
-pub(crate) fn check_layout(op: &'static str, l: &Layout, len: usize) -> Result<()> {
-    let (shape, stride) = (l.shape.as_slice(), l.stride.as_slice());
-    if shape.len() != stride.len() {
-        return Err(AotError::internal(op, format!("layout with {} sizes but {} strides", shape.len(), stride.len())));
-    }
-    // A dense 1-D layout, the commonest: its end is `offset + n`.
-    if let ([n], [1]) = (shape, stride) {
-        if l.offset.checked_add(*n).is_some_and(|end| end <= len) {
-            return Ok(());
-        }
-    }
-    if shape.contains(&0) {
-        return Ok(());
-    }
-    let mut last = Some(l.offset);
-    for (&n, &s) in shape.iter().zip(stride) {
-        last = last.and_then(|a| (n - 1).checked_mul(s).and_then(|d| a.checked_add(d)));
-    }
-    match last {
-        Some(last) if last < len => Ok(()),
-        _ => Err(AotError::internal(
-            op,
-            format!("layout {:?} / {:?} at offset {} reaches past a buffer of {len} elements", l.shape, l.stride, l.offset),
-        )),
-    }
 }
 
 /// Checks that two layouts have the same shape.

@@ -29,7 +29,7 @@ fn host_offsets(op: &'static str, l: &Layout, ix: &Indexed<'_, CudaStorage>) -> 
         return Err(AotError::dtype(op, format!("index must be of dtype I64, found {}", ix.index.dtype)));
     }
     let index = ix.index.host(op)?;
-    crate::cpu::index_offsets(op, l, &Indexed { index: &index, layout: ix.layout, dim: ix.dim })
+    crate::backend::index_offsets(op, l, &Indexed { index: &index, layout: ix.layout, dim: ix.dim })
 }
 
 /// The take kernel: `out[i] = src[from[i]]`.

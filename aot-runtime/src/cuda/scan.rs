@@ -248,7 +248,7 @@ fn check_dim(op: &'static str, l: &Layout, dim: usize) -> Result<(usize, usize)>
     if dim >= l.rank() {
         return Err(AotError::internal(op, format!("dim {dim} of a layout of rank {}", l.rank())));
     }
-    let (outer, len, inner) = crate::cpu::split(&l.shape, dim);
+    let (outer, len, inner) = crate::layout::split(&l.shape, dim);
     Ok((outer * inner, len))
 }
 
