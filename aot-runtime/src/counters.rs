@@ -16,6 +16,7 @@ pub enum Counter {
     ReusedBuffers,
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 const N: usize = Counter::ReusedBuffers as usize + 1;
 
 #[cfg(any(test, feature = "test-hooks"))]

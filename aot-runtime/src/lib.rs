@@ -40,7 +40,7 @@ pub mod backend;
 mod buffer_cache;
 pub mod compiled;
 pub mod counters;
-pub mod cpu;
+mod cpu;
 pub mod cuda;
 pub mod device;
 pub mod dsl;

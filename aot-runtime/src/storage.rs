@@ -3,12 +3,13 @@
 //!
 //! The data is a [`StorageData`]: a buffer of one of the backends (CPU, or
 //! CUDA, whose backend always exists and is a dummy without the `cuda`
-//! feature). `Storage`'s methods are the primitives of
-//! [`Backend`]: they lock the buffers, check that every operand is on
-//! one device (else [`AotError::DeviceMismatch`] naming the op and both
-//! devices), and call the backend of that device. The eager ops use only
-//! these methods; none of them sees a `CpuStorage`. The CPU buffer,
-//! [`CpuStorage`], and its dtype dispatch (`dispatch_cpu!`) live here too.
+//! feature). This layer is device dispatch only: `Storage`'s primitives
+//! lock the buffers, check that every operand is on one device (else
+//! [`AotError::DeviceMismatch`] naming the op and both devices), and call
+//! the [`Backend`] method of that device; the kernel-stage entries
+//! (`fused.rs`, `over.rs`) pick the backend the same way. The eager ops
+//! use only these methods; none of them sees a `CpuStorage`. A few
+//! accessors read a host buffer directly (`to_vec`, `get_f64`).
 //!
 //! A storage may also be a dtype view of another storage's bytes
 //! (`Tensor::view_dtype`): it shares that root's identity and version
@@ -16,9 +17,8 @@
 //! dtype (`storage/dtype_view.rs`).
 //!
 //! Every buffer whose length comes from a shape is allocated by
-//! `try_vec` (or the helpers on it), which asks the allocator with
-//! `try_reserve_exact`: a request that is too large is an
-//! [`AotError::OutOfMemory`] naming the op, never an abort.
+//! `host_alloc::try_vec` (or the helpers on it): a request that is too
+//! large is an [`AotError::OutOfMemory`] naming the op, never an abort.
 
 use crate::backend::{dispatch_cpu, Backend, BinaryOp, CpuStorage, Distribution, ReduceOp, Rng, UnaryOp};
 use crate::cuda::CudaStorage;

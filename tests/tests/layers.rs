@@ -52,7 +52,9 @@ fn code_of(text: &str) -> String {
     let mut lines = text.lines().peekable();
     while let Some(l) = lines.next() {
         let t = l.trim_start();
-        if t.starts_with("#[cfg(test)]") && lines.peek().is_some_and(|n| n.trim_start().trim_start_matches("pub(crate) ").starts_with("mod ") && n.contains('{')) {
+        if t.starts_with("#[cfg(test)]")
+            && lines.peek().is_some_and(|n| n.trim_start().trim_start_matches("pub(crate) ").starts_with("mod ") && n.contains('{'))
+        {
             break;
         }
         if !t.starts_with("//") {

@@ -1,11 +1,20 @@
-//! The backend seam: the storage-level primitives every eager op is built
-//! from, as one trait, [`Backend`], with one implementation per device.
+//! The backend seam: the storage-level primitives every eager op and every
+//! kernel of the kernel stage is built from, as one trait, [`Backend`],
+//! with one implementation per device, and everything the backends share:
 //!
-//! - `cpu`: `impl Backend for CpuStorage`, delegating to the kernels in
-//!   [`crate::cpu`].
-//! - The CUDA implementation lives in [`crate::cuda`], which picks the real
-//!   cudarc storage (feature `cuda`) or a dummy that reports the missing
-//!   feature. Both are always compiled, so no op needs a `cfg`.
+//! - the op kinds of the primitives ([`UnaryOp`], [`BinaryOp`],
+//!   [`ReduceOp`], `op.rs`) and the kernel stage's programs
+//!   ([`FusedProgram`], [`FusedReduceProgram`], `fused_program.rs`);
+//! - the host buffer every backend moves data through ([`CpuStorage`] and
+//!   its dtype dispatch, `cpu_storage.rs`), the generator state ([`Rng`])
+//!   and the host-side offsets of a gather or scatter (`index_offsets.rs`);
+//! - the record of the kernels a call runs (`kernel_record.rs`), which the
+//!   storage and the executor note into with plain data.
+//!
+//! The implementations are the layer above, side by side: the CPU's in
+//! `crate::cpu`, CUDA's in `crate::cuda`, which picks the real cudarc
+//! storage (feature `cuda`) or a dummy that reports the missing feature.
+//! Both are always compiled, so no op needs a `cfg`.
 //!
 //! A backend storage is one buffer of one dtype on one device. Methods read
 //! their operands through [`Layout`]s (any strides, offsets and stride-0

@@ -1,6 +1,6 @@
-//! CPU compute kernels. The CPU backend (`backend::cpu`, the
-//! [`Backend`](crate::backend::Backend) impl of `CpuStorage`) calls them;
-//! the eager ops reach them only through that seam.
+//! The CPU backend: `impl Backend for CpuStorage` (`backend.rs`) and the
+//! compute kernels it calls. Nothing outside this module calls a kernel:
+//! the storage reaches them only through the `Backend` trait.
 //!
 //! Each kernel reads its inputs through their [`Layout`](crate::layout::Layout)s
 //! (any strides, offsets and stride-0 broadcast dims) and returns a new
@@ -9,7 +9,7 @@
 //! write the dense output layout they are given (PyTorch's, computed by
 //! [`crate::layout::elementwise_layout`]); reductions, softmax and matmul
 //! return contiguous buffers, as PyTorch does.
-//! Every output buffer is allocated through `storage::try_vec`, so an
+//! Every output buffer is allocated through `host_alloc::try_vec`, so an
 //! output too large to allocate is an `OutOfMemory` error, not an abort.
 //! Dtype dispatch happens once per call; the kernels themselves are generic
 //! over the element traits in `elem`. Contiguous inputs take slice fast
