@@ -7,7 +7,7 @@
 //! lock the buffers, check that every operand is on one device (else
 //! [`AotError::DeviceMismatch`] naming the op and both devices), and call
 //! the [`Backend`] method of that device; the kernel-stage entries
-//! (`fused.rs`, `over.rs`) pick the backend the same way. The eager ops
+//! (`fused_dispatch.rs`, `fused_into_buffers.rs`) pick the backend the same way. The eager ops
 //! use only these methods; none of them sees a `CpuStorage`. A few
 //! accessors read a host buffer directly (`to_vec`, `get_f64`).
 //!
@@ -31,9 +31,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 mod dtype_view;
-mod fused;
+mod fused_dispatch;
+mod fused_into_buffers;
 mod index;
-mod over;
 mod scan;
 pub(crate) use scan::LossTargets;
 

@@ -2,7 +2,7 @@
 //! a fused elementwise kernel ([`Program`] of [`Step`]s) and a reduction
 //! with its fused prologue and epilogue ([`ReduceProgram`]). The executor
 //! builds them from a kernel (`aot_ir::kernel::Kernel`) and the operands'
-//! dtypes; the CPU evaluates them natively (`cpu/fused.rs`,
+//! dtypes; the CPU evaluates them natively (`cpu/fused_elementwise.rs`,
 //! `cpu/fused_reduce.rs`) and CUDA renders them.
 
 use crate::dtype::DType;

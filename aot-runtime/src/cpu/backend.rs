@@ -136,10 +136,10 @@ impl Backend for CpuStorage {
         inputs: &[(&Self, Layout)],
         out: &Layout,
     ) -> Option<Result<Self>> {
-        cpu::fused::fused(op, p, inputs, out)
+        cpu::fused_elementwise::fused(op, p, inputs, out)
     }
     fn supports_fused(p: &crate::backend::FusedProgram<'_>, inputs: usize) -> bool {
-        cpu::fused::supports(p, inputs)
+        cpu::fused_elementwise::supports(p, inputs)
     }
     fn fused_over(
         op: &'static str,
@@ -149,7 +149,7 @@ impl Backend for CpuStorage {
         dst: Self,
         out: &Layout,
     ) -> std::result::Result<Result<Self>, Self> {
-        cpu::fused::fused_over(op, p, inputs, k, dst, out)
+        cpu::fused_elementwise::fused_over(op, p, inputs, k, dst, out)
     }
     fn fused_in_place(
         op: &'static str,
@@ -163,7 +163,7 @@ impl Backend for CpuStorage {
         // The destinations' entries stand for them and are not read.
         let hole = CpuStorage::Bool(Vec::new());
         let inputs: Vec<(&CpuStorage, Layout)> = inputs.iter().map(|(s, l)| (s.unwrap_or(&hole), l.clone())).collect();
-        cpu::fused::fused_in_place(op, p, &inputs, dests, own, out)
+        cpu::fused_elementwise::fused_in_place(op, p, &inputs, dests, own, out)
     }
     fn fused_reduce(
         op: &'static str,

@@ -187,8 +187,8 @@ pub fn binary(op: BinaryOp, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &La
     check_layout(name, la, a.len())?;
     check_layout(name, lb, b.len())?;
     if let (Some(k), true) = (op.kind_of(), la.numel() >= SINGLE_MIN) {
-        let rhs = super::fused::Rhs::Value(1);
-        if let Some(r) = super::fused::single(name, k, (a, la.clone()), Some((b, lb.clone())), rhs, out) {
+        let rhs = super::fused_elementwise::Rhs::Value(1);
+        if let Some(r) = super::fused_elementwise::single(name, k, (a, la.clone()), Some((b, lb.clone())), rhs, out) {
             return r;
         }
     }
@@ -279,7 +279,7 @@ pub fn binary_dense(op: BinaryOp, a: &CpuStorage, ra: Range<usize>, b: &CpuStora
             Ok(v) => v,
             Err(e) => return Some(Err(e)),
         };
-        with_op(k, super::fused::Binary { a: x, b: y, o: &mut out })?;
+        with_op(k, super::fused_elementwise::Binary { a: x, b: y, o: &mut out })?;
         Some(Ok(out))
     }
     let r = match (a, b) {
@@ -302,7 +302,7 @@ pub fn binary_assign_dense(op: BinaryOp, a: &mut CpuStorage, ra: Range<usize>, b
             x.iter_mut().zip(y).for_each(|(a, &b)| *a = f(*a, b));
             return true;
         }
-        with_op(k, super::fused::InPlace { x, y }).is_some()
+        with_op(k, super::fused_elementwise::InPlace { x, y }).is_some()
     }
     let done = match (&mut *a, b) {
         (CpuStorage::F32(x), CpuStorage::F32(y)) => go(op, x.get_mut(ra.clone()), y.get(rb.clone())),
@@ -327,7 +327,7 @@ pub fn binary_scalar(op: BinaryOp, a: &CpuStorage, la: &Layout, s: f64, scalar_f
     let name = op.name();
     check_layout(name, la, a.len())?;
     if let (Some(k), false, true) = (op.kind_of(), scalar_first, la.numel() >= SINGLE_MIN) {
-        if let Some(r) = super::fused::single(name, k, (a, la.clone()), None, super::fused::Rhs::Scalar(s), out) {
+        if let Some(r) = super::fused_elementwise::single(name, k, (a, la.clone()), None, super::fused_elementwise::Rhs::Scalar(s), out) {
             return r;
         }
     }

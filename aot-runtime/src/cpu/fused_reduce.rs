@@ -34,7 +34,7 @@
 //! reduction).
 
 use super::elem::{max_nan, Float, FloatElem};
-use super::fused::{Binary, Input, Rhs, Step, Unary, WithScalar, BLOCK};
+use super::fused_elementwise::{Binary, Input, Rhs, Step, Unary, WithScalar, BLOCK};
 use super::strided::PAR_MIN;
 use crate::backend::fused_program::{ReduceProgram, RowOp};
 use crate::backend::{CpuElem, CpuStorage};

@@ -44,7 +44,7 @@ mod backend;
 mod binary;
 mod copy;
 mod elem;
-pub(crate) mod fused;
+pub(crate) mod fused_elementwise;
 pub(crate) mod fused_reduce;
 mod index;
 mod matmul;

@@ -18,7 +18,9 @@ pub fn unary(op: UnaryOp, src: &CpuStorage, layout: &Layout, out: &Layout) -> Re
     let name = op.name();
     check_layout(name, layout, src.len())?;
     // Floats: the kernel stage's single-op kernel (the one op definition).
-    if let Some(r) = super::fused::single(name, op.kind(), (src, layout.clone()), None, super::fused::Rhs::None, out) {
+    if let Some(r) =
+        super::fused_elementwise::single(name, op.kind(), (src, layout.clone()), None, super::fused_elementwise::Rhs::None, out)
+    {
         return r;
     }
     let layout = &*OutOrder::new(name, out, &layout.shape)?.input(layout);

@@ -12,7 +12,7 @@
 //! Reductions (sum, mean, amax, var, softmax, log_softmax) run as one-op
 //! reduction kernels (`reduce.rs`), and the kernels of compiled calls,
 //! elementwise and reductions, are rendered from the kernel stage and
-//! launched as they are (`fused.rs`). Random fills are kernels of the
+//! launched as they are (`fused_kernels.rs`). Random fills are kernels of the
 //! generator's Philox stream (`random.rs`). `clamp`, scalar ops of every
 //! dtype and `scatter_add` have kernels of their own (`ops.rs`), as have
 //! the gathers and scatters by an index (`index.rs`) and `cumsum`, the
@@ -364,7 +364,7 @@ impl Backend for CudaStorage {
         inputs: &[(&Self, Layout)],
         out: &Layout,
     ) -> Option<Result<Self>> {
-        super::fused::fused(op, p, call?, inputs, out)
+        super::fused_kernels::fused(op, p, call?, inputs, out)
     }
     /// Device buffers are written through shared references, so each
     /// destination is read as its own input.
@@ -383,7 +383,7 @@ impl Backend for CudaStorage {
             .enumerate()
             .map(|(i, (s, l))| Some((s.or_else(|| dests.iter().position(|&(k, _)| k == i).map(|j| own[j]))?, l.clone())))
             .collect::<Option<Vec<_>>>()?;
-        super::fused::fused_in_place(op, p, call, &inputs, dests, out)
+        super::fused_kernels::fused_in_place(op, p, call, &inputs, dests, out)
     }
     fn fused_reduce(
         op: &'static str,
@@ -392,7 +392,7 @@ impl Backend for CudaStorage {
         inputs: &[(&Self, Layout)],
         out: &Layout,
     ) -> Option<Result<Self>> {
-        super::fused::fused_reduce(op, p, call, inputs, out)
+        super::fused_kernels::fused_reduce(op, p, call, inputs, out)
     }
 }
 

@@ -5,7 +5,7 @@
 //! by their source) and launched with the layouts as run-time parameters.
 //! Scalar operands are parameter slots, so one compiled kernel serves
 //! every value. [`launch_kernel`] launches any elementwise kernel, so the
-//! fused kernels of compiled calls (`fused.rs`) go through it too.
+//! fused kernels of compiled calls (`fused_kernels.rs`) go through it too.
 
 use super::device::Gpu;
 use super::sim::Entry;
@@ -129,7 +129,7 @@ pub(super) unsafe fn launch(
 /// Launches the elementwise kernel `k` (its values typed `types`, its
 /// slots' values `scalars`) over `inputs` (laid out with `out`'s shape)
 /// into `out`: the one-op kernels above, and the fused kernels of a
-/// compiled call (`fused.rs`).
+/// compiled call (`fused_kernels.rs`).
 ///
 /// # Safety
 /// As [`launch`].

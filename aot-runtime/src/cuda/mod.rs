@@ -9,7 +9,7 @@
 //!   random fills from the generator's Philox stream (`random.rs`),
 //!   `arange` (`arange.rs`), the
 //!   kernels of compiled calls rendered as the kernel stage fused them
-//!   (`fused.rs`), the rest through the host (issue 14). Without a GPU (and without
+//!   (`fused_kernels.rs`), the rest through the host. Without a GPU (and without
 //!   the simulator) every request is `AotError::DeviceUnavailable` naming
 //!   the op and the reason;
 //! - `dummy` (no feature): a stand-in whose every primitive returns
@@ -42,7 +42,7 @@ mod cublas;
 #[cfg(feature = "cuda")]
 mod device;
 #[cfg(feature = "cuda")]
-mod fused;
+mod fused_kernels;
 #[cfg(feature = "cuda")]
 mod index;
 #[cfg(feature = "cuda")]

@@ -4,7 +4,7 @@
 //! (`aot_ir::kernel::render`, its `reduce` module: a block or a warp per
 //! row) for the operand's dtype and rank, and launched with the layouts as
 //! run-time parameters ([`launch`], which the fused reduction kernels of
-//! `fused.rs` also use).
+//! `fused_kernels.rs` also use).
 //!
 //! The eager ops' errors stay the CPU backend's: an input whose op eager
 //! refuses (a mean of integers, an amax over an empty dim, a softmax dim

@@ -281,7 +281,7 @@ fn plan_of(k: &Kernel, inputs: &[Val], scalars: &[Option<ScalarValue>]) -> Optio
     }
     let dtypes = vals.iter().map(|v| v.as_ref().map(|v| v.dtype)).collect::<Option<Vec<DType>>>()?;
     // PyTorch computes part of a half-precision `rsqrt` with two roundings
-    // (`cpu::fused::scalar_tail`), which only its single-op kernel follows.
+    // (`cpu::fused_elementwise::scalar_tail`), which only its single-op kernel follows.
     if steps.len() > 1 && steps.iter().any(|s| half_rsqrt(s.op, dtypes.get(s.out).copied())) {
         return None;
     }

@@ -12,7 +12,7 @@
 //! whole storage) and dtype, which is what the op would allocate; the
 //! operand's storage is left empty and dropped after the node
 //! (`liveness.rs`). The evaluator reads each block of the operand before it
-//! writes the block at the same positions (`cpu::fused::fused_over`).
+//! writes the block at the same positions (`cpu::fused_elementwise::fused_over`).
 
 use super::kernel::binary_op;
 use super::liveness::Liveness;

@@ -12,7 +12,7 @@ use aot_ir::OpKind;
 /// `op` over the dims `mask` of `(src, l)`, with `exp` as its prologue when
 /// `exp` (the reduced operand is then value 1).
 fn run_kernel(op: RowOp, src: &CpuStorage, l: &Layout, mask: &[bool], exp: bool) -> CpuStorage {
-    let prologue = [Step::new(OpKind::Exp, 0, super::super::fused::Rhs::None, 1, src.dtype())];
+    let prologue = [Step::new(OpKind::Exp, 0, super::super::fused_elementwise::Rhs::None, 1, src.dtype())];
     let arg = usize::from(exp);
     let rows_out = matches!(op, RowOp::Softmax { .. });
     let p = ReduceProgram {
