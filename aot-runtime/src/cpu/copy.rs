@@ -116,16 +116,28 @@ pub fn scatter_add(src: &CpuStorage, ls: &Layout, dst: &mut CpuStorage, ld: &Lay
     }
     check_layout(OP, ls, src.len())?;
     check_layout(OP, ld, dst.len())?;
+    add_at(OP, src, dst, ld.offsets().zip(ls.offsets()), !ld.is_non_overlapping())
+}
+
+/// `dst[o] += src[i]` for each pair `(o, i)` of `pairs`: i64 into i64
+/// exactly (wrapping, as PyTorch's), floats summed per position in f64 in
+/// the pairs' order and rounded once. `repeats`: a position may come more
+/// than once (its addends are then gathered by a stable sort).
+pub(super) fn add_at(
+    op: &'static str,
+    src: &CpuStorage,
+    dst: &mut CpuStorage,
+    pairs: impl ExactSizeIterator<Item = (usize, usize)>,
+    repeats: bool,
+) -> Result<()> {
     if let (CpuStorage::I64(s), CpuStorage::I64(d)) = (src, &mut *dst) {
-        // Integers add exactly (wrapping, as PyTorch's), not through f64.
-        for (o, i) in ld.offsets().zip(ls.offsets()) {
+        for (o, i) in pairs {
             d[o] = d[o].wrapping_add(s[i]);
         }
         return Ok(());
     }
-    let mut adds = crate::host_alloc::try_collect(OP, ld.offsets().zip(ls.offsets().map(|o| src.get_f64(o))))?;
-    if !ld.is_non_overlapping() {
-        // Each position's addends together, in their row-major order.
+    let mut adds = crate::host_alloc::try_collect(op, pairs.map(|(o, i)| (o, src.get_f64(i))))?;
+    if repeats {
         adds.sort_by_key(|&(o, _)| o);
     }
     crate::dispatch_cpu!(dst, d => {

@@ -11,7 +11,6 @@
 use super::strided::check_layout;
 use crate::backend::CpuStorage;
 use crate::backend::{index_offsets, Indexed};
-use crate::dtype::WithDType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 
@@ -59,26 +58,6 @@ pub fn scatter(
         });
         return Ok(());
     }
-    if let (CpuStorage::I64(s), CpuStorage::I64(d)) = (src, &mut *dst) {
-        for (&o, &i) in doffs.iter().zip(&soffs) {
-            d[o] = d[o].wrapping_add(s[i]);
-        }
-        return Ok(());
-    }
-    // Each destination's addends together, in row-major order (stable sort).
-    let mut adds: Vec<(usize, f64)> = doffs.iter().zip(&soffs).map(|(&o, &i)| (o, src.get_f64(i))).collect();
-    adds.sort_by_key(|&(o, _)| o);
-    crate::dispatch_cpu!(dst, d => {
-        let mut i = 0;
-        while i < adds.len() {
-            let o = adds[i].0;
-            let mut acc = d[o].to_f64();
-            while i < adds.len() && adds[i].0 == o {
-                acc += adds[i].1;
-                i += 1;
-            }
-            d[o] = WithDType::from_f64(acc);
-        }
-    });
-    Ok(())
+    // Each destination's addends together, in row-major order.
+    super::copy::add_at(op, src, dst, doffs.iter().copied().zip(soffs.iter().copied()), true)
 }
