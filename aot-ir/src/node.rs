@@ -423,6 +423,13 @@ impl fmt::Display for Prim {
     }
 }
 
+/// Whether a kernel body may compute the backward primitive `p`: only
+/// `cast_like` (a cast to another value's dtype, which reads nothing of
+/// that value but its dtype) and `opmath` (a cast of f16/bf16 to f32).
+pub fn is_elementwise_prim(p: &Prim) -> bool {
+    matches!(p, Prim::CastLike | Prim::OpMath)
+}
+
 /// Whether a chain places its view by absolute storage geometry.
 pub fn needs_geometry(chain: &[ChainStep]) -> bool {
     chain.iter().any(|s| matches!(s, ChainStep::ArgGeometry(_) | ChainStep::View { op: OpKind::AsStrided, .. }))

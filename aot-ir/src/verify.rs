@@ -21,8 +21,8 @@
 //! a kernel.
 
 use crate::graph::{Graph, ValueDef};
-use crate::node::{Node, Op};
-use crate::op::{AliasEffect, OpClass, OpKind, ParamKind};
+use crate::node::{is_elementwise_prim, Node, Op};
+use crate::op::{is_elementwise, is_reduction, AliasEffect, OpClass, OpKind, ParamKind};
 use crate::transform::joint::{backward_values, JointError, JointGraph};
 use crate::transform::partition::{Partition, SubGraph};
 use crate::transform::{FOutput, FunctionalGraph};
@@ -101,7 +101,7 @@ impl Stage {
         match op {
             Op::Dsl { op, check_alias } => match self {
                 Source => check_alias.is_none(),
-                Kernel => check_alias.is_none() && (crate::kernel::is_elementwise(*op) || crate::kernel::is_reduction(*op)),
+                Kernel => check_alias.is_none() && (is_elementwise(*op) || is_reduction(*op)),
                 _ => {
                     !op.is_inplace()
                         && (check_alias.is_none() || matches!(op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame))
@@ -111,7 +111,7 @@ impl Stage {
             Op::Tangent(_) => self == Joint,
             Op::Cow | Op::Mutate { .. } => matches!(self, Functional | Joint | Forward),
             Op::Regen(_) => self != Source,
-            Op::Prim(p) => matches!(self, Joint | Forward | Backward) || (self == Kernel && crate::kernel::is_elementwise_prim(p)),
+            Op::Prim(p) => matches!(self, Joint | Forward | Backward) || (self == Kernel && is_elementwise_prim(p)),
             Op::Load(_) => self == Kernel,
             Op::Kernel(_) => matches!(self, Functional | Joint | Forward | Backward),
             // A traced source's calls are checked by `verify` itself.
@@ -195,7 +195,7 @@ fn check_kernel(k: &crate::kernel::Kernel, params: &[ParamType]) -> Result<(), S
             return Err(format!("kernel `{}`: body node {i}: loads must come first, in order", k.name));
         }
     }
-    let reductions = k.body.iter().filter(|n| n.kind().is_some_and(crate::kernel::is_reduction)).count();
+    let reductions = k.body.iter().filter(|n| n.kind().is_some_and(is_reduction)).count();
     if reductions > 1 {
         return Err(format!("kernel `{}` holds {reductions} reductions; a kernel computes at most one", k.name));
     }

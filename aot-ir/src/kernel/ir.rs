@@ -51,7 +51,9 @@
 //! }
 //! ```
 
-use crate::node::{Node, Op, Prim};
+use crate::node::{Node, Op};
+pub use crate::node::is_elementwise_prim;
+pub use crate::op::{is_elementwise, is_reduction};
 use crate::op::OpKind;
 use crate::print::Names;
 use crate::types::ValueId;
@@ -142,62 +144,4 @@ impl Kernel {
         let _ = writeln!(s, "    store {}\n}}", outs.join(", "));
         s
     }
-}
-
-/// Whether `op` is a reduction a kernel body may hold (one at most): it
-/// folds the rows of its operand into one value each (`softmax` and
-/// `log_softmax`: normalises each row).
-pub fn is_reduction(op: OpKind) -> bool {
-    use OpKind::*;
-    matches!(op, Sum | Mean | SumDim | MeanDim | AmaxDim | VarDim | Softmax | LogSoftmax)
-}
-
-/// Whether a kernel body may compute `op`: elementwise ops whose result at
-/// each position depends only on their operands at that position, and
-/// which draw no random numbers. Comparisons give bool values, `where_`
-/// selects, `to_dtype` casts; operands of different dtypes promote as in
-/// eager (the runtime decides per call which dtypes it fuses).
-pub fn is_elementwise(op: OpKind) -> bool {
-    use OpKind::*;
-    matches!(
-        op,
-        Add | Sub
-            | Eq
-            | Ne
-            | Lt
-            | Le
-            | Gt
-            | Ge
-            | Where
-            | ToDtype
-            | Mul
-            | Div
-            | Pow
-            | Maximum
-            | Minimum
-            | Neg
-            | Exp
-            | Log
-            | Sqrt
-            | Rsqrt
-            | Abs
-            | Sin
-            | Cos
-            | Tanh
-            | Sigmoid
-            | Relu
-            | Gelu
-            | Silu
-            | Reciprocal
-            | Square
-            | Log1p
-            | Expm1
-    )
-}
-
-/// Whether a kernel body may compute the backward primitive `p`: only
-/// `cast_like` (a cast to another value's dtype, which reads nothing of
-/// that value but its dtype) and `opmath` (a cast of f16/bf16 to f32).
-pub fn is_elementwise_prim(p: &Prim) -> bool {
-    matches!(p, Prim::CastLike | Prim::OpMath)
 }
