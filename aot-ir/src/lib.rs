@@ -28,7 +28,6 @@
 pub mod analysis;
 pub mod graph;
 pub mod kernel;
-pub mod node;
 pub mod op;
 pub mod print;
 pub mod schema;
@@ -37,8 +36,7 @@ pub mod types;
 pub mod verify;
 
 pub use analysis::{ArgFacts, CallFacts, Diagnostic, OutputAlias, StaticMeta};
-pub use graph::{Graph, GraphBuilder, Param, ReturnKind, ValueDef, ValueInfo, ValueSizeRead};
-pub use node::{ChainStep, Node, Op, Prim};
+pub use graph::{ChainStep, Graph, GraphBuilder, Node, Op, Param, Prim, ReturnKind, ValueDef, ValueInfo, ValueSizeRead};
 pub use op::{OpClass, OpKind, OpSig, ParamKind, OP_TABLE};
 pub use schema::{
     DedupeInfo, InputAliasInfo, MutationType, OutputAliasInfo, OutputType, SyntheticBaseEntry, SyntheticBaseInfo, TangentMeta,

@@ -20,8 +20,7 @@
 //! }
 //! ```
 
-use crate::graph::{Graph, Param, ReturnKind, ValueInfo};
-use crate::node::{ChainStep, Node, Op};
+use crate::graph::{ChainStep, Graph, Kernel, Node, Op, Param, ReturnKind, ValueInfo};
 use crate::transform::joint::{JointGraph, OutputKind};
 use crate::transform::partition::Partition;
 use crate::transform::{FOutput, FunctionalGraph};
@@ -230,6 +229,21 @@ impl Graph {
     /// An argument as it appears in the listing.
     pub fn arg_text(&self, arg: &Arg) -> String {
         self.names().arg_text(arg)
+    }
+}
+
+impl Kernel {
+    /// The kernel's listing (its source on the CPU, where the backend
+    /// evaluates the body itself). `names` names the scalar parameters.
+    pub fn listing(&self, names: Names<'_>) -> String {
+        let loads: Vec<String> = (0..self.num_inputs()).map(|i| format!("in{i}")).collect();
+        let mut s = format!("kernel {}({}) {{\n", self.name, loads.join(", "));
+        for n in &self.body {
+            let _ = writeln!(s, "    {}", names.node_line(n));
+        }
+        let outs: Vec<String> = self.outs().map(|v| v.to_string()).collect();
+        let _ = writeln!(s, "    store {}\n}}", outs.join(", "));
+        s
     }
 }
 

@@ -20,8 +20,7 @@
 //! pass that breaks the graph fails at the pass, not three passes later in
 //! a kernel.
 
-use crate::graph::{Graph, ValueDef};
-use crate::node::{is_elementwise_prim, Node, Op};
+use crate::graph::{is_elementwise_prim, Graph, Kernel, Node, Op, ValueDef};
 use crate::op::{is_elementwise, is_reduction, AliasEffect, OpClass, OpKind, ParamKind};
 use crate::transform::joint::{backward_values, JointError, JointGraph};
 use crate::transform::partition::{Partition, SubGraph};
@@ -187,7 +186,7 @@ fn check_args(node: &Node, params: &[ParamType]) -> Result<(), String> {
 /// kernel stage (at most one of them a reduction), SSA over the kernel's
 /// values, and stored values that the body defines, each stored once (a
 /// kernel with several has no reduction).
-fn check_kernel(k: &crate::kernel::Kernel, params: &[ParamType]) -> Result<(), String> {
+fn check_kernel(k: &Kernel, params: &[ParamType]) -> Result<(), String> {
     let n = k.num_inputs();
     for (i, node) in k.body.iter().enumerate() {
         let is_load = matches!(node.op, Op::Load(_));
@@ -339,7 +338,7 @@ pub fn verify(g: &Graph) -> Result<(), VerifyError> {
 
 /// A call of a traced source: its arguments defined before it, and the
 /// values it binds defined by it.
-fn check_call(g: &Graph, n: usize, node: &Node, site: &crate::node::CallSite, defined: &mut [bool]) -> Result<(), String> {
+fn check_call(g: &Graph, n: usize, node: &Node, site: &crate::graph::CallSite, defined: &mut [bool]) -> Result<(), String> {
     if let Some(v) = node.tensor_args().find(|v| !defined.get(v.index()).copied().unwrap_or(false)) {
         return Err(format!("uses {v} before it is defined"));
     }

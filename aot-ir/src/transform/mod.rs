@@ -1,6 +1,6 @@
 //! Passes that rewrite a graph into another form (PyTorch's
 //! `traced_function_transforms.py`). Every form holds the one node type
-//! ([`crate::node::Node`]) with the primitives its stage admits
+//! ([`crate::graph::Node`]) with the primitives its stage admits
 //! (`verify::Stage`); each pass's result is verified after it, and every
 //! form prints through the one listing (`print.rs`).
 //!

@@ -13,7 +13,7 @@
 //! reduction) stores further values, [`Kernel::extra_outs`], each to an
 //! output of its own at the same index (`store %5, %7`): an optimizer
 //! step's new parameter and new momentum from one pass
-//! ([`super::reinplace`]). The CPU backend evaluates a
+//! (`kernel::reinplace`). The CPU backend evaluates a
 //! body block by block; the C renderer emits one statement per body node.
 //!
 //! A body with a reduction node (`sum_dim`, `mean_dim`, `amax_dim`,
@@ -31,6 +31,10 @@
 //! the inputs at run time (the guard key holds neither shapes nor, for
 //! every stage, dtypes), so one kernel serves every call of its
 //! specialisation.
+//!
+//! This module holds the data and which nodes may be fused (`fusible`),
+//! since a node embeds a kernel; the `kernel` module schedules and renders
+//! kernels, `print` lists them.
 //!
 //! ```text
 //! kernel fused_mul_add_tanh_0(in0) {
@@ -51,14 +55,11 @@
 //! }
 //! ```
 
-use crate::node::{Node, Op};
-pub use crate::node::is_elementwise_prim;
-pub use crate::op::{is_elementwise, is_reduction};
-use crate::op::OpKind;
-use crate::print::Names;
+use super::node::{Node, Op};
+use super::prim::is_elementwise_prim;
+use crate::op::{is_elementwise, is_reduction, OpKind};
 use crate::types::ValueId;
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
 
 /// One generated kernel (see the module doc).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -131,17 +132,15 @@ impl Kernel {
         }
         pro
     }
+}
 
-    /// The kernel's listing (its source on the CPU, where the backend
-    /// evaluates the body itself). `names` names the scalar parameters.
-    pub fn listing(&self, names: Names<'_>) -> String {
-        let loads: Vec<String> = (0..self.num_inputs()).map(|i| format!("in{i}")).collect();
-        let mut s = format!("kernel {}({}) {{\n", self.name, loads.join(", "));
-        for n in &self.body {
-            let _ = writeln!(s, "    {}", names.node_line(n));
-        }
-        let outs: Vec<String> = self.outs().map(|v| v.to_string()).collect();
-        let _ = writeln!(s, "    store {}\n}}", outs.join(", "));
-        s
-    }
+/// Whether the scheduler (`kernel::schedule`) fuses `n` into a kernel (an elementwise op or a
+/// reduction with a result).
+pub(crate) fn fusible(n: &Node) -> bool {
+    let op_ok = match &n.op {
+        Op::Dsl { op, check_alias: None } => is_elementwise(*op) || is_reduction(*op),
+        Op::Prim(p) => is_elementwise_prim(p),
+        _ => false,
+    };
+    op_ok && n.out.is_some()
 }
