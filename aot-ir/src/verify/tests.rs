@@ -2,6 +2,7 @@ use super::*;
 use crate::graph::args::*;
 use crate::graph::{GraphBuilder, Node, ReturnKind};
 use crate::op::OpKind;
+use crate::transform::FunctionalGraph;
 use crate::types::{SpanId, ValueId};
 
 fn sample() -> Graph {
