@@ -284,7 +284,7 @@ impl OpKind {
 
     /// Whether gradients flow through the op from its tensor arguments
     /// (a `to_dtype` to an integer dtype is decided by the node, see
-    /// [`crate::Node::is_differentiable`]).
+    /// `Node::is_differentiable`).
     pub fn is_differentiable(self) -> bool {
         !matches!(
             self,

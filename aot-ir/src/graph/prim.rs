@@ -1,5 +1,8 @@
 //! The backward-only primitives of the gradient rules ([`Prim`]), held by
-//! [`Op::Prim`](super::Op::Prim) nodes of the joint graph and the backward.
+//! [`Op::Prim`](super::Op::Prim) nodes (the joint graph, its partitions,
+//! and kernel bodies), with which of them a kernel computes
+//! ([`is_elementwise_prim`]) and whether a view chain places its view by
+//! storage geometry ([`needs_geometry`]).
 
 use super::node::ChainStep;
 use crate::op::OpKind;

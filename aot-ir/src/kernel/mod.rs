@@ -5,7 +5,10 @@
 //!   node embeds it): a group of elementwise nodes (and at most one
 //!   reduction, with its prologue and epilogue) one generated loop nest
 //!   computes, storing one value or, without a reduction, several; a stage
-//!   holds it as an [`Op::Kernel`](crate::Op::Kernel) node.
+//!   holds it as an [`Op::Kernel`](crate::Op::Kernel) node. Which ops a
+//!   kernel may compute ([`is_elementwise`], [`is_reduction`],
+//!   [`is_elementwise_prim`]) is defined beside the op and primitive types
+//!   and re-exported here.
 //! - [`schedule`]: the scheduler, which groups the fusible nodes of a
 //!   stage into kernels.
 //! - [`elementwise`]: the one definition of each elementwise op's

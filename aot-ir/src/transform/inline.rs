@@ -16,6 +16,10 @@
 //! A loop over call-time bounds ([`crate::transform::unroll`]) is copied as
 //! a loop, with the calls of its body inlined the same way; the struct
 //! fields its callees read become inputs of the caller, passed to the loop.
+//!
+//! The call's types ([`CallSite`], [`TreeArg`]) are defined with the node
+//! types, in `graph::call`, since a node holds them; they are re-exported
+//! here.
 
 use crate::graph::{Graph, GraphBuilder, Node, Op, ValueDef, ValueSizeRead};
 use crate::types::{Arg, ParamType, ScalarExpr, ScalarTy, SpanId, ValueId};
