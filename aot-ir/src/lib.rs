@@ -2,15 +2,26 @@
 //! AOTAutograd, and the static analyses shared by the macro (which runs them
 //! at compile time) and the runtime (which completes their results per call).
 //!
+//! Modules, bottom to top; each uses only modules of the layers below it
+//! (`LAYERS` lists the same):
+//! 1. [`types`], [`op`] (the op table and the op classes), [`schema`]
+//! 2. [`graph`]: the IR's data: graphs, nodes, primitives, and what nodes
+//!    embed (kernels, calls and loops)
+//! 3. [`mod@print`] (the listing), [`mod@verify`] (per-stage node checks),
+//!    [`analysis`]
+//! 4. [`transform`]: the passes, with their results' checks and listings
+//! 5. [`kernel`]: the kernel stage: scheduling, reinplacing, rendering
+//!
 //! No `syn`, no tensors: the crate is plain data and algorithms, so the proc
 //! macro can depend on it cheaply and the runtime can deserialise what the
 //! macro embedded.
 //!
 //! One IR runs through every stage: the source [`Graph`], the functional
 //! graph, the joint graph and its forward/backward partitions all hold the
-//! one [`Node`] type ([`node`]), with stage-specific primitives ([`Op`]).
-//! One printer ([`print`]) lists every stage, one verifier ([`verify`],
-//! per [`Stage`]) checks every stage after the pass that made it.
+//! one [`Node`] type ([`graph::node`]), with stage-specific primitives
+//! ([`Op`]). One printer ([`mod@print`]) lists every stage, one verifier
+//! ([`mod@verify`], per [`Stage`]) checks every stage after the pass that
+//! made it.
 //!
 //! ```
 //! use aot_ir::{graph::args::*, GraphBuilder, OpKind, ReturnKind};
@@ -28,7 +39,6 @@
 pub mod analysis;
 pub mod graph;
 pub mod kernel;
-pub mod node;
 pub mod op;
 pub mod print;
 pub mod schema;
@@ -37,8 +47,7 @@ pub mod types;
 pub mod verify;
 
 pub use analysis::{ArgFacts, CallFacts, Diagnostic, OutputAlias, StaticMeta};
-pub use graph::{Graph, GraphBuilder, Param, ReturnKind, ValueDef, ValueInfo, ValueSizeRead};
-pub use node::{ChainStep, Node, Op, Prim};
+pub use graph::{ChainStep, Graph, GraphBuilder, Node, Op, Param, Prim, ReturnKind, ValueDef, ValueInfo, ValueSizeRead};
 pub use op::{OpClass, OpKind, OpSig, ParamKind, OP_TABLE};
 pub use schema::{
     DedupeInfo, InputAliasInfo, MutationType, OutputAliasInfo, OutputType, SyntheticBaseEntry, SyntheticBaseInfo, TangentMeta,

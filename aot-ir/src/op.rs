@@ -4,6 +4,9 @@
 //! kinds), the verifier checks nodes against it, the analyses read the class
 //! (view / data mutation / metadata mutation) and the interpreter dispatches
 //! on the kind. One table means the four can never disagree.
+//!
+//! Beside the table, the classes of the kernel stage: which ops a
+//! generated kernel computes ([`is_elementwise`], [`is_reduction`]).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -281,7 +284,7 @@ impl OpKind {
 
     /// Whether gradients flow through the op from its tensor arguments
     /// (a `to_dtype` to an integer dtype is decided by the node, see
-    /// [`crate::Node::is_differentiable`]).
+    /// `Node::is_differentiable`).
     pub fn is_differentiable(self) -> bool {
         !matches!(
             self,
@@ -371,6 +374,57 @@ impl<'de> Deserialize<'de> for OpKind {
 /// Every op name, for "did you mean" suggestions.
 pub fn op_names() -> impl Iterator<Item = &'static str> {
     OP_TABLE.iter().map(|s| s.name)
+}
+
+/// Whether `op` is a reduction a kernel body may hold (one at most): it
+/// folds the rows of its operand into one value each (`softmax` and
+/// `log_softmax`: normalises each row).
+pub fn is_reduction(op: OpKind) -> bool {
+    use OpKind::*;
+    matches!(op, Sum | Mean | SumDim | MeanDim | AmaxDim | VarDim | Softmax | LogSoftmax)
+}
+
+/// Whether a kernel body may compute `op`: elementwise ops whose result at
+/// each position depends only on their operands at that position, and
+/// which draw no random numbers. Comparisons give bool values, `where_`
+/// selects, `to_dtype` casts; operands of different dtypes promote as in
+/// eager (the runtime decides per call which dtypes it fuses).
+pub fn is_elementwise(op: OpKind) -> bool {
+    use OpKind::*;
+    matches!(
+        op,
+        Add | Sub
+            | Eq
+            | Ne
+            | Lt
+            | Le
+            | Gt
+            | Ge
+            | Where
+            | ToDtype
+            | Mul
+            | Div
+            | Pow
+            | Maximum
+            | Minimum
+            | Neg
+            | Exp
+            | Log
+            | Sqrt
+            | Rsqrt
+            | Abs
+            | Sin
+            | Cos
+            | Tanh
+            | Sigmoid
+            | Relu
+            | Gelu
+            | Silu
+            | Reciprocal
+            | Square
+            | Log1p
+            | Expm1
+    )
 }
 
 #[cfg(test)]

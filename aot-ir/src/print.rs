@@ -6,9 +6,11 @@
 //! `no_grad` regions as indented blocks, scalar parameters by name, the
 //! `let` name of a value (source only) or a checked aliasing assumption as
 //! a trailing comment, and `*` after a value that needs a tangent (joint
-//! and backward). Each container adds its own head and tail: the source
-//! signature and `return`, the functional graph's copy-backs, the joint's
-//! forward outputs and gradients, the partitions' inputs and outputs.
+//! and backward). Each container adds its own head and tail: here the
+//! source signature and `return` and a kernel's loads and stores; in
+//! `transform::listing` (which builds on this module) the functional
+//! graph's copy-backs, the joint's forward outputs and gradients, the
+//! partitions' inputs and outputs.
 //!
 //! ```text
 //! fn f(%0 a: &mut Tensor, %1 b: &Tensor, lr: f64) -> (Tensor, Tensor) {
@@ -20,11 +22,7 @@
 //! }
 //! ```
 
-use crate::graph::{Graph, Param, ReturnKind, ValueInfo};
-use crate::node::{ChainStep, Node, Op};
-use crate::transform::joint::{JointGraph, OutputKind};
-use crate::transform::partition::Partition;
-use crate::transform::{FOutput, FunctionalGraph};
+use crate::graph::{ChainStep, Graph, Kernel, Node, Op, Param, ReturnKind, ValueInfo};
 use crate::types::{Arg, ScalarExpr, ScalarTy, ValueId};
 use std::fmt::{self, Write};
 
@@ -46,7 +44,8 @@ impl<'a> Names<'a> {
         Names { params, values: &[], backward: &[] }
     }
 
-    fn param_name(&self, p: usize) -> &str {
+    /// The name of parameter `p` (`?` when out of range).
+    pub(crate) fn param_name(&self, p: usize) -> &str {
         self.params.get(p).map_or("?", |x| x.name.as_str())
     }
 
@@ -183,7 +182,8 @@ pub fn write_nodes(f: &mut impl Write, names: &Names, nodes: &[Node]) -> fmt::Re
     Ok(())
 }
 
-fn list(v: &[ValueId]) -> String {
+/// Values as a comma-separated list.
+pub(crate) fn list(v: &[ValueId]) -> String {
     v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
 }
 
@@ -233,96 +233,17 @@ impl Graph {
     }
 }
 
-impl FunctionalGraph {
-    /// The stable listing.
-    pub fn listing(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(s, "functional {} {{", self.name);
-        let _ = write_nodes(&mut s, &Names::params(&self.params), &self.nodes);
-        for (g, v) in &self.mutated_groups {
-            let _ = writeln!(s, "    copy_back(group {g}, {v})");
+impl Kernel {
+    /// The kernel's listing (its source on the CPU, where the backend
+    /// evaluates the body itself). `names` names the scalar parameters.
+    pub fn listing(&self, names: Names<'_>) -> String {
+        let loads: Vec<String> = (0..self.num_inputs()).map(|i| format!("in{i}")).collect();
+        let mut s = format!("kernel {}({}) {{\n", self.name, loads.join(", "));
+        for n in &self.body {
+            let _ = writeln!(s, "    {}", names.node_line(n));
         }
-        for (p, v) in &self.metadata_mutations {
-            let _ = writeln!(s, "    as_strided_({}, {v})", Names::params(&self.params).param_name(*p));
-        }
-        let outs: Vec<String> = self.outputs.iter().map(|o| o.to_string()).collect();
-        let _ = writeln!(s, "    return ({})", outs.join(", "));
-        s.push('}');
-        s
-    }
-}
-
-impl fmt::Display for FOutput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FOutput::Input(p) => write!(f, "input {p}"),
-            FOutput::AliasOfInput { group, value } => write!(f, "alias(group {group}, {value})"),
-            FOutput::Value(v) => write!(f, "{v}"),
-            FOutput::ViewOfIntermediate { base, value } => write!(f, "view({base}, {value})"),
-        }
-    }
-}
-
-impl JointGraph {
-    /// What the joint's listings name things by.
-    pub fn names(&self) -> Names<'_> {
-        Names { params: &self.params, values: &[], backward: &self.is_backward }
-    }
-
-    /// The stable listing.
-    pub fn listing(&self) -> String {
-        let names = self.names();
-        let mut s = String::new();
-        let _ = writeln!(s, "joint {} {{", self.name);
-        let _ = write_nodes(&mut s, &names, &self.nodes);
-        let outs: Vec<String> = self
-            .fw_outputs
-            .iter()
-            .map(|o| {
-                let kind = match o.kind {
-                    OutputKind::MutatedInput(g) => format!("mutated(group {g})"),
-                    OutputKind::MetadataMutation(p) => format!("metadata({})", names.param_name(p)),
-                    OutputKind::User(i) => format!("out {i}"),
-                    OutputKind::IntermediateBase => "base".into(),
-                };
-                match o.tangent {
-                    Some(t) => format!("{kind}: {} ~ tangent {t}", o.value),
-                    None => format!("{kind}: {}", o.value),
-                }
-            })
-            .collect();
-        let _ = writeln!(s, "    forward ({})", outs.join(", "));
-        let grads: Vec<String> = self
-            .input_grads
-            .iter()
-            .enumerate()
-            .filter(|(p, _)| self.params[*p].ty.is_tensor())
-            .map(|(p, g)| format!("{}: {}", names.param_name(p), g.map_or("None".to_string(), |v| v.to_string())))
-            .collect();
-        let _ = writeln!(s, "    grads ({})", grads.join(", "));
-        s.push('}');
-        s
-    }
-}
-
-impl fmt::Display for JointGraph {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.listing())
-    }
-}
-
-impl Partition {
-    /// The stable listing of both graphs (`jg`, the joint graph they were
-    /// split from, names the scalars and marks the backward's values).
-    pub fn listing(&self, jg: &JointGraph) -> String {
-        let names = jg.names();
-        let mut s = String::new();
-        for (title, sg) in [("forward", &self.forward), ("backward", &self.backward)] {
-            let _ = writeln!(s, "{title} {}({}) {{", jg.name, list(&sg.inputs));
-            let _ = write_nodes(&mut s, &names, &sg.nodes);
-            let _ = writeln!(s, "    return ({})\n}}", list(&sg.outputs));
-        }
-        let _ = write!(s, "saved ({})", list(&self.saved));
+        let outs: Vec<String> = self.outs().map(|v| v.to_string()).collect();
+        let _ = writeln!(s, "    store {}\n}}", outs.join(", "));
         s
     }
 }

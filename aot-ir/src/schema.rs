@@ -3,7 +3,7 @@
 //! `CallReport` compares directly with the golden data PyTorch produced.
 //!
 //! These are the *completed*, per-call records. What the macro knows at
-//! compile time is the template in [`crate::analysis::collect_metadata`],
+//! compile time is the template in `analysis::collect_metadata`,
 //! which the runtime completes with the call's `requires_grad`/`is_leaf`
 //! and alias pattern.
 

@@ -16,7 +16,7 @@ use std::fmt;
 pub struct ValueId(pub u32);
 
 impl ValueId {
-    /// The index of this value in [`crate::Graph::values`].
+    /// The index of this value in `Graph::values`.
     pub fn index(self) -> usize {
         self.0 as usize
     }
@@ -179,14 +179,14 @@ pub enum ScalarExpr {
     Fn(ScalarFn, Vec<ScalarExpr>),
     /// `x.size(dim)` of the tensor parameter `param`, read from the call's
     /// argument: the call's scalar values hold it at `slot` (after the
-    /// parameters; see [`Graph::sizes`](crate::Graph::sizes)).
+    /// parameters; see `Graph::sizes`).
     Size {
         param: usize,
         dim: i64,
         slot: usize,
     },
     /// `v.size(dim)` of a tensor the body computes (or reshaped in place):
-    /// entry `read` of [`Graph::value_sizes`](crate::Graph::value_sizes),
+    /// entry `read` of `Graph::value_sizes`,
     /// held at `slot` of the call's scalar values (after the parameters'
     /// sizes), where the runtime's shape propagation puts it.
     ValueSize {

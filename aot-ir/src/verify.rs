@@ -7,10 +7,11 @@
 //! op its signature in the op table, scalars of the right type). The
 //! source admits in-place ops, which define no value; every later stage is
 //! SSA: each node defines a fresh value, and no value is written after it
-//! is defined. Each container adds its own checks (parameters and return
-//! kind of the source; one primal per input group; tangents in order and
-//! no forward output depending on one; the partitions' inputs and
-//! outputs).
+//! is defined. Each container adds its own checks: here the source's
+//! (parameters, return kind, calls) and a kernel's body; in
+//! `transform::checks`, beside the passes that make them, the pass
+//! results' (one primal per input group; tangents in order and no forward
+//! output depending on one; the partitions' inputs and outputs).
 //!
 //! It runs after every pass (the checks are linear, and the later stages
 //! are built once per guard key). The macro's lowering in debug builds
@@ -20,12 +21,8 @@
 //! pass that breaks the graph fails at the pass, not three passes later in
 //! a kernel.
 
-use crate::graph::{Graph, ValueDef};
-use crate::node::{Node, Op};
-use crate::op::{AliasEffect, OpClass, OpKind, ParamKind};
-use crate::transform::joint::{backward_values, JointError, JointGraph};
-use crate::transform::partition::{Partition, SubGraph};
-use crate::transform::{FOutput, FunctionalGraph};
+use crate::graph::{is_elementwise_prim, Graph, Kernel, Node, Op, ValueDef};
+use crate::op::{is_elementwise, is_reduction, AliasEffect, OpClass, OpKind, ParamKind};
 use crate::types::{Arg, ParamType, ScalarExpr, ScalarTy, ValueId};
 use std::fmt;
 use thiserror::Error;
@@ -44,16 +41,6 @@ pub enum VerifyError {
     /// A graph past the source: which stage, which graph, what broke.
     #[error("{stage} graph `{graph}`: {msg}")]
     Stage { stage: Stage, graph: String, msg: String },
-}
-
-/// A verifier's finding about the joint graph or its partitions.
-impl From<VerifyError> for JointError {
-    fn from(e: VerifyError) -> JointError {
-        match e {
-            VerifyError::Stage { stage, graph, msg } => JointError { name: graph, msg: format!("{stage} graph: {msg}") },
-            other => JointError { name: String::new(), msg: other.to_string() },
-        }
-    }
 }
 
 /// The stages of the IR. Each admits its own primitives.
@@ -101,7 +88,7 @@ impl Stage {
         match op {
             Op::Dsl { op, check_alias } => match self {
                 Source => check_alias.is_none(),
-                Kernel => check_alias.is_none() && (crate::kernel::is_elementwise(*op) || crate::kernel::is_reduction(*op)),
+                Kernel => check_alias.is_none() && (is_elementwise(*op) || is_reduction(*op)),
                 _ => {
                     !op.is_inplace()
                         && (check_alias.is_none() || matches!(op.alias_effect(), AliasEffect::MaybeView | AliasEffect::MaybeSame))
@@ -111,7 +98,7 @@ impl Stage {
             Op::Tangent(_) => self == Joint,
             Op::Cow | Op::Mutate { .. } => matches!(self, Functional | Joint | Forward),
             Op::Regen(_) => self != Source,
-            Op::Prim(p) => matches!(self, Joint | Forward | Backward) || (self == Kernel && crate::kernel::is_elementwise_prim(p)),
+            Op::Prim(p) => matches!(self, Joint | Forward | Backward) || (self == Kernel && is_elementwise_prim(p)),
             Op::Load(_) => self == Kernel,
             Op::Kernel(_) => matches!(self, Functional | Joint | Forward | Backward),
             // A traced source's calls are checked by `verify` itself.
@@ -187,7 +174,7 @@ fn check_args(node: &Node, params: &[ParamType]) -> Result<(), String> {
 /// kernel stage (at most one of them a reduction), SSA over the kernel's
 /// values, and stored values that the body defines, each stored once (a
 /// kernel with several has no reduction).
-fn check_kernel(k: &crate::kernel::Kernel, params: &[ParamType]) -> Result<(), String> {
+fn check_kernel(k: &Kernel, params: &[ParamType]) -> Result<(), String> {
     let n = k.num_inputs();
     for (i, node) in k.body.iter().enumerate() {
         let is_load = matches!(node.op, Op::Load(_));
@@ -195,7 +182,7 @@ fn check_kernel(k: &crate::kernel::Kernel, params: &[ParamType]) -> Result<(), S
             return Err(format!("kernel `{}`: body node {i}: loads must come first, in order", k.name));
         }
     }
-    let reductions = k.body.iter().filter(|n| n.kind().is_some_and(crate::kernel::is_reduction)).count();
+    let reductions = k.body.iter().filter(|n| n.kind().is_some_and(is_reduction)).count();
     if reductions > 1 {
         return Err(format!("kernel `{}` holds {reductions} reductions; a kernel computes at most one", k.name));
     }
@@ -339,7 +326,7 @@ pub fn verify(g: &Graph) -> Result<(), VerifyError> {
 
 /// A call of a traced source: its arguments defined before it, and the
 /// values it binds defined by it.
-fn check_call(g: &Graph, n: usize, node: &Node, site: &crate::node::CallSite, defined: &mut [bool]) -> Result<(), String> {
+fn check_call(g: &Graph, n: usize, node: &Node, site: &crate::graph::CallSite, defined: &mut [bool]) -> Result<(), String> {
     if let Some(v) = node.tensor_args().find(|v| !defined.get(v.index()).copied().unwrap_or(false)) {
         return Err(format!("uses {v} before it is defined"));
     }
@@ -406,134 +393,6 @@ fn check_arg(arg: &Arg, kind: ParamKind, params: &[ParamType]) -> Result<(), Str
         (ParamKind::Ints, Arg::Ints(v)) => v.iter().try_for_each(|s| scalar(s, &[ScalarTy::Int])),
         (ParamKind::DType, Arg::DType(_)) => Ok(()),
         _ => Err(format!("expected {}", kind.describe())),
-    }
-}
-
-/// The checks of one stage's graph, failing with its name.
-struct Check<'a> {
-    stage: Stage,
-    graph: &'a str,
-}
-
-impl Check<'_> {
-    fn err(&self, msg: String) -> VerifyError {
-        VerifyError::Stage { stage: self.stage, graph: self.graph.to_string(), msg }
-    }
-
-    /// [`Stage::check_nodes`] with `inputs` defined first; returns the
-    /// defined values.
-    fn nodes(&self, nodes: &[Node], num_values: usize, inputs: &[ValueId], params: &[ParamType]) -> Result<Vec<bool>, VerifyError> {
-        let mut defined = vec![false; num_values];
-        for v in inputs {
-            match defined.get_mut(v.index()) {
-                Some(d) if !*d => *d = true,
-                _ => return Err(self.err(format!("input {v} is out of range or given twice"))),
-            }
-        }
-        self.stage
-            .check_nodes(nodes, &mut defined, params)
-            .map_err(|(i, m)| self.err(format!("node {i} (`{}`): {m}", nodes[i].op.name())))?;
-        Ok(defined)
-    }
-
-    fn outputs<'v>(&self, defined: &[bool], mut values: impl Iterator<Item = &'v ValueId>) -> Result<(), VerifyError> {
-        match values.find(|v| !defined.get(v.index()).copied().unwrap_or(false)) {
-            Some(v) => Err(self.err(format!("output {v} is not defined"))),
-            None => Ok(()),
-        }
-    }
-}
-
-impl FunctionalGraph {
-    /// The checker run after functionalization: [`Stage::Functional`]'s
-    /// nodes, one primal per input group, every output defined.
-    pub fn verify(&self) -> Result<(), VerifyError> {
-        let c = Check { stage: Stage::Functional, graph: &self.name };
-        let params: Vec<ParamType> = self.params.iter().map(|p| p.ty).collect();
-        let defined = c.nodes(&self.nodes, self.num_values, &[], &params)?;
-        let mut bases = vec![0usize; self.groups.single.len()];
-        for n in &self.nodes {
-            if let Op::Primal(g) = n.op {
-                *bases.get_mut(g).ok_or_else(|| c.err(format!("no group {g}")))? += 1;
-            }
-        }
-        if let Some(g) = bases.iter().position(|&b| b != 1) {
-            return Err(c.err(format!("group {g} has {} bases", bases[g])));
-        }
-        if self.src_node.len() != self.num_values {
-            return Err(c.err("the source-node table does not cover the values".into()));
-        }
-        if self.outputs.iter().any(|o| matches!(o, FOutput::Input(p) if !self.groups.group_of.get(*p).is_some_and(Option::is_some))) {
-            return Err(c.err("an output is an input outside every group".into()));
-        }
-        let values = self.outputs.iter().flat_map(|o| match o {
-            FOutput::Input(_) => [None, None],
-            FOutput::AliasOfInput { value, .. } | FOutput::Value(value) => [Some(value), None],
-            FOutput::ViewOfIntermediate { base, value } => [Some(base), Some(value)],
-        });
-        let written = self.mutated_groups.iter().chain(&self.metadata_mutations).map(|(_, v)| v);
-        c.outputs(&defined, values.flatten().chain(written))
-    }
-}
-
-impl JointGraph {
-    /// The checker run after `create_joint` (and its common-subexpression
-    /// elimination): [`Stage::Joint`]'s nodes, tangents numbered in order,
-    /// the backward flags right, every output and gradient defined, and no
-    /// forward output depending on a tangent.
-    pub fn verify(&self) -> Result<(), VerifyError> {
-        let c = Check { stage: Stage::Joint, graph: &self.name };
-        let params: Vec<ParamType> = self.params.iter().map(|p| p.ty).collect();
-        let defined = c.nodes(&self.nodes, self.num_values, &[], &params)?;
-        let mut next_tangent = 0;
-        for (i, node) in self.nodes.iter().enumerate() {
-            match node.op {
-                Op::Tangent(t) if t != next_tangent => return Err(c.err(format!("node {i}: tangent {t} out of order"))),
-                Op::Tangent(_) => next_tangent += 1,
-                Op::Primal(g) if g >= self.num_primals => return Err(c.err(format!("node {i}: no primal {g}"))),
-                _ => {}
-            }
-        }
-        if next_tangent != self.tangents.len() {
-            return Err(c.err(format!("{} tangent nodes for {} tangents", next_tangent, self.tangents.len())));
-        }
-        if self.is_backward != backward_values(&self.nodes, self.num_values) || self.src_node.len() != self.num_values {
-            return Err(c.err("wrong backward flags or source-node table".into()));
-        }
-        c.outputs(&defined, self.fw_outputs.iter().map(|o| &o.value).chain(self.input_grads.iter().flatten()))?;
-        if let Some(o) = self.fw_outputs.iter().find(|o| self.is_backward[o.value.index()]) {
-            return Err(c.err(format!("forward output {} depends on a tangent", o.value)));
-        }
-        for (ti, &oi) in self.tangents.iter().enumerate() {
-            if self.fw_outputs.get(oi).and_then(|o| o.tangent) != Some(ti) {
-                return Err(c.err(format!("tangent {ti} does not match forward output {oi}")));
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Partition {
-    /// The checker run after partitioning `jg`: each graph's nodes from
-    /// its inputs ([`Stage::Forward`], [`Stage::Backward`]), every output
-    /// defined, the forward free of tangents, and a slot per gradient.
-    pub fn verify(&self, jg: &JointGraph) -> Result<(), VerifyError> {
-        let params: Vec<ParamType> = jg.params.iter().map(|p| p.ty).collect();
-        let check = |stage: Stage, sg: &SubGraph| {
-            let c = Check { stage, graph: &jg.name };
-            let defined = c.nodes(&sg.nodes, self.num_values, &sg.inputs, &params)?;
-            c.outputs(&defined, sg.outputs.iter())
-        };
-        check(Stage::Forward, &self.forward)?;
-        check(Stage::Backward, &self.backward)?;
-        let c = Check { stage: Stage::Forward, graph: &jg.name };
-        if self.forward.nodes.iter().any(|n| jg.is_backward.get(n.value().index()).copied().unwrap_or(false)) {
-            return Err(c.err("a forward node depends on a tangent".into()));
-        }
-        if self.forward.outputs.len() != self.num_fw_outputs + self.saved.len() || self.grad_slots.len() != jg.params.len() {
-            return Err(c.err("outputs, saved values and gradient slots do not line up".into()));
-        }
-        Ok(())
     }
 }
 

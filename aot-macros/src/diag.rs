@@ -5,6 +5,10 @@
 //! `compile_error!` whose tokens carry the first and last span of the
 //! offending syntax (rustc underlines the whole range). The `help:` text is
 //! appended to the message in rustc's layout.
+//!
+//! [`respan`] puts generated tokens at the user's syntax, so that rustc
+//! reports a type error of generated code (a missing `TensorTree`, a
+//! callee's argument types) there; the lowering and the expansion use it.
 
 use proc_macro2::{Ident, Span, TokenStream, TokenTree};
 use quote::ToTokens;
@@ -163,6 +167,23 @@ fn distance(a: &str, b: &str) -> usize {
         }
     }
     d[a.len()][b.len()]
+}
+
+/// `tokens` with every span set to `span`: generated code that rustc
+/// should report at the user's syntax.
+pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            if let TokenTree::Group(g) = &t {
+                let mut g2 = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                g2.set_span(span);
+                t = TokenTree::Group(g2);
+            }
+            t.set_span(span);
+            t
+        })
+        .collect()
 }
 
 #[cfg(test)]

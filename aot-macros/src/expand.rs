@@ -22,7 +22,7 @@
 //! plus one `compile_error!` per problem: callers of the function and of
 //! `NAME::compiled()` still type-check, so the user sees only our messages.
 
-use crate::diag::{Errors, SpanRange};
+use crate::diag::{respan, Errors, SpanRange};
 use crate::lower::Lowered;
 use crate::valid::Signature;
 use crate::{ast, lower, valid};
@@ -303,22 +303,6 @@ fn emit_source(func: &ItemFn, sig: &Signature, variants: &Variants) -> Result<To
         }
     };
     Ok(source)
-}
-
-/// `tokens` with every span set to `span`.
-pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|mut t| {
-            if let proc_macro2::TokenTree::Group(g) = &t {
-                let mut g2 = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
-                g2.set_span(span);
-                t = proc_macro2::TokenTree::Group(g2);
-            }
-            t.set_span(span);
-            t
-        })
-        .collect()
 }
 
 /// How the generated code reaches the compiled form: `NAME::compiled` for a

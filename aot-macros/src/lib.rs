@@ -3,6 +3,15 @@
 //! cannot work with errors on the user's own tokens, and emits the function
 //! plus `NAME::compiled()`.
 //!
+//! Modules, bottom to top (each uses only those below it; `LAYERS` lists
+//! the same):
+//! 1. `diag` (spanned errors, respanning), `tree` (the derive)
+//! 2. `ast`
+//! 3. `valid`
+//! 4. `lower`
+//! 5. `expand`
+//! 6. `tests` (the unit tests, of every step)
+//!
 //! The pipeline has one file per step: `ast` parses the body into the
 //! DSL's syntax tree, `valid` checks the signature and every call against
 //! the op table, `lower` builds the IR, and `expand` runs the analyses

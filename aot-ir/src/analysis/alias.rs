@@ -89,7 +89,7 @@ impl AliasInfo {
             // A call not yet inlined (the macro's compile-time checks):
             // its results count as new storage; the runtime checks the
             // inlined graph again.
-            if let crate::node::Op::Call(site) = &node.op {
+            if let crate::graph::Op::Call(site) = &node.op {
                 for &r in site.results.iter().flatten() {
                     a.new_storage(r, StorageOwner::Intermediate(r));
                 }

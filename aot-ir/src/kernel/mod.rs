@@ -1,10 +1,14 @@
 //! The kernel stage: what generated kernels compute, written once for the
 //! CPU backend and the C renderer.
 //!
-//! - [`ir`]: the [`Kernel`], a group of elementwise nodes (and at most one
+//! - [`Kernel`] (defined with the node types, in `graph::kernel`, since a
+//!   node embeds it): a group of elementwise nodes (and at most one
 //!   reduction, with its prologue and epilogue) one generated loop nest
 //!   computes, storing one value or, without a reduction, several; a stage
-//!   holds it as an [`crate::Op::Kernel`] node.
+//!   holds it as an [`Op::Kernel`](crate::Op::Kernel) node. Which ops a
+//!   kernel may compute ([`is_elementwise`], [`is_reduction`],
+//!   [`is_elementwise_prim`]) is defined beside the op and primitive types
+//!   and re-exported here.
 //! - [`schedule`]: the scheduler, which groups the fusible nodes of a
 //!   stage into kernels.
 //! - [`elementwise`]: the one definition of each elementwise op's
@@ -29,7 +33,6 @@
 
 pub mod c_math;
 pub mod elementwise;
-pub mod ir;
 pub mod math;
 pub mod philox;
 pub mod random;
@@ -38,5 +41,6 @@ pub mod render;
 pub mod schedule;
 pub mod special;
 
-pub use ir::{is_elementwise, is_elementwise_prim, is_reduction, Kernel};
+pub use crate::graph::{is_elementwise_prim, Kernel};
+pub use crate::op::{is_elementwise, is_reduction};
 pub use schedule::{schedule, Scheduled};

@@ -39,8 +39,8 @@
 //! the first one writes: the fused kernels if they fit, else the single
 //! ones, else the call runs its ordinary plan.
 
-use super::ir::{is_elementwise, Kernel};
-use crate::node::{Node, Op};
+use crate::graph::{Kernel, Node, Op};
+use crate::op::is_elementwise;
 use crate::op::OpKind;
 use crate::transform::{FOutput, FunctionalGraph};
 use crate::types::{Arg, ValueId};

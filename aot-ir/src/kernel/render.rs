@@ -117,7 +117,7 @@ pub use reduce::{pack_reduce_params, ReduceLaunch};
 pub use types::KernelTypes;
 
 use super::Kernel;
-use crate::node::Op;
+use crate::graph::Op;
 use crate::types::{Arg, ScalarError, ScalarExpr, ScalarValue};
 use std::fmt::Write as _;
 

@@ -28,8 +28,8 @@
 //! ends its group. Whether a kernel's shapes fit a fused pass is known only
 //! at run time; one that does not runs op by op, with eager's results.
 
-use super::ir::{is_elementwise, is_elementwise_prim, is_reduction, Kernel};
-use crate::node::{Node, Op};
+use crate::graph::{kernel::fusible, Kernel, Node, Op};
+use crate::op::is_reduction;
 use crate::types::{Arg, ValueId};
 
 /// A scheduled stage: its nodes, and per node the index of the node of the
@@ -53,17 +53,6 @@ impl Scheduled {
             _ => None,
         })
     }
-}
-
-/// Whether the scheduler fuses `n` into a kernel (an elementwise op or a
-/// reduction with a result).
-pub(crate) fn fusible(n: &Node) -> bool {
-    let op_ok = match &n.op {
-        Op::Dsl { op, check_alias: None } => is_elementwise(*op) || is_reduction(*op),
-        Op::Prim(p) => is_elementwise_prim(p),
-        _ => false,
-    };
-    op_ok && n.out.is_some()
 }
 
 fn reduces(n: &Node) -> bool {

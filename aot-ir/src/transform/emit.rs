@@ -6,8 +6,7 @@
 use super::cse::{op_key, prim_node_key, regen_key, CseKey};
 use super::functionalize::ChainStep;
 use super::grad_rules::{GradBuilder, Prim, RuleError};
-use crate::graph::args::t;
-use crate::node::{Node, Op};
+use crate::graph::{args::t, Node, Op};
 use crate::op::OpKind;
 use crate::types::{Arg, ValueId};
 use std::collections::HashMap;

@@ -32,9 +32,8 @@
 //! verifies them and falls back to a reference path when one is wrong.
 
 use crate::analysis::alias::{metadata_mutation_as_view, AliasInfo};
-use crate::graph::{Graph, Param};
-pub use crate::node::ChainStep;
-use crate::node::{Node, Op};
+pub use crate::graph::ChainStep;
+use crate::graph::{Graph, Node, Op, Param};
 use crate::op::{AliasEffect, OpClass, OpKind};
 use crate::types::{Arg, ValueId};
 use std::collections::HashSet;

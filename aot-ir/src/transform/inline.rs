@@ -16,70 +16,15 @@
 //! A loop over call-time bounds ([`crate::transform::unroll`]) is copied as
 //! a loop, with the calls of its body inlined the same way; the struct
 //! fields its callees read become inputs of the caller, passed to the loop.
+//!
+//! The call's types ([`CallSite`], [`TreeArg`]) are defined with the node
+//! types, in `graph::call`, since a node holds them; they are re-exported
+//! here.
 
-use crate::graph::{Graph, GraphBuilder, ValueDef, ValueSizeRead};
-use crate::node::{Node, Op};
+use crate::graph::{Graph, GraphBuilder, Node, Op, ValueDef, ValueSizeRead};
 use crate::types::{Arg, ParamType, ScalarExpr, ScalarTy, SpanId, ValueId};
-use serde::{Deserialize, Serialize};
 
-/// A call of another `#[aot_fn]` function in a traced source graph. The
-/// node's arguments are the call's arguments that are not structs, in
-/// order.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CallSite {
-    /// The callee as written (`layers::block`), for messages.
-    pub callee: String,
-    /// The callee's position in the caller's table of callees.
-    pub index: usize,
-    /// The struct arguments (`&m.blocks[1]`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub trees: Vec<TreeArg>,
-    /// The values the caller binds to the results; `None` for a call
-    /// whose value is unused (a statement).
-    pub results: Option<Vec<ValueId>>,
-    /// Set for a `for` loop whose bounds are known only at call time
-    /// (`transform::unroll`): its body, a graph of its own. Such a node's
-    /// arguments are the bounds, then one per body parameter after the
-    /// loop variable; `callee` names the loop and `index` is unused.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<Box<LoopBody>>,
-}
-
-pub use super::unroll::LoopBody;
-
-/// A struct argument of a call: a field path of one of the caller's
-/// struct parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TreeArg {
-    /// Its position among the call's arguments.
-    pub pos: usize,
-    /// The caller's path to it: `m.blocks.1` (or `m` itself).
-    pub path: String,
-    /// The type the caller's inputs under that path get.
-    pub ty: ParamType,
-}
-
-impl CallSite {
-    /// The call's arguments in order: the node's argument, or the struct
-    /// argument's path. `None` when the positions do not add up.
-    pub fn arguments<'a>(&'a self, node_args: &'a [Arg]) -> Option<Vec<CallArg<'a>>> {
-        let n = node_args.len() + self.trees.len();
-        let mut plain = node_args.iter();
-        (0..n)
-            .map(|pos| match self.trees.iter().find(|t| t.pos == pos) {
-                Some(t) => Some(CallArg::Tree(t)),
-                None => plain.next().map(CallArg::Plain),
-            })
-            .collect()
-    }
-}
-
-/// One argument of a call.
-#[derive(Clone, Copy, Debug)]
-pub enum CallArg<'a> {
-    Plain(&'a Arg),
-    Tree(&'a TreeArg),
-}
+pub use crate::graph::call::{CallArg, CallSite, TreeArg};
 
 /// A callee as the runtime resolved it.
 pub struct Callee {

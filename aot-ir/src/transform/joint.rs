@@ -36,8 +36,7 @@
 use super::emit::{cse_key, Emit};
 use super::functionalize::{ChainStep, FOutput, FunctionalGraph};
 use super::grad_rules::{self, MutateSite, OutRef, Prim};
-use crate::graph::{Graph, Param};
-use crate::node::{Node, Op};
+use crate::graph::{Graph, Node, Op, Param};
 use crate::op::{OpClass, OpKind};
 use crate::types::{Arg, ValueId};
 

@@ -42,7 +42,7 @@
 
 use super::grad_rules::Prim;
 use super::joint::{JointError, JointGraph};
-use crate::node::{Node, Op};
+use crate::graph::{Node, Op};
 use crate::op::OpKind;
 use crate::types::Arg;
 use crate::types::ValueId;

@@ -14,25 +14,10 @@
 //! last iteration; with no iteration, their values before the loop.
 
 use super::inline::{inline, Emit, Resolve, Splice};
-use crate::graph::Graph;
-use crate::node::{CallSite, Node, Op};
+use crate::graph::{CallSite, Graph, Node, Op};
 use crate::types::{Arg, ScalarExpr, ValueId};
-use serde::{Deserialize, Serialize};
 
-/// The body of a loop whose bounds are known only at call time.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LoopBody {
-    /// The loop variable's name, for the listing.
-    pub var: String,
-    /// Its parameters: the loop variable (an `i64`), then one per argument
-    /// of the loop node after the bounds. Its outputs: the next values of
-    /// the loop-carried parameters, in the order of `carried`.
-    pub graph: Graph,
-    /// Per output of the body: the body parameter it feeds in the next
-    /// iteration (and whose final value is the node's result at the same
-    /// position).
-    pub carried: Vec<usize>,
-}
+pub use crate::graph::call::LoopBody;
 
 /// The first loop node still to unroll, by node index.
 pub fn first_loop(g: &Graph) -> Option<usize> {

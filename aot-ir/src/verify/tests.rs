@@ -2,6 +2,7 @@ use super::*;
 use crate::graph::args::*;
 use crate::graph::{GraphBuilder, Node, ReturnKind};
 use crate::op::OpKind;
+use crate::transform::FunctionalGraph;
 use crate::types::{SpanId, ValueId};
 
 fn sample() -> Graph {
@@ -49,7 +50,7 @@ fn functional() -> FunctionalGraph {
 
 #[test]
 fn each_stage_admits_its_own_primitives() {
-    use crate::node::{ChainStep, Prim};
+    use crate::graph::{ChainStep, Prim};
     let mutate = Op::Mutate { op: OpKind::MulInplace, chain: vec![] };
     assert!(Stage::Source.admits(&OpKind::MulInplace.into()));
     assert!(!Stage::Functional.admits(&OpKind::MulInplace.into()), "past the source writes are scatters");

@@ -14,7 +14,7 @@
 
 use super::{Lower, Val};
 use crate::ast::Expr;
-use crate::diag::SpanRange;
+use crate::diag::{respan, SpanRange};
 use aot_ir::op::AliasEffect;
 use aot_ir::transform::inline::{CallSite, TreeArg};
 use aot_ir::{Arg, ParamType, ScalarExpr, ScalarTy, ValueDef, ValueId};
@@ -78,7 +78,7 @@ impl Lower<'_> {
         for (pos, (e, mutref)) in args.iter().enumerate() {
             // Each stand-in at its argument: rustc's errors point there.
             let at = e.span().start;
-            let krate = crate::expand::respan(self.krate.clone(), at);
+            let krate = respan(self.krate.clone(), at);
             let (amp, proxy_ty) = match mutref {
                 true => (quote_spanned!(at=> &mut), quote_spanned!(at=> &mut #krate::Tensor)),
                 false => (quote_spanned!(at=> &), quote_spanned!(at=> &#krate::Tensor)),
@@ -213,7 +213,7 @@ impl Lower<'_> {
     /// The closure rustc type-checks for a call (see the module docs).
     fn call_check(&mut self, path: &syn::Path, proxies: &[TokenStream], span: SpanRange, want: Want, on_self: bool) {
         let at = span.start;
-        let krate = &crate::expand::respan(self.krate.clone(), at);
+        let krate = &respan(self.krate.clone(), at);
         let ty = match want {
             Want::Discard => quote!(),
             Want::Values(0) => quote!(: ()),
@@ -230,7 +230,7 @@ impl Lower<'_> {
             (Some(name), 2, Some((_, rest))) if on_self => quote_spanned!(at=> self.#name(#(#rest),*)),
             _ => quote_spanned!(at=> #path(#(#proxies),*)),
         };
-        let ty = crate::expand::respan(ty, at);
+        let ty = respan(ty, at);
         let check = quote_spanned! {at=>
             let _ = || {
                 // A callee returning `()` binds `()`: that is the check.

@@ -7,8 +7,8 @@ use super::super::c_math::{self, CVal};
 use super::super::elementwise::{self, BoolOp, Comparison, Compute, IntOp, OpVisitor};
 use super::super::math;
 use super::{KernelDType, KernelTypes, RenderError, ScalarSlots};
+use crate::graph::Op;
 use crate::kernel::Kernel;
-use crate::node::Op;
 use crate::op::OpKind;
 use crate::types::{Arg, ValueId};
 use std::cell::RefCell;
@@ -445,7 +445,7 @@ fn record(
     stored.iter().map(get).collect()
 }
 
-fn arg_tensor(n: &crate::node::Node, i: usize) -> Option<ValueId> {
+fn arg_tensor(n: &crate::graph::Node, i: usize) -> Option<ValueId> {
     n.args.get(i).and_then(Arg::as_tensor)
 }
 

@@ -8,9 +8,9 @@ mod harness;
 mod typed;
 
 use super::*;
+use crate::graph::Node;
 use crate::kernel::elementwise::{self, Compute, OpVisitor};
 use crate::kernel::{is_elementwise, schedule};
-use crate::node::Node;
 use crate::op::OpKind;
 use crate::types::ValueId;
 use harness::{Launch, Layout, Program};

@@ -14,9 +14,9 @@
 //! refuses bools, as eager does.
 
 use super::{KernelDType, RenderError};
+use crate::graph::{Op, Prim};
 use crate::kernel::elementwise::Comparison;
 use crate::kernel::Kernel;
-use crate::node::{Op, Prim};
 use crate::op::OpKind;
 use crate::types::{Arg, IrDType, ScalarValue};
 

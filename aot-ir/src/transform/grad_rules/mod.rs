@@ -28,7 +28,7 @@ mod reductions;
 pub mod saved;
 mod views;
 
-pub use crate::node::{needs_geometry, Prim};
+pub use crate::graph::{needs_geometry, Prim};
 
 use super::functionalize::ChainStep;
 use crate::graph::args::t;

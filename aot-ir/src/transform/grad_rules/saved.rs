@@ -10,7 +10,7 @@
 //! (`aot-runtime`'s training plan asks this module).
 
 use super::{op_vjp, ChainStep, GradBuilder, OutRef, Prim};
-use crate::node::{Node, Op};
+use crate::graph::{Node, Op};
 use crate::op::OpKind;
 use crate::types::{Arg, SpanId, ValueId};
 

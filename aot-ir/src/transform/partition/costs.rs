@@ -16,8 +16,7 @@
 //! is saved rather than the sum before it, which the forward then fuses
 //! into the relu.
 
-use crate::kernel::schedule::fusible;
-use crate::node::Op;
+use crate::graph::{kernel::fusible, Op};
 use crate::transform::joint::JointGraph;
 
 /// Per value, the weight of saving it, from `size` (the estimates).

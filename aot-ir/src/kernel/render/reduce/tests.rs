@@ -4,8 +4,8 @@
 
 use super::super::{render_cuda, render_cuda_typed, KernelDType, KernelTypes, Operand, ScalarSlots};
 use super::pack_reduce_params;
+use crate::graph::{Node, Op};
 use crate::kernel::Kernel;
-use crate::node::{Node, Op};
 use crate::op::OpKind;
 use crate::types::{Arg, ScalarExpr, ValueId};
 

@@ -7,8 +7,8 @@
 use super::half::{bf16_value, f16_value, to_bf16_64, to_f16_64};
 use super::harness::{Launch, Program};
 use super::*;
+use crate::graph::Prim;
 use crate::kernel::elementwise::{BoolOp, Comparison, IntOp};
-use crate::node::Prim;
 use crate::types::IrDType;
 
 use KernelDType as D;

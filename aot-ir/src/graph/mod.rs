@@ -7,11 +7,26 @@
 //! Its nodes are the one [`Node`] type of every stage, here all DSL ops
 //! (`verify::Stage::Source`); functionalization is a later pass that
 //! produces a new graph of the same nodes.
+//!
+//! The module holds the IR's data, which is recursive (a loop node holds
+//! its body's graph):
+//! - [`node`]: the one node type of every stage ([`Node`], [`Op`]);
+//! - [`prim`]: the backward-only primitives ([`Prim`]);
+//! - [`kernel`]: the kernel stage's [`Kernel`], which a node embeds;
+//! - [`call`]: the calls and loops of a traced source ([`CallSite`],
+//!   [`LoopBody`]).
 
-pub use crate::node::Node;
-use crate::node::{CallSite, Op};
+pub mod call;
+pub mod kernel;
+pub mod node;
+pub mod prim;
+
 use crate::op::OpKind;
 use crate::types::{Arg, IrDType, ParamType, ScalarExpr, SpanId, ValueId};
+pub use call::{CallArg, CallSite, LoopBody, TreeArg};
+pub use kernel::Kernel;
+pub use node::{ChainStep, Node, Op};
+pub use prim::{is_elementwise_prim, needs_geometry, Prim};
 use serde::{Deserialize, Serialize};
 
 /// A traced `#[aot_fn]` function.

@@ -13,7 +13,7 @@
 //! reduction) stores further values, [`Kernel::extra_outs`], each to an
 //! output of its own at the same index (`store %5, %7`): an optimizer
 //! step's new parameter and new momentum from one pass
-//! ([`super::reinplace`]). The CPU backend evaluates a
+//! (`kernel::reinplace`). The CPU backend evaluates a
 //! body block by block; the C renderer emits one statement per body node.
 //!
 //! A body with a reduction node (`sum_dim`, `mean_dim`, `amax_dim`,
@@ -31,6 +31,10 @@
 //! the inputs at run time (the guard key holds neither shapes nor, for
 //! every stage, dtypes), so one kernel serves every call of its
 //! specialisation.
+//!
+//! This module holds the data and which nodes may be fused (`fusible`),
+//! since a node embeds a kernel; the `kernel` module schedules and renders
+//! kernels, `print` lists them.
 //!
 //! ```text
 //! kernel fused_mul_add_tanh_0(in0) {
@@ -51,12 +55,11 @@
 //! }
 //! ```
 
-use crate::node::{Node, Op, Prim};
-use crate::op::OpKind;
-use crate::print::Names;
+use super::node::{Node, Op};
+use super::prim::is_elementwise_prim;
+use crate::op::{is_elementwise, is_reduction, OpKind};
 use crate::types::ValueId;
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
 
 /// One generated kernel (see the module doc).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -129,75 +132,15 @@ impl Kernel {
         }
         pro
     }
-
-    /// The kernel's listing (its source on the CPU, where the backend
-    /// evaluates the body itself). `names` names the scalar parameters.
-    pub fn listing(&self, names: Names<'_>) -> String {
-        let loads: Vec<String> = (0..self.num_inputs()).map(|i| format!("in{i}")).collect();
-        let mut s = format!("kernel {}({}) {{\n", self.name, loads.join(", "));
-        for n in &self.body {
-            let _ = writeln!(s, "    {}", names.node_line(n));
-        }
-        let outs: Vec<String> = self.outs().map(|v| v.to_string()).collect();
-        let _ = writeln!(s, "    store {}\n}}", outs.join(", "));
-        s
-    }
 }
 
-/// Whether `op` is a reduction a kernel body may hold (one at most): it
-/// folds the rows of its operand into one value each (`softmax` and
-/// `log_softmax`: normalises each row).
-pub fn is_reduction(op: OpKind) -> bool {
-    use OpKind::*;
-    matches!(op, Sum | Mean | SumDim | MeanDim | AmaxDim | VarDim | Softmax | LogSoftmax)
-}
-
-/// Whether a kernel body may compute `op`: elementwise ops whose result at
-/// each position depends only on their operands at that position, and
-/// which draw no random numbers. Comparisons give bool values, `where_`
-/// selects, `to_dtype` casts; operands of different dtypes promote as in
-/// eager (the runtime decides per call which dtypes it fuses).
-pub fn is_elementwise(op: OpKind) -> bool {
-    use OpKind::*;
-    matches!(
-        op,
-        Add | Sub
-            | Eq
-            | Ne
-            | Lt
-            | Le
-            | Gt
-            | Ge
-            | Where
-            | ToDtype
-            | Mul
-            | Div
-            | Pow
-            | Maximum
-            | Minimum
-            | Neg
-            | Exp
-            | Log
-            | Sqrt
-            | Rsqrt
-            | Abs
-            | Sin
-            | Cos
-            | Tanh
-            | Sigmoid
-            | Relu
-            | Gelu
-            | Silu
-            | Reciprocal
-            | Square
-            | Log1p
-            | Expm1
-    )
-}
-
-/// Whether a kernel body may compute the backward primitive `p`: only
-/// `cast_like` (a cast to another value's dtype, which reads nothing of
-/// that value but its dtype) and `opmath` (a cast of f16/bf16 to f32).
-pub fn is_elementwise_prim(p: &Prim) -> bool {
-    matches!(p, Prim::CastLike | Prim::OpMath)
+/// Whether the scheduler (`kernel::schedule`) fuses `n` into a kernel (an elementwise op or a
+/// reduction with a result).
+pub(crate) fn fusible(n: &Node) -> bool {
+    let op_ok = match &n.op {
+        Op::Dsl { op, check_alias: None } => is_elementwise(*op) || is_reduction(*op),
+        Op::Prim(p) => is_elementwise_prim(p),
+        _ => false,
+    };
+    op_ok && n.out.is_some()
 }
