@@ -3,7 +3,7 @@
 //! at compile time) and the runtime (which completes their results per call).
 //!
 //! Modules, bottom to top; each uses only modules of the layers below it
-//! (`LAYERS` lists the same):
+//! (docs/architecture.md draws the same, and a test checks it):
 //! 1. [`types`], [`op`] (the op table and the op classes), [`schema`]
 //! 2. [`graph`]: the IR's data: graphs, nodes, primitives, and what nodes
 //!    embed (kernels, calls and loops)

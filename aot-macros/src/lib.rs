@@ -3,8 +3,8 @@
 //! cannot work with errors on the user's own tokens, and emits the function
 //! plus `NAME::compiled()`.
 //!
-//! Modules, bottom to top (each uses only those below it; `LAYERS` lists
-//! the same):
+//! Modules, bottom to top (each uses only those below it; docs/architecture.md
+//! draws the same, and a test checks it):
 //! 1. `diag` (spanned errors, respanning), `tree` (the derive)
 //! 2. `ast`
 //! 3. `valid`
