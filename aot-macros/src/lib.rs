@@ -12,7 +12,7 @@
 //! 5. `expand`
 //! 6. `tests` (the unit tests, of every step)
 //!
-//! The pipeline has one file per step: `ast` parses the body into the
+//! The pipeline has one module per step: `ast` parses the body into the
 //! DSL's syntax tree, `valid` checks the signature and every call against
 //! the op table, `lower` builds the IR, and `expand` runs the analyses
 //! and emits the code. Use it through `aot_runtime::aot_fn`.
