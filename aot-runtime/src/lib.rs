@@ -59,7 +59,6 @@ pub use wrappers::subclass;
 /// The DSL reference, with every op, parameter and return form, is the
 /// [`dsl`] module.
 pub use aot_macros::aot_fn;
-pub use autograd::{is_grad_enabled, no_grad, NoGradGuard};
 pub use compiled::{Arg, CallReport, CompiledFn, KernelSource};
 pub use device::Device;
 pub use dtype::{DType, Scalar, WithDType};
@@ -67,6 +66,7 @@ pub use error::{AotError, Result};
 pub use ops::{manual_seed, rng_state, set_rng_state, Operand};
 pub(crate) use storage::dispatch_cpu;
 pub use tensor::Tensor;
+pub use tensor::{is_grad_enabled, no_grad, NoGradGuard};
 pub use tree::TensorTree;
 
 /// `use aot_runtime::prelude::*;` brings what user code needs.

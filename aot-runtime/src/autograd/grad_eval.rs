@@ -15,12 +15,12 @@
 
 use super::prims::{eval_prim, is_shape_only_arg, meta_of};
 use super::view_prims::eval_view_prim;
-use super::SavedTensor;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::executor::dispatch::{self, ArgGeometrySource, Values};
 use crate::layout::Layout;
+use crate::tensor::SavedTensor;
 use crate::tensor::Tensor;
 use aot_ir::transform::grad_rules::{mutate_vjp, op_vjp, GradBuilder, MutateSite, OutRef, Prim, RuleError};
 use aot_ir::transform::ChainStep;

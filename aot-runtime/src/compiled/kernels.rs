@@ -18,11 +18,11 @@
 
 use super::CompiledFn;
 use crate::arg::Arg;
-use crate::autograd::is_grad_enabled;
 use crate::backend::{Distribution, OpKernels};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
+use crate::tensor::is_grad_enabled;
 use crate::tensor::Tensor;
 use aot_ir::kernel::random::{render_random, RandomKind};
 use aot_ir::kernel::render::{render_cuda_typed, KernelDType, KernelTypes, ScalarSlots};

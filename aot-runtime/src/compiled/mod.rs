@@ -64,8 +64,8 @@ pub use graph_signature::{BackwardSignature, GraphSignature};
 pub use kernels::KernelSource;
 pub use report::CallReport;
 
-use crate::autograd::is_grad_enabled;
 use crate::error::{AotError, Result};
+use crate::tensor::is_grad_enabled;
 use crate::tensor::Tensor;
 use crate::wrappers::dedupe::AOTDedupeWrapper;
 use crate::wrappers::synthetic_base::AOTSyntheticBaseWrapper;
@@ -430,7 +430,7 @@ impl CompiledFn {
         // Not a block returning the pair: the value table and the checked
         // writes are held inline, and moving them cost a tiny call more
         // than the work they describe.
-        let no_grad = crate::autograd::NoGradGuard::new();
+        let no_grad = crate::tensor::NoGradGuard::new();
         let deferred = plan.runtime.deferred(&bases, |p| probe.geom(p));
         if deferred.is_none() {
             if let Some(outs) = self.run_in_place(plan, args, &bases, &scalars)? {
@@ -479,7 +479,7 @@ impl CompiledFn {
         let Some(checked) = r.ready(bases, scalars) else { return Ok(None) };
         let mut env = crate::executor::functional::Env::new(plan.graph.num_values);
         let ran = {
-            let _no_grad = crate::autograd::NoGradGuard::new();
+            let _no_grad = crate::tensor::NoGradGuard::new();
             r.run(&checked, &mut env)?
         };
         if !ran {

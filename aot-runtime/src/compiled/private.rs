@@ -1,7 +1,7 @@
 //! Items the generated code and the tests use; not part of the API.
 
 use crate::arg::Arg;
-pub use crate::autograd::saved_storage_bytes;
+pub use crate::tensor::saved_storage_bytes;
 
 /// How many backward stages of training plans were compiled (on their
 /// first `backward()`, `AutogradLazyBackwardCompileInfo`), in this

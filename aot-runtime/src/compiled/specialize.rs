@@ -37,9 +37,9 @@
 
 use super::overlaps::mark_overlaps;
 use crate::arg::Arg;
-use crate::autograd::is_grad_enabled;
 use crate::error::Result;
 use crate::executor::fast::Geom;
+use crate::tensor::is_grad_enabled;
 use crate::tensor::Tensor;
 use crate::wrappers::{AliasPattern, ArgAlias, CallPlan};
 use aot_ir::{Graph, StaticMeta};

@@ -39,7 +39,7 @@ pub(crate) fn over_dying<G: super::dispatch::ArgGeometrySource + ?Sized>(
 ) -> Option<crate::error::Result<Tensor>> {
     let kind = out_of_place_kind(op)?;
     let (IrArg::Tensor(c), operand) = (node_args.first()?, node_args.get(2)?) else { return None };
-    if node_args.len() != 3 || crate::autograd::is_grad_enabled() {
+    if node_args.len() != 3 || crate::tensor::is_grad_enabled() {
         return None;
     }
     let p = env.get(c.index())?.as_ref()?;

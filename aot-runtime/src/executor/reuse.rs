@@ -16,13 +16,13 @@
 
 use super::kernel::binary_op;
 use super::liveness::Liveness;
-use crate::autograd::is_grad_enabled;
 use crate::autograd::prims::scalar;
 use crate::backend::{FusedProgram, FusedRhs, FusedStep};
 use crate::error::Result;
 use crate::layout::{elementwise_layout, Layout};
 use crate::ops::binary::scalar_result_layout;
 use crate::storage::Storage;
+use crate::tensor::is_grad_enabled;
 use crate::tensor::Tensor;
 use aot_ir::{Arg as IrArg, Node, OpKind, ScalarValue, ValueId};
 use std::sync::atomic::{AtomicU64, Ordering};

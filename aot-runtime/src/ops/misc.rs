@@ -1,12 +1,12 @@
 //! Copies, casts, `*_like` constructors and the random ops.
 
-use crate::autograd::{record, BackwardOp, SavedTensor};
 use crate::backend::{Distribution, Rng};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{preserve_layout, Layout};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+use crate::tensor::{record, BackwardOp, SavedTensor};
 use std::cell::Cell;
 use std::sync::Mutex;
 
@@ -176,7 +176,7 @@ impl Tensor {
             return Err(AotError::dtype("dropout", format!("dropout is only defined for floating dtypes, got {}", self.dtype())));
         }
         let mask = self.dropout_mask(p)?;
-        let out = crate::autograd::with_grad_mode(false, || self.mul(&mask))?;
+        let out = crate::tensor::with_grad_mode(false, || self.mul(&mask))?;
         record(&out, &[Some(self)], || Ok(BackwardOp::Dropout { mask: SavedTensor::save(&mask) }))?;
         Ok(out)
     }

@@ -24,7 +24,6 @@ pub(crate) use loss::nll_loss_grad;
 pub(crate) use misc::{constant_dropout_mask, rng_restore, rng_snapshot, with_private_rng, with_rng};
 pub use misc::{manual_seed, rng_state, set_rng_state};
 pub(crate) use scan::cumsum_rev;
-pub(crate) use view::ViewOp;
 
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};

@@ -26,11 +26,11 @@
 
 use crate::arg::Arg;
 use crate::arg::Bases;
-use crate::autograd::NoGradGuard;
 use crate::compiled::__private::Outputs;
 use crate::error::{AotError, Result};
 use crate::executor::deferred::Ready;
 use crate::executor::functional::{get, Env};
+use crate::tensor::NoGradGuard;
 use crate::tensor::Tensor;
 use crate::wrappers::autograd_fn::{arg, hidden, inplace_refused};
 use aot_ir::transform::joint::{JointGraph, OutputKind};
@@ -51,7 +51,7 @@ pub(crate) fn apply(
     deferred: Option<&Ready>,
 ) -> Result<Outputs> {
     // With grad mode off (the caller's), only views pass `requires_grad` on.
-    let grad_mode_off = !crate::autograd::is_grad_enabled();
+    let grad_mode_off = !crate::tensor::is_grad_enabled();
     let _no_grad = NoGradGuard::new();
     let arg_rg = |p: usize| args.get(p).and_then(Arg::tensor).is_some_and(Tensor::requires_grad);
     // An alias of an input that requires grad, which eager made from a
