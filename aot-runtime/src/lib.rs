@@ -45,6 +45,7 @@ pub mod device;
 pub mod dsl;
 pub mod dtype;
 pub mod error;
+pub(crate) mod eval;
 pub(crate) mod executor;
 pub mod layout;
 pub mod ops;

@@ -13,12 +13,12 @@
 //! tensor semantics); of inputs whose metadata alone was kept, the rule may
 //! read only the shape and dtype.
 
-use super::prims::{eval_prim, is_shape_only_arg, meta_of};
-use super::view_prims::eval_view_prim;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
-use crate::executor::dispatch::{self, ArgGeometrySource, Values};
+use crate::eval::dispatch::{self, ArgGeometrySource, Values};
+use crate::eval::prims::{eval_prim, is_shape_only_arg, meta_of};
+use crate::eval::view_prims::eval_view_prim;
 use crate::layout::Layout;
 use crate::tensor::SavedTensor;
 use crate::tensor::Tensor;

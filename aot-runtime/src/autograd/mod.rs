@@ -21,8 +21,6 @@ pub(crate) mod backprop;
 mod eager_rules;
 mod engine;
 pub(crate) mod grad_eval;
-pub(crate) mod prims;
-pub(crate) mod view_prims;
 
 #[doc(hidden)]
 pub use crate::tensor::saved_storage_bytes;

@@ -239,7 +239,7 @@ pub(crate) fn copy_storage(dst: &Tensor, src: &Tensor) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::executor::dispatch::exec_node;
+    use crate::eval::dispatch::exec_node;
     use crate::tensor::NoGradGuard;
     use aot_ir::ValueId;
 

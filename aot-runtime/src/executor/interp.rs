@@ -33,12 +33,12 @@
 //! failed (a `reshape`/`contiguous` that aliased otherwise than the plan
 //! assumed) stops the run with [`Stop::Fallback`] before it is stored.
 
-use super::dispatch::{exec, exec_node, replay, ArgGeometrySource, Values};
 use super::liveness::Liveness;
 use crate::arg::{scalar_values, Arg, Bases};
-use crate::autograd::prims::{eval_prim, scalar};
-use crate::autograd::view_prims::eval_view_prim;
 use crate::error::{AotError, Result};
+use crate::eval::dispatch::{exec, exec_node, replay, ArgGeometrySource, Values};
+use crate::eval::prims::{eval_prim, scalar};
+use crate::eval::view_prims::eval_view_prim;
 use crate::layout::Layout;
 use crate::tensor::NoGradGuard;
 use crate::tensor::Tensor;

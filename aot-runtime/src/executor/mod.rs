@@ -1,8 +1,8 @@
 //! The executors: they run a graph of each stage with the eager kernels.
 //!
-//! - [`dispatch`]: the one place an `OpKind` meets its eager op; every
-//!   executor below (and eager backward's gradient rules) runs its ops
-//!   through it, and replays view chains with it.
+//! Every executor runs its ops through the evaluation layer
+//! (`crate::eval`: the dispatcher, and the gradient rules' primitives).
+//!
 //! - [`interp`]: the one interpreter, which runs the nodes of every stage
 //!   (source, functional, joint), parameterised by the stage's switches;
 //!   it also runs the source graph on the real arguments (the eager
@@ -28,7 +28,6 @@
 //! wrappers (`crate::wrappers`) and `crate::compiled` call them.
 
 pub(crate) mod deferred;
-pub(crate) mod dispatch;
 pub(crate) mod fast;
 pub(crate) mod fresh;
 pub(crate) mod functional;

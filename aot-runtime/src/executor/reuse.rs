@@ -16,9 +16,9 @@
 
 use super::kernel::binary_op;
 use super::liveness::Liveness;
-use crate::autograd::prims::scalar;
 use crate::backend::{FusedProgram, FusedRhs, FusedStep};
 use crate::error::Result;
+use crate::eval::prims::scalar;
 use crate::layout::{elementwise_layout, Layout};
 use crate::ops::binary::scalar_result_layout;
 use crate::storage::Storage;

@@ -1,6 +1,6 @@
 //! The backward-only primitives of `aot_ir`'s gradient rules that only
 //! reshape, cast or reduce a gradient ([`Prim`]), evaluated on tensors.
-//! Shared by the eager engine (through [`super::grad_eval`]) and the
+//! Shared by the eager engine (through `autograd::grad_eval`) and the
 //! compiled executor (`executor::joint`), which evaluates the view
 //! primitives and dropout's mask itself.
 
