@@ -46,7 +46,6 @@ mod overlaps;
 mod reference;
 mod report;
 mod shadow;
-pub(crate) mod shape_prop;
 pub(crate) mod specialize;
 mod tangents;
 #[cfg(test)]
