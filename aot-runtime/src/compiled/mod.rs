@@ -32,7 +32,7 @@
 //! (`executor/fast.rs`), an in-place write of an input that nothing
 //! else reads waits for the epilogue instead of being made on a copy
 //! (`executor/deferred.rs`), and the outputs come back in a list held
-//! inline (`outputs.rs`), from which the generated code takes them.
+//! inline (`executor/outputs.rs`), from which the generated code takes them.
 
 mod boundary;
 mod graph_signature;
@@ -41,7 +41,6 @@ pub(crate) mod kernels;
 pub(crate) mod last_call;
 mod loops;
 mod observe;
-mod outputs;
 mod overlaps;
 mod reference;
 mod report;
@@ -64,13 +63,13 @@ pub use kernels::KernelSource;
 pub use report::CallReport;
 
 use crate::error::{AotError, Result};
+use crate::executor::outputs::Outputs;
 use crate::tensor::is_grad_enabled;
 use crate::tensor::Tensor;
 use crate::wrappers::dedupe::AOTDedupeWrapper;
 use crate::wrappers::synthetic_base::AOTSyntheticBaseWrapper;
 use crate::wrappers::Mutations;
 use aot_ir::{ArgFacts, CallFacts, Graph, StaticMeta, ViewAndMutationMeta};
-use outputs::Outputs;
 use specialize::SpecCache;
 use std::sync::Arc;
 

@@ -260,7 +260,7 @@ fn load_variants(fns: Vec<CompiledFn>, switch_args: &[usize]) -> CompiledFn {
     f
 }
 
-pub use super::outputs::Outputs;
+pub use crate::executor::outputs::Outputs;
 
 /// Checks that a call produced the declared number of outputs (the
 /// generated code then [`take`](Outputs::take)s each).

@@ -35,5 +35,6 @@ pub(crate) mod interp;
 pub(crate) mod joint;
 pub(crate) mod kernel;
 pub(crate) mod liveness;
+pub(crate) mod outputs;
 pub(crate) mod reuse;
 pub(crate) mod values;

@@ -26,10 +26,10 @@
 
 use crate::arg::Arg;
 use crate::arg::Bases;
-use crate::compiled::__private::Outputs;
 use crate::error::{AotError, Result};
 use crate::executor::deferred::Ready;
 use crate::executor::functional::{get, Env};
+use crate::executor::outputs::Outputs;
 use crate::tensor::NoGradGuard;
 use crate::tensor::Tensor;
 use crate::wrappers::autograd_fn::{arg, hidden, inplace_refused};

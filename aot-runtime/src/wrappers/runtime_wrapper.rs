@@ -10,11 +10,11 @@
 
 use super::epilogue;
 use crate::arg::{Arg, Bases};
-use crate::compiled::__private::Outputs;
 use crate::error::Result;
 use crate::executor::deferred::{Deferred, Ready};
 use crate::executor::fast::Geom;
 use crate::executor::functional::Env;
+use crate::executor::outputs::Outputs;
 use aot_ir::transform::FunctionalGraph;
 use aot_ir::StaticMeta;
 
