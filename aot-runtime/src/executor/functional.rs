@@ -15,13 +15,13 @@ use aot_ir::transform::FunctionalGraph;
 use aot_ir::{Graph, ScalarValue};
 
 /// The values of a finished run, indexed by functional value.
-pub(crate) use super::values::Env;
+pub(crate) use super::value_table::Env;
 
 pub(crate) use super::interp::get;
 
 /// Executes `fg` in its kernel stage `kernels`, dropping each value after
 /// its last use (`live`), but for the nodes `skip` marks (by their index
-/// in `fg`: writes deferred to the epilogue, `deferred.rs`). `Ok(None)`: a
+/// in `fg`: writes deferred to the epilogue, `deferred_writes.rs`). `Ok(None)`: a
 /// `reshape`/`contiguous` did not alias as the pass assumed; nothing was
 /// written, and the caller must take the reference path.
 pub(crate) fn execute(

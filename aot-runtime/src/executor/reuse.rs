@@ -105,7 +105,7 @@ pub(crate) fn elementwise(
 }
 
 /// A fresh write's new version, `op(p, x)` with the out-of-place `op` of
-/// the write (`fresh.rs`), over the buffer of `p` (`k == 0`: the root
+/// the write (`out_of_place_writes.rs`), over the buffer of `p` (`k == 0`: the root
 /// version it replaces) or of its tensor operand `x` (`k == 1`), when
 /// that buffer has `p`'s layout.
 pub(crate) fn fresh(

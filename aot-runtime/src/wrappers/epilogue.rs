@@ -4,7 +4,7 @@
 //! - Data mutations: the final version of each written input group is
 //!   copied back over the caller's storage (`copy_`), or is already there
 //!   (a kernel stored it in place: `executor/kernel/inplace.rs`), or, for a write
-//!   deferred to here (`executor/deferred.rs`), the write itself runs on
+//!   deferred to here (`executor/deferred_writes.rs`), the write itself runs on
 //!   the caller's tensor. A group's version
 //!   has the caller's geometry on a copy of the whole storage, so copying
 //!   storage to storage is exact, whatever views were written.
@@ -27,7 +27,7 @@
 use crate::arg::Arg;
 use crate::arg::Bases;
 use crate::error::{AotError, Result};
-use crate::executor::deferred::Ready;
+use crate::executor::deferred_writes::Ready;
 use crate::executor::functional::{get, Env};
 use crate::executor::outputs::Outputs;
 use crate::tensor::NoGradGuard;
@@ -90,7 +90,7 @@ pub(crate) fn apply(
             SWAPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             continue;
         }
-        if !crate::executor::fast::copy_storage(&dst, src) {
+        if !crate::executor::direct_kernels::copy_storage(&dst, src) {
             dst.storage_as_1d().copy_(&src.storage_as_1d())?;
         }
         COPIED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

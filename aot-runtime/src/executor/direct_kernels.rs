@@ -12,7 +12,7 @@
 //! The operands are checked once, here (dtype, shape, density, bounds), and
 //! the backend's dense primitives (`Backend::binary_dense`,
 //! `binary_assign_dense`) take the checked runs as they are. A deferred
-//! write (`deferred.rs`) is checked before the plan runs, from the
+//! write (`deferred_writes.rs`) is checked before the plan runs, from the
 //! geometry the guard key's pass read ([`Geom`]) where it has one, and
 //! written by the epilogue through the runs that check found.
 //!
