@@ -4,7 +4,7 @@
 //! off (the engine runs backward under `NoGradGuard`). The joint graph is
 //! built from the very same rules, so eager and compiled gradients are the
 //! same formulas, op for op, and both run each op through the one
-//! dispatcher (`crate::executor::dispatch`).
+//! dispatcher (`crate::eval::dispatch`).
 //!
 //! A rule reads the recorded op's inputs and output through [`Slot`]s:
 //! values saved at record time are read through their version check only

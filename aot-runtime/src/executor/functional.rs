@@ -4,7 +4,7 @@
 //! Nothing here writes a caller's tensor: input groups are read through
 //! their bases and copied (`Cow`) before their first write, so an error at
 //! any node leaves every input as it was. The epilogue
-//! ([`crate::wrappers::epilogue`]) applies the effects afterwards.
+//! (`wrappers/epilogue.rs`) applies the effects afterwards.
 
 use super::interp::{run, Blame, Ctx, Inputs, Mode, Stop, Track};
 use super::liveness::Liveness;
