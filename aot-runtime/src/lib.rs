@@ -46,6 +46,7 @@ pub mod device;
 pub mod dsl;
 pub mod dtype;
 pub mod error;
+pub(crate) mod eval;
 pub(crate) mod executor;
 mod host_alloc;
 pub mod layout;
@@ -61,7 +62,6 @@ pub use wrappers::subclass;
 /// The DSL reference, with every op, parameter and return form, is the
 /// [`dsl`] module.
 pub use aot_macros::aot_fn;
-pub use autograd::{is_grad_enabled, no_grad, NoGradGuard};
 pub(crate) use backend::dispatch_cpu;
 pub use compiled::{Arg, CallReport, CompiledFn, KernelSource};
 pub use device::Device;
@@ -69,6 +69,7 @@ pub use dtype::{DType, Scalar, WithDType};
 pub use error::{AotError, Result};
 pub use ops::{manual_seed, rng_state, set_rng_state, Operand};
 pub use tensor::Tensor;
+pub use tensor::{is_grad_enabled, no_grad, NoGradGuard};
 pub use tree::TensorTree;
 
 /// `use aot_runtime::prelude::*;` brings what user code needs.

@@ -1,6 +1,6 @@
 //! Sizes of tensors the body computes (`logits.size(-1)`), and of a
 //! parameter after an in-place change of its shape: propagated from the
-//! call's argument shapes at call time (`compiled/shape_prop.rs`). Each
+//! call's argument shapes at call time (`arg/shape_prop.rs`). Each
 //! compiled call is checked against the same ops run eagerly, over calls
 //! of different shapes through one specialisation, with gradients, in a
 //! callee, and with shapes that do not fit (an error before anything is

@@ -53,7 +53,7 @@ pub struct Graph {
     /// The sizes the body reads of tensors it computes (`h.size(-1)`), in
     /// [`ScalarExpr::ValueSize`] order. A call's scalar values hold entry
     /// `k` at `params.len() + sizes.len() + k`; shape propagation computes
-    /// them from the arguments' shapes (aot-runtime's `compiled/shape_prop.rs`).
+    /// them from the arguments' shapes (aot-runtime's `arg/shape_prop.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub value_sizes: Vec<ValueSizeRead>,
 }

@@ -16,13 +16,14 @@
 //!
 //! Every other recorded op goes through [`super::grad_eval`].
 
-use super::backprop::{second_backward, BackwardOp};
+use super::backprop::second_backward;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use crate::ops::ViewOp;
 use crate::storage::Storage;
+use crate::tensor::BackwardOp;
 use crate::tensor::Tensor;
+use crate::tensor::ViewOp;
 
 impl BackwardOp {
     /// Input gradients for output gradient `g` of an op the shared table

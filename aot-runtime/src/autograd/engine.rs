@@ -7,10 +7,10 @@
 //! any other is copied into the leaf's layout.
 
 use super::backprop::second_backward;
-use super::{Edge, NoGradGuard, Node};
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
+use crate::tensor::{Edge, NoGradGuard, Node};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -4,7 +4,7 @@
 //! off (the engine runs backward under `NoGradGuard`). The joint graph is
 //! built from the very same rules, so eager and compiled gradients are the
 //! same formulas, op for op, and both run each op through the one
-//! dispatcher (`crate::executor::dispatch`).
+//! dispatcher (`crate::eval::dispatch`).
 //!
 //! A rule reads the recorded op's inputs and output through [`Slot`]s:
 //! values saved at record time are read through their version check only
@@ -13,14 +13,14 @@
 //! tensor semantics); of inputs whose metadata alone was kept, the rule may
 //! read only the shape and dtype.
 
-use super::prims::{eval_prim, is_shape_only_arg, meta_of};
-use super::view_prims::eval_view_prim;
-use super::SavedTensor;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
-use crate::executor::dispatch::{self, ArgGeometrySource, Values};
+use crate::eval::dispatch::{self, ArgGeometrySource, Values};
+use crate::eval::prims::{eval_prim, is_shape_only_arg, meta_of};
+use crate::eval::view_prims::eval_view_prim;
 use crate::layout::Layout;
+use crate::tensor::SavedTensor;
 use crate::tensor::Tensor;
 use aot_ir::transform::grad_rules::{mutate_vjp, op_vjp, GradBuilder, MutateSite, OutRef, Prim, RuleError};
 use aot_ir::transform::ChainStep;

@@ -108,7 +108,7 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
     fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self>;
     /// `a op b` over two dense runs, `self[ra]` and `rhs[rb]` (one length,
     /// one dtype), into a new dense buffer: the kernel of a compiled call's
-    /// direct steps (`executor/fast.rs`), which checked the operands once
+    /// direct steps (`executor/direct_kernels.rs`), which checked the operands once
     /// (dtype, shape, contiguity, bounds), so nothing is re-derived here
     /// from layouts. Serves add/sub/mul/div of f32 and f64; other operands
     /// are an error (never a panic), and the caller runs the eager op.

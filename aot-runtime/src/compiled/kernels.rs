@@ -18,11 +18,11 @@
 
 use super::CompiledFn;
 use crate::arg::Arg;
-use crate::autograd::is_grad_enabled;
 use crate::backend::kernel_record::{self, Ran, RanKernel};
 pub use crate::backend::KernelSource;
 use crate::device::Device;
 use crate::error::{AotError, Result};
+use crate::tensor::is_grad_enabled;
 use crate::tensor::Tensor;
 use aot_ir::kernel::random::render_random;
 use aot_ir::kernel::render::{render_cuda_typed, KernelDType, KernelTypes, ScalarSlots};

@@ -18,8 +18,8 @@
 
 use super::specialize::{ProbeKey, SpecCache, Specialization, INLINE_ARGS};
 use crate::arg::Arg;
-use crate::autograd::is_grad_enabled;
 use crate::error::Result;
+use crate::tensor::is_grad_enabled;
 use crate::tensor::Tensor;
 use aot_ir::{Graph, StaticMeta};
 use std::sync::atomic::{AtomicU64, Ordering};

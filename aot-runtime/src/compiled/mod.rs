@@ -23,30 +23,28 @@
 //! dedupe and synthetic-base decisions. The few calls those paths do not
 //! model (arguments in unusual autograd states, program shapes the joint
 //! graph does not cover yet) run the transactional eager reference
-//! (`reference.rs`). [`CompiledFn::run_eager`] is the reference the
+//! (`eager_fallback.rs`). [`CompiledFn::run_eager`] is the reference the
 //! compiled paths are tested against.
 //!
 //! An inference call's fixed cost is kept small: the guard key is computed
 //! on the stack in one pass over the arguments (`specialize.rs`), small
 //! elementwise nodes and the plan's copies run direct kernels
-//! (`executor/fast.rs`), an in-place write of an input that nothing
+//! (`executor/direct_kernels.rs`), an in-place write of an input that nothing
 //! else reads waits for the epilogue instead of being made on a copy
-//! (`executor/deferred.rs`), and the outputs come back in a list held
-//! inline (`outputs.rs`), from which the generated code takes them.
+//! (`executor/deferred_writes.rs`), and the outputs come back in a list held
+//! inline (`executor/outputs.rs`), from which the generated code takes them.
 
+mod alias_fallback;
 mod boundary;
+mod eager_fallback;
 mod graph_signature;
 mod inline;
 pub(crate) mod kernels;
 pub(crate) mod last_call;
 mod loops;
-mod observe;
-mod outputs;
+mod observation_run;
 mod overlaps;
-mod reference;
 mod report;
-mod shadow;
-pub(crate) mod shape_prop;
 pub(crate) mod specialize;
 mod tangents;
 #[cfg(test)]
@@ -64,14 +62,14 @@ pub use graph_signature::{BackwardSignature, GraphSignature};
 pub use kernels::KernelSource;
 pub use report::CallReport;
 
-use crate::autograd::is_grad_enabled;
 use crate::error::{AotError, Result};
+use crate::executor::outputs::Outputs;
+use crate::tensor::is_grad_enabled;
 use crate::tensor::Tensor;
 use crate::wrappers::dedupe::AOTDedupeWrapper;
 use crate::wrappers::synthetic_base::AOTSyntheticBaseWrapper;
 use crate::wrappers::Mutations;
 use aot_ir::{ArgFacts, CallFacts, Graph, StaticMeta, ViewAndMutationMeta};
-use outputs::Outputs;
 use specialize::SpecCache;
 use std::sync::Arc;
 
@@ -82,7 +80,7 @@ pub struct CompiledFn {
     graph: Graph,
     meta: StaticMeta,
     cache: Arc<SpecCache>,
-    /// The function may write an argument (`reference::may_write`),
+    /// The function may write an argument (`eager_fallback::may_write`),
     /// decided once: every call asks.
     may_write: bool,
     /// Set for functions with struct parameters: how their fields become
@@ -114,7 +112,7 @@ impl CompiledFn {
             });
         }
         let meta = StaticMeta::compute(&graph);
-        let may_write = reference::may_write(&graph, &meta);
+        let may_write = eager_fallback::may_write(&graph, &meta);
         Ok(CompiledFn { graph, meta, cache: Arc::default(), may_write, boundary: None, variants: None, loops: None, broken: None })
     }
 
@@ -222,7 +220,7 @@ impl CompiledFn {
     /// arguments are the very same tensor (all read from the call's guard
     /// key). Where the template's answer depends on the arguments' shapes,
     /// layouts or dtypes, and for the `traced_tangents` when some input
-    /// requires grad, one run on copies of the arguments (`observe.rs`)
+    /// requires grad, one run on copies of the arguments (`observation_run.rs`)
     /// supplies what PyTorch learns by running the function.
     ///
     /// The dedupe and synthetic-base decisions are those of the plan a
@@ -334,7 +332,7 @@ impl CompiledFn {
         }
         // Running on copies draws random numbers: from a private copy of
         // the generator, so that explaining a call consumes nothing.
-        let run = crate::ops::with_private_rng(|| observe::CopyRun::new(&self.graph, args));
+        let run = crate::ops::with_private_rng(|| observation_run::CopyRun::new(&self.graph, args));
         // A run that fails leaves the template's answer (the call fails too).
         let Some(run) = run else { return fw_metadata };
         // A matmul's `_unsafe_view` output matters only in a call that
@@ -430,7 +428,7 @@ impl CompiledFn {
         // Not a block returning the pair: the value table and the checked
         // writes are held inline, and moving them cost a tiny call more
         // than the work they describe.
-        let no_grad = crate::autograd::NoGradGuard::new();
+        let no_grad = crate::tensor::NoGradGuard::new();
         let deferred = plan.runtime.deferred(&bases, |p| probe.geom(p));
         if deferred.is_none() {
             if let Some(outs) = self.run_in_place(plan, args, &bases, &scalars)? {
@@ -460,7 +458,7 @@ impl CompiledFn {
                 if args.iter().any(|a| a.tensor().is_some_and(Tensor::requires_grad)) {
                     return self.run_reference(args).map(Outputs::from);
                 }
-                shadow::run(&self.graph, &self.meta, args).map(Outputs::from)
+                alias_fallback::run(&self.graph, &self.meta, args).map(Outputs::from)
             }
         }
     }
@@ -479,7 +477,7 @@ impl CompiledFn {
         let Some(checked) = r.ready(bases, scalars) else { return Ok(None) };
         let mut env = crate::executor::functional::Env::new(plan.graph.num_values);
         let ran = {
-            let _no_grad = crate::autograd::NoGradGuard::new();
+            let _no_grad = crate::tensor::NoGradGuard::new();
             r.run(&checked, &mut env)?
         };
         if !ran {
@@ -499,18 +497,18 @@ impl CompiledFn {
     }
 
     /// The eager reference for a call that records gradients (shadows carry
-    /// no autograd state), after a dry run on replicas (`reference.rs`).
+    /// no autograd state), after a dry run on replicas (`eager_fallback.rs`).
     fn run_reference(&self, args: &[Arg]) -> Result<Vec<Tensor>> {
-        reference::run(&self.graph, &self.meta, args)
+        eager_fallback::run(&self.graph, &self.meta, args)
     }
 
     /// An argument in an autograd state the compiled paths do not model,
-    /// when the function may write an argument (`reference.rs`).
+    /// when the function may write an argument (`eager_fallback.rs`).
     fn unusual_autograd_state(&self, args: &[Arg]) -> Option<(usize, &'static str)> {
         if !is_grad_enabled() || !self.may_write {
             return None;
         }
-        reference::unusual_autograd_state(args)
+        eager_fallback::unusual_autograd_state(args)
     }
 
     /// A call records history only when an op run with grad mode on reads
@@ -594,5 +592,5 @@ impl std::ops::Deref for Picked<'_> {
 /// Support for the code `#[aot_fn]` generates, and hooks for the
 /// project's own tests. Not a public API.
 #[doc(hidden)]
-#[path = "private.rs"]
+#[path = "private_api.rs"]
 pub mod __private;

@@ -27,7 +27,7 @@
 //! was evicted simply builds its specialisation again. A hit computes the
 //! key on the stack (up to [`INLINE_ARGS`] arguments), hashes it, compares
 //! it with the cached key and allocates nothing. The same pass keeps each
-//! dense argument's geometry (`executor::fast::Geom`, read under the same
+//! dense argument's geometry (`executor::direct_kernels::Geom`, read under the same
 //! look at the tensor's state), which the plan's checks of deferred writes
 //! use instead of locking the tensors again. The exceptions: a
 //! function that mutates an input, called with distinct arguments sharing
@@ -37,9 +37,9 @@
 
 use super::overlaps::mark_overlaps;
 use crate::arg::Arg;
-use crate::autograd::is_grad_enabled;
 use crate::error::Result;
-use crate::executor::fast::Geom;
+use crate::executor::direct_kernels::Geom;
+use crate::tensor::is_grad_enabled;
 use crate::tensor::Tensor;
 use crate::wrappers::{AliasPattern, ArgAlias, CallPlan};
 use aot_ir::{Graph, StaticMeta};
@@ -141,7 +141,7 @@ impl ProbeKey {
     /// Computes the key of `args` (of the length given to
     /// [`empty`](Self::empty)) in place, with the alias part when
     /// `with_aliases`. With `check_unusual` it also checks
-    /// `reference::unusual_autograd_state`: each view is checked before
+    /// `eager_fallback::unusual_autograd_state`: each view is checked before
     /// its key is computed (which may regenerate its history), and the
     /// first unusual one stops the computation (`unusual` says which).
     pub(crate) fn fill(&mut self, args: &[Arg], with_aliases: bool, check_unusual: bool) {
@@ -393,7 +393,7 @@ fn autograd_facts(t: &Tensor, check_unusual: bool) -> std::result::Result<Facts,
             return Ok((s.ag.requires_grad || has_fn, !has_fn, s.layout.rank() as u32, Geom::of(&s.layout, t.storage_len()), false));
         }
     }
-    if let Some(why) = check_unusual.then(|| super::reference::unusual_state(t)).flatten() {
+    if let Some(why) = check_unusual.then(|| super::eager_fallback::unusual_state(t)).flatten() {
         return Err(why);
     }
     Ok((t.requires_grad(), t.is_leaf(), t.rank() as u32, None, true))

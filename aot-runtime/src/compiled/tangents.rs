@@ -7,13 +7,13 @@
 //! 3. the intermediate bases of `alias_of_intermediate` outputs.
 //!
 //! PyTorch learns them by tracing with fake tensors. We learn them from the
-//! run of `observe.rs`: eagerly, without grad, on copies of the arguments
+//! run of `observation_run.rs`: eagerly, without grad, on copies of the arguments
 //! that keep their alias structure, so the caller's tensors are untouched.
 //! A mutated input's tangent has the layout its functional value would
 //! have: an out-of-place op on it keeps a dense layout and makes a
 //! non-dense one dense in the same dimension order (`preserve_layout`).
 
-use super::observe::CopyRun;
+use super::observation_run::CopyRun;
 use crate::arg::Arg;
 use crate::layout::preserve_layout;
 use crate::tensor::Tensor;

@@ -1,4 +1,4 @@
-//! Writes deferred to the epilogue (`deferred.rs`): which plans defer, and
+//! Writes deferred to the epilogue (`deferred_writes.rs`): which plans defer, and
 //! that a deferred call leaves outputs, inputs and version counters as
 //! eager does, including when the operands do not qualify at run time and
 //! when a later node fails.

@@ -4,7 +4,7 @@
 //! Nothing here writes a caller's tensor: input groups are read through
 //! their bases and copied (`Cow`) before their first write, so an error at
 //! any node leaves every input as it was. The epilogue
-//! ([`crate::wrappers::epilogue`]) applies the effects afterwards.
+//! (`wrappers/epilogue.rs`) applies the effects afterwards.
 
 use super::interp::{run, Blame, Ctx, Inputs, Mode, Stop, Track};
 use super::liveness::Liveness;
@@ -15,13 +15,13 @@ use aot_ir::transform::FunctionalGraph;
 use aot_ir::{Graph, ScalarValue};
 
 /// The values of a finished run, indexed by functional value.
-pub(crate) use super::values::Env;
+pub(crate) use super::value_table::Env;
 
 pub(crate) use super::interp::get;
 
 /// Executes `fg` in its kernel stage `kernels`, dropping each value after
 /// its last use (`live`), but for the nodes `skip` marks (by their index
-/// in `fg`: writes deferred to the epilogue, `deferred.rs`). `Ok(None)`: a
+/// in `fg`: writes deferred to the epilogue, `deferred_writes.rs`). `Ok(None)`: a
 /// `reshape`/`contiguous` did not alias as the pass assumed; nothing was
 /// written, and the caller must take the reference path.
 pub(crate) fn execute(

@@ -28,19 +28,19 @@
 //! nothing else holds (`reuse.rs`); the source stage never does.
 //!
 //! Every node runs under its own `no_grad`. Each op runs through the one
-//! dispatcher ([`super::dispatch`]), or a direct kernel (`fast.rs`) where
+//! dispatcher ([`crate::eval::dispatch`]), or a direct kernel (`direct_kernels.rs`) where
 //! one computes the same and the mode allows it. A node whose assumption
 //! failed (a `reshape`/`contiguous` that aliased otherwise than the plan
 //! assumed) stops the run with [`Stop::Fallback`] before it is stored.
 
-use super::dispatch::{exec, exec_node, replay, ArgGeometrySource, Values};
 use super::liveness::Liveness;
 use crate::arg::{scalar_values, Arg, Bases};
-use crate::autograd::prims::{eval_prim, scalar};
-use crate::autograd::view_prims::eval_view_prim;
-use crate::autograd::NoGradGuard;
 use crate::error::{AotError, Result};
+use crate::eval::dispatch::{exec, exec_node, replay, ArgGeometrySource, Values};
+use crate::eval::prims::{eval_prim, scalar};
+use crate::eval::view_prims::eval_view_prim;
 use crate::layout::Layout;
+use crate::tensor::NoGradGuard;
 use crate::tensor::Tensor;
 use aot_ir::analysis::MatmulShape;
 use aot_ir::transform::grad_rules::Prim;
@@ -53,7 +53,7 @@ use std::borrow::Cow;
 pub(crate) struct Mode {
     /// `Mutate` writes the root version it consumes (else a copy of it).
     pub mutate_in_place: bool,
-    /// Small dense elementwise ops may run a direct kernel (`fast.rs`),
+    /// Small dense elementwise ops may run a direct kernel (`direct_kernels.rs`),
     /// which records no history.
     pub direct_kernels: bool,
     /// An `as_strided` view must stay inside its receiver (else fall back):
@@ -137,7 +137,7 @@ pub(crate) struct Ctx<'a, G: ?Sized> {
     pub scalars: &'a [Option<ScalarValue>],
     /// The arguments' geometry, for `ArgGeometry` steps of view chains.
     pub geometry: &'a G,
-    /// Nodes not to run (writes deferred to the epilogue, `deferred.rs`),
+    /// Nodes not to run (writes deferred to the epilogue, `deferred_writes.rs`),
     /// by their index in the stage before scheduling.
     pub skip: &'a [bool],
     /// Per node, its index before scheduling (`None`: a kernel); empty
@@ -315,7 +315,7 @@ fn step<G: ArgGeometrySource + ?Sized>(
         Op::Cow if fresh && cx.mode.mutate_in_place => Ok(tensor(0)?.clone()),
         Op::Cow => {
             let t = tensor(0)?;
-            Ok(match super::fast::cow(t) {
+            Ok(match super::direct_kernels::cow(t) {
                 Some(copy) => copy,
                 None => copy_storage(t)?,
             })
@@ -328,7 +328,7 @@ fn step<G: ArgGeometrySource + ?Sized>(
             }
         }
         Op::Dsl { op, check_alias } => {
-            let direct = if cx.mode.direct_kernels { super::fast::binary(*op, &node.args, env) } else { None };
+            let direct = if cx.mode.direct_kernels { super::direct_kernels::binary(*op, &node.args, env) } else { None };
             let r = match direct {
                 Some(r) => r,
                 None => exec_node(*op, &node.args, env, cx.scalars).map_err(blamed)?,
@@ -345,14 +345,14 @@ fn step<G: ArgGeometrySource + ?Sized>(
         }
         Op::Mutate { op, .. } if fresh && cx.mode.mutate_in_place => {
             let original = tensor(0)?;
-            if let Some(r) = super::fresh::over_dying(*op, &node.args, at, env, cx) {
+            if let Some(r) = super::out_of_place_writes::over_dying(*op, &node.args, at, env, cx) {
                 return Ok(r.map_err(blamed)?);
             }
-            if let Some(r) = super::fresh::out_of_place(*op, original, node.args.get(2..).unwrap_or(&[]), env, cx.scalars) {
+            if let Some(r) = super::out_of_place_writes::out_of_place(*op, original, node.args.get(2..).unwrap_or(&[]), env, cx.scalars) {
                 return Ok(r);
             }
             // The copy its `Cow` left to it, written in place.
-            let copy = match super::fast::cow(original) {
+            let copy = match super::direct_kernels::cow(original) {
                 Some(c) => c,
                 None => copy_storage(original)?,
             };
@@ -363,7 +363,7 @@ fn step<G: ArgGeometrySource + ?Sized>(
         // (`args[1]`); the root is the new version.
         Op::Mutate { op, .. } if cx.mode.mutate_in_place => {
             let op_args = node.args.get(1..).unwrap_or(&[]);
-            let direct = cx.mode.direct_kernels && super::fast::binary(*op, op_args, env).is_some();
+            let direct = cx.mode.direct_kernels && super::direct_kernels::binary(*op, op_args, env).is_some();
             if !direct {
                 exec_node(*op, op_args, env, cx.scalars).map_err(blamed)?;
             }

@@ -10,9 +10,9 @@
 
 use super::interp::{get, run, Blame, Ctx, Inputs, Mode, Stop, Track};
 use super::liveness::Liveness;
-use crate::autograd::NoGradGuard;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
+use crate::tensor::NoGradGuard;
 use crate::tensor::Tensor;
 use aot_ir::transform::joint::JointGraph;
 use aot_ir::transform::partition::{Partition, SubGraph};

@@ -20,13 +20,13 @@
 //! are zero (see `interp::zero_result`); a kernel with a zero input runs
 //! op by op then, tracking zeros through its body.
 
-use super::dispatch::{exec_node, ArgGeometrySource};
 use super::interp::{blame, get, zero_result, Ctx, Stop};
-use crate::autograd::prims::scalar;
 use crate::backend::kernel_record::{self, RanKernel};
 use crate::backend::{BinaryOp, FusedProgram, FusedRhs, FusedStep, KernelCall};
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};
+use crate::eval::dispatch::{exec_node, ArgGeometrySource};
+use crate::eval::prims::scalar;
 use crate::layout::{broadcast_shapes, elementwise_layout, is_dense_output, preserve_layout, Layout};
 use crate::ops::binary::{broadcast_layout, scalar_result_layout};
 use crate::ops::result_type_ranked;

@@ -1,8 +1,8 @@
 //! The executors: they run a graph of each stage with the eager kernels.
 //!
-//! - [`dispatch`]: the one place an `OpKind` meets its eager op; every
-//!   executor below (and eager backward's gradient rules) runs its ops
-//!   through it, and replays view chains with it.
+//! Every executor runs its ops through the evaluation layer
+//! (`crate::eval`: the dispatcher, and the gradient rules' primitives).
+//!
 //! - [`interp`]: the one interpreter, which runs the nodes of every stage
 //!   (source, functional, joint), parameterised by the stage's switches;
 //!   it also runs the source graph on the real arguments (the eager
@@ -13,28 +13,32 @@
 //!   forward/backward partitions (the training path), grad mode off.
 //! - [`kernel`]: the kernel stage's kernels, fused on the inputs' backend
 //!   or op by op.
-//! - [`fresh`]: a first write of an input computed out of place from the
-//!   original, without its copy.
+//! - [`out_of_place_writes`]: a first write of an input computed out of
+//!   place from the original, without its copy.
 //! - [`liveness`]: per node, the values that die there; the interpreter
 //!   drops them, so a run holds only the values still to be read;
 //!   [`reuse`]: an elementwise result written over the buffer of an
 //!   operand that dies at its node.
-//! - [`fast`]: direct kernels for small dense elementwise nodes and the
-//!   plan's copies; [`deferred`]: in-place writes of an input that wait for
-//!   the epilogue and run on the caller's storage; [`values`]: the value
-//!   table of a functional run, inline for small graphs.
+//! - [`direct_kernels`]: direct kernels for small dense elementwise nodes
+//!   and the plan's copies; [`deferred_writes`]: in-place writes of an
+//!   input that wait for the epilogue and run on the caller's storage;
+//!   [`value_table`]: the value table of a functional run, inline for
+//!   small graphs; [`outputs`]: the list of tensors a run returns, inline
+//!   for a few.
 //!
-//! The executors know nothing of the wrappers or of `CompiledFn`: the
-//! wrappers (`crate::wrappers`) and `crate::compiled` call them.
+//! The executors do not route calls or apply their effects: the runtime
+//! wrappers (`wrappers`) and `CompiledFn` (`compiled`) sit above and call
+//! them. The kernel stage reports each kernel it runs to the recording
+//! behind `CompiledFn::kernels` (`compiled::kernels::note_kernel`).
 
-pub(crate) mod deferred;
-pub(crate) mod dispatch;
-pub(crate) mod fast;
-pub(crate) mod fresh;
+pub(crate) mod deferred_writes;
+pub(crate) mod direct_kernels;
 pub(crate) mod functional;
 pub(crate) mod interp;
 pub(crate) mod joint;
 pub(crate) mod kernel;
 pub(crate) mod liveness;
+pub(crate) mod out_of_place_writes;
+pub(crate) mod outputs;
 pub(crate) mod reuse;
-pub(crate) mod values;
+pub(crate) mod value_table;

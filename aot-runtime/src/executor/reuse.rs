@@ -16,13 +16,13 @@
 
 use super::kernel::binary_op;
 use super::liveness::Liveness;
-use crate::autograd::is_grad_enabled;
-use crate::autograd::prims::scalar;
 use crate::backend::{FusedProgram, FusedRhs, FusedStep};
 use crate::error::Result;
+use crate::eval::prims::scalar;
 use crate::layout::{elementwise_layout, Layout};
 use crate::ops::binary::scalar_result_layout;
 use crate::storage::Storage;
+use crate::tensor::is_grad_enabled;
 use crate::tensor::Tensor;
 use aot_ir::{Arg as IrArg, Node, OpKind, ScalarValue, ValueId};
 use std::sync::Arc;
@@ -96,7 +96,7 @@ pub(crate) fn elementwise(
 }
 
 /// A fresh write's new version, `op(p, x)` with the out-of-place `op` of
-/// the write (`fresh.rs`), over the buffer of `p` (`k == 0`: the root
+/// the write (`out_of_place_writes.rs`), over the buffer of `p` (`k == 0`: the root
 /// version it replaces) or of its tensor operand `x` (`k == 1`), when
 /// that buffer has `p`'s layout.
 pub(crate) fn fresh(

@@ -2,13 +2,13 @@
 //! PyTorch's layout (`elementwise_layout` of the promoted operands).
 
 use super::{check_same_device, result_type, result_type_ranked, Operand};
-use crate::autograd::{record, BackwardOp, SavedTensor};
 use crate::backend::BinaryOp;
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};
 use crate::layout::{broadcast_shapes, elementwise_layout, preserve_layout, Dims, Layout};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+use crate::tensor::{record, BackwardOp, SavedTensor};
 use std::borrow::Cow;
 use std::sync::Arc;
 

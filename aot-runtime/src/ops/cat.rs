@@ -8,12 +8,12 @@
 //! (`cat_grad` slices the gradient, `stack` selects it), recorded as
 //! [`BackwardOp::Table`].
 
-use crate::autograd::{record, BackwardOp, Kept};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{wrap_dim, Layout};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+use crate::tensor::{record, BackwardOp, Kept};
 use aot_ir::graph::args::{i, t};
 use aot_ir::{OpKind, ValueId};
 

@@ -12,11 +12,11 @@
 //! [`BackwardOp::Table`].
 
 use super::inplace::inplace;
-use crate::autograd::{record, BackwardOp, Kept, SavedTensor};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{preserve_layout, wrap_dim, Layout};
 use crate::tensor::Tensor;
+use crate::tensor::{record, BackwardOp, Kept, SavedTensor};
 use aot_ir::graph::args::{i, t};
 use aot_ir::{OpKind, ValueId};
 

@@ -7,12 +7,12 @@
 //! view, its base gets a `CopySlices` node).
 
 use super::Operand;
-use crate::autograd::{is_grad_enabled, record, with_grad_mode, AutogradMeta, BackwardOp, Edge, Node};
 use crate::backend::BinaryOp;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{Layout, Overlap};
 use crate::tensor::Tensor;
+use crate::tensor::{is_grad_enabled, record, with_grad_mode, AutogradMeta, BackwardOp, Edge, Node};
 use std::sync::Arc;
 
 pub(crate) fn leaf_error(op: &str, t: &Tensor) -> AotError {

@@ -5,12 +5,12 @@
 //! ignored (PyTorch's default `ignore_index`), any other target outside
 //! `[0, C)` is an error naming the op.
 
-use crate::autograd::{record, BackwardOp, Kept, SavedTensor};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::storage::LossTargets;
 use crate::tensor::Tensor;
+use crate::tensor::{record, BackwardOp, Kept, SavedTensor};
 use aot_ir::graph::args::t;
 use aot_ir::{OpKind, ValueId};
 

@@ -2,11 +2,11 @@
 //! (selections through `where`, differentiated by the shared table), and
 //! `flatten`/`view_as` (views through `reshape`/`view`).
 
-use crate::autograd::{no_grad, record, BackwardOp, Kept, SavedTensor};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::wrap_dim;
 use crate::tensor::Tensor;
+use crate::tensor::{no_grad, record, BackwardOp, Kept, SavedTensor};
 use aot_ir::graph::args::{f, i, t};
 use aot_ir::{OpKind, ValueId};
 

@@ -1,10 +1,10 @@
 //! matmul / mm / bmm with PyTorch's rank rules and batch broadcasting.
 
 use super::check_same_device;
-use crate::autograd::{record, BackwardOp, SavedTensor};
 use crate::error::{AotError, Result};
 use crate::layout::{broadcast_shapes, checked_numel, Layout};
 use crate::tensor::Tensor;
+use crate::tensor::{record, BackwardOp, SavedTensor};
 
 fn shape_i64(s: &[usize]) -> Vec<i64> {
     s.iter().map(|&d| d as i64).collect()
@@ -32,7 +32,7 @@ fn batched(op: &'static str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let to3 = |t: &Tensor, rows: usize, cols: usize| -> Result<Tensor> {
         let mut full = batch.clone();
         full.extend([rows, cols]);
-        let e = crate::autograd::with_grad_mode(false, || t.expand(&shape_i64(&full)))?;
+        let e = crate::tensor::with_grad_mode(false, || t.expand(&shape_i64(&full)))?;
         let l = e.layout();
         if batch.len() <= 1 {
             let (bs, rs, cs) = if batch.is_empty() { (0, l.stride[0], l.stride[1]) } else { (l.stride[0], l.stride[1], l.stride[2]) };
@@ -64,7 +64,7 @@ impl Tensor {
         if ra == 0 || rb == 0 {
             return Err(AotError::shape(op, format!("both arguments to matmul need to be at least 1D, but they are {ra}D and {rb}D")));
         }
-        let out = crate::autograd::with_grad_mode(false, || -> Result<Tensor> {
+        let out = crate::tensor::with_grad_mode(false, || -> Result<Tensor> {
             let a2 = if ra == 1 { self.unsqueeze(0)? } else { self.clone() };
             let b2 = if rb == 1 { other.unsqueeze(-1)? } else { other.clone() };
             let r = batched(op, &a2, &b2)?;

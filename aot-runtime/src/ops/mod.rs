@@ -6,13 +6,14 @@
 
 pub(crate) mod binary;
 mod cat;
+mod copy;
 mod index;
 mod inplace;
 mod loss;
 mod mask;
 pub(crate) use inplace::check_inplace;
 mod matmul;
-mod misc;
+mod random;
 mod reduce;
 mod scan;
 mod unary;
@@ -21,10 +22,9 @@ mod view_dtype;
 
 pub(crate) use inplace::write_into as write_into_raw;
 pub(crate) use loss::nll_loss_grad;
-pub(crate) use misc::{constant_dropout_mask, rng_restore, rng_snapshot, with_private_rng, with_rng};
-pub use misc::{manual_seed, rng_state, set_rng_state};
+pub(crate) use random::{constant_dropout_mask, rng_restore, rng_snapshot, with_private_rng, with_rng};
+pub use random::{manual_seed, rng_state, set_rng_state};
 pub(crate) use scan::cumsum_rev;
-pub(crate) use view::ViewOp;
 
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};

@@ -1,12 +1,12 @@
 //! Reductions, var, softmax and log_softmax.
 
 use super::normalize_dims;
-use crate::autograd::{record, BackwardOp, SavedTensor};
 use crate::backend::ReduceOp;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
+use crate::tensor::{record, BackwardOp, SavedTensor};
 
 fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
     let all = dims.is_empty();

@@ -4,11 +4,11 @@
 //! PyTorch's CPU kernels do, integers in i64 exactly). Gradients are the
 //! shared table's (`BackwardOp::Table`).
 
-use crate::autograd::{record, BackwardOp, Kept, SavedTensor};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{wrap_dim, Layout};
 use crate::tensor::Tensor;
+use crate::tensor::{record, BackwardOp, Kept, SavedTensor};
 use aot_ir::graph::args::{b, i, t};
 use aot_ir::{OpKind, ValueId};
 

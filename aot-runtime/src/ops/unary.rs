@@ -1,12 +1,12 @@
 //! Unary elementwise ops and clamp. Results take PyTorch's layout for one
 //! operand (`elementwise_layout`).
 
-use crate::autograd::{record, BackwardOp, SavedTensor};
 use crate::backend::UnaryOp;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::elementwise_layout;
 use crate::tensor::Tensor;
+use crate::tensor::{record, BackwardOp, SavedTensor};
 
 /// Ops that keep integer dtypes; the rest promote integers to f32 like PyTorch.
 fn keeps_int(op: UnaryOp) -> bool {

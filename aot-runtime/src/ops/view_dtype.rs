@@ -1,10 +1,10 @@
 //! `Tensor::view_dtype`, PyTorch's `x.view(dtype)`: a tensor's bytes read
 //! as another dtype (the storage side is `storage/dtype_view.rs`).
 
-use crate::autograd::AutogradMeta;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
+use crate::tensor::AutogradMeta;
 use crate::tensor::Tensor;
 
 const OP: &str = "view_dtype";
@@ -54,7 +54,7 @@ impl Tensor {
         }
         let storage = self.storage().dtype_view(OP, dtype)?;
         let n = storage.len();
-        let op = super::view::ViewOp::AsStrided { size: shape.to_vec(), stride: stride.to_vec(), offset };
+        let op = crate::tensor::ViewOp::AsStrided { size: shape.to_vec(), stride: stride.to_vec(), offset };
         let layout = op.apply(&Layout::contiguous(&[n]), n)?;
         Ok(Tensor::from_parts(storage, layout, AutogradMeta::default()))
     }

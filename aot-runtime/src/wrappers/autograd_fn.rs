@@ -23,11 +23,11 @@
 //!   the returned bases.
 
 use crate::arg::Arg;
-use crate::autograd::{record_multi, CustomBackward, NoGradGuard, SavedTensor};
 use crate::error::{AotError, Result};
 use crate::executor::joint::{backward, forward, Outcome};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
+use crate::tensor::{record_multi, CustomBackward, NoGradGuard, SavedTensor};
 use crate::wrappers::epilogue::TrainingEpilogue;
 use crate::wrappers::synthetic_base::AOTSyntheticBaseWrapper;
 use crate::wrappers::training_plan::TrainingPlan;

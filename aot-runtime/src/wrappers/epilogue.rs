@@ -4,7 +4,7 @@
 //! - Data mutations: the final version of each written input group is
 //!   copied back over the caller's storage (`copy_`), or is already there
 //!   (a kernel stored it in place: `executor/kernel/inplace.rs`), or, for a write
-//!   deferred to here (`executor/deferred.rs`), the write itself runs on
+//!   deferred to here (`executor/deferred_writes.rs`), the write itself runs on
 //!   the caller's tensor. A group's version
 //!   has the caller's geometry on a copy of the whole storage, so copying
 //!   storage to storage is exact, whatever views were written.
@@ -26,11 +26,11 @@
 
 use crate::arg::Arg;
 use crate::arg::Bases;
-use crate::autograd::NoGradGuard;
-use crate::compiled::__private::Outputs;
 use crate::error::{AotError, Result};
-use crate::executor::deferred::Ready;
+use crate::executor::deferred_writes::Ready;
 use crate::executor::functional::{get, Env};
+use crate::executor::outputs::Outputs;
+use crate::tensor::NoGradGuard;
 use crate::tensor::Tensor;
 use crate::wrappers::autograd_fn::{arg, hidden, inplace_refused};
 use aot_ir::transform::joint::{JointGraph, OutputKind};
@@ -51,7 +51,7 @@ pub(crate) fn apply(
     deferred: Option<&Ready>,
 ) -> Result<Outputs> {
     // With grad mode off (the caller's), only views pass `requires_grad` on.
-    let grad_mode_off = !crate::autograd::is_grad_enabled();
+    let grad_mode_off = !crate::tensor::is_grad_enabled();
     let _no_grad = NoGradGuard::new();
     let arg_rg = |p: usize| args.get(p).and_then(Arg::tensor).is_some_and(Tensor::requires_grad);
     // An alias of an input that requires grad, which eager made from a
@@ -90,7 +90,7 @@ pub(crate) fn apply(
             SWAPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             continue;
         }
-        if !crate::executor::fast::copy_storage(&dst, src) {
+        if !crate::executor::direct_kernels::copy_storage(&dst, src) {
             dst.storage_as_1d().copy_(&src.storage_as_1d())?;
         }
         COPIED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

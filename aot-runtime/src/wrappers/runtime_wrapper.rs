@@ -5,16 +5,16 @@
 //!
 //! Its pre-compile step plans which in-place writes of an inference call
 //! may wait for the epilogue instead of being made on a copy
-//! (`executor/deferred.rs`): an input that nothing else reads is written
+//! (`executor/deferred_writes.rs`): an input that nothing else reads is written
 //! in place once, by the epilogue.
 
 use super::epilogue;
 use crate::arg::{Arg, Bases};
-use crate::compiled::__private::Outputs;
 use crate::error::Result;
-use crate::executor::deferred::{Deferred, Ready};
-use crate::executor::fast::Geom;
+use crate::executor::deferred_writes::{Deferred, Ready};
+use crate::executor::direct_kernels::Geom;
 use crate::executor::functional::Env;
+use crate::executor::outputs::Outputs;
 use aot_ir::transform::FunctionalGraph;
 use aot_ir::StaticMeta;
 

@@ -15,10 +15,10 @@
 //! read per output.
 
 use super::{elementwise_step, float_inputs};
-use crate::autograd::prims::{ints, scalar};
 use crate::backend::FusedRhs;
 use crate::backend::{FusedReduceProgram, FusedRowOp, FusedStep, KernelCall};
 use crate::error::Result;
+use crate::eval::prims::{ints, scalar};
 use crate::layout::{is_dense_output, wrap_dim, Layout};
 use crate::ops::binary::broadcast_layout;
 use crate::ops::normalize_dims;

@@ -1,6 +1,6 @@
 //! The backward-only primitives of `aot_ir`'s gradient rules that only
 //! reshape, cast or reduce a gradient ([`Prim`]), evaluated on tensors.
-//! Shared by the eager engine (through [`super::grad_eval`]) and the
+//! Shared by the eager engine (through `autograd::grad_eval`) and the
 //! compiled executor (`executor::joint`), which evaluates the view
 //! primitives and dropout's mask itself.
 
@@ -287,7 +287,7 @@ mod tests {
         // Double backward: the gradient itself records history, so the
         // reshape must too.
         let x = t(&[1.0, 2.0, 3.0, 4.0], &[2, 2]).requires_grad_(true).unwrap();
-        let s = crate::autograd::with_grad_mode(true, || sum_to(&x, &[2], DType::F32)).unwrap();
+        let s = crate::tensor::with_grad_mode(true, || sum_to(&x, &[2], DType::F32)).unwrap();
         assert!(s.requires_grad());
         assert_eq!(s.to_vec::<f32>().unwrap(), vec![4.0, 6.0]);
     }

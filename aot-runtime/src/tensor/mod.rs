@@ -4,8 +4,35 @@
 //! A tensor object owns a layout (which metadata mutations change in place,
 //! visible through every handle) and autograd metadata; it shares its
 //! `Storage` with every view of it.
+//!
+//! The autograd tape's data lives here, below the ops that record it and
+//! the engine that runs it (the `autograd` module):
+//!
+//! - `grad_mode.rs`: whether ops record history ([`no_grad`]);
+//! - `autograd_meta.rs`: a tensor's autograd metadata, the graph's `Node`s
+//!   and `Edge`s, and the accessors (`requires_grad`, `grad_fn`, ...);
+//! - `backward_op.rs`: what each node keeps for its gradient rule
+//!   (`BackwardOp`); `view_op.rs`: a view op's data (`ViewOp`);
+//! - `saved.rs`: tensors saved for backward, with their versions;
+//! - `record.rs`: how an op makes its output's `grad_fn`.
 
-use crate::autograd::AutogradMeta;
+mod autograd_meta;
+mod backward_op;
+mod grad_mode;
+mod record;
+mod saved;
+mod view_op;
+
+pub(crate) use autograd_meta::{AutogradMeta, Edge, Node, ViewInfo};
+pub(crate) use backward_op::{BackwardOp, CustomBackward, Kept};
+pub(crate) use grad_mode::with_grad_mode;
+pub use grad_mode::{is_grad_enabled, no_grad, NoGradGuard};
+pub(crate) use record::{record, record_multi};
+#[doc(hidden)]
+pub use saved::saved_storage_bytes;
+pub(crate) use saved::SavedTensor;
+pub(crate) use view_op::ViewOp;
+
 use crate::backend::CpuElem;
 use crate::backend::{Distribution, Rng};
 use crate::device::Device;

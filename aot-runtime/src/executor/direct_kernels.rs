@@ -12,7 +12,7 @@
 //! The operands are checked once, here (dtype, shape, density, bounds), and
 //! the backend's dense primitives (`Backend::binary_dense`,
 //! `binary_assign_dense`) take the checked runs as they are. A deferred
-//! write (`deferred.rs`) is checked before the plan runs, from the
+//! write (`deferred_writes.rs`) is checked before the plan runs, from the
 //! geometry the guard key's pass read ([`Geom`]) where it has one, and
 //! written by the epilogue through the runs that check found.
 //!
@@ -21,11 +21,11 @@
 //! A step that does not qualify returns `None` and runs the eager op, which
 //! also reports every error; nothing here fails on user input.
 
-use crate::autograd::is_grad_enabled;
 use crate::backend::BinaryOp;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::layout::Layout;
+use crate::tensor::is_grad_enabled;
 use crate::tensor::Tensor;
 use aot_ir::{Arg as IrArg, OpKind};
 use std::ops::Range;
@@ -239,8 +239,8 @@ pub(crate) fn copy_storage(dst: &Tensor, src: &Tensor) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::autograd::NoGradGuard;
-    use crate::executor::dispatch::exec_node;
+    use crate::eval::dispatch::exec_node;
+    use crate::tensor::NoGradGuard;
     use aot_ir::ValueId;
 
     /// The arguments of a binary op on values 0 and 1.

@@ -2,7 +2,7 @@
 //! `view_of`, `view_scatter`), which move a gradient between a view region
 //! and its root, evaluated on tensors. Shared by the eager engine and the
 //! compiled executor. Both replay view chains with the dispatcher
-//! (`executor::dispatch::replay`), but with their own geometry and scalars
+//! ([`super::dispatch::replay`]), but with their own geometry and scalars
 //! (the compiled one reads the call's), so the replay is a parameter.
 
 use crate::device::Device;

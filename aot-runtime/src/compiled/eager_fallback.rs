@@ -19,11 +19,11 @@
 //! only running the function in order can tell.
 
 use crate::arg::Arg;
-use crate::autograd::{AutogradMeta, BackwardOp, NoGradGuard, Node, ViewInfo};
 use crate::error::Result;
 use crate::executor::interp;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+use crate::tensor::{AutogradMeta, BackwardOp, NoGradGuard, Node, ViewInfo};
 use aot_ir::{Graph, StaticMeta};
 use std::sync::Arc;
 

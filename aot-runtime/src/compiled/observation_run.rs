@@ -11,9 +11,9 @@
 
 use super::tangents::deep_copy_args;
 use crate::arg::Arg;
-use crate::autograd::NoGradGuard;
 use crate::executor::interp;
 use crate::layout::Layout;
+use crate::tensor::NoGradGuard;
 use crate::tensor::Tensor;
 use aot_ir::analysis::{MatmulShape, Observation, ObservedAlias, ObservedOutput};
 use aot_ir::{Graph, OutputAlias, StaticMeta};

@@ -9,9 +9,9 @@
 //! written to the caller's tensors when an op fails.
 
 use crate::arg::Arg;
-use crate::autograd::NoGradGuard;
 use crate::error::Result;
 use crate::executor::interp;
+use crate::tensor::NoGradGuard;
 use crate::tensor::Tensor;
 use aot_ir::{Graph, StaticMeta};
 

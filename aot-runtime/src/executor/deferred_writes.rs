@@ -4,7 +4,7 @@
 //!
 //! The plan copies such an input (`Cow`), writes the copy and copies it
 //! back in the epilogue, so that a failing node leaves the input as it was.
-//! When the write is one a direct kernel does (`fast.rs`), which cannot
+//! When the write is one a direct kernel does (`direct_kernels.rs`), which cannot
 //! fail once its operands qualify, and both operands are inputs no other
 //! node of the call writes (data or metadata), the write itself can wait for the epilogue and go
 //! straight to the caller's storage: the operands are the same then, the
@@ -15,7 +15,7 @@
 //! ([`Ready::apply`]); a call whose operands do not qualify runs the plan
 //! as it is.
 
-use super::fast::{inplace_runs, inplace_runs_of, write_checked, DenseWrite, Geom};
+use super::direct_kernels::{inplace_runs, inplace_runs_of, write_checked, DenseWrite, Geom};
 use crate::arg::Bases;
 use aot_ir::transform::{FOutput, FunctionalGraph};
 use aot_ir::{Arg as IrArg, Node, Op, OpKind, ValueId};

@@ -1,12 +1,12 @@
-//! Copies, casts, `*_like` constructors and the random ops.
+//! The random ops (`rand_like`, `dropout`) and the global generator they
+//! draw from (`manual_seed`, `rng_state`).
 
-use crate::autograd::{record, BackwardOp, SavedTensor};
 use crate::backend::{Distribution, Rng};
-use crate::dtype::DType;
 use crate::error::{AotError, Result};
-use crate::layout::{preserve_layout, Layout};
+use crate::layout::Layout;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+use crate::tensor::{record, BackwardOp, SavedTensor};
 use std::cell::Cell;
 use std::sync::Mutex;
 
@@ -80,61 +80,6 @@ pub(crate) fn with_private_rng<R>(f: impl FnOnce() -> R) -> R {
 }
 
 impl Tensor {
-    /// A new tensor with `self`'s values in a fresh buffer laid out as
-    /// `layout` (dense, offset 0), cast to `dtype`; no history.
-    pub(crate) fn copy_as(&self, op: &'static str, dtype: DType, layout: Layout) -> Result<Tensor> {
-        let data = self.storage().cast(op, &self.layout(), dtype, &layout)?;
-        Ok(Tensor::from_storage(data, layout))
-    }
-
-    /// A new tensor with its own storage and the same values (PyTorch's
-    /// `clone()`, preserving the memory format). Gradients flow through it.
-    pub fn copy(&self) -> Result<Tensor> {
-        let out = self.copy_as("copy", self.dtype(), preserve_layout(&self.layout()))?;
-        record(&out, &[Some(self)], || Ok(BackwardOp::Identity))?;
-        Ok(out)
-    }
-
-    /// `self` if already contiguous, else a contiguous (row-major) copy.
-    pub fn contiguous(&self) -> Result<Tensor> {
-        if self.is_contiguous() {
-            return Ok(self.clone());
-        }
-        let out = self.copy_as("contiguous", self.dtype(), Layout::contiguous(&self.shape()))?;
-        record(&out, &[Some(self)], || Ok(BackwardOp::Identity))?;
-        Ok(out)
-    }
-
-    /// `self` if already of `dtype`, else a cast copy (preserving the
-    /// memory format, as PyTorch's `to`).
-    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
-        if dtype == self.dtype() {
-            return Ok(self.clone());
-        }
-        let out = self.copy_as("to_dtype", dtype, preserve_layout(&self.layout()))?;
-        if dtype.is_float() {
-            let from = self.dtype();
-            record(&out, &[Some(self)], || Ok(BackwardOp::ToDtype { from }))?;
-        }
-        Ok(out)
-    }
-
-    /// A tensor of this shape and dtype holding `data` (numel values, in
-    /// memory order) in `empty_like`'s layout.
-    fn like_with(&self, data: Storage) -> Tensor {
-        Tensor::from_storage(data, preserve_layout(&self.layout()))
-    }
-
-    pub fn zeros_like(&self) -> Result<Tensor> {
-        self.full_like(0.0)
-    }
-    pub fn ones_like(&self) -> Result<Tensor> {
-        self.full_like(1.0)
-    }
-    /// A tensor filled with `value`, laid out like `self` (preserve format).
-    pub fn full_like(&self, value: f64) -> Result<Tensor> {
-        Ok(self.like_with(Storage::full("full_like", &self.device(), self.dtype(), self.numel(), value)?))
-    }
     /// Uniform samples in [0, 1) of this shape and dtype, from the global
     /// generator, laid out like `self` (preserve format).
     pub fn rand_like(&self) -> Result<Tensor> {
@@ -176,7 +121,7 @@ impl Tensor {
             return Err(AotError::dtype("dropout", format!("dropout is only defined for floating dtypes, got {}", self.dtype())));
         }
         let mask = self.dropout_mask(p)?;
-        let out = crate::autograd::with_grad_mode(false, || self.mul(&mask))?;
+        let out = crate::tensor::with_grad_mode(false, || self.mul(&mask))?;
         record(&out, &[Some(self)], || Ok(BackwardOp::Dropout { mask: SavedTensor::save(&mask) }))?;
         Ok(out)
     }

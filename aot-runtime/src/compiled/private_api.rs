@@ -1,7 +1,7 @@
 //! Items the generated code and the tests use; not part of the API.
 
 use crate::arg::Arg;
-pub use crate::autograd::saved_storage_bytes;
+pub use crate::tensor::saved_storage_bytes;
 
 /// How many backward stages of training plans were compiled (on their
 /// first `backward()`, `AutogradLazyBackwardCompileInfo`), in this
@@ -31,7 +31,7 @@ pub fn swapped_write_backs() -> u64 {
 /// How many first writes of inference calls computed their new version
 /// out of place, without copying the input first, in this process.
 pub fn fresh_writes() -> u64 {
-    crate::executor::fresh::count()
+    crate::executor::out_of_place_writes::count()
 }
 
 /// How many results of compiled calls were written over the buffer of
@@ -119,7 +119,7 @@ fn load_inner(graph_json: &str, meta_json: &str) -> CompiledFn {
 }
 
 pub(crate) fn from_parts(graph: aot_ir::Graph, meta: aot_ir::StaticMeta) -> CompiledFn {
-    let may_write = super::reference::may_write(&graph, &meta);
+    let may_write = super::eager_fallback::may_write(&graph, &meta);
     CompiledFn { graph, meta, cache: Default::default(), may_write, boundary: None, variants: None, loops: None, broken: None }
 }
 
@@ -260,7 +260,7 @@ fn load_variants(fns: Vec<CompiledFn>, switch_args: &[usize]) -> CompiledFn {
     f
 }
 
-pub use super::outputs::Outputs;
+pub use crate::executor::outputs::Outputs;
 
 /// Checks that a call produced the declared number of outputs (the
 /// generated code then [`take`](Outputs::take)s each).

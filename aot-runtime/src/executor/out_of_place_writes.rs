@@ -8,7 +8,7 @@
 //! When `x` (or `p` itself) dies at the write and nothing else holds it,
 //! the pass writes over its buffer ([`over_dying`]): no new buffer at all.
 
-use super::dispatch::{exec, Values};
+use crate::eval::dispatch::{exec, Values};
 use crate::tensor::Tensor;
 use aot_ir::{Arg as IrArg, OpKind, ScalarValue};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,7 +30,7 @@ fn out_of_place_kind(op: OpKind) -> Option<OpKind> {
 /// of `p`; `c` is `p`'s handle here) at node `at`, computed out of place
 /// over the buffer of `c` or of `x` when that dies there and nothing else
 /// holds it (`reuse.rs`): no new buffer at all. `None`: neither qualifies.
-pub(crate) fn over_dying<G: super::dispatch::ArgGeometrySource + ?Sized>(
+pub(crate) fn over_dying<G: crate::eval::dispatch::ArgGeometrySource + ?Sized>(
     op: OpKind,
     node_args: &[IrArg],
     at: usize,
@@ -39,7 +39,7 @@ pub(crate) fn over_dying<G: super::dispatch::ArgGeometrySource + ?Sized>(
 ) -> Option<crate::error::Result<Tensor>> {
     let kind = out_of_place_kind(op)?;
     let (IrArg::Tensor(c), operand) = (node_args.first()?, node_args.get(2)?) else { return None };
-    if node_args.len() != 3 || crate::autograd::is_grad_enabled() {
+    if node_args.len() != 3 || crate::tensor::is_grad_enabled() {
         return None;
     }
     let p = env.get(c.index())?.as_ref()?;

@@ -1,4 +1,10 @@
 //! Call arguments: tensors by reference, and the scalar types of the DSL.
+//!
+//! The scalar values a call gives its graph are the declared scalar
+//! arguments, then the sizes the body reads of its arguments and, by shape
+//! propagation over the graph (`shape_prop.rs`), of tensors it computes.
+
+mod shape_prop;
 
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
@@ -155,7 +161,7 @@ fn scalar_values_upto(g: &Graph, args: &[Arg], limit: usize) -> Result<Vec<Optio
             values.push(Some(ScalarValue::I64(size_of(g, args, p, dim)?)));
         }
         if !g.value_sizes.is_empty() {
-            crate::compiled::shape_prop::fill_value_sizes(g, args, &mut values, limit).map_err(|e| AotError::InFunction {
+            shape_prop::fill_value_sizes(g, args, &mut values, limit).map_err(|e| AotError::InFunction {
                 func: g.name.clone(),
                 arg: None,
                 source: Box::new(e),

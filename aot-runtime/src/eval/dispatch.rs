@@ -2,8 +2,8 @@
 //! arguments to the eager `Tensor` op that computes it.
 //!
 //! Every executor runs its ops through [`exec`]: the source interpreter
-//! (`interp`), the functional executor, the joint executor, and eager
-//! backward's gradient rules (`autograd::grad_eval`). View chains are
+//! (`executor::interp`), the functional executor, the joint executor, and
+//! eager backward's gradient rules (`autograd::grad_eval`). View chains are
 //! replayed by applying it to each step ([`replay`]). Each caller supplies
 //! its tensors through [`Values`] (an environment indexed by value, or
 //! eager backward's saved values behind their version checks), so no

@@ -26,8 +26,8 @@
 //! tensor made of its inner (`Tensor`) fields and non-tensor attributes
 //! (its `#[skip]` fields, which must implement `Debug`). It flattens as
 //! any struct, and [`TensorTree::subclass_metas_into`] records how to
-//! rebuild it (PyTorch's `SubclassCreationMeta`); see
-//! [`subclass`](crate::subclass) for what `#[aot_fn]` does with it.
+//! rebuild it (PyTorch's [`SubclassCreationMeta`], `subclass_meta.rs`);
+//! see `aot_runtime::subclass` for what `#[aot_fn]` does with it.
 //!
 //! ```
 //! use aot_runtime::prelude::*;
@@ -64,11 +64,15 @@
 //! # Ok::<(), AotError>(())
 //! ```
 
+mod subclass_meta;
+
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
-use crate::wrappers::subclass::SubclassCreationMeta;
 
 pub use aot_macros::TensorTree;
+#[doc(hidden)]
+pub use subclass_meta::__subclass_meta;
+pub use subclass_meta::SubclassCreationMeta;
 
 /// Whether a leaf is a parameter (trained) or a buffer (state such as
 /// running statistics), as PyTorch's `named_parameters` and
