@@ -190,7 +190,7 @@ define_ops! {
     FullLike = "full_like", Compute, [Float], "a.full_like(value)";
     RandLike = "rand_like", Compute, [], "a.rand_like()";
     Dropout = "dropout", Compute, [Float], "a.dropout(p)";
-    // Ops for models, part A (issue 16).
+    // Ops for models, part A.
     Log1p = "log1p", Compute, [], "a.log1p()";
     Expm1 = "expm1", Compute, [], "a.expm1()";
     ClampOut = "clamp", Compute, [Float, Float], "a.clamp(min, max)";

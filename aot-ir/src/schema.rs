@@ -1,5 +1,5 @@
 //! The metadata schemas of AOTAutograd (PyTorch's `schemas.py`), with the
-//! field and variant names of the contract's JSON, so that a serialised
+//! field and variant names of PyTorch's, as the public API's JSON names them, so that a serialised
 //! `CallReport` compares directly with the golden data PyTorch produced.
 //!
 //! These are the *completed*, per-call records. What the macro knows at

@@ -105,7 +105,7 @@ fn a_cache_hit_allocates_nothing() -> Result<()> {
     Ok(())
 }
 
-/// W1 of issue 12: six tiny inputs, two written in place, one add returned.
+/// W1: six tiny inputs, two written in place, one add returned.
 #[aot_fn]
 fn w1(a: &mut Tensor, b: &mut Tensor, c: &Tensor, d: &Tensor, e: &Tensor, f: &Tensor) -> Tensor {
     a.add_(c);

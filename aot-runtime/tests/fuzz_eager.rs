@@ -1,4 +1,4 @@
-//! Fuzz test of the eager ops with bad arguments (issue 11).
+//! Fuzz test of the eager ops with bad arguments.
 //!
 //! Each case builds up to three tiny tensors (random dtypes, shapes with
 //! 0-d and empty ones, non-contiguous views, some requiring grad) and calls

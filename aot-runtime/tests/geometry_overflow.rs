@@ -1,4 +1,4 @@
-//! Regression tests for issue 11, parts 3 and 4: shape, stride and offset
+//! Regression tests: shape, stride and offset
 //! arithmetic that overflows, and shapes too large to allocate. Each
 //! reproducer must give an `Err` of the right variant, never a panic (these
 //! run as a debug build, with overflow checks on) and never an abort.

@@ -2,7 +2,7 @@
 //! module with a `run` function returning its figures; the binaries in
 //! `src/bin/` print them: one per workload (`w1`, `w2`, `w3`,
 //! `eager_unary`), and `all`, which runs every workload in one process and
-//! ends with a summary table of the targets ([`summary`]).
+//! ends with a summary table of the targets ([`summary`]).
 //!
 //! Peak memory comes from the counting allocator of [`alloc`], which each
 //! binary that reports it declares as its global allocator.

@@ -63,7 +63,7 @@ fn row(workload: &str, aot: String, candle: String, peer: String) -> Row {
 }
 
 impl All {
-    /// The rows of the table, the four targets among them.
+    /// The rows of the table, the four targets among them.
     pub fn rows(&self) -> Vec<Row> {
         let (w1, w2, w3) = (&self.w1, &self.w2, &self.w3);
         let mut rows = vec![

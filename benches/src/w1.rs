@@ -1,4 +1,4 @@
-//! W1 (issue 12): the per-call overhead of a tiny compiled function against
+//! W1: the per-call overhead of a tiny compiled function against
 //! the same ops run eagerly and against candle's eager ops, in one run.
 //!
 //! W1 takes 6 f32 tensors of shape [4], adds into 2 of them in place and

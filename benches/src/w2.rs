@@ -1,4 +1,4 @@
-//! W2 (issue 13): `sigmoid(tanh(x * 1.5 + 0.5) * 2 - 1)` on 16M f32, one
+//! W2: `sigmoid(tanh(x * 1.5 + 0.5) * 2 - 1)` on 16M f32, one
 //! fused kernel when compiled, against the same six ops run eagerly (aot
 //! and candle) and against `x.copy()` (one read and one write: the
 //! memory-bandwidth peer), in one run. Target: compiled at least 20x
@@ -33,7 +33,7 @@ pub struct Report {
 }
 
 impl Report {
-    /// The issue's ratio: candle's time over the compiled call's.
+    /// The ratio: candle's time over the compiled call's.
     pub fn speedup(&self) -> f64 {
         self.candle_ms / self.compiled_ms
     }

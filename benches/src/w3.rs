@@ -1,4 +1,4 @@
-//! W3 (issue 13): one training step of the MLP 784-1024-1024-10, batch 256,
+//! W3: one training step of the MLP 784-1024-1024-10, batch 256,
 //! f32, on aot (the `#[aot_fn]` functions of `examples/train_mlp.rs`,
 //! compiled, and the same functions run eagerly through `run_eager`) and on
 //! candle (its autograd through `Var` and `backward`, the momentum update
@@ -30,11 +30,11 @@ pub const CLASSES: usize = 10;
 pub const BATCH: usize = 256;
 const LR: f64 = 0.02;
 const MOMENTUM: f64 = 0.9;
-/// The issue's count of floating-point operations per step (it includes
+/// The count of floating-point operations per step (it includes
 /// the gradient of the input, which neither library computes: the step
 /// itself does 2.45 GFLOP of matmuls).
 const GFLOP: f64 = 2.86;
-/// The issue's bound: `GFLOP` at the 320 GFLOP/s sgemm peak of its machine.
+/// The bound: `GFLOP` at the 320 GFLOP/s sgemm peak of its machine.
 const PEAK_MS: f64 = 8.9;
 const WARMUP: usize = 5;
 /// Steps per variant over which its peak heap is taken (after one more).
@@ -83,7 +83,7 @@ impl Report {
     pub fn candle_ms(&self) -> f64 {
         self.ms[2]
     }
-    /// The issue's ratio: candle's step time over aot's compiled one.
+    /// The ratio: candle's step time over aot's compiled one.
     pub fn speedup(&self) -> f64 {
         self.candle_ms() / self.compiled_ms()
     }

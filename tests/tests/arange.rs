@@ -1,4 +1,4 @@
-//! `Tensor::arange` inside `#[aot_fn]` bodies (issue 16): PyTorch's forms
+//! `Tensor::arange` inside `#[aot_fn]` bodies: PyTorch's forms
 //! and defaults, call-time bounds, the causal mask of attention in a
 //! training call, `explain()`'s metadata of an arange output, and errors.
 //!

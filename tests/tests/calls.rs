@@ -1,4 +1,4 @@
-//! Calls between `#[aot_fn]` functions (issue 15, part 3): the callee's
+//! Calls between `#[aot_fn]` functions: the callee's
 //! graph is inlined into the caller's, so the caller's results, input
 //! mutations, aliasing, gradients, `explain()` and fused kernels are those
 //! of the same program written in one body. Each compiled call is checked

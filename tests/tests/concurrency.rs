@@ -1,4 +1,4 @@
-//! Compiled functions and autograd under concurrent use (issue 11, part 5):
+//! Compiled functions and autograd under concurrent use:
 //! 8 threads x 10,000 compiled calls sharing one leaf, with compiled
 //! training calls and eager backward passes accumulating into its `.grad`.
 //! The values are small integers in f64, so every partial sum is exact and

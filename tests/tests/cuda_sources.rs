@@ -1,4 +1,4 @@
-//! Every generated kernel compiles (issue 14): the CUDA sources that
+//! Every generated kernel compiles: the CUDA sources that
 //! `kernels_for(&args, &Device::Cuda(0))` reports for every call of both
 //! oracle corpora, for a few thousand programs of the differential tests
 //! (drawn as `run_case` draws them, with their alias patterns and autograd

@@ -1,4 +1,4 @@
-//! DSL features beyond straight-line tensor code (issue 16): scalar
+//! DSL features beyond straight-line tensor code: scalar
 //! arithmetic evaluated at call time (an AdamW step with bias correction
 //! computed in the body), `if` on a `bool` parameter (one traced variant per
 //! value), `x.size(d)` / `x.shape()[d]` in view arguments, `Vec<Tensor>`

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 /// The kernel counters are process-wide: tests that read them take turns.
 static STATS: Mutex<()> = Mutex::new(());
 
-/// W2 of issue 13.
+/// The W2 benchmark.
 #[aot_fn]
 fn w2(x: &Tensor) -> Tensor {
     ((x * 1.5 + 0.5).tanh() * 2.0 - 1.0).sigmoid()

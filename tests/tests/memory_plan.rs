@@ -1,4 +1,4 @@
-//! Memory planning of compiled calls (issue 13, item 4): values are dropped
+//! Memory planning of compiled calls: values are dropped
 //! after their last use, and an elementwise result is written over the
 //! buffer of an operand that dies at its node when nothing else holds it;
 //! never over a value read later, returned, aliased by a view, or owned by

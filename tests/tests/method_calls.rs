@@ -1,5 +1,4 @@
-//! Calls between `#[aot_fn]` methods (issue 15, part 3, with issue 16's
-//! methods): `self.mlp(x)` inside a method, and `Block::forward(&self.blk,
+//! Calls between `#[aot_fn]` methods: `self.mlp(x)` inside a method, and `Block::forward(&self.blk,
 //! x)` for a method of a field's type, are inlined like calls of free
 //! functions. Each compiled call is checked against the same computation
 //! written with eager ops.

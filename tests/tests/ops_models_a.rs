@@ -1,4 +1,4 @@
-//! The ops for models, part A (issue 16): `log1p`/`expm1`, `clamp`,
+//! The ops for models, part A: `log1p`/`expm1`, `clamp`,
 //! `masked_fill`, `tril`/`triu`, `cumsum`, `flatten`/`view_as`,
 //! `argmax`/`argmin`, `max_dim`/`min_dim` and the losses `cross_entropy`
 //! and `nll_loss`.

@@ -1,4 +1,4 @@
-//! Regressions of issue 11, parts 7, 8 and 9.
+//! Regressions, parts 7, 8 and 9.
 //!
 //! - Reductions over dim 0 or -1 of a 0-d tensor (`sum_dim`, `mean_dim`,
 //!   `amax_dim`, `var_dim`, `softmax`, `log_softmax`, with `keepdim` both
@@ -67,7 +67,7 @@ fn log_softmax0(x: &Tensor, d: i64) -> Tensor {
     x.log_softmax(d)
 }
 
-/// The issue's reproducer, with its literal dims.
+/// The reproducer, with its literal dims.
 #[aot_fn]
 fn var0_literal(x: &Tensor) -> Tensor {
     x.var_dim(&[0], 1, false)

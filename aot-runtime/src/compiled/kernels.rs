@@ -1,6 +1,5 @@
 //! Introspection of the kernel stage: the kernels a call runs
-//! ([`CompiledFn::kernels`], [`CompiledFn::kernels_for`]), as the contract's
-//! "Kernels and devices" specifies.
+//! ([`CompiledFn::kernels`], [`CompiledFn::kernels_for`]).
 //!
 //! A kernel's CUDA C depends on the dtypes and the rank it runs with, which
 //! the kernel stage leaves to run time. So the CUDA sources come from a run

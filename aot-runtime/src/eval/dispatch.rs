@@ -326,7 +326,7 @@ pub(crate) fn exec(
     }
 }
 
-/// [`exec`] of the ops for models (issue 16's ops: indexing, scans, masks,
+/// [`exec`] of the ops for models (indexing, scans, masks,
 /// losses, `cat`/`stack`).
 fn exec_models(x: &Tensor, c: &Ctx<'_, impl Values + ?Sized>) -> Result<Tensor> {
     use OpKind as K;

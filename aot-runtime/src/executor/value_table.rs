@@ -7,7 +7,7 @@ use crate::tensor::Tensor;
 use std::ops::{Deref, DerefMut};
 
 /// How many values a table holds without allocating: a few tiny ops on a
-/// handful of inputs (W1 of issue 12 has 11). An empty slot is one word.
+/// handful of inputs (the W1 benchmark's function has 11). An empty slot is one word.
 pub(crate) const INLINE_VALUES: usize = 16;
 
 /// The value table of a run; reads as a `[Option<Tensor>]` of exactly the

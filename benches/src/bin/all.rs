@@ -1,8 +1,8 @@
-//! Every benchmark of issue 13 in one process: W1, W3 (whose step is a
+//! Every benchmark in one process: W1, W3 (whose step is a
 //! `train_mlp` step: steps/s = 1000 / ms per step), `gemm` alone on W3's
 //! shapes, W2, and eager single-op throughput, on aot and on candle. Prints
 //! each workload's figures and ratios as its own binary does, then a
-//! summary table in Markdown with the issue's targets.
+//! summary table in Markdown with the targets.
 //!
 //! `cargo run --release --manifest-path benches/Cargo.toml --bin all`
 //! (`W3_STEPS=n` sets W3's number of timed steps.) With `--features cuda`
@@ -35,7 +35,7 @@ fn main() -> BenchResult<()> {
     let unary = eager_unary::run()?;
     unary.print();
     println!();
-    println!("Summary ({} cores; medians of one run; targets of issue 13 as ratios within this run):", cores());
+    println!("Summary ({} cores; medians of one run; targets as ratios within this run):", cores());
     println!();
     print!("{}", All { w1, w2, w3, gemm, unary }.markdown());
     Ok(())

@@ -1,4 +1,4 @@
-//! Eager single-op throughput of the vectorised math (issue 13, item 3):
+//! Eager single-op throughput of the vectorised math:
 //! `x.tanh()` and friends on 16M f32 against `x.copy()` and against
 //! candle's same ops (see `aot_benches::eager_unary`). The target is
 //! `tanh` within 2x of `copy`.

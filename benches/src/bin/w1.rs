@@ -1,4 +1,4 @@
-//! W1 (issue 12): the per-call overhead of a tiny compiled function against
+//! W1: the per-call overhead of a tiny compiled function against
 //! the same ops run eagerly and against candle's eager ops, in one run
 //! (see `aot_benches::w1`). Counts heap allocations per call.
 //!

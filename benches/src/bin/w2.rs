@@ -1,4 +1,4 @@
-//! W2 (issue 13): `sigmoid(tanh(x * 1.5 + 0.5) * 2 - 1)` on 16M f32,
+//! W2: `sigmoid(tanh(x * 1.5 + 0.5) * 2 - 1)` on 16M f32,
 //! compiled, eager and on candle, with `x.copy()` as the bandwidth peer
 //! and each variant's peak heap (see `aot_benches::w2`). Target: compiled
 //! at least 20x faster than candle.

@@ -1,4 +1,4 @@
-//! W3 (issue 13): one training step of the MLP 784-1024-1024-10, batch 256,
+//! W3: one training step of the MLP 784-1024-1024-10, batch 256,
 //! on aot (compiled and eager) and on candle, with each variant's peak heap,
 //! then `gemm` alone on the step's matrix shapes: the ceiling of what aot
 //! can reach (see `aot_benches::w3` and `aot_benches::gemm_ceiling`).

@@ -41,7 +41,7 @@ fn kernel(inputs: u32, nodes: Vec<Node>) -> Kernel {
     ks[0].clone()
 }
 
-/// W2 of issue 13: `sigmoid(tanh(x * 1.5 + 0.5) * 2 - 1)`.
+/// The W2 benchmark: `sigmoid(tanh(x * 1.5 + 0.5) * 2 - 1)`.
 fn w2() -> Kernel {
     kernel(
         1,

@@ -34,7 +34,7 @@ fn kernels(s: &Scheduled) -> Vec<String> {
 
 #[test]
 fn a_chain_of_elementwise_ops_is_one_kernel() {
-    // sigmoid(tanh(x * 1.5 + 0.5) * 2 - 1): W2 of issue 13.
+    // sigmoid(tanh(x * 1.5 + 0.5) * 2 - 1): the W2 benchmark.
     let nodes = stage(vec![
         node(OpKind::Mul, vec![t(0), s(1.5)], 1),
         node(OpKind::Add, vec![t(1), s(0.5)], 2),

@@ -3,7 +3,7 @@
 //! derivative of the project is written here, once.
 //!
 //! A rule does not compute: it asks a [`GradBuilder`] for each value it
-//! needs. The joint graph's builder (`joint_node::Emit`) appends nodes that
+//! needs. The joint graph's builder (`transform::emit::Emit`) appends nodes that
 //! compute the vector-Jacobian product when the graph runs; the eager
 //! engine's builder (`aot-runtime`'s `autograd::grad_eval`) computes each
 //! value on tensors at once. Both therefore compute the same formulas, op

@@ -1,4 +1,4 @@
-//! Rules of the ops for models (issue 16, part A): `log1p`, `expm1`,
+//! Rules of the ops for models: `log1p`, `expm1`,
 //! `masked_fill`, `tril`/`triu`, `cumsum`, `max_dim`/`min_dim` (values)
 //! and the losses. `argmax`/`argmin` give integers and have no gradient.
 

@@ -1,4 +1,4 @@
-//! The DSL features of issue 16 compile: scalar methods and constants,
+//! The DSL features compile: scalar methods and constants,
 //! `if` on a `bool` parameter, sizes, `Vec<Tensor>` returns, methods on a
 //! `TensorTree` struct, and `#[aot_fn(crate = ..)]`.
 use aot_runtime::prelude::*;
