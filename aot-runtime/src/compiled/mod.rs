@@ -23,8 +23,11 @@
 //! dedupe and synthetic-base decisions. The few calls those paths do not
 //! model (arguments in unusual autograd states, program shapes the joint
 //! graph does not cover yet) run the transactional eager reference
-//! (`eager_fallback.rs`). [`CompiledFn::run_eager`] is the reference the
-//! compiled paths are tested against.
+//! (`eager_fallback.rs`); a call whose `reshape`/`contiguous` aliased
+//! otherwise than functionalization assumed reruns eagerly on shadows of
+//! its arguments (`alias_fallback.rs`), so its effects are exactly eager's
+//! and still nothing is written when an op fails. [`CompiledFn::run_eager`]
+//! is the reference the compiled paths are tested against.
 //!
 //! An inference call's fixed cost is kept small: the guard key is computed
 //! on the stack in one pass over the arguments (`specialize.rs`), small

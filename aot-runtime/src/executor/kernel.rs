@@ -1,7 +1,7 @@
 //! Runs the kernel stage's [`Op::Kernel`] nodes.
 //!
 //! A kernel runs as one fused pass on its inputs' backend
-//! ([`Storage::fused`]) when [`plan`] can follow each body op as eager
+//! (`Storage::fused_kernel`) when [`plan`] can follow each body op as eager
 //! would compute it: each value's dtype by eager's promotion (mixed float
 //! dtypes, bool masks, i64 values; integer `div` and float functions of
 //! integers in f32), each step's compute dtype, and each value's layout as

@@ -48,7 +48,7 @@ struct KernelSet {
 }
 
 /// The in-place kernels of one specialisation's inference graph: the
-/// multi-output ones ([`Reinplaced::fused`]), tried first, and one per
+/// multi-output ones (`aot_ir::kernel::reinplace::Reinplaced::fused`), tried first, and one per
 /// written group.
 #[derive(Debug)]
 pub(crate) struct Reinplace {
