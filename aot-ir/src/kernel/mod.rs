@@ -9,7 +9,7 @@
 //!   kernel may compute ([`is_elementwise`], [`is_reduction`],
 //!   [`is_elementwise_prim`]) is defined beside the op and primitive types
 //!   and re-exported here.
-//! - [`schedule`]: the scheduler, which groups the fusible nodes of a
+//! - [`mod@schedule`]: the scheduler, which groups the fusible nodes of a
 //!   stage into kernels.
 //! - [`elementwise`]: the one definition of each elementwise op's
 //!   arithmetic ([`elementwise::with_op`]), which the CPU backend runs and

@@ -1,4 +1,4 @@
-//! [`Emit`], the [`GradBuilder`] that appends the nodes a gradient rule
+//! `Emit`, the [`GradBuilder`] that appends the nodes a gradient rule
 //! asks for to the joint graph under construction ([`super::joint`]),
 //! emitting identical pure nodes once; the rules themselves
 //! ([`super::grad_rules`]) know nothing of nodes.

@@ -15,10 +15,10 @@
 //! `expand_like` undo reductions, `view_grad`/`view_scatter` move a gradient
 //! between a view region and its root. Everything else is a DSL op.
 //!
-//! The rules are split by family: [`elementwise`] (binary, `where_`,
-//! unary), [`reductions`] (with the softmaxes), [`views`] (views, copies,
-//! casts and matrix products), [`models`] (the ops for models: scans,
-//! masks, `max_dim`/`min_dim` and the losses), [`index`] (gathers,
+//! The rules are split by family: `elementwise` (binary, `where_`,
+//! unary), `reductions` (with the softmaxes), `views` (views, copies,
+//! casts and matrix products), `models` (the ops for models: scans,
+//! masks, `max_dim`/`min_dim` and the losses), `index` (gathers,
 //! scatters, `cat`, `stack`).
 
 mod elementwise;
