@@ -30,6 +30,11 @@
 //! let total = scale_(&mut a.clone(), 2.0)?;
 //! assert_eq!(total.item::<f32>()?, 6.0);
 //! assert_eq!(a.to_vec::<f32>()?, vec![2.0; 3]);
+//!
+//! // What the macro traced, and what PyTorch's AOTAutograd records for the call.
+//! println!("{}", scale_::compiled().graph());
+//! let report = scale_::compiled().explain(&[(&a).into(), 2.0.into()])?;
+//! assert!(report.fw_metadata.input_info[0].mutates_data);
 //! # Ok::<(), AotError>(())
 //! ```
 #![allow(clippy::needless_range_loop)]
