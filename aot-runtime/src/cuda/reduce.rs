@@ -61,8 +61,8 @@ pub(super) unsafe fn launch(
         return Ok(());
     }
     let r = render_cuda_typed(k, types, shape.len(), &ScalarSlots::of(k)).map_err(internal)?;
-    let mut pointers = vec![format!("{} *", out.dtype.kernel_dtype().storage())];
-    pointers.extend(inputs.iter().map(|b| format!("const {} *", b.dtype.kernel_dtype().storage())));
+    let mut pointers = vec![format!("{} *", out.dtype.storage())];
+    pointers.extend(inputs.iter().map(|b| format!("const {} *", b.dtype.storage())));
     let entry = Entry { name: r.name.clone(), pointers, sync: true };
     let bufs: Vec<u64> = std::iter::once(out.addr).chain(inputs.iter().map(|b| b.addr)).collect();
     KERNEL_LAUNCHES.fetch_add(1, Ordering::Relaxed);
@@ -106,7 +106,7 @@ fn one_op(row: EagerRow, dtype: DType) -> Option<(Kernel, KernelTypes, Vec<f64>)
         extra_outs: Vec::new(),
         stage_values: vec![ValueId(0), ValueId(1)],
     };
-    let types = KernelTypes::infer(&k, &[dtype.kernel_dtype()]).ok()?;
+    let types = KernelTypes::infer(&k, &[dtype]).ok()?;
     Some((k, types, slots))
 }
 
@@ -158,7 +158,7 @@ pub(super) unsafe fn eager(
     let Some((k, types, slots)) = one_op(row, input.dtype) else {
         return Err(AotError::internal(name, format!("no reduction kernel of {:?}: `plan` admits only what eager computes", input.dtype)));
     };
-    if types.values[1] != out.1.kernel_dtype() {
+    if types.values[1] != out.1 {
         return Err(AotError::internal(name, format!("a {:?} result buffer for {:?}", out.1, types.values[1])));
     }
     let rows_out = matches!(row, EagerRow::Softmax { .. });

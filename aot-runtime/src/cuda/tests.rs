@@ -133,7 +133,7 @@ mod dummy {
             extra_outs: Vec::new(),
             stage_values,
         };
-        let f32s = vec![DType::F32.kernel_dtype(); 2];
+        let f32s = vec![DType::F32; 2];
         let types = aot_ir::kernel::render::KernelTypes { values: f32s.clone(), compute: f32s };
         let call = crate::backend::KernelCall { kernel: &kernel, types: &types, slots: &[] };
         assert!(CudaStorage::fused("fused kernel", &p, Some(&call), &[(&x, l.clone())], &l).is_none());

@@ -174,10 +174,7 @@ fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>], over: 
             *c = s.compute;
         }
     }
-    let types = KernelTypes {
-        values: p.dtypes.iter().map(|d| d.kernel_dtype()).collect(),
-        compute: compute.iter().map(|d| d.kernel_dtype()).collect(),
-    };
+    let types = KernelTypes { values: p.dtypes.to_vec(), compute: compute.to_vec() };
     let slots = slot_values(k, scalars);
     let call = KernelCall { kernel: k, types: &types, slots: &slots };
     let storage = over
@@ -367,7 +364,7 @@ fn plan_dsl(op: OpKind, args: &[IrArg], vals: &[Option<Val>], scalars: &[Option<
     let (a, x) = arg_val(vals, args.first()?)?;
     match op {
         OpKind::ToDtype => match args.get(1)? {
-            IrArg::DType(d) => plan_cast(args, vals, DType::from_ir(*d)),
+            IrArg::DType(d) => plan_cast(args, vals, *d),
             _ => None,
         },
         OpKind::Where => plan_where(args, vals, scalars),
