@@ -34,7 +34,7 @@ use super::device::{Gpu, Mem};
 use super::kernels::{self, OneOp, Use, KERNEL_LAUNCHES};
 use super::sim::Entry;
 use super::CudaStorage;
-use crate::backend::{Backend, BinaryOp};
+use crate::backend::Backend;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
@@ -83,8 +83,8 @@ pub(super) fn clamp(
 }
 
 /// Whether `op` of a tensor of `dtype` with a scalar has a kernel.
-fn scalar_renders(op: BinaryOp, dtype: DType) -> bool {
-    let kind = binary_kind(op);
+fn scalar_renders(op: OpKind, dtype: DType) -> bool {
+    let Ok(kind) = binary_kind(op) else { return false };
     match dtype {
         DType::Bool => op.is_comparison() || matches!(kind, OpKind::Add | OpKind::Mul | OpKind::Maximum | OpKind::Minimum),
         d => renders(kind, d),
@@ -92,7 +92,7 @@ fn scalar_renders(op: BinaryOp, dtype: DType) -> bool {
 }
 
 /// `a op s`, or `s op a` if `scalar_first` (see the module doc).
-pub(super) fn binary_scalar(a: &CudaStorage, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<CudaStorage> {
+pub(super) fn binary_scalar(a: &CudaStorage, op: OpKind, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<CudaStorage> {
     if !scalar_renders(op, a.dtype) {
         return a.on_host(op.name(), |h| h.binary_scalar(op, la, s, scalar_first, out));
     }
@@ -101,7 +101,7 @@ pub(super) fn binary_scalar(a: &CudaStorage, op: BinaryOp, la: &Layout, s: f64, 
     // float arithmetic, to the tensor's dtype otherwise (the renderer's
     // rules for a scalar slot).
     let uses: &[Use] = if scalar_first { &[Use::Scalar(0), Use::Input(0)] } else { &[Use::Input(0), Use::Scalar(0)] };
-    let one = OneOp { op: binary_kind(op), uses, cast: None, compute: a.dtype };
+    let one = OneOp { op: binary_kind(op)?, uses, cast: None, compute: a.dtype };
     CudaStorage::launch_new(op.name(), a.ordinal, &one, &[(a, la)], &[s], dtype, out)
 }
 

@@ -13,7 +13,7 @@
 use super::device::Gpu;
 use super::kernels::{operand, Buf, KERNEL_LAUNCHES};
 use super::sim::Entry;
-use crate::backend::{KernelCall, ReduceOp};
+use crate::backend::KernelCall;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{contiguous_strides, Layout};
@@ -73,7 +73,7 @@ pub(super) unsafe fn launch(
 /// An eager reduction's op.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum EagerRow {
-    Reduce(ReduceOp),
+    Reduce(OpKind),
     Var { correction: i64 },
     Softmax { log: bool },
 }
@@ -85,9 +85,9 @@ fn one_op(row: EagerRow, dtype: DType) -> Option<(Kernel, KernelTypes, Vec<f64>)
     let no_dims = Arg::Ints(vec![]);
     let keep = Arg::Scalar(ScalarExpr::Bool(false));
     let (op, args, slots) = match row {
-        EagerRow::Reduce(ReduceOp::Sum) => (OpKind::SumDim, vec![t, no_dims, keep], vec![]),
-        EagerRow::Reduce(ReduceOp::Mean) => (OpKind::MeanDim, vec![t, no_dims, keep], vec![]),
-        EagerRow::Reduce(ReduceOp::Amax) => (OpKind::AmaxDim, vec![t, no_dims, keep], vec![]),
+        EagerRow::Reduce(op) if op.is_fold_reduction() => (op, vec![t, no_dims, keep], vec![]),
+        // Not a reduction: the host path reports it.
+        EagerRow::Reduce(_) => return None,
         // The correction is a slot, so one compiled kernel serves them all.
         EagerRow::Var { correction } => {
             (OpKind::VarDim, vec![t, no_dims, Arg::Scalar(ScalarExpr::Param(0)), keep], vec![correction as f64])
@@ -133,8 +133,8 @@ pub(super) fn plan(row: EagerRow, dtype: DType, l: &Layout, dims: &[usize]) -> O
     let reduced: Vec<bool> = (0..rank).map(|d| dims.is_empty() || dims.contains(&d)).collect();
     let empty_dim = l.shape.iter().zip(&reduced).any(|(&n, &r)| r && n == 0);
     let ok = match row {
-        EagerRow::Reduce(ReduceOp::Amax) => !empty_dim && dtype != DType::Bool,
-        EagerRow::Reduce(ReduceOp::Sum) => true,
+        EagerRow::Reduce(OpKind::AmaxDim) => !empty_dim && dtype != DType::Bool,
+        EagerRow::Reduce(OpKind::SumDim) => true,
         _ => dtype.is_float(),
     };
     ok.then_some(reduced)

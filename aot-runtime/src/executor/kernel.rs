@@ -24,7 +24,7 @@ use super::dispatch::{exec_node, ArgGeometrySource};
 use super::interp::{blame, get, zero_result, Ctx, Stop};
 use crate::autograd::prims::scalar;
 use crate::backend::kernel_record::{self, RanKernel};
-use crate::backend::{BinaryOp, FusedProgram, FusedRhs, FusedStep, KernelCall};
+use crate::backend::{FusedProgram, FusedRhs, FusedStep, KernelCall};
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};
 use crate::layout::{broadcast_shapes, elementwise_layout, is_dense_output, preserve_layout, Layout};
@@ -387,7 +387,7 @@ fn plan_binary(op: OpKind, a: usize, x: &Val, rhs: &IrArg, vals: &[Option<Val>],
     let bop = binary_op(op)?;
     let compute_of = |promoted: DType| match bop {
         // true division of integers happens in the default float dtype
-        BinaryOp::Div if !promoted.is_float() => DType::F32,
+        OpKind::Div if !promoted.is_float() => DType::F32,
         _ => promoted,
     };
     let (rhs, compute, layout) = match rhs {
@@ -450,24 +450,9 @@ fn dtype_scalar(v: ScalarValue) -> Scalar {
     }
 }
 
-/// The binary op of a DSL op that takes a tensor or scalar operand.
-pub(crate) fn binary_op(op: OpKind) -> Option<BinaryOp> {
-    Some(match op {
-        OpKind::Add => BinaryOp::Add,
-        OpKind::Sub => BinaryOp::Sub,
-        OpKind::Mul => BinaryOp::Mul,
-        OpKind::Div => BinaryOp::Div,
-        OpKind::Pow => BinaryOp::Pow,
-        OpKind::Maximum => BinaryOp::Maximum,
-        OpKind::Minimum => BinaryOp::Minimum,
-        OpKind::Eq => BinaryOp::Eq,
-        OpKind::Ne => BinaryOp::Ne,
-        OpKind::Lt => BinaryOp::Lt,
-        OpKind::Le => BinaryOp::Le,
-        OpKind::Gt => BinaryOp::Gt,
-        OpKind::Ge => BinaryOp::Ge,
-        _ => return None,
-    })
+/// `op` when it is a binary elementwise op (a tensor or scalar operand).
+pub(crate) fn binary_op(op: OpKind) -> Option<OpKind> {
+    op.is_binary_elementwise().then_some(op)
 }
 
 /// Notes a kernel that ran (`kernel_record`): `types` gives the plan's

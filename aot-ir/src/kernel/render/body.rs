@@ -4,7 +4,7 @@
 //! its one definition in [`elementwise::with_op`].
 
 use super::super::c_math::{self, CVal};
-use super::super::elementwise::{self, BoolOp, Comparison, Compute, IntOp, OpVisitor};
+use super::super::elementwise::{self, comparison_c_op, BoolOp, Compute, IntOp, OpVisitor};
 use super::super::math;
 use super::{DType, KernelTypes, RenderError, ScalarSlots};
 use crate::graph::Op;
@@ -473,9 +473,9 @@ fn typed_op(op: OpKind, args: &[Operand], c: DType) -> Result<KVal, String> {
         let (x, cond, y) = (exact(operand(0)?), exact_bool(operand(1)?)?, exact(operand(2)?));
         return Ok(typed(c.compute(), format!("c{} ? c{} : c{}", cond.0, x.0, y.0)));
     }
-    if let Some(k) = Comparison::of(op) {
+    if let Some(c_op) = comparison_c_op(op) {
         let (a, b) = (exact(operand(0)?), exact(operand(1)?));
-        return Ok(typed("bool", format!("c{} {} c{}", a.0, k.c_op(), b.0)));
+        return Ok(typed("bool", format!("c{} {} c{}", a.0, c_op, b.0)));
     }
     let b = args.get(1).unwrap_or(operand(0)?);
     match c {

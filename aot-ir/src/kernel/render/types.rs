@@ -16,7 +16,6 @@
 use super::RenderError;
 use crate::dtype::{Category, DType};
 use crate::graph::{Op, Prim};
-use crate::kernel::elementwise::Comparison;
 use crate::kernel::Kernel;
 use crate::op::OpKind;
 use crate::types::{Arg, ScalarValue};
@@ -107,7 +106,7 @@ impl KernelTypes {
                     };
                     (c, c)
                 }
-                Op::Dsl { op, .. } if Comparison::of(*op).is_some() => (DType::Bool, with(dt(n.args.first())?, n.args.get(1))?),
+                Op::Dsl { op, .. } if op.is_comparison() => (DType::Bool, with(dt(n.args.first())?, n.args.get(1))?),
                 Op::Dsl { op, .. } if n.args.len() == 2 => {
                     let p = with(dt(n.args.first())?, n.args.get(1))?;
                     let c = match (op, p) {

@@ -9,7 +9,7 @@ use super::harness::{Launch, Program};
 use super::*;
 use crate::dtype::DType;
 use crate::graph::Prim;
-use crate::kernel::elementwise::{BoolOp, Comparison, IntOp};
+use crate::kernel::elementwise::{compare, BoolOp, IntOp};
 
 use DType as D;
 
@@ -91,14 +91,15 @@ fn op_at(op: OpKind, a: V, b: V, cond: Option<bool>, c: D) -> V {
     if let Some(k) = cond {
         return if k { a } else { b };
     }
-    if let Some(k) = Comparison::of(op) {
-        return V::Bool(match (a, b) {
-            (V::F32(x), V::F32(y)) => k.eval(x, y),
-            (V::F64(x), V::F64(y)) => k.eval(x, y),
-            (V::I64(x), V::I64(y)) => k.eval(x, y),
-            (V::Bool(x), V::Bool(y)) => k.eval(x, y),
+    if op.is_comparison() {
+        let r = match (a, b) {
+            (V::F32(x), V::F32(y)) => compare(op, x, y),
+            (V::F64(x), V::F64(y)) => compare(op, x, y),
+            (V::I64(x), V::I64(y)) => compare(op, x, y),
+            (V::Bool(x), V::Bool(y)) => compare(op, x, y),
             other => panic!("{other:?}"),
-        });
+        };
+        return V::Bool(r.expect("a comparison"));
     }
     match (a, b) {
         (V::F32(x), V::F32(y)) => {
@@ -123,8 +124,7 @@ fn reference(k: &Kernel, types: &KernelTypes, loads: &[u64]) -> u64 {
                 Arg::Tensor(v) => cast(vals[v.index()].unwrap(), c),
                 Arg::Scalar(e) => {
                     let x = scalar_f64(e.as_const().unwrap());
-                    let float_arith =
-                        n.kind().is_some_and(|o| Comparison::of(o).is_none() && o != OpKind::Where) && c != D::I64 && c != D::Bool;
+                    let float_arith = n.kind().is_some_and(|o| !o.is_comparison() && o != OpKind::Where) && c != D::I64 && c != D::Bool;
                     if float_arith {
                         // `Compute::of`: the compute type's rounding only.
                         if c == D::F64 {
