@@ -4,13 +4,14 @@
 //!
 //! Modules, bottom to top; each uses only modules of the layers below it
 //! (docs/architecture.md draws the same, and a test checks it):
-//! 1. [`types`], [`op`] (the op table and the op classes), [`schema`]
-//! 2. [`graph`]: the IR's data: graphs, nodes, primitives, and what nodes
+//! 1. [`dtype`]: the element types, shared with the runtime
+//! 2. [`types`], [`op`] (the op table and the op classes), [`schema`]
+//! 3. [`graph`]: the IR's data: graphs, nodes, primitives, and what nodes
 //!    embed (kernels, calls and loops)
-//! 3. [`mod@print`] (the listing), [`mod@verify`] (per-stage node checks),
+//! 4. [`mod@print`] (the listing), [`mod@verify`] (per-stage node checks),
 //!    [`analysis`]
-//! 4. [`transform`]: the passes, with their results' checks and listings
-//! 5. [`kernel`]: the kernel stage: scheduling, reinplacing, rendering
+//! 5. [`transform`]: the passes, with their results' checks and listings
+//! 6. [`kernel`]: the kernel stage: scheduling, reinplacing, rendering
 //!
 //! No `syn`, no tensors: the crate is plain data and algorithms, so the proc
 //! macro can depend on it cheaply and the runtime can deserialise what the
@@ -37,6 +38,7 @@
 //! ```
 
 pub mod analysis;
+pub mod dtype;
 pub mod graph;
 pub mod kernel;
 pub mod op;
@@ -47,11 +49,12 @@ pub mod types;
 pub mod verify;
 
 pub use analysis::{ArgFacts, CallFacts, Diagnostic, OutputAlias, StaticMeta};
+pub use dtype::DType;
 pub use graph::{ChainStep, Graph, GraphBuilder, Node, Op, Param, Prim, ReturnKind, ValueDef, ValueInfo, ValueSizeRead};
 pub use op::{OpClass, OpKind, OpSig, ParamKind, OP_TABLE};
 pub use schema::{
     DedupeInfo, InputAliasInfo, MutationType, OutputAliasInfo, OutputType, SyntheticBaseEntry, SyntheticBaseInfo, TangentMeta,
     ViewAndMutationMeta,
 };
-pub use types::{Arg, IrDType, ParamType, ScalarBinOp, ScalarError, ScalarExpr, ScalarFn, ScalarTy, ScalarValue, SpanId, ValueId};
+pub use types::{Arg, ParamType, ScalarBinOp, ScalarError, ScalarExpr, ScalarFn, ScalarTy, ScalarValue, SpanId, ValueId};
 pub use verify::{checked, verify, Stage, VerifyError};

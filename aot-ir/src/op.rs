@@ -5,8 +5,11 @@
 //! (view / data mutation / metadata mutation) and the interpreter dispatches
 //! on the kind. One table means the four can never disagree.
 //!
-//! Beside the table, the classes of the kernel stage: which ops a
-//! generated kernel computes ([`is_elementwise`], [`is_reduction`]).
+//! Beside the table, the op classes: the kernel stage's (which ops a
+//! generated kernel computes: [`is_elementwise`], [`is_reduction`]) and
+//! the backends' (which ops each primitive takes:
+//! [`OpKind::is_unary_elementwise`], [`OpKind::is_binary_elementwise`],
+//! [`OpKind::is_comparison`], [`OpKind::is_fold_reduction`]).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -310,6 +313,50 @@ impl OpKind {
         matches!(self, OpKind::RandLike | OpKind::Dropout)
     }
 
+    /// The unary elementwise math ops: one tensor in, one value out per
+    /// element, no other argument (`neg`, `exp`, .., `expm1`).
+    pub fn is_unary_elementwise(self) -> bool {
+        use OpKind::*;
+        matches!(
+            self,
+            Neg | Exp | Log | Sqrt | Rsqrt | Abs | Sin | Cos | Tanh | Sigmoid | Relu | Gelu | Silu | Reciprocal | Square | Log1p | Expm1
+        )
+    }
+
+    /// The binary elementwise ops of two operands that broadcast: the
+    /// arithmetic (`add` .. `minimum`) and the comparisons.
+    pub fn is_binary_elementwise(self) -> bool {
+        use OpKind::*;
+        matches!(self, Add | Sub | Mul | Div | Pow | Maximum | Minimum) || self.is_comparison()
+    }
+
+    /// The comparisons, whose result is bool: `eq`, `ne`, `lt`, `le`, `gt`,
+    /// `ge`.
+    pub fn is_comparison(self) -> bool {
+        use OpKind::*;
+        matches!(self, Eq | Ne | Lt | Le | Gt | Ge)
+    }
+
+    /// The reductions over a set of dims that fold each row with one
+    /// operation: `sum_dim`, `mean_dim` (a sum, then divided) and
+    /// `amax_dim`.
+    pub fn is_fold_reduction(self) -> bool {
+        matches!(self, OpKind::SumDim | OpKind::MeanDim | OpKind::AmaxDim)
+    }
+
+    /// PyTorch's name of the op where it differs from the DSL's: the
+    /// reductions over dims are `torch.sum`, `torch.mean`, `torch.amax`
+    /// and `torch.var` with a `dim` argument. Any other op: its name.
+    pub fn torch_name(self) -> &'static str {
+        match self {
+            OpKind::SumDim => "sum",
+            OpKind::MeanDim => "mean",
+            OpKind::AmaxDim => "amax",
+            OpKind::VarDim => "var",
+            k => k.name(),
+        }
+    }
+
     /// The out-of-place op an in-place data mutation computes (`add_` is
     /// `add` written back), if it has one.
     pub fn out_of_place(self) -> Option<OpKind> {
@@ -452,6 +499,22 @@ mod tests {
                 assert_eq!(sig.name.ends_with('_'), sig.kind.is_inplace(), "{}", sig.name);
             }
         }
+    }
+
+    #[test]
+    fn the_backend_classes_are_elementwise_or_reductions() {
+        for sig in OP_TABLE {
+            let k = sig.kind;
+            if k.is_unary_elementwise() || k.is_binary_elementwise() {
+                assert!(is_elementwise(k) && !k.is_random(), "{k}");
+            }
+            assert_eq!(k.is_unary_elementwise(), is_elementwise(k) && sig.params.is_empty(), "{k}");
+            if k.is_fold_reduction() {
+                assert!(is_reduction(k), "{k}");
+            }
+        }
+        assert_eq!(OpKind::AmaxDim.torch_name(), "amax");
+        assert_eq!(OpKind::Maximum.torch_name(), "maximum");
     }
 
     #[test]

@@ -127,7 +127,7 @@ impl<'a> Names<'a> {
                 let items: Vec<String> = v.iter().map(|s| self.scalar_text(s)).collect();
                 format!("[{}]", items.join(", "))
             }
-            Arg::DType(d) => format!("DType::{}", d.name()),
+            Arg::DType(d) => format!("DType::{}", d.variant_name()),
         }
     }
 

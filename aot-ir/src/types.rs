@@ -1,10 +1,11 @@
-//! The small value types the IR is made of: value and span ids, dtypes,
-//! parameter types, and scalar expressions.
+//! The small value types the IR is made of: value and span ids, parameter
+//! types, scalar expressions, and node arguments.
 //!
 //! Scalars are kept as expressions rather than folded numbers because the
 //! function's scalar parameters (`lr: f64`) are runtime inputs: a graph is
 //! compiled once and called with many learning rates.
 
+use crate::dtype::DType;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -34,49 +35,6 @@ impl fmt::Display for ValueId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
 #[serde(transparent)]
 pub struct SpanId(pub u32);
-
-/// Element types, mirroring the runtime's `DType` (the IR has no runtime dependency).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum IrDType {
-    F32,
-    F64,
-    F16,
-    BF16,
-    I64,
-    Bool,
-}
-
-impl IrDType {
-    /// Parses the variant name as written in `DType::F32`.
-    pub fn from_name(name: &str) -> Option<IrDType> {
-        Some(match name {
-            "F32" => IrDType::F32,
-            "F64" => IrDType::F64,
-            "F16" => IrDType::F16,
-            "BF16" => IrDType::BF16,
-            "I64" => IrDType::I64,
-            "Bool" => IrDType::Bool,
-            _ => return None,
-        })
-    }
-
-    /// The variant name, as the user writes it after `DType::`.
-    pub fn name(self) -> &'static str {
-        match self {
-            IrDType::F32 => "F32",
-            IrDType::F64 => "F64",
-            IrDType::F16 => "F16",
-            IrDType::BF16 => "BF16",
-            IrDType::I64 => "I64",
-            IrDType::Bool => "Bool",
-        }
-    }
-
-    /// Whether tensors of this dtype can carry gradients.
-    pub fn is_float(self) -> bool {
-        matches!(self, IrDType::F32 | IrDType::F64 | IrDType::F16 | IrDType::BF16)
-    }
-}
 
 /// The declared type of a parameter of an `#[aot_fn]` function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -494,7 +452,7 @@ pub enum Arg {
     Scalar(ScalarExpr),
     /// An integer list such as the `&[2, -1]` of `view`.
     Ints(Vec<ScalarExpr>),
-    DType(IrDType),
+    DType(DType),
 }
 
 impl Arg {

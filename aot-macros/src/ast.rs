@@ -7,7 +7,7 @@
 //! go on and report further problems without repeating this one.
 
 use crate::diag::{Errors, SpanRange};
-use aot_ir::{IrDType, ScalarTy};
+use aot_ir::{DType, ScalarTy};
 use syn::Ident;
 
 mod calls;
@@ -82,7 +82,7 @@ pub enum Expr {
     Float(f64, SpanRange),
     Int(i64, SpanRange),
     Bool(bool, SpanRange),
-    DType(IrDType, SpanRange),
+    DType(DType, SpanRange),
     /// `&[a, b]` or `[a, b]`.
     List(Vec<Expr>, SpanRange),
     Tuple(Vec<Expr>, SpanRange),
@@ -544,7 +544,7 @@ fn parse_path(p: &syn::ExprPath, span: SpanRange, errors: &mut Errors) -> Expr {
         // `DType::F32`, also spelled with a crate prefix.
         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
         if segs.len() >= 2 && segs[segs.len() - 2] == "DType" {
-            if let Some(d) = IrDType::from_name(&segs[segs.len() - 1]) {
+            if let Some(d) = DType::from_variant_name(&segs[segs.len() - 1]) {
                 return Expr::DType(d, span);
             }
         }

@@ -21,7 +21,7 @@
 use crate::ast::{Block, Expr, Pat, Stmt};
 use crate::diag::{Errors, SpanRange};
 use crate::valid::Signature;
-use aot_ir::{Graph, GraphBuilder, IrDType, ParamType, ReturnKind, ScalarExpr, ScalarTy, SpanId, ValueId};
+use aot_ir::{DType, Graph, GraphBuilder, ParamType, ReturnKind, ScalarExpr, ScalarTy, SpanId, ValueId};
 use proc_macro2::TokenStream;
 
 use std::collections::HashMap;
@@ -77,7 +77,7 @@ enum Val {
     Tensor(ValueId),
     Scalar(ScalarExpr, ScalarTy),
     Ints(Vec<ScalarExpr>),
-    DType(IrDType),
+    DType(DType),
     Tuple(Vec<Val>),
     /// A struct parameter (index into `Lower::trees`): only its fields are
     /// values.

@@ -1,100 +1,11 @@
-//! Dtypes, the element trait that ties a Rust type to its dtype, scalars,
-//! and PyTorch's type-promotion rules.
+//! Dtypes ([`DType`], defined in `aot_ir`), the element trait that ties a
+//! Rust type to its dtype, scalars, and PyTorch's promotion of a tensor
+//! with a scalar.
 
+use aot_ir::dtype::Category;
 use half::{bf16, f16};
-use serde::{Deserialize, Serialize};
 
-/// Element type of a tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum DType {
-    F32,
-    F64,
-    F16,
-    BF16,
-    I64,
-    Bool,
-}
-
-/// The three categories PyTorch promotes between: bool < integer < floating.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Category {
-    Bool,
-    Int,
-    Float,
-}
-
-impl DType {
-    /// All dtypes, in a stable order.
-    pub const ALL: [DType; 6] = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::Bool];
-    /// The floating dtypes.
-    pub const FLOATS: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
-
-    pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
-    }
-    /// The dtype math on this one is done in (PyTorch's opmath type): f32
-    /// for f16/bf16, else itself.
-    pub fn opmath(self) -> DType {
-        match self {
-            DType::F16 | DType::BF16 => DType::F32,
-            d => d,
-        }
-    }
-    pub fn size_in_bytes(self) -> usize {
-        match self {
-            DType::F64 | DType::I64 => 8,
-            DType::F32 => 4,
-            DType::F16 | DType::BF16 => 2,
-            DType::Bool => 1,
-        }
-    }
-    /// PyTorch's name, as in `torch.float32`.
-    pub fn name(self) -> &'static str {
-        match self {
-            DType::F32 => "float32",
-            DType::F64 => "float64",
-            DType::F16 => "float16",
-            DType::BF16 => "bfloat16",
-            DType::I64 => "int64",
-            DType::Bool => "bool",
-        }
-    }
-    pub(crate) fn category(self) -> Category {
-        match self {
-            DType::Bool => Category::Bool,
-            DType::I64 => Category::Int,
-            _ => Category::Float,
-        }
-    }
-
-    /// `torch.promote_types` for two tensor dtypes of the same priority.
-    pub fn promote(a: DType, b: DType) -> DType {
-        use DType::*;
-        if a == b {
-            return a;
-        }
-        match (a.category(), b.category()) {
-            (ca, cb) if ca != cb => {
-                if ca > cb {
-                    a
-                } else {
-                    b
-                }
-            }
-            _ => match (a, b) {
-                (F64, _) | (_, F64) => F64,
-                // f16 with bf16, or either with f32, promotes to f32.
-                _ => F32,
-            },
-        }
-    }
-}
-
-impl std::fmt::Display for DType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use aot_ir::DType;
 
 /// A Rust type that can be a tensor element.
 pub trait WithDType: Copy + Send + Sync + 'static + std::fmt::Debug + PartialEq {
@@ -200,44 +111,12 @@ impl From<bool> for Scalar {
     }
 }
 
-/// The IR's and the CUDA renderer's names of the dtypes.
-impl DType {
-    pub(crate) fn from_ir(d: aot_ir::IrDType) -> DType {
-        use aot_ir::IrDType as I;
-        match d {
-            I::F32 => DType::F32,
-            I::F64 => DType::F64,
-            I::F16 => DType::F16,
-            I::BF16 => DType::BF16,
-            I::I64 => DType::I64,
-            I::Bool => DType::Bool,
-        }
-    }
-    /// The renderer's element type of this dtype.
-    pub(crate) fn kernel_dtype(self) -> aot_ir::kernel::render::KernelDType {
-        use aot_ir::kernel::render::KernelDType as K;
-        match self {
-            DType::F32 => K::F32,
-            DType::F64 => K::F64,
-            DType::F16 => K::F16,
-            DType::BF16 => K::BF16,
-            DType::I64 => K::I64,
-            DType::Bool => K::Bool,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     #[test]
-    fn promotion_follows_torch() {
+    fn scalar_promotion_follows_torch() {
         use DType::*;
-        assert_eq!(DType::promote(F16, BF16), F32);
-        assert_eq!(DType::promote(F16, F32), F32);
-        assert_eq!(DType::promote(F32, F64), F64);
-        assert_eq!(DType::promote(I64, F16), F16);
-        assert_eq!(DType::promote(Bool, I64), I64);
         assert_eq!(Scalar::F64(2.5).promote_with(I64), F32);
         assert_eq!(Scalar::F64(2.5).promote_with(F16), F16);
         assert_eq!(Scalar::I64(2).promote_with(Bool), I64);

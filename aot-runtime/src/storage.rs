@@ -20,12 +20,13 @@
 //! `host_alloc::try_vec` (or the helpers on it): a request that is too
 //! large is an [`AotError::OutOfMemory`] naming the op, never an abort.
 
-use crate::backend::{dispatch_cpu, Backend, BinaryOp, CpuStorage, Distribution, ReduceOp, Rng, UnaryOp};
+use crate::backend::{dispatch_cpu, Backend, CpuStorage, Distribution, Rng};
 use crate::cuda::CudaStorage;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
+use aot_ir::OpKind;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
@@ -249,20 +250,20 @@ impl Storage {
         Storage::from_host(op, device, host)
     }
 
-    pub(crate) fn unary(&self, op: UnaryOp, l: &Layout, out: &Layout) -> Result<Storage> {
+    pub(crate) fn unary(&self, op: OpKind, l: &Layout, out: &Layout) -> Result<Storage> {
         map_backend!(&*self.read(), s => s.unary(op, l, out)).map(Storage::new)
     }
     pub(crate) fn clamp(&self, op: &'static str, l: &Layout, min: Option<f64>, max: Option<f64>, out: &Layout) -> Result<Storage> {
         map_backend!(&*self.read(), s => s.clamp(op, l, min, max, out)).map(Storage::new)
     }
-    pub(crate) fn binary(&self, op: BinaryOp, la: &Layout, rhs: &Storage, lb: &Layout, out: &Layout) -> Result<Storage> {
+    pub(crate) fn binary(&self, op: OpKind, la: &Layout, rhs: &Storage, lb: &Layout, out: &Layout) -> Result<Storage> {
         let name = op.name();
         same_device(name, self, &[rhs])?;
         self.read2(rhs, |a, b| map_backend2!(name, (a, b), (x, y) => x.binary(op, la, y, lb, out))).map(Storage::new)
     }
     /// `self[l] = self[l] op rhs[lr]` in place, `rhs` another storage. The
     /// caller bumps the version.
-    pub(crate) fn binary_assign(&self, op: BinaryOp, l: &Layout, rhs: &Storage, lr: &Layout) -> Result<()> {
+    pub(crate) fn binary_assign(&self, op: OpKind, l: &Layout, rhs: &Storage, lr: &Layout) -> Result<()> {
         let name = op.name();
         same_device(name, self, &[rhs])?;
         if self.same(rhs) {
@@ -277,14 +278,14 @@ impl Storage {
     }
     /// [`Backend::binary_dense`]: `self[ra] op rhs[rb]`, operands checked
     /// by the caller.
-    pub(crate) fn binary_dense(&self, op: BinaryOp, ra: Range<usize>, rhs: &Storage, rb: Range<usize>) -> Result<Storage> {
+    pub(crate) fn binary_dense(&self, op: OpKind, ra: Range<usize>, rhs: &Storage, rb: Range<usize>) -> Result<Storage> {
         let name = op.name();
         same_device(name, self, &[rhs])?;
         self.read2(rhs, |a, b| map_backend2!(name, (a, b), (x, y) => x.binary_dense(op, ra.clone(), y, rb.clone()))).map(Storage::new)
     }
     /// [`Backend::binary_assign_dense`]: `self[ra] op= rhs[rb]`, `rhs`
     /// another storage. The caller bumps the version.
-    pub(crate) fn binary_assign_dense(&self, op: BinaryOp, ra: Range<usize>, rhs: &Storage, rb: Range<usize>) -> Result<()> {
+    pub(crate) fn binary_assign_dense(&self, op: OpKind, ra: Range<usize>, rhs: &Storage, rb: Range<usize>) -> Result<()> {
         let name = op.name();
         same_device(name, self, &[rhs])?;
         if self.same(rhs) {
@@ -297,7 +298,7 @@ impl Storage {
             (d, s) => Err(mismatch(name, d.device(), s.device())),
         }
     }
-    pub(crate) fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Storage> {
+    pub(crate) fn binary_scalar(&self, op: OpKind, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Storage> {
         map_backend!(&*self.read(), x => x.binary_scalar(op, la, s, scalar_first, out)).map(Storage::new)
     }
     /// `cond ? a : b` with `self` the condition.
@@ -378,7 +379,7 @@ impl Storage {
             (s, d) => Err(mismatch(op, s.device(), d.device())),
         }
     }
-    pub(crate) fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Storage> {
+    pub(crate) fn reduce(&self, op: OpKind, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Storage> {
         map_backend!(&*self.read(), s => s.reduce(op, l, dims, keepdim)).map(Storage::new)
     }
     pub(crate) fn var(&self, op: &'static str, l: &Layout, dims: &[usize], correction: i64, keepdim: bool) -> Result<Storage> {

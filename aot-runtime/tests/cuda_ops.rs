@@ -8,8 +8,9 @@
 
 mod cuda_common;
 
+use aot_ir::OpKind;
+use aot_runtime::backend::Backend;
 use aot_runtime::backend::CpuStorage;
-use aot_runtime::backend::{Backend, BinaryOp};
 use aot_runtime::cuda::{host_round_trips, CudaStorage};
 use aot_runtime::layout::Layout;
 use aot_runtime::DType;
@@ -147,28 +148,28 @@ fn clamp_matches_the_cpu_in_every_dtype_without_the_host() {
     same(b.clamp("clamp", &l, Some(0.0), None, &l), upload(&b).clamp("clamp", &l, Some(0.0), None, &l), "bool clamp");
 }
 
-const OPS: [BinaryOp; 13] = [
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::Pow,
-    BinaryOp::Maximum,
-    BinaryOp::Minimum,
-    BinaryOp::Eq,
-    BinaryOp::Ne,
-    BinaryOp::Lt,
-    BinaryOp::Le,
-    BinaryOp::Gt,
-    BinaryOp::Ge,
+const OPS: [OpKind; 13] = [
+    OpKind::Add,
+    OpKind::Sub,
+    OpKind::Mul,
+    OpKind::Div,
+    OpKind::Pow,
+    OpKind::Maximum,
+    OpKind::Minimum,
+    OpKind::Eq,
+    OpKind::Ne,
+    OpKind::Lt,
+    OpKind::Le,
+    OpKind::Gt,
+    OpKind::Ge,
 ];
 
 /// The scalar ops that go through the host: what the CPU refuses (integer
 /// `div`, bool `sub`/`div`/`pow`), which the host reports.
-fn on_the_host(op: BinaryOp, dtype: DType) -> bool {
+fn on_the_host(op: OpKind, dtype: DType) -> bool {
     match dtype {
-        DType::I64 => op == BinaryOp::Div,
-        DType::Bool => matches!(op, BinaryOp::Sub | BinaryOp::Div | BinaryOp::Pow),
+        DType::I64 => op == OpKind::Div,
+        DType::Bool => matches!(op, OpKind::Sub | OpKind::Div | OpKind::Pow),
         _ => false,
     }
 }
@@ -198,7 +199,7 @@ fn scalar_ops_match_the_cpu_in_every_dtype_and_order() {
                 let what = format!("{op:?} {dtype:?} scalar {s} first {first} {l:?}");
                 // Float `pow` calls the platform's libm (the renderer's
                 // module doc): the host's on the simulator, CUDA's on a GPU.
-                let ulps = if op == BinaryOp::Pow && dtype.is_float() { 2 } else { 0 };
+                let ulps = if op == OpKind::Pow && dtype.is_float() { 2 } else { 0 };
                 close(x.binary_scalar(op, &l, s, first, &out), upload(&x).binary_scalar(op, &l, s, first, &out), ulps, &what);
                 let ran_on_host = host_round_trips().0 > host0;
                 assert_eq!(ran_on_host, on_the_host(op, dtype), "{what}: ran on the host: {ran_on_host}");

@@ -83,23 +83,11 @@ fn random_kernels_compile_with_nvrtc_and_ptxas() {
     let mut unit = String::new();
     for kind in [RandomKind::Uniform, RandomKind::Normal, RandomKind::Dropout] {
         for dtype in DTYPES {
-            let r = render_random(kind, dtype_of(dtype));
+            let r = render_random(kind, dtype);
             // Each kernel compiles alone, and all of them as one unit.
             nvrtc::compile_ptx(&r.name, &r.source, "compute_80").unwrap_or_else(|e| panic!("{e}\n{}", r.source));
             unit.push_str(&r.source);
         }
     }
     nvrtc::compile_and_assemble("random", &unit).unwrap_or_else(|e| panic!("{e}"));
-}
-
-fn dtype_of(d: DType) -> aot_ir::kernel::render::KernelDType {
-    use aot_ir::kernel::render::KernelDType as K;
-    match d {
-        DType::F32 => K::F32,
-        DType::F64 => K::F64,
-        DType::F16 => K::F16,
-        DType::BF16 => K::BF16,
-        DType::I64 => K::I64,
-        DType::Bool => K::Bool,
-    }
 }

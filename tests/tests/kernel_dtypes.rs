@@ -6,7 +6,7 @@
 //! (`gt`, `cast_like`, `mul`) is one fused kernel.
 
 use aot_ir::graph::args::{dtype as dtype_arg, f, i, t};
-use aot_ir::{GraphBuilder, IrDType, OpKind, ReturnKind, ValueId};
+use aot_ir::{GraphBuilder, OpKind, ReturnKind, ValueId};
 use aot_runtime::compiled::__private::kernel_stats;
 use aot_runtime::prelude::*;
 use aot_runtime::{Arg, CompiledFn};
@@ -20,17 +20,6 @@ static STATS: Mutex<()> = Mutex::new(());
 static FUSED_CASES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 const DTYPES: [DType; 6] = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::Bool];
-
-fn ir_dtype(d: DType) -> IrDType {
-    match d {
-        DType::F32 => IrDType::F32,
-        DType::F64 => IrDType::F64,
-        DType::F16 => IrDType::F16,
-        DType::BF16 => IrDType::BF16,
-        DType::I64 => IrDType::I64,
-        DType::Bool => IrDType::Bool,
-    }
-}
 
 /// The elements of `x` as bit patterns that compare exactly: i64 as
 /// itself, everything else through f64 (exact for every float dtype and
@@ -133,7 +122,7 @@ fn program(inputs: usize, steps: &[Step]) -> aot_ir::Graph {
             Step::Cmp(k, a, s, b) => g.call(CMPS[k], pick(a), vec![rhs(b, s, false)]),
             Step::Arith(k, a, s, int, b) => g.call(ARITH[k], pick(a), vec![rhs(b, s, int)]),
             Step::Unary(k, a) => g.call(UNARY[k], pick(a), vec![]),
-            Step::Cast(d, a) => g.call(OpKind::ToDtype, pick(a), vec![dtype_arg(ir_dtype(DTYPES[d]))]),
+            Step::Cast(d, a) => g.call(OpKind::ToDtype, pick(a), vec![dtype_arg(DTYPES[d])]),
             Step::Where(a, c, b, s) => {
                 let cond = g.call(OpKind::Ne, pick(c), vec![i(0)]);
                 g.call(OpKind::Where, pick(a), vec![t(cond), rhs(b, s, false)])

@@ -21,8 +21,9 @@ pub mod kernel;
 pub mod node;
 pub mod prim;
 
+use crate::dtype::DType;
 use crate::op::OpKind;
-use crate::types::{Arg, IrDType, ParamType, ScalarExpr, SpanId, ValueId};
+use crate::types::{Arg, ParamType, ScalarExpr, SpanId, ValueId};
 pub use call::{CallArg, CallSite, LoopBody, TreeArg};
 pub use kernel::Kernel;
 pub use node::{ChainStep, Node, Op};
@@ -349,7 +350,7 @@ pub mod args {
     pub fn ints(xs: &[i64]) -> Arg {
         Arg::Ints(xs.iter().map(|&x| ScalarExpr::I64(x)).collect())
     }
-    pub fn dtype(d: IrDType) -> Arg {
+    pub fn dtype(d: DType) -> Arg {
         Arg::DType(d)
     }
 }

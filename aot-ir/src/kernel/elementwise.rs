@@ -13,7 +13,7 @@
 //! - a scalar operand is rounded to the compute type first.
 //!
 //! The ops that are not float arithmetic have their one definition in
-//! `elementwise/exact.rs`, each with its C: [`Comparison`] (eq ne lt le gt
+//! `elementwise/exact.rs`, each with its C: [`compare`] (eq ne lt le gt
 //! ge, in any compute type, giving bool), [`IntOp`] (the integer
 //! arithmetic that is exact in i64, wrapping on overflow as eager does,
 //! and PyTorch's integer `pow`) and [`BoolOp`] (bool `add`/`maximum` is
@@ -24,7 +24,7 @@ use crate::op::OpKind;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 mod exact;
-pub use exact::{int_pow, BoolOp, Comparison, IntOp, INT_POW_C};
+pub use exact::{compare, comparison_c_op, int_pow, BoolOp, IntOp, INT_POW_C};
 
 /// A compute type of kernels: plain arithmetic plus the functions the ops
 /// need.

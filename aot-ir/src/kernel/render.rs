@@ -10,7 +10,7 @@
 //! [`super::c_math`], rendered once per unit from [`super::math`].
 //!
 //! # Types
-//! Every body value has a [`KernelDType`] and every op a compute dtype
+//! Every body value has a [`DType`] and every op a compute dtype
 //! ([`KernelTypes`]: the runtime's plan of a call, or
 //! [`KernelTypes::infer`]'s from the inputs' dtypes). f32 computes in
 //! `float`, f64 in `double`, i64 in `long long`, bool in `bool`; f16 and
@@ -117,51 +117,42 @@ pub use reduce::{pack_reduce_params, ReduceLaunch};
 pub use types::KernelTypes;
 
 use super::Kernel;
+use crate::dtype::DType;
 use crate::graph::Op;
 use crate::types::{Arg, ScalarError, ScalarExpr, ScalarValue};
 use std::fmt::Write as _;
 
-/// The element type of a rendered kernel's values, inputs and output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum KernelDType {
-    F32,
-    F64,
-    F16,
-    BF16,
-    I64,
-    /// One byte per element, 0 or 1 (the runtime's bool storage), as C++'s
-    /// `bool` on every ABI CUDA supports.
-    Bool,
-}
-
-impl KernelDType {
+/// The C types of a dtype in a rendered kernel. `Bool` is one byte per
+/// element, 0 or 1 (the runtime's bool storage), as C++'s `bool` on every
+/// ABI CUDA supports.
+impl DType {
     /// The C type of stored elements.
     pub fn storage(self) -> &'static str {
         match self {
-            KernelDType::F32 => "float",
-            KernelDType::F64 => "double",
-            KernelDType::F16 => "__half",
-            KernelDType::BF16 => "__nv_bfloat16",
-            KernelDType::I64 => "long long",
-            KernelDType::Bool => "bool",
+            DType::F32 => "float",
+            DType::F64 => "double",
+            DType::F16 => "__half",
+            DType::BF16 => "__nv_bfloat16",
+            DType::I64 => "long long",
+            DType::Bool => "bool",
         }
     }
 
     /// The C type the body computes in.
     pub fn compute(self) -> &'static str {
         match self {
-            KernelDType::F64 => "double",
-            KernelDType::I64 => "long long",
-            KernelDType::Bool => "bool",
-            KernelDType::F32 | KernelDType::F16 | KernelDType::BF16 => "float",
+            DType::F64 => "double",
+            DType::I64 => "long long",
+            DType::Bool => "bool",
+            DType::F32 | DType::F16 | DType::BF16 => "float",
         }
     }
 
     /// The CUDA header the storage type needs.
     pub fn header(self) -> Option<&'static str> {
         match self {
-            KernelDType::F16 => Some("cuda_fp16.h"),
-            KernelDType::BF16 => Some("cuda_bf16.h"),
+            DType::F16 => Some("cuda_fp16.h"),
+            DType::BF16 => Some("cuda_bf16.h"),
             _ => None,
         }
     }
@@ -169,8 +160,8 @@ impl KernelDType {
     /// `x`, a stored element, in the compute type.
     fn load(self, x: &str) -> String {
         match self {
-            KernelDType::F16 => format!("__half2float({x})"),
-            KernelDType::BF16 => format!("__bfloat162float({x})"),
+            DType::F16 => format!("__half2float({x})"),
+            DType::BF16 => format!("__bfloat162float({x})"),
             _ => x.to_string(),
         }
     }
@@ -178,7 +169,7 @@ impl KernelDType {
     /// `x`, a stored element, as a C `double` (exact for every dtype).
     pub fn to_double(self, x: &str) -> String {
         match self {
-            KernelDType::Bool => format!("({x} ? 1.0 : 0.0)"),
+            DType::Bool => format!("({x} ? 1.0 : 0.0)"),
             d => format!("(double){}", d.load(x)),
         }
     }
@@ -186,15 +177,15 @@ impl KernelDType {
     /// `x`, a C `double`, as a stored element, rounded once as eager's
     /// conversion from f64 rounds (half types through a float rounded to
     /// odd; i64 truncating and saturating, NaN to 0). Needs
-    /// [`KernelDType::double_helpers`] in the unit.
+    /// [`DType::double_helpers`] in the unit.
     pub fn from_double(self, x: &str) -> String {
         match self {
-            KernelDType::F64 => x.to_string(),
-            KernelDType::F32 => format!("(float)({x})"),
-            KernelDType::F16 => format!("__float2half_rn(aot_f64_to_f32_odd({x}))"),
-            KernelDType::BF16 => format!("__float2bfloat16_rn(aot_f64_to_f32_odd({x}))"),
-            KernelDType::I64 => format!("aot_f64_to_i64({x})"),
-            KernelDType::Bool => format!("(({x}) != 0.0)"),
+            DType::F64 => x.to_string(),
+            DType::F32 => format!("(float)({x})"),
+            DType::F16 => format!("__float2half_rn(aot_f64_to_f32_odd({x}))"),
+            DType::BF16 => format!("__float2bfloat16_rn(aot_f64_to_f32_odd({x}))"),
+            DType::I64 => format!("aot_f64_to_i64({x})"),
+            DType::Bool => format!("(({x}) != 0.0)"),
         }
     }
 
@@ -212,8 +203,8 @@ impl KernelDType {
     /// is already rounded to the half type).
     fn store(self, x: &str) -> String {
         match self {
-            KernelDType::F16 => format!("__float2half_rn({x})"),
-            KernelDType::BF16 => format!("__float2bfloat16_rn({x})"),
+            DType::F16 => format!("__float2half_rn({x})"),
+            DType::BF16 => format!("__float2bfloat16_rn({x})"),
             _ => x.to_string(),
         }
     }
@@ -295,7 +286,7 @@ pub enum RenderError {
 /// `k` as CUDA C for inputs of `dtype`, with outputs of rank `rank`;
 /// `scalars` are the body's slots ([`ScalarSlots::of`]). The values' types
 /// are [`KernelTypes::infer`]'s. See the module doc for the ABI.
-pub fn render_cuda(k: &Kernel, dtype: KernelDType, rank: usize, scalars: &ScalarSlots) -> Result<RenderedKernel, RenderError> {
+pub fn render_cuda(k: &Kernel, dtype: DType, rank: usize, scalars: &ScalarSlots) -> Result<RenderedKernel, RenderError> {
     render_cuda_typed(k, &KernelTypes::infer(k, &vec![dtype; k.num_inputs()])?, rank, scalars)
 }
 
@@ -325,7 +316,7 @@ pub fn render_cuda_typed(k: &Kernel, types: &KernelTypes, rank: usize, scalars: 
     let mut s = preamble(k, types, rank, &body.helpers);
     params_struct(&mut s, &name, rank, inputs, scalars.exprs().len());
     let ins = &types.values[..inputs];
-    let outs = k.outs().map(|v| types.values.get(v.index()).copied()).collect::<Option<Vec<KernelDType>>>();
+    let outs = k.outs().map(|v| types.values.get(v.index()).copied()).collect::<Option<Vec<DType>>>();
     let outs = outs.ok_or_else(|| RenderError::Body { kernel: k.name.clone(), node: 0, msg: "a stored value beyond the body's".into() })?;
     body_fn(&mut s, &name, ins, &outs, &body);
     entry(&mut s, &name, ins, &outs, rank);
@@ -337,7 +328,7 @@ pub fn render_cuda_typed(k: &Kernel, types: &KernelTypes, rank: usize, scalars: 
 fn preamble(k: &Kernel, types: &KernelTypes, rank: usize, helpers: &[body::Helper]) -> String {
     let inputs = k.num_inputs();
     let stored = k.outs().filter_map(|v| types.values.get(v.index()));
-    let dtypes: Vec<KernelDType> = types.values.iter().take(inputs).chain(stored).copied().collect();
+    let dtypes: Vec<DType> = types.values.iter().take(inputs).chain(stored).copied().collect();
     let mut s = format!("// Kernel `{}` ({dtypes:?}, rank {rank}), generated by aot. NVRTC: --fmad=false.\n", k.name);
     let mut headers: Vec<&str> = types.values.iter().chain(&types.compute).filter_map(|d| d.header()).collect();
     headers.sort_unstable();
@@ -385,7 +376,7 @@ fn params_struct(s: &mut String, name: &str, rank: usize, inputs: usize, slots: 
 
 /// `aot_body_<name>(c0, .., p, r1, ..)`: the stored value from the loaded
 /// inputs; a multi-output kernel's further values are assigned to `r1 ..`.
-fn body_fn(s: &mut String, name: &str, ins: &[KernelDType], outs: &[KernelDType], body: &body::Body) {
+fn body_fn(s: &mut String, name: &str, ins: &[DType], outs: &[DType], body: &body::Body) {
     let st = outs[0].storage();
     let mut params: Vec<String> = ins.iter().enumerate().map(|(j, d)| format!("const {} c{j}", d.compute())).collect();
     params.push(format!("const aot_params_{name} &p"));
@@ -406,7 +397,7 @@ fn body_fn(s: &mut String, name: &str, ins: &[KernelDType], outs: &[KernelDType]
 /// The entry point: the grid-stride loop, with the contiguous fast path.
 /// A multi-output kernel's further outputs are `out1 ..`, at `out`'s
 /// positions.
-fn entry(s: &mut String, name: &str, ins: &[KernelDType], outs: &[KernelDType], rank: usize) {
+fn entry(s: &mut String, name: &str, ins: &[DType], outs: &[DType], rank: usize) {
     let inputs = ins.len();
     let mut params = vec![format!("{} *out", outs[0].storage())];
     params.extend(outs.iter().enumerate().skip(1).map(|(j, d)| format!("{} *out{j}", d.storage())));
@@ -457,7 +448,7 @@ fn entry(s: &mut String, name: &str, ins: &[KernelDType], outs: &[KernelDType], 
 /// `aot_vec4` (one 16-byte access for f32, two for f64), then the scalar
 /// loop finishes the last `numel % 4`. Each element is still read, then
 /// written, by one thread, so an in-place kernel stays defined.
-fn contiguous_vec4(s: &mut String, name: &str, ins: &[KernelDType], outs: &[KernelDType]) {
+fn contiguous_vec4(s: &mut String, name: &str, ins: &[DType], outs: &[DType]) {
     // Operands: the outputs (`out`, `out1`, ..), then the inputs.
     let no = outs.len();
     let base = |j: usize| match j {

@@ -5,8 +5,9 @@
 
 use super::grad_rules::Prim;
 use super::ChainStep;
+use crate::dtype::DType;
 use crate::op::OpKind;
-use crate::types::{Arg, IrDType, ScalarBinOp, ScalarExpr, ScalarFn, ScalarTy, ValueId};
+use crate::types::{Arg, ScalarBinOp, ScalarExpr, ScalarFn, ScalarTy, ValueId};
 
 /// A node's key; equal keys compute the same value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -21,7 +22,7 @@ pub(crate) enum ArgKey {
     Tensor(ValueId),
     Scalar(ScalarKey),
     Ints(Vec<ScalarKey>),
-    DType(IrDType),
+    DType(DType),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -10,7 +10,7 @@
 use super::{Lower, Val};
 use crate::ast::Expr;
 use crate::diag::SpanRange;
-use aot_ir::{Arg, IrDType, OpKind, ScalarExpr, ScalarTy};
+use aot_ir::{Arg, DType, OpKind, ScalarExpr, ScalarTy};
 
 impl Lower<'_> {
     /// `Tensor::arange(end)`, `(start, end)`, `(start, end, step)`, then
@@ -44,8 +44,8 @@ impl Lower<'_> {
         let dtype = match vals.get(3) {
             Some(Val::DType(d)) => *d,
             Some(other) => return self.factory_mismatch(&exprs[3], "a dtype like `DType::F32`", other.describe(), usage),
-            None if all_int => IrDType::I64,
-            None => IrDType::F32,
+            None if all_int => DType::I64,
+            None => DType::F32,
         };
         let device = match vals.get(4) {
             Some(Val::Device(t)) => *t,

@@ -240,7 +240,7 @@ fn compute_shape(op: OpKind, a: &NodeArgs) -> Result<Vec<usize>> {
 /// `arange(start, end, step, dtype)`'s length, by eager's own rule.
 fn arange_len(a: &NodeArgs) -> Result<usize> {
     let dtype = match a.node.args.get(4) {
-        Some(IrArg::DType(d)) => crate::dtype::DType::from_ir(*d),
+        Some(IrArg::DType(d)) => *d,
         _ => return Err(AotError::unsupported(a.op, "no dtype")),
     };
     crate::tensor::arange_len(a.float(1)?, a.float(2)?, a.float(3)?, dtype)

@@ -2,9 +2,8 @@
 //! kernel of the kernel stage is built from, as one trait, [`Backend`],
 //! with one implementation per device, and everything the backends share:
 //!
-//! - the op kinds of the primitives ([`UnaryOp`], [`BinaryOp`],
-//!   [`ReduceOp`], `op.rs`) and the kernel stage's programs
-//!   ([`FusedProgram`], [`FusedReduceProgram`], `fused_program.rs`);
+//! - the kernel stage's programs ([`FusedProgram`],
+//!   [`FusedReduceProgram`], `fused_program.rs`);
 //! - the host buffer every backend moves data through ([`CpuStorage`] and
 //!   its dtype dispatch, `cpu_storage.rs`), the generator state ([`Rng`])
 //!   and the host-side offsets of a gather or scatter (`index_offsets.rs`);
@@ -23,19 +22,22 @@
 //! [`crate::storage::Storage`], dispatches on the device of every operand
 //! and reports a mismatch before a backend sees it. Every method takes the
 //! name of the eager op it serves (`op`), so an error names what the user
-//! called.
+//! called; the methods of a class of ops take the op itself, an
+//! [`OpKind`] of that class ([`OpKind::is_unary_elementwise`],
+//! [`OpKind::is_binary_elementwise`], [`OpKind::is_fold_reduction`]), and
+//! report an op outside it as an internal error.
 
 mod cpu_storage;
 pub(crate) mod fused_program;
 mod index_offsets;
 pub(crate) mod kernel_record;
-mod op;
 mod rng;
 
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
+use aot_ir::OpKind;
 pub(crate) use cpu_storage::dispatch_cpu;
 pub use cpu_storage::{CpuElem, CpuStorage};
 pub use fused_program::{
@@ -43,7 +45,6 @@ pub use fused_program::{
 };
 pub use index_offsets::index_offsets;
 pub use kernel_record::KernelSource;
-pub use op::{BinaryOp, ReduceOp, UnaryOp};
 pub use rng::Rng;
 use std::ops::Range;
 
@@ -95,27 +96,29 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
 
     // ---- elementwise --------------------------------------------------------
 
-    /// `op(x)` for the elements of `l`, written in the dense layout `out`.
-    fn unary(&self, op: UnaryOp, l: &Layout, out: &Layout) -> Result<Self>;
+    /// `op(x)` (a unary elementwise op) for the elements of `l`, written in
+    /// the dense layout `out`.
+    fn unary(&self, op: OpKind, l: &Layout, out: &Layout) -> Result<Self>;
     /// `x` clamped to `[min, max]` (either bound may be absent).
     fn clamp(&self, op: &'static str, l: &Layout, min: Option<f64>, max: Option<f64>, out: &Layout) -> Result<Self>;
-    /// `a op b` of two buffers of one dtype, both laid out with `out`'s shape.
-    fn binary(&self, op: BinaryOp, la: &Layout, rhs: &Self, lb: &Layout, out: &Layout) -> Result<Self>;
+    /// `a op b` (a binary elementwise op) of two buffers of one dtype,
+    /// both laid out with `out`'s shape.
+    fn binary(&self, op: OpKind, la: &Layout, rhs: &Self, lb: &Layout, out: &Layout) -> Result<Self>;
     /// `self[l] = self[l] op rhs[lr]` in place: one shape, one dtype, and
     /// `l` does not overlap itself.
-    fn binary_assign(&mut self, op: BinaryOp, l: &Layout, rhs: &Self, lr: &Layout) -> Result<()>;
+    fn binary_assign(&mut self, op: OpKind, l: &Layout, rhs: &Self, lr: &Layout) -> Result<()>;
     /// `a op s`, or `s op a` if `scalar_first`.
-    fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self>;
+    fn binary_scalar(&self, op: OpKind, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self>;
     /// `a op b` over two dense runs, `self[ra]` and `rhs[rb]` (one length,
     /// one dtype), into a new dense buffer: the kernel of a compiled call's
     /// direct steps (`executor/direct_kernels.rs`), which checked the operands once
     /// (dtype, shape, contiguity, bounds), so nothing is re-derived here
     /// from layouts. Serves add/sub/mul/div of f32 and f64; other operands
     /// are an error (never a panic), and the caller runs the eager op.
-    fn binary_dense(&self, op: BinaryOp, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<Self>;
+    fn binary_dense(&self, op: OpKind, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<Self>;
     /// `self[ra] = self[ra] op rhs[rb]` in place, for the operands of
     /// [`binary_dense`](Self::binary_dense).
-    fn binary_assign_dense(&mut self, op: BinaryOp, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<()>;
+    fn binary_assign_dense(&mut self, op: OpKind, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<()>;
     /// `cond ? a : b`, with `self` the bool condition.
     #[allow(clippy::too_many_arguments)]
     fn where_cond(&self, op: &'static str, lc: &Layout, a: &Self, la: &Layout, b: &Self, lb: &Layout, out: &Layout) -> Result<Self>;
@@ -151,8 +154,9 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
 
     // ---- reductions and matmul (contiguous results) -------------------------
 
-    /// Sum, mean or amax over `dims` (all dims if empty).
-    fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Self>;
+    /// Sum, mean or amax (`sum_dim`, `mean_dim`, `amax_dim`) over `dims`
+    /// (all dims if empty).
+    fn reduce(&self, op: OpKind, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Self>;
     /// Variance over `dims` (all if empty), dividing by `N - correction`.
     fn var(&self, op: &'static str, l: &Layout, dims: &[usize], correction: i64, keepdim: bool) -> Result<Self>;
     /// softmax (or log_softmax if `log`) along `dim`.

@@ -3,12 +3,13 @@
 
 use super::{Backend, Distribution};
 use crate::backend::CpuStorage;
-use crate::backend::{BinaryOp, ReduceOp, Rng, UnaryOp};
+use crate::backend::Rng;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::storage::Storage;
+use aot_ir::OpKind;
 
 const F64: DType = DType::F64;
 
@@ -47,7 +48,7 @@ fn exercise<B: Backend>(dev: &Device) {
     let z = B::full("test", dev, DType::F32, 4, 2.5).unwrap();
     assert_eq!((z.dtype(), all(&z)), (DType::F32, vec![2.5; 4]));
 
-    let sq = a.unary(UnaryOp::Square, &at, &Layout::contiguous(&[3, 2])).unwrap();
+    let sq = a.unary(OpKind::Square, &at, &Layout::contiguous(&[3, 2])).unwrap();
     assert_eq!(all(&sq), [1.0, 16.0, 4.0, 25.0, 9.0, 36.0]);
     let cl = a.clamp("clamp", &c23, Some(2.0), Some(5.0), &c23).unwrap();
     assert_eq!(all(&cl), [2.0, 2.0, 3.0, 4.0, 5.0, 5.0]);
@@ -55,22 +56,22 @@ fn exercise<B: Backend>(dev: &Device) {
     // a + b with b = [10, 20, 30] broadcast over rows (stride 0)
     let b: B = upload(dev, &[10.0, 20.0, 30.0]);
     let bb = Layout::new(vec![2, 3], vec![0, 1], 0);
-    let sum = a.binary(BinaryOp::Add, &c23, &b, &bb, &c23).unwrap();
+    let sum = a.binary(OpKind::Add, &c23, &b, &bb, &c23).unwrap();
     assert_eq!(all(&sum), [11.0, 22.0, 33.0, 14.0, 25.0, 36.0]);
     // The dense primitives: runs of one length, checked by the caller; a
     // run past the buffer, or an op they do not serve, is an error.
-    let d = a.binary_dense(BinaryOp::Mul, 1..4, &b, 0..3).unwrap();
+    let d = a.binary_dense(OpKind::Mul, 1..4, &b, 0..3).unwrap();
     assert_eq!(all(&d), [20.0, 60.0, 120.0]);
-    assert!(a.binary_dense(BinaryOp::Add, 4..7, &b, 0..3).is_err(), "a run past the buffer");
-    assert!(a.binary_dense(BinaryOp::Pow, 0..3, &b, 0..3).is_err(), "not a dense op");
+    assert!(a.binary_dense(OpKind::Add, 4..7, &b, 0..3).is_err(), "a run past the buffer");
+    assert!(a.binary_dense(OpKind::Pow, 0..3, &b, 0..3).is_err(), "not a dense op");
     let mut acc: B = upload(dev, &[1.0, 1.0, 1.0, 1.0]);
-    acc.binary_assign_dense(BinaryOp::Sub, 1..3, &b, 1..3).unwrap();
+    acc.binary_assign_dense(OpKind::Sub, 1..3, &b, 1..3).unwrap();
     assert_eq!(all(&acc), [1.0, -19.0, -29.0, 1.0]);
-    assert!(acc.binary_assign_dense(BinaryOp::Div, 0..2, &b, 0..3).is_err(), "runs of two lengths");
+    assert!(acc.binary_assign_dense(OpKind::Div, 0..2, &b, 0..3).is_err(), "runs of two lengths");
     assert_eq!(all(&acc), [1.0, -19.0, -29.0, 1.0], "a refused write writes nothing");
-    let rs = a.binary_scalar(BinaryOp::Sub, &c23, 10.0, true, &c23).unwrap();
+    let rs = a.binary_scalar(OpKind::Sub, &c23, 10.0, true, &c23).unwrap();
     assert_eq!(all(&rs), [9.0, 8.0, 7.0, 6.0, 5.0, 4.0]);
-    let gt = a.binary_scalar(BinaryOp::Gt, &c23, 3.0, false, &c23).unwrap();
+    let gt = a.binary_scalar(OpKind::Gt, &c23, 3.0, false, &c23).unwrap();
     assert_eq!(gt.dtype(), DType::Bool);
     let w = gt.where_cond("where", &c23, &a, &c23, &sum, &c23, &c23).unwrap();
     assert_eq!(all(&w), [11.0, 22.0, 33.0, 4.0, 5.0, 6.0]);
@@ -89,9 +90,9 @@ fn exercise<B: Backend>(dev: &Device) {
     assert_eq!(all(&d), [6.0, 11.0, 11.0, -1.0, -1.0, -1.0]);
     assert!(d.fill("fill_", &Layout::new(vec![3], vec![1], 4), 0.0).is_err(), "a layout past the buffer is refused");
 
-    let rows = a.reduce(ReduceOp::Sum, &c23, &[1], false).unwrap();
+    let rows = a.reduce(OpKind::SumDim, &c23, &[1], false).unwrap();
     assert_eq!(all(&rows), [6.0, 15.0]);
-    let mx = a.reduce(ReduceOp::Amax, &at, &[], true).unwrap();
+    let mx = a.reduce(OpKind::AmaxDim, &at, &[], true).unwrap();
     assert_eq!(all(&mx), [6.0]);
     let v = a.var("var_dim", &c23, &[1], 1, false).unwrap();
     close(&all(&v), &[1.0, 1.0]);
@@ -142,7 +143,7 @@ fn storage_dispatch_reads_an_operand_named_twice() -> Result<()> {
     let l = Layout::contiguous(&[3]);
     let a = host(&[1.0, 2.0, 3.0]);
     // one storage as both operands, and as all three operands of where
-    assert_eq!(read(&a.binary(BinaryOp::Mul, &l, &a, &l, &l)?, &l), [1.0, 4.0, 9.0]);
+    assert_eq!(read(&a.binary(OpKind::Mul, &l, &a, &l, &l)?, &l), [1.0, 4.0, 9.0]);
     assert_eq!(
         read(
             &a.matmul("matmul", &Layout::new(vec![1, 1, 3], vec![0, 3, 1], 0), &a, &Layout::new(vec![1, 3, 1], vec![0, 1, 1], 0))?,

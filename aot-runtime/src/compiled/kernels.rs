@@ -24,7 +24,7 @@ use crate::error::{AotError, Result};
 use crate::tensor::is_grad_enabled;
 use crate::tensor::Tensor;
 use aot_ir::kernel::random::render_random;
-use aot_ir::kernel::render::{render_cuda_typed, KernelDType, KernelTypes, ScalarSlots};
+use aot_ir::kernel::render::{render_cuda_typed, KernelTypes, ScalarSlots};
 use aot_ir::kernel::Kernel;
 use aot_ir::print::Names;
 use aot_ir::Node;
@@ -154,7 +154,7 @@ impl Ran {
         match self {
             Ran::Stage(k) => out.push(k.cuda_source()?),
             Ran::Random { kind, dtype } => {
-                let r = render_random(*kind, dtype.kernel_dtype());
+                let r = render_random(*kind, *dtype);
                 out.push(KernelSource { name: r.name, source: r.source });
             }
             Ran::Op(k) => out.extend(crate::cuda::op_kernel_sources(*k)?),
@@ -170,14 +170,8 @@ impl RanKernel {
         let k = &self.kernel;
         let unsupported = |msg: String| AotError::Unsupported { op: "kernels_for", msg: format!("kernel `{}`: {msg}", k.name) };
         let types = match &self.types {
-            Some(t) => KernelTypes {
-                values: t.iter().map(|&(v, _)| v.kernel_dtype()).collect(),
-                compute: t.iter().map(|&(_, c)| c.kernel_dtype()).collect(),
-            },
-            None => {
-                let inputs: Vec<KernelDType> = self.inputs.iter().map(|&d| d.kernel_dtype()).collect();
-                KernelTypes::infer(k, &inputs).map_err(|e| unsupported(e.to_string()))?
-            }
+            Some(t) => KernelTypes { values: t.iter().map(|&(v, _)| v).collect(), compute: t.iter().map(|&(_, c)| c).collect() },
+            None => KernelTypes::infer(k, &self.inputs).map_err(|e| unsupported(e.to_string()))?,
         };
         let rendered = render_cuda_typed(k, &types, self.rank, &ScalarSlots::of(k)).map_err(|e| unsupported(e.to_string()))?;
         Ok(KernelSource { name: rendered.name, source: rendered.source })

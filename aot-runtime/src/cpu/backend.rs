@@ -2,12 +2,13 @@
 //! the kernels of this module.
 
 use crate::backend::CpuStorage;
-use crate::backend::{Backend, BinaryOp, Distribution, Indexed, ReduceOp, Rng, Targets, UnaryOp};
+use crate::backend::{Backend, Distribution, Indexed, Rng, Targets};
 use crate::cpu;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
+use aot_ir::OpKind;
 use std::ops::Range;
 
 /// The CPU constructors are only reached for `Device::Cpu`; anything else
@@ -58,25 +59,25 @@ impl Backend for CpuStorage {
         cpu::cast(self, l, dtype, &Layout::contiguous(&l.shape))
     }
 
-    fn unary(&self, op: UnaryOp, l: &Layout, out: &Layout) -> Result<Self> {
+    fn unary(&self, op: OpKind, l: &Layout, out: &Layout) -> Result<Self> {
         cpu::unary(op, self, l, out)
     }
     fn clamp(&self, _op: &'static str, l: &Layout, min: Option<f64>, max: Option<f64>, out: &Layout) -> Result<Self> {
         cpu::clamp(self, l, min, max, out)
     }
-    fn binary(&self, op: BinaryOp, la: &Layout, rhs: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
+    fn binary(&self, op: OpKind, la: &Layout, rhs: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
         cpu::binary(op, self, la, rhs, lb, out)
     }
-    fn binary_assign(&mut self, op: BinaryOp, l: &Layout, rhs: &Self, lr: &Layout) -> Result<()> {
+    fn binary_assign(&mut self, op: OpKind, l: &Layout, rhs: &Self, lr: &Layout) -> Result<()> {
         cpu::binary_assign(op, self, l, rhs, lr)
     }
-    fn binary_dense(&self, op: BinaryOp, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<Self> {
+    fn binary_dense(&self, op: OpKind, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<Self> {
         cpu::binary_dense(op, self, ra, rhs, rb)
     }
-    fn binary_assign_dense(&mut self, op: BinaryOp, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<()> {
+    fn binary_assign_dense(&mut self, op: OpKind, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<()> {
         cpu::binary_assign_dense(op, self, ra, rhs, rb)
     }
-    fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self> {
+    fn binary_scalar(&self, op: OpKind, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self> {
         cpu::binary_scalar(op, self, la, s, scalar_first, out)
     }
     fn where_cond(&self, _op: &'static str, lc: &Layout, a: &Self, la: &Layout, b: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
@@ -105,7 +106,7 @@ impl Backend for CpuStorage {
         cpu::scatter(op, self, ls, ix, dst, ld, accumulate)
     }
 
-    fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Self> {
+    fn reduce(&self, op: OpKind, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Self> {
         cpu::reduce(op, self, l, dims, keepdim)
     }
     fn var(&self, _op: &'static str, l: &Layout, dims: &[usize], correction: i64, keepdim: bool) -> Result<Self> {

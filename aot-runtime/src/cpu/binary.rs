@@ -1,64 +1,33 @@
 //! Binary elementwise kernels: arithmetic and comparisons of two tensors
-//! or of a tensor and a scalar ([`BinaryOp`]), and `where`. Each reads its
+//! or of a tensor and a scalar ([`OpKind::is_binary_elementwise`]), and
+//! `where`. Each reads its
 //! inputs through their layouts and writes a new buffer in the (dense)
 //! output layout it is given.
 
 use super::elem::{float_or, max_nan, min_nan, not_implemented, typed, Elem, Float, FloatElem};
 use super::output::OutOrder;
 use super::strided::{check_layout, check_same_shape, map1, map2, map3};
-use crate::backend::{BinaryOp, CpuStorage};
+use crate::backend::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use aot_ir::kernel::elementwise::{with_op, Compute};
+use aot_ir::OpKind;
 use num_traits::Float as _;
 use std::ops::Range;
 
-/// The arithmetic half of [`BinaryOp`].
-#[derive(Clone, Copy)]
-enum Arith {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Pow,
-    Maximum,
-    Minimum,
+/// The error for an op outside the binary class (the callers pass only
+/// binary ops; reported rather than a panic).
+fn not_binary(op: OpKind) -> AotError {
+    AotError::internal(op.name(), format!("`{op}` is not a binary elementwise op"))
 }
 
-/// The comparison half of [`BinaryOp`].
-#[derive(Clone, Copy)]
-enum Cmp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-enum Kind {
-    Arith(Arith),
-    Cmp(Cmp),
-}
-
-impl BinaryOp {
-    fn kind(self) -> Kind {
-        match self {
-            BinaryOp::Add => Kind::Arith(Arith::Add),
-            BinaryOp::Sub => Kind::Arith(Arith::Sub),
-            BinaryOp::Mul => Kind::Arith(Arith::Mul),
-            BinaryOp::Div => Kind::Arith(Arith::Div),
-            BinaryOp::Pow => Kind::Arith(Arith::Pow),
-            BinaryOp::Maximum => Kind::Arith(Arith::Maximum),
-            BinaryOp::Minimum => Kind::Arith(Arith::Minimum),
-            BinaryOp::Eq => Kind::Cmp(Cmp::Eq),
-            BinaryOp::Ne => Kind::Cmp(Cmp::Ne),
-            BinaryOp::Lt => Kind::Cmp(Cmp::Lt),
-            BinaryOp::Le => Kind::Cmp(Cmp::Le),
-            BinaryOp::Gt => Kind::Cmp(Cmp::Gt),
-            BinaryOp::Ge => Kind::Cmp(Cmp::Ge),
-        }
+/// `op` when it is a binary elementwise op, else the error.
+fn binary_op(op: OpKind) -> Result<OpKind> {
+    if op.is_binary_elementwise() {
+        Ok(op)
+    } else {
+        Err(not_binary(op))
     }
 }
 
@@ -97,24 +66,26 @@ where
 }
 
 /// A comparison of `a` and `rhs` in the compute type `S`.
-fn compare<T, S>(name: &'static str, c: Cmp, a: &[T], la: &Layout, rhs: Rhs<'_, T, S>, conv: impl Fn(T) -> S + Sync) -> Result<CpuStorage>
+fn compare<T, S>(op: OpKind, a: &[T], la: &Layout, rhs: Rhs<'_, T, S>, conv: impl Fn(T) -> S + Sync) -> Result<CpuStorage>
 where
     T: Copy + Sync,
     S: Copy + Sync + PartialOrd,
 {
-    Ok(CpuStorage::Bool(match c {
-        Cmp::Eq => apply(name, a, la, rhs, conv, |x, y| x == y),
-        Cmp::Ne => apply(name, a, la, rhs, conv, |x, y| x != y),
-        Cmp::Lt => apply(name, a, la, rhs, conv, |x, y| x < y),
-        Cmp::Le => apply(name, a, la, rhs, conv, |x, y| x <= y),
-        Cmp::Gt => apply(name, a, la, rhs, conv, |x, y| x > y),
-        Cmp::Ge => apply(name, a, la, rhs, conv, |x, y| x >= y),
+    let name = op.name();
+    Ok(CpuStorage::Bool(match op {
+        OpKind::Eq => apply(name, a, la, rhs, conv, |x, y| x == y),
+        OpKind::Ne => apply(name, a, la, rhs, conv, |x, y| x != y),
+        OpKind::Lt => apply(name, a, la, rhs, conv, |x, y| x < y),
+        OpKind::Le => apply(name, a, la, rhs, conv, |x, y| x <= y),
+        OpKind::Gt => apply(name, a, la, rhs, conv, |x, y| x > y),
+        OpKind::Ge => apply(name, a, la, rhs, conv, |x, y| x >= y),
+        _ => return Err(not_binary(op)),
     }?))
 }
 
-fn binary_float<T: FloatElem>(op: BinaryOp, a: &[T], la: &Layout, rhs: Rhs<'_, T, T::C>) -> Result<CpuStorage> {
+fn binary_float<T: FloatElem>(op: OpKind, a: &[T], la: &Layout, rhs: Rhs<'_, T, T::C>) -> Result<CpuStorage> {
     fn ar<T: FloatElem>(
-        op: BinaryOp,
+        op: OpKind,
         a: &[T],
         la: &Layout,
         rhs: Rhs<'_, T, T::C>,
@@ -122,50 +93,50 @@ fn binary_float<T: FloatElem>(op: BinaryOp, a: &[T], la: &Layout, rhs: Rhs<'_, T
     ) -> Result<CpuStorage> {
         Ok(T::into_storage(apply(op.name(), a, la, rhs, T::to_c, |x, y| T::from_c(f(x, y)))?))
     }
-    match op.kind() {
-        Kind::Cmp(c) => compare(op.name(), c, a, la, rhs, T::to_c),
-        Kind::Arith(Arith::Add) => ar(op, a, la, rhs, |x, y| x + y),
-        Kind::Arith(Arith::Sub) => ar(op, a, la, rhs, |x, y| x - y),
-        Kind::Arith(Arith::Mul) => ar(op, a, la, rhs, |x, y| x * y),
-        Kind::Arith(Arith::Div) => ar(op, a, la, rhs, |x, y| x / y),
-        Kind::Arith(Arith::Pow) => ar(op, a, la, rhs, |x, y| x.powf(y)),
-        Kind::Arith(Arith::Maximum) => ar(op, a, la, rhs, max_nan),
-        Kind::Arith(Arith::Minimum) => ar(op, a, la, rhs, min_nan),
+    match op {
+        OpKind::Add => ar(op, a, la, rhs, |x, y| x + y),
+        OpKind::Sub => ar(op, a, la, rhs, |x, y| x - y),
+        OpKind::Mul => ar(op, a, la, rhs, |x, y| x * y),
+        OpKind::Div => ar(op, a, la, rhs, |x, y| x / y),
+        OpKind::Pow => ar(op, a, la, rhs, |x, y| x.powf(y)),
+        OpKind::Maximum => ar(op, a, la, rhs, max_nan),
+        OpKind::Minimum => ar(op, a, la, rhs, min_nan),
+        _ => compare(op, a, la, rhs, T::to_c),
     }
 }
 
-fn binary_i64(op: BinaryOp, a: &[i64], la: &Layout, rhs: Rhs<'_, i64, i64>) -> Result<CpuStorage> {
+fn binary_i64(op: OpKind, a: &[i64], la: &Layout, rhs: Rhs<'_, i64, i64>) -> Result<CpuStorage> {
     let id = |x: i64| x;
-    let out = match op.kind() {
-        Kind::Cmp(c) => return compare(op.name(), c, a, la, rhs, id),
-        Kind::Arith(Arith::Add) => apply(op.name(), a, la, rhs, id, i64::wrapping_add),
-        Kind::Arith(Arith::Sub) => apply(op.name(), a, la, rhs, id, i64::wrapping_sub),
-        Kind::Arith(Arith::Mul) => apply(op.name(), a, la, rhs, id, i64::wrapping_mul),
-        Kind::Arith(Arith::Maximum) => apply(op.name(), a, la, rhs, id, i64::max),
-        Kind::Arith(Arith::Minimum) => apply(op.name(), a, la, rhs, id, i64::min),
-        Kind::Arith(Arith::Pow) => apply(op.name(), a, la, rhs, id, aot_ir::kernel::elementwise::int_pow),
-        Kind::Arith(Arith::Div) => {
+    let out = match op {
+        OpKind::Add => apply(op.name(), a, la, rhs, id, i64::wrapping_add),
+        OpKind::Sub => apply(op.name(), a, la, rhs, id, i64::wrapping_sub),
+        OpKind::Mul => apply(op.name(), a, la, rhs, id, i64::wrapping_mul),
+        OpKind::Maximum => apply(op.name(), a, la, rhs, id, i64::max),
+        OpKind::Minimum => apply(op.name(), a, la, rhs, id, i64::min),
+        OpKind::Pow => apply(op.name(), a, la, rhs, id, aot_ir::kernel::elementwise::int_pow),
+        OpKind::Div => {
             return Err(AotError::dtype(
                 op.name(),
                 format!("\"{}\" of int64 operands must be computed in a floating dtype (promote first)", op.name()),
             ))
         }
+        _ => return compare(op, a, la, rhs, id),
     };
     Ok(CpuStorage::I64(out?))
 }
 
-fn binary_bool(op: BinaryOp, a: &[bool], la: &Layout, rhs: Rhs<'_, bool, bool>) -> Result<CpuStorage> {
+fn binary_bool(op: OpKind, a: &[bool], la: &Layout, rhs: Rhs<'_, bool, bool>) -> Result<CpuStorage> {
     let id = |x: bool| x;
     let out =
-        match op.kind() {
-            Kind::Cmp(c) => return compare(op.name(), c, a, la, rhs, id),
-            Kind::Arith(Arith::Add | Arith::Maximum) => apply(op.name(), a, la, rhs, id, |x, y| x | y),
-            Kind::Arith(Arith::Mul | Arith::Minimum) => apply(op.name(), a, la, rhs, id, |x, y| x & y),
-            Kind::Arith(Arith::Sub) => return Err(AotError::dtype(
+        match op {
+            OpKind::Add | OpKind::Maximum => apply(op.name(), a, la, rhs, id, |x, y| x | y),
+            OpKind::Mul | OpKind::Minimum => apply(op.name(), a, la, rhs, id, |x, y| x & y),
+            OpKind::Sub => return Err(AotError::dtype(
                 "sub",
                 "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
             )),
-            Kind::Arith(Arith::Div | Arith::Pow) => return Err(not_implemented(op.name(), DType::Bool)),
+            OpKind::Div | OpKind::Pow => return Err(not_implemented(op.name(), DType::Bool)),
+            _ => return compare(op, a, la, rhs, id),
         };
     Ok(CpuStorage::Bool(out?))
 }
@@ -175,8 +146,8 @@ fn binary_bool(op: BinaryOp, a: &[bool], la: &Layout, rhs: Rhs<'_, bool, bool>) 
 /// dtype, comparisons give Bool.
 /// I64 has no Div (promote to float first); Bool has the comparisons,
 /// Add/Maximum (or) and Mul/Minimum (and).
-pub fn binary(op: BinaryOp, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout, out: &Layout) -> Result<CpuStorage> {
-    let name = op.name();
+pub fn binary(op: OpKind, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout, out: &Layout) -> Result<CpuStorage> {
+    let name = binary_op(op)?.name();
     if a.dtype() != b.dtype() {
         return Err(AotError::dtype(
             name,
@@ -186,9 +157,9 @@ pub fn binary(op: BinaryOp, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &La
     check_same_shape(name, la, lb)?;
     check_layout(name, la, a.len())?;
     check_layout(name, lb, b.len())?;
-    if let (Some(k), true) = (op.kind_of(), la.numel() >= SINGLE_MIN) {
+    if !op.is_comparison() && la.numel() >= SINGLE_MIN {
         let rhs = super::fused_elementwise::Rhs::Value(1);
-        if let Some(r) = super::fused_elementwise::single(name, k, (a, la.clone()), Some((b, lb.clone())), rhs, out) {
+        if let Some(r) = super::fused_elementwise::single(name, op, (a, la.clone()), Some((b, lb.clone())), rhs, out) {
             return r;
         }
     }
@@ -204,15 +175,15 @@ pub fn binary(op: BinaryOp, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &La
 /// `a[la] = a[la] op b[lb]` in place (one shape, one dtype). Dense f32/f64
 /// add/sub/mul/div run as one slice loop ([`binary_assign_dense`]); the
 /// rest computes `a op b` and copies it over `a`'s elements.
-pub fn binary_assign(op: BinaryOp, a: &mut CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout) -> Result<()> {
-    let name = op.name();
+pub fn binary_assign(op: OpKind, a: &mut CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout) -> Result<()> {
+    let name = binary_op(op)?.name();
     check_same_shape(name, la, lb)?;
     check_layout(name, la, a.len())?;
     check_layout(name, lb, b.len())?;
     // An empty layout may start past the buffer: the general path.
     let dense = |l: &Layout| (l.numel() > 0 && l.is_contiguous()).then(|| l.offset..l.offset + l.numel());
     if let (Some(ra), Some(rb)) = (dense(la), dense(lb)) {
-        let arith = matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div);
+        let arith = matches!(op, OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div);
         let float = matches!((&*a, b), (CpuStorage::F32(_), CpuStorage::F32(_)) | (CpuStorage::F64(_), CpuStorage::F64(_)));
         if arith && float {
             return binary_assign_dense(op, a, ra, b, rb);
@@ -226,8 +197,8 @@ pub fn binary_assign(op: BinaryOp, a: &mut CpuStorage, la: &Layout, b: &CpuStora
 /// The arithmetic of the dense kernels: add/sub/mul/div in the dtype itself
 /// (f32 and f64 compute in their own type, as the general kernels do).
 /// The dense kernels' ops: add/sub/mul/div, from the one op definition.
-fn dense_kind(op: BinaryOp) -> Option<aot_ir::OpKind> {
-    matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div).then(|| op.kind_of()).flatten()
+fn dense_kind(op: OpKind) -> Option<OpKind> {
+    matches!(op, OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div).then_some(op)
 }
 
 /// Runs of at most this many elements skip the SIMD dispatch: a scalar
@@ -237,19 +208,19 @@ const TINY: usize = 16;
 
 /// The scalar arithmetic of a dense kernel's op, for [`TINY`] runs.
 #[inline]
-fn tiny_op<T: Compute>(op: BinaryOp) -> Option<fn(T, T) -> T> {
+fn tiny_op<T: Compute>(op: OpKind) -> Option<fn(T, T) -> T> {
     Some(match op {
-        BinaryOp::Add => |a, b| a + b,
-        BinaryOp::Sub => |a, b| a - b,
-        BinaryOp::Mul => |a, b| a * b,
-        BinaryOp::Div => |a, b| a / b,
+        OpKind::Add => |a, b| a + b,
+        OpKind::Sub => |a, b| a - b,
+        OpKind::Mul => |a, b| a * b,
+        OpKind::Div => |a, b| a / b,
         _ => return None,
     })
 }
 
 /// Why a dense kernel refused its operands (the callers checked them, so
 /// this is a bug, reported rather than a panic).
-fn dense_refused(op: BinaryOp, a: &CpuStorage, ra: &Range<usize>, b: &CpuStorage, rb: &Range<usize>) -> AotError {
+fn dense_refused(op: OpKind, a: &CpuStorage, ra: &Range<usize>, b: &CpuStorage, rb: &Range<usize>) -> AotError {
     AotError::internal(
         op.name(),
         format!(
@@ -265,8 +236,8 @@ fn dense_refused(op: BinaryOp, a: &CpuStorage, ra: &Range<usize>, b: &CpuStorage
 /// `a[ra] op b[rb]` into a new buffer: add/sub/mul/div of two dense runs of
 /// one length, both f32 or both f64 (the compiled call's direct kernels,
 /// whose operands were checked once by the caller).
-pub fn binary_dense(op: BinaryOp, a: &CpuStorage, ra: Range<usize>, b: &CpuStorage, rb: Range<usize>) -> Result<CpuStorage> {
-    fn go<T: Compute + Send + 'static>(op: BinaryOp, x: Option<&[T]>, y: Option<&[T]>) -> Option<Result<Vec<T>>> {
+pub fn binary_dense(op: OpKind, a: &CpuStorage, ra: Range<usize>, b: &CpuStorage, rb: Range<usize>) -> Result<CpuStorage> {
+    fn go<T: Compute + Send + 'static>(op: OpKind, x: Option<&[T]>, y: Option<&[T]>) -> Option<Result<Vec<T>>> {
         let (k, x, y) = (dense_kind(op)?, x?, y?);
         if x.len() != y.len() {
             return None;
@@ -291,8 +262,8 @@ pub fn binary_dense(op: BinaryOp, a: &CpuStorage, ra: Range<usize>, b: &CpuStora
 }
 
 /// `a[ra] = a[ra] op b[rb]` in place, for the operands of [`binary_dense`].
-pub fn binary_assign_dense(op: BinaryOp, a: &mut CpuStorage, ra: Range<usize>, b: &CpuStorage, rb: Range<usize>) -> Result<()> {
-    fn go<T: Compute>(op: BinaryOp, x: Option<&mut [T]>, y: Option<&[T]>) -> bool {
+pub fn binary_assign_dense(op: OpKind, a: &mut CpuStorage, ra: Range<usize>, b: &CpuStorage, rb: Range<usize>) -> Result<()> {
+    fn go<T: Compute>(op: OpKind, x: Option<&mut [T]>, y: Option<&[T]>) -> bool {
         let (Some(k), Some(x), Some(y)) = (dense_kind(op), x, y) else { return false };
         if x.len() != y.len() {
             return false;
@@ -319,15 +290,15 @@ pub fn binary_assign_dense(op: BinaryOp, a: &mut CpuStorage, ra: Range<usize>, b
 /// `a op s` (or `s op a` if `scalar_first`), laid out as `out`, with a
 /// scalar `s` that fits the dtype of `a`. Arithmetic on f16/bf16/f32 uses `s` in f32 (PyTorch's
 /// opmath), comparisons compare with `s` cast to the dtype of `a`.
-pub fn binary_scalar(op: BinaryOp, a: &CpuStorage, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<CpuStorage> {
-    fn float<T: FloatElem>(op: BinaryOp, a: &[T], la: &Layout, s: f64, first: bool) -> Result<CpuStorage> {
+pub fn binary_scalar(op: OpKind, a: &CpuStorage, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<CpuStorage> {
+    fn float<T: FloatElem>(op: OpKind, a: &[T], la: &Layout, s: f64, first: bool) -> Result<CpuStorage> {
         let s = if op.is_comparison() { T::from_f64(s).to_c() } else { T::C::of(s) };
         binary_float(op, a, la, Rhs::Scalar { s, first })
     }
-    let name = op.name();
+    let name = binary_op(op)?.name();
     check_layout(name, la, a.len())?;
-    if let (Some(k), false, true) = (op.kind_of(), scalar_first, la.numel() >= SINGLE_MIN) {
-        if let Some(r) = super::fused_elementwise::single(name, k, (a, la.clone()), None, super::fused_elementwise::Rhs::Scalar(s), out) {
+    if !op.is_comparison() && !scalar_first && la.numel() >= SINGLE_MIN {
+        if let Some(r) = super::fused_elementwise::single(name, op, (a, la.clone()), None, super::fused_elementwise::Rhs::Scalar(s), out) {
             return r;
         }
     }

@@ -4,91 +4,93 @@
 use super::testutil::{assert_close, layouts, logical, random_values, rounded, storage, tol, values};
 use super::{binary, binary_scalar, cast, clamp, copy_strided, fill, unary, where_cond};
 use crate::backend::CpuStorage;
-use crate::backend::{BinaryOp, UnaryOp};
+
 use crate::dtype::DType;
 use crate::error::AotError;
 use crate::layout::{elementwise_layout, preserve_layout, Layout};
 use aot_ir::kernel::special::erf;
+use aot_ir::OpKind;
 
 /// The row-major layout of `l`'s shape (the output most tests ask for).
 fn row_major(l: &Layout) -> Layout {
     Layout::contiguous(l.shape())
 }
 
-const UNARY: [UnaryOp; 17] = [
-    UnaryOp::Neg,
-    UnaryOp::Exp,
-    UnaryOp::Log,
-    UnaryOp::Sqrt,
-    UnaryOp::Rsqrt,
-    UnaryOp::Abs,
-    UnaryOp::Sin,
-    UnaryOp::Cos,
-    UnaryOp::Tanh,
-    UnaryOp::Sigmoid,
-    UnaryOp::Relu,
-    UnaryOp::Gelu,
-    UnaryOp::Silu,
-    UnaryOp::Reciprocal,
-    UnaryOp::Square,
-    UnaryOp::Log1p,
-    UnaryOp::Expm1,
+const UNARY: [OpKind; 17] = [
+    OpKind::Neg,
+    OpKind::Exp,
+    OpKind::Log,
+    OpKind::Sqrt,
+    OpKind::Rsqrt,
+    OpKind::Abs,
+    OpKind::Sin,
+    OpKind::Cos,
+    OpKind::Tanh,
+    OpKind::Sigmoid,
+    OpKind::Relu,
+    OpKind::Gelu,
+    OpKind::Silu,
+    OpKind::Reciprocal,
+    OpKind::Square,
+    OpKind::Log1p,
+    OpKind::Expm1,
 ];
 
-fn unary_ref(op: UnaryOp, x: f64) -> f64 {
+fn unary_ref(op: OpKind, x: f64) -> f64 {
     match op {
-        UnaryOp::Neg => -x,
-        UnaryOp::Exp => x.exp(),
-        UnaryOp::Log => x.ln(),
-        UnaryOp::Sqrt => x.sqrt(),
-        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
-        UnaryOp::Abs => x.abs(),
-        UnaryOp::Sin => x.sin(),
-        UnaryOp::Cos => x.cos(),
-        UnaryOp::Tanh => x.tanh(),
-        UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-        UnaryOp::Relu => x.max(0.0),
-        UnaryOp::Gelu => 0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2)),
-        UnaryOp::Silu => x / (1.0 + (-x).exp()),
-        UnaryOp::Reciprocal => 1.0 / x,
-        UnaryOp::Square => x * x,
-        UnaryOp::Log1p => x.ln_1p(),
-        UnaryOp::Expm1 => x.exp_m1(),
+        OpKind::Neg => -x,
+        OpKind::Exp => x.exp(),
+        OpKind::Log => x.ln(),
+        OpKind::Sqrt => x.sqrt(),
+        OpKind::Rsqrt => 1.0 / x.sqrt(),
+        OpKind::Abs => x.abs(),
+        OpKind::Sin => x.sin(),
+        OpKind::Cos => x.cos(),
+        OpKind::Tanh => x.tanh(),
+        OpKind::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        OpKind::Relu => x.max(0.0),
+        OpKind::Gelu => 0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2)),
+        OpKind::Silu => x / (1.0 + (-x).exp()),
+        OpKind::Reciprocal => 1.0 / x,
+        OpKind::Square => x * x,
+        OpKind::Log1p => x.ln_1p(),
+        OpKind::Expm1 => x.exp_m1(),
+        other => panic!("`{other}` is not a unary op"),
     }
 }
 
-const ARITH: [BinaryOp; 7] =
-    [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow, BinaryOp::Maximum, BinaryOp::Minimum];
-const CMP: [BinaryOp; 6] = [BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt, BinaryOp::Le, BinaryOp::Gt, BinaryOp::Ge];
+const ARITH: [OpKind; 7] = [OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Pow, OpKind::Maximum, OpKind::Minimum];
+const CMP: [OpKind; 6] = [OpKind::Eq, OpKind::Ne, OpKind::Lt, OpKind::Le, OpKind::Gt, OpKind::Ge];
 
-fn binary_ref(op: BinaryOp, x: f64, y: f64) -> f64 {
+fn binary_ref(op: OpKind, x: f64, y: f64) -> f64 {
     let b = |c: bool| if c { 1.0 } else { 0.0 };
     match op {
-        BinaryOp::Add => x + y,
-        BinaryOp::Sub => x - y,
-        BinaryOp::Mul => x * y,
-        BinaryOp::Div => x / y,
-        BinaryOp::Pow => x.powf(y),
-        BinaryOp::Maximum => {
+        OpKind::Add => x + y,
+        OpKind::Sub => x - y,
+        OpKind::Mul => x * y,
+        OpKind::Div => x / y,
+        OpKind::Pow => x.powf(y),
+        OpKind::Maximum => {
             if x.is_nan() || y.is_nan() {
                 f64::NAN
             } else {
                 x.max(y)
             }
         }
-        BinaryOp::Minimum => {
+        OpKind::Minimum => {
             if x.is_nan() || y.is_nan() {
                 f64::NAN
             } else {
                 x.min(y)
             }
         }
-        BinaryOp::Eq => b(x == y),
-        BinaryOp::Ne => b(x != y),
-        BinaryOp::Lt => b(x < y),
-        BinaryOp::Le => b(x <= y),
-        BinaryOp::Gt => b(x > y),
-        BinaryOp::Ge => b(x >= y),
+        OpKind::Eq => b(x == y),
+        OpKind::Ne => b(x != y),
+        OpKind::Lt => b(x < y),
+        OpKind::Le => b(x <= y),
+        OpKind::Gt => b(x > y),
+        OpKind::Ge => b(x >= y),
+        other => panic!("`{other}` is not a binary op"),
     }
 }
 
@@ -118,20 +120,20 @@ fn unary_matches_reference_on_all_layouts_and_dtypes() {
 fn unary_special_values() {
     let l = Layout::contiguous(&[1]);
     let one = storage(DType::F64, &[1.0]);
-    assert!((values(&unary(UnaryOp::Gelu, &one, &l, &row_major(&l)).unwrap())[0] - 0.8413447460685429).abs() < 1e-15);
+    assert!((values(&unary(OpKind::Gelu, &one, &l, &row_major(&l)).unwrap())[0] - 0.8413447460685429).abs() < 1e-15);
     for dtype in [DType::F32, DType::F16, DType::BF16] {
-        let g = values(&unary(UnaryOp::Gelu, &storage(dtype, &[1.0]), &l, &row_major(&l)).unwrap())[0];
+        let g = values(&unary(OpKind::Gelu, &storage(dtype, &[1.0]), &l, &row_major(&l)).unwrap())[0];
         assert!((g - 0.8413447460685429).abs() < tol(dtype), "{dtype}: {g}");
     }
     let l3 = Layout::contiguous(&[4]);
     let s = storage(DType::F32, &[f64::NAN, -0.0, f64::NEG_INFINITY, -1000.0]);
-    let relu = values(&unary(UnaryOp::Relu, &s, &l3, &row_major(&l3)).unwrap());
+    let relu = values(&unary(OpKind::Relu, &s, &l3, &row_major(&l3)).unwrap());
     assert!(relu[0].is_nan());
     assert_eq!(&relu[1..], &[0.0, 0.0, 0.0]);
-    let sig = values(&unary(UnaryOp::Sigmoid, &s, &l3, &row_major(&l3)).unwrap());
+    let sig = values(&unary(OpKind::Sigmoid, &s, &l3, &row_major(&l3)).unwrap());
     assert_eq!(&sig[2..], &[0.0, 0.0]);
     // gelu far in the negative tail keeps its (tiny) value
-    let g = values(&unary(UnaryOp::Gelu, &storage(DType::F64, &[-10.0]), &l, &row_major(&l)).unwrap())[0];
+    let g = values(&unary(OpKind::Gelu, &storage(DType::F64, &[-10.0]), &l, &row_major(&l)).unwrap())[0];
     assert!(g < 0.0 && (g - -7.619853024160527e-23).abs() < 1e-35, "{g}");
 }
 
@@ -141,7 +143,7 @@ fn unary_special_values() {
 fn unary_of_an_empty_view_past_its_buffer() {
     let s = CpuStorage::F32(vec![1.0, 2.0, 3.0]);
     let l = Layout::new(vec![0, 1, 2], vec![4, 4, 2], 4);
-    for op in [UnaryOp::Sigmoid, UnaryOp::Exp, UnaryOp::Neg] {
+    for op in [OpKind::Sigmoid, OpKind::Exp, OpKind::Neg] {
         let r = unary(op, &s, &l, &Layout::contiguous(&[0, 1, 2])).unwrap();
         assert_eq!(r, CpuStorage::F32(vec![]), "{op:?}");
     }
@@ -151,16 +153,16 @@ fn unary_of_an_empty_view_past_its_buffer() {
 fn unary_int_and_bool() {
     let l = Layout::contiguous(&[2, 2]).t("t").unwrap();
     let s = CpuStorage::I64(vec![-3, 4, i64::MIN, 0]);
-    assert_eq!(unary(UnaryOp::Neg, &s, &l, &row_major(&l)).unwrap(), CpuStorage::I64(vec![3, i64::MIN, -4, 0]));
-    assert_eq!(unary(UnaryOp::Abs, &s, &l, &row_major(&l)).unwrap(), CpuStorage::I64(vec![3, i64::MIN, 4, 0]));
-    assert_eq!(unary(UnaryOp::Relu, &s, &l, &row_major(&l)).unwrap(), CpuStorage::I64(vec![0, 0, 4, 0]));
+    assert_eq!(unary(OpKind::Neg, &s, &l, &row_major(&l)).unwrap(), CpuStorage::I64(vec![3, i64::MIN, -4, 0]));
+    assert_eq!(unary(OpKind::Abs, &s, &l, &row_major(&l)).unwrap(), CpuStorage::I64(vec![3, i64::MIN, 4, 0]));
+    assert_eq!(unary(OpKind::Relu, &s, &l, &row_major(&l)).unwrap(), CpuStorage::I64(vec![0, 0, 4, 0]));
     assert_eq!(
-        unary(UnaryOp::Square, &s, &Layout::contiguous(&[2]), &row_major(&Layout::contiguous(&[2]))).unwrap(),
+        unary(OpKind::Square, &s, &Layout::contiguous(&[2]), &row_major(&Layout::contiguous(&[2]))).unwrap(),
         CpuStorage::I64(vec![9, 16])
     );
-    assert!(matches!(unary(UnaryOp::Exp, &s, &l, &row_major(&l)), Err(AotError::DTypeMismatch { op: "exp", .. })));
-    assert!(unary(UnaryOp::Neg, &CpuStorage::Bool(vec![true]), &Layout::contiguous(&[1]), &row_major(&Layout::contiguous(&[1]))).is_err());
-    assert!(unary(UnaryOp::Neg, &s, &Layout::contiguous(&[5]), &row_major(&Layout::contiguous(&[5]))).is_err(), "layout past the buffer");
+    assert!(matches!(unary(OpKind::Exp, &s, &l, &row_major(&l)), Err(AotError::DTypeMismatch { op: "exp", .. })));
+    assert!(unary(OpKind::Neg, &CpuStorage::Bool(vec![true]), &Layout::contiguous(&[1]), &row_major(&Layout::contiguous(&[1]))).is_err());
+    assert!(unary(OpKind::Neg, &s, &Layout::contiguous(&[5]), &row_major(&Layout::contiguous(&[5]))).is_err(), "layout past the buffer");
 }
 
 #[test]
@@ -196,12 +198,12 @@ fn maximum_minimum_propagate_nan() {
     let l = Layout::contiguous(&[3]);
     let a = storage(DType::F32, &[f64::NAN, 1.0, 2.0]);
     let b = storage(DType::F32, &[0.0, f64::NAN, 3.0]);
-    for op in [BinaryOp::Maximum, BinaryOp::Minimum] {
+    for op in [OpKind::Maximum, OpKind::Minimum] {
         let v = values(&binary(op, &a, &l, &b, &l, &row_major(&l)).unwrap());
         assert!(v[0].is_nan() && v[1].is_nan(), "{op:?}: {v:?}");
     }
-    assert_eq!(values(&binary(BinaryOp::Maximum, &a, &l, &b, &l, &row_major(&l)).unwrap())[2], 3.0);
-    assert_eq!(values(&binary(BinaryOp::Ne, &a, &l, &a, &l, &row_major(&l)).unwrap()), vec![1.0, 0.0, 0.0]);
+    assert_eq!(values(&binary(OpKind::Maximum, &a, &l, &b, &l, &row_major(&l)).unwrap())[2], 3.0);
+    assert_eq!(values(&binary(OpKind::Ne, &a, &l, &a, &l, &row_major(&l)).unwrap()), vec![1.0, 0.0, 0.0]);
 }
 
 #[test]
@@ -210,35 +212,32 @@ fn binary_int_and_bool() {
     let lb = Layout::new(vec![2, 3], vec![0, 1], 0);
     let a = CpuStorage::I64(vec![1, 5, -7, i64::MAX, 0, 3]);
     let b = CpuStorage::I64(vec![2, 5, 4]);
-    assert_eq!(binary(BinaryOp::Add, &a, &la, &b, &lb, &row_major(&la)).unwrap(), CpuStorage::I64(vec![3, 10, -3, i64::MIN + 1, 5, 7]));
-    assert_eq!(binary(BinaryOp::Sub, &a, &la, &b, &lb, &row_major(&la)).unwrap(), CpuStorage::I64(vec![-1, 0, -11, i64::MAX - 2, -5, -1]));
-    assert_eq!(binary(BinaryOp::Mul, &a, &la, &b, &lb, &row_major(&la)).unwrap(), CpuStorage::I64(vec![2, 25, -28, -2, 0, 12]));
-    assert_eq!(binary(BinaryOp::Maximum, &a, &la, &b, &lb, &row_major(&la)).unwrap(), CpuStorage::I64(vec![2, 5, 4, i64::MAX, 5, 4]));
-    assert_eq!(binary(BinaryOp::Minimum, &a, &la, &b, &lb, &row_major(&la)).unwrap(), CpuStorage::I64(vec![1, 5, -7, 2, 0, 3]));
-    assert_eq!(
-        binary(BinaryOp::Le, &a, &la, &b, &lb, &row_major(&la)).unwrap(),
-        CpuStorage::Bool(vec![true, true, true, false, true, true])
-    );
-    assert!(binary(BinaryOp::Div, &a, &la, &b, &lb, &row_major(&la)).is_err());
+    assert_eq!(binary(OpKind::Add, &a, &la, &b, &lb, &row_major(&la)).unwrap(), CpuStorage::I64(vec![3, 10, -3, i64::MIN + 1, 5, 7]));
+    assert_eq!(binary(OpKind::Sub, &a, &la, &b, &lb, &row_major(&la)).unwrap(), CpuStorage::I64(vec![-1, 0, -11, i64::MAX - 2, -5, -1]));
+    assert_eq!(binary(OpKind::Mul, &a, &la, &b, &lb, &row_major(&la)).unwrap(), CpuStorage::I64(vec![2, 25, -28, -2, 0, 12]));
+    assert_eq!(binary(OpKind::Maximum, &a, &la, &b, &lb, &row_major(&la)).unwrap(), CpuStorage::I64(vec![2, 5, 4, i64::MAX, 5, 4]));
+    assert_eq!(binary(OpKind::Minimum, &a, &la, &b, &lb, &row_major(&la)).unwrap(), CpuStorage::I64(vec![1, 5, -7, 2, 0, 3]));
+    assert_eq!(binary(OpKind::Le, &a, &la, &b, &lb, &row_major(&la)).unwrap(), CpuStorage::Bool(vec![true, true, true, false, true, true]));
+    assert!(binary(OpKind::Div, &a, &la, &b, &lb, &row_major(&la)).is_err());
     // PyTorch's integer pow: exact, wrapping on overflow; a negative
     // exponent gives 1 (base 1), +-1 (base -1), else 0.
-    let pow = binary(BinaryOp::Pow, &a, &la, &b, &lb, &row_major(&la)).unwrap();
+    let pow = binary(OpKind::Pow, &a, &la, &b, &lb, &row_major(&la)).unwrap();
     assert_eq!(pow, CpuStorage::I64(vec![1, 3125, 2401, i64::MAX.wrapping_mul(i64::MAX), 0, 81]));
     let (base, neg) = (CpuStorage::I64(vec![1, -1, -1, 0, 2, -5]), CpuStorage::I64(vec![-3, -3, -2, -1, -1, -4]));
     let l6 = Layout::contiguous(&[6]);
-    assert_eq!(binary(BinaryOp::Pow, &base, &l6, &neg, &l6, &row_major(&l6)).unwrap(), CpuStorage::I64(vec![1, -1, 1, 0, 0, 0]));
+    assert_eq!(binary(OpKind::Pow, &base, &l6, &neg, &l6, &row_major(&l6)).unwrap(), CpuStorage::I64(vec![1, -1, 1, 0, 0, 0]));
 
     let l = Layout::contiguous(&[4]);
     let p = CpuStorage::Bool(vec![false, false, true, true]);
     let q = CpuStorage::Bool(vec![false, true, false, true]);
-    assert_eq!(binary(BinaryOp::Add, &p, &l, &q, &l, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![false, true, true, true]));
-    assert_eq!(binary(BinaryOp::Maximum, &p, &l, &q, &l, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![false, true, true, true]));
-    assert_eq!(binary(BinaryOp::Mul, &p, &l, &q, &l, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![false, false, false, true]));
-    assert_eq!(binary(BinaryOp::Minimum, &p, &l, &q, &l, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![false, false, false, true]));
-    assert_eq!(binary(BinaryOp::Eq, &p, &l, &q, &l, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![true, false, false, true]));
-    assert_eq!(binary(BinaryOp::Ne, &p, &l, &q, &l, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![false, true, true, false]));
-    assert!(binary(BinaryOp::Sub, &p, &l, &q, &l, &row_major(&l)).is_err());
-    assert!(binary(BinaryOp::Div, &p, &l, &q, &l, &row_major(&l)).is_err());
+    assert_eq!(binary(OpKind::Add, &p, &l, &q, &l, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![false, true, true, true]));
+    assert_eq!(binary(OpKind::Maximum, &p, &l, &q, &l, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![false, true, true, true]));
+    assert_eq!(binary(OpKind::Mul, &p, &l, &q, &l, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![false, false, false, true]));
+    assert_eq!(binary(OpKind::Minimum, &p, &l, &q, &l, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![false, false, false, true]));
+    assert_eq!(binary(OpKind::Eq, &p, &l, &q, &l, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![true, false, false, true]));
+    assert_eq!(binary(OpKind::Ne, &p, &l, &q, &l, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![false, true, true, false]));
+    assert!(binary(OpKind::Sub, &p, &l, &q, &l, &row_major(&l)).is_err());
+    assert!(binary(OpKind::Div, &p, &l, &q, &l, &row_major(&l)).is_err());
 }
 
 #[test]
@@ -246,9 +245,9 @@ fn binary_rejects_mismatches() {
     let l = Layout::contiguous(&[2]);
     let a = storage(DType::F32, &[1.0, 2.0]);
     let b = storage(DType::F64, &[1.0, 2.0]);
-    assert!(matches!(binary(BinaryOp::Add, &a, &l, &b, &l, &row_major(&l)), Err(AotError::DTypeMismatch { .. })));
+    assert!(matches!(binary(OpKind::Add, &a, &l, &b, &l, &row_major(&l)), Err(AotError::DTypeMismatch { .. })));
     let l3 = Layout::new(vec![3], vec![0], 0);
-    assert!(matches!(binary(BinaryOp::Add, &a, &l, &a, &l3, &row_major(&l)), Err(AotError::ShapeMismatch { .. })));
+    assert!(matches!(binary(OpKind::Add, &a, &l, &a, &l3, &row_major(&l)), Err(AotError::ShapeMismatch { .. })));
 }
 
 #[test]
@@ -276,25 +275,25 @@ fn binary_scalar_rounding_follows_torch() {
     let l = Layout::contiguous(&[1]);
     // comparisons cast the scalar to the tensor's dtype ...
     let h = storage(DType::F16, &[0.1]);
-    assert_eq!(binary_scalar(BinaryOp::Eq, &h, &l, 0.1, false, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![true]));
+    assert_eq!(binary_scalar(OpKind::Eq, &h, &l, 0.1, false, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![true]));
     let f = storage(DType::F32, &[0.1]);
-    assert_eq!(binary_scalar(BinaryOp::Eq, &f, &l, 0.1, false, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![true]));
+    assert_eq!(binary_scalar(OpKind::Eq, &f, &l, 0.1, false, &row_major(&l)).unwrap(), CpuStorage::Bool(vec![true]));
     // ... arithmetic on f16 uses it in f32 and rounds once.
     let x = storage(DType::F16, &[1000.0]);
-    let got = values(&binary_scalar(BinaryOp::Mul, &x, &l, 0.1, false, &row_major(&l)).unwrap())[0];
+    let got = values(&binary_scalar(OpKind::Mul, &x, &l, 0.1, false, &row_major(&l)).unwrap())[0];
     assert_eq!(got, half::f16::from_f32(1000.0 * 0.1f32).to_f64());
     // rsub / rdiv / rpow
     let a = storage(DType::F64, &[2.0]);
-    assert_eq!(values(&binary_scalar(BinaryOp::Sub, &a, &l, 10.0, true, &row_major(&l)).unwrap()), vec![8.0]);
-    assert_eq!(values(&binary_scalar(BinaryOp::Div, &a, &l, 10.0, true, &row_major(&l)).unwrap()), vec![5.0]);
-    assert_eq!(values(&binary_scalar(BinaryOp::Pow, &a, &l, 3.0, true, &row_major(&l)).unwrap()), vec![9.0]);
+    assert_eq!(values(&binary_scalar(OpKind::Sub, &a, &l, 10.0, true, &row_major(&l)).unwrap()), vec![8.0]);
+    assert_eq!(values(&binary_scalar(OpKind::Div, &a, &l, 10.0, true, &row_major(&l)).unwrap()), vec![5.0]);
+    assert_eq!(values(&binary_scalar(OpKind::Pow, &a, &l, 3.0, true, &row_major(&l)).unwrap()), vec![9.0]);
     let i = CpuStorage::I64(vec![7, -2]);
     let l2 = Layout::contiguous(&[2]);
-    assert_eq!(binary_scalar(BinaryOp::Sub, &i, &l2, 1.0, true, &row_major(&l2)).unwrap(), CpuStorage::I64(vec![-6, 3]));
-    assert_eq!(binary_scalar(BinaryOp::Gt, &i, &l2, 0.0, false, &row_major(&l2)).unwrap(), CpuStorage::Bool(vec![true, false]));
-    assert!(binary_scalar(BinaryOp::Div, &i, &l2, 2.0, false, &row_major(&l2)).is_err());
+    assert_eq!(binary_scalar(OpKind::Sub, &i, &l2, 1.0, true, &row_major(&l2)).unwrap(), CpuStorage::I64(vec![-6, 3]));
+    assert_eq!(binary_scalar(OpKind::Gt, &i, &l2, 0.0, false, &row_major(&l2)).unwrap(), CpuStorage::Bool(vec![true, false]));
+    assert!(binary_scalar(OpKind::Div, &i, &l2, 2.0, false, &row_major(&l2)).is_err());
     let b = CpuStorage::Bool(vec![true, false]);
-    assert_eq!(binary_scalar(BinaryOp::Mul, &b, &l2, 1.0, false, &row_major(&l2)).unwrap(), CpuStorage::Bool(vec![true, false]));
+    assert_eq!(binary_scalar(OpKind::Mul, &b, &l2, 1.0, false, &row_major(&l2)).unwrap(), CpuStorage::Bool(vec![true, false]));
 }
 
 #[test]
@@ -428,9 +427,9 @@ fn fill_only_touches_the_view() {
 
 #[test]
 fn names() {
-    assert_eq!(UnaryOp::Reciprocal.name(), "reciprocal");
-    assert_eq!(BinaryOp::Maximum.name(), "maximum");
-    assert!(BinaryOp::Ge.is_comparison() && !BinaryOp::Pow.is_comparison());
+    assert_eq!(OpKind::Reciprocal.name(), "reciprocal");
+    assert_eq!(OpKind::Maximum.name(), "maximum");
+    assert!(OpKind::Ge.is_comparison() && !OpKind::Pow.is_comparison());
 }
 
 #[test]
@@ -444,13 +443,13 @@ fn every_kernel_writes_the_layout_it_is_given() {
     let outs = [row_major(&l), preserve_layout(&l), Layout::new(vec![2, 3, 4], vec![1, 8, 2], 0)];
     for ol in &outs {
         let read = |s: &CpuStorage| logical(&values(s), ol);
-        assert_eq!(read(&unary(UnaryOp::Neg, &src, &l, ol).unwrap()), want.iter().map(|x| -x).collect::<Vec<_>>());
+        assert_eq!(read(&unary(OpKind::Neg, &src, &l, ol).unwrap()), want.iter().map(|x| -x).collect::<Vec<_>>());
         assert_eq!(read(&clamp(&src, &l, Some(0.0), None, ol).unwrap()), want.iter().map(|x| x.max(0.0)).collect::<Vec<_>>());
         assert_eq!(read(&cast(&src, &l, DType::F32, ol).unwrap()), want);
-        assert_eq!(read(&binary_scalar(BinaryOp::Sub, &src, &l, 1.0, true, ol).unwrap()), want.iter().map(|x| 1.0 - x).collect::<Vec<_>>());
+        assert_eq!(read(&binary_scalar(OpKind::Sub, &src, &l, 1.0, true, ol).unwrap()), want.iter().map(|x| 1.0 - x).collect::<Vec<_>>());
         let ones = storage(DType::F64, &[2.0]);
         let bl = Layout::new(vec![2, 3, 4], vec![0, 0, 0], 0);
-        assert_eq!(read(&binary(BinaryOp::Mul, &src, &l, &ones, &bl, ol).unwrap()), want.iter().map(|x| 2.0 * x).collect::<Vec<_>>());
+        assert_eq!(read(&binary(OpKind::Mul, &src, &l, &ones, &bl, ol).unwrap()), want.iter().map(|x| 2.0 * x).collect::<Vec<_>>());
         let cond = CpuStorage::Bool((0..24).map(|i| i % 3 == 0).collect());
         let lc = Layout::contiguous(&[2, 3, 4]);
         let picked: Vec<f64> = want.iter().enumerate().map(|(i, &x)| if i % 3 == 0 { x } else { 2.0 }).collect();
@@ -458,7 +457,7 @@ fn every_kernel_writes_the_layout_it_is_given() {
     }
     // outputs that are not dense, or of another shape, are refused
     let gap = Layout::new(vec![2, 3, 4], vec![24, 8, 2], 0);
-    assert!(unary(UnaryOp::Neg, &src, &l, &gap).is_err());
+    assert!(unary(OpKind::Neg, &src, &l, &gap).is_err());
     assert!(cast(&src, &l, DType::F32, &Layout::contiguous(&[24])).is_err());
 }
 
@@ -468,7 +467,7 @@ fn every_kernel_writes_the_layout_it_is_given() {
 fn unary_of_an_empty_tensor_past_the_end() {
     let src = storage(DType::F32, &[0.5; 14]);
     let l = Layout::new(vec![0usize], vec![1usize], 15);
-    for op in [UnaryOp::Tanh, UnaryOp::Exp, UnaryOp::Neg] {
+    for op in [OpKind::Tanh, OpKind::Exp, OpKind::Neg] {
         let out = unary(op, &src, &l, &row_major(&l)).unwrap();
         assert!(values(&out).is_empty(), "{op:?}");
     }
@@ -482,7 +481,7 @@ fn inplace_binary_of_an_empty_tensor_past_the_end() {
     for dtype in [DType::F32, DType::F64] {
         let mut a = storage(dtype, &[1.0, 2.0, 3.0]);
         let b = storage(dtype, &[4.0, 5.0, 6.0]);
-        crate::cpu::binary_assign(BinaryOp::Add, &mut a, &l, &b, &l).unwrap();
+        crate::cpu::binary_assign(OpKind::Add, &mut a, &l, &b, &l).unwrap();
         assert_eq!(values(&a), vec![1.0, 2.0, 3.0], "{dtype}");
     }
 }

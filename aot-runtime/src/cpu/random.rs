@@ -65,7 +65,7 @@ impl Rng {
 
 /// Elements per block ([`lanes`]: two for uniform f64, else four).
 fn per(kind: RandomKind, dtype: DType) -> usize {
-    lanes(kind, dtype.kernel_dtype())
+    lanes(kind, dtype)
 }
 
 /// Lane `k` of a normal block.

@@ -7,10 +7,11 @@
 
 use super::elem::{float_or, max_nan, torch_type_name, FloatElem};
 use super::strided::{check_layout, par_chunks, par_map, Plan, PAR_MIN};
-use crate::backend::{CpuStorage, ReduceOp};
+use crate::backend::CpuStorage;
 use crate::error::{AotError, Result};
 use crate::host_alloc::{try_collect, try_filled};
 use crate::layout::{contiguous_strides, Dims, Layout};
+use aot_ir::OpKind;
 
 /// The geometry of one reduction.
 struct Reduction {
@@ -203,14 +204,18 @@ fn add(a: f64, b: f64) -> f64 {
 
 /// Reduces `dims` of `l` in `src` (`dims` normalised, sorted and
 /// deduplicated; empty = all dims). The output is contiguous with those dims
-/// removed (or kept as size 1 with `keepdim`). Sum of I64/Bool gives I64;
-/// Mean needs a floating dtype. Reducing zero elements: Amax is an error,
-/// Sum gives 0 and Mean NaN.
-pub fn reduce(op: ReduceOp, src: &CpuStorage, l: &Layout, dims: &[usize], keepdim: bool) -> Result<CpuStorage> {
-    let name = op.name();
+/// removed (or kept as size 1 with `keepdim`); `op` is one of
+/// [`OpKind::is_fold_reduction`]. Sum of I64/Bool gives I64; Mean needs a
+/// floating dtype. Reducing zero elements: Amax is an error, Sum gives 0
+/// and Mean NaN.
+pub fn reduce(op: OpKind, src: &CpuStorage, l: &Layout, dims: &[usize], keepdim: bool) -> Result<CpuStorage> {
+    let name = op.torch_name();
+    if !op.is_fold_reduction() {
+        return Err(AotError::internal(name, format!("`{op}` is not a reduction over dims")));
+    }
     check_layout(name, l, src.len())?;
     let r = Reduction::new(name, l, dims)?;
-    if op == ReduceOp::Amax {
+    if op == OpKind::AmaxDim {
         if let Some(d) = r.empty_dim {
             return Err(AotError::shape(
                 name,
@@ -219,38 +224,39 @@ pub fn reduce(op: ReduceOp, src: &CpuStorage, l: &Layout, dims: &[usize], keepdi
         }
     }
     let _ = keepdim; // the data order does not depend on it; the caller owns the shape
-    fn float<T: FloatElem>(op: ReduceOp, v: &[T], r: &Reduction) -> Result<CpuStorage> {
+    fn float<T: FloatElem>(op: OpKind, v: &[T], r: &Reduction) -> Result<CpuStorage> {
         let n = r.red_n as f64;
         let out = match op {
-            ReduceOp::Sum => try_collect(r.op, drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add)?.into_iter().map(T::from_f64)),
-            ReduceOp::Mean => {
+            OpKind::SumDim => try_collect(r.op, drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add)?.into_iter().map(T::from_f64)),
+            OpKind::MeanDim => {
                 try_collect(r.op, drive(r, 0.0, fold_row(v, T::to_f64, add, 0.0), add)?.into_iter().map(|s| T::from_f64(s / n)))
             }
-            ReduceOp::Amax => {
+            OpKind::AmaxDim => {
                 let acc = drive(r, f64::NEG_INFINITY, fold_row(v, T::to_f64, max_nan, f64::NEG_INFINITY), max_nan)?;
                 try_collect(r.op, acc.into_iter().map(T::from_f64))
             }
+            _ => return Err(AotError::internal(r.op, format!("`{op}` is not a reduction over dims"))),
         };
         Ok(T::into_storage(out?))
     }
     float_or!(src, v => float(op, v, &r), other => match (op, other) {
-        (ReduceOp::Mean, _) => Err(AotError::dtype(
+        (OpKind::MeanDim, _) => Err(AotError::dtype(
             name,
             format!(
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
                 torch_type_name(other.dtype())
             ),
         )),
-        (ReduceOp::Sum, CpuStorage::I64(v)) => {
+        (OpKind::SumDim, CpuStorage::I64(v)) => {
             Ok(CpuStorage::I64(drive(&r, 0, fold_row(v, |x| x, i64::wrapping_add, 0), i64::wrapping_add)?))
         }
-        (ReduceOp::Sum, CpuStorage::Bool(v)) => {
+        (OpKind::SumDim, CpuStorage::Bool(v)) => {
             Ok(CpuStorage::I64(drive(&r, 0, fold_row(v, |x| x as i64, i64::wrapping_add, 0), i64::wrapping_add)?))
         }
-        (ReduceOp::Amax, CpuStorage::I64(v)) => {
+        (OpKind::AmaxDim, CpuStorage::I64(v)) => {
             Ok(CpuStorage::I64(drive(&r, i64::MIN, fold_row(v, |x| x, i64::max, i64::MIN), i64::max)?))
         }
-        (ReduceOp::Amax, CpuStorage::Bool(v)) => {
+        (OpKind::AmaxDim, CpuStorage::Bool(v)) => {
             Ok(CpuStorage::Bool(drive(&r, false, fold_row(v, |x| x, |a, b| a | b, false), |a, b| a | b)?))
         }
         _ => Err(AotError::internal(name, "unhandled dtype")),
@@ -370,7 +376,7 @@ mod tests {
                     let input = logical(&values(&src), &l);
                     for dims in dim_sets(shape.len()) {
                         let what = format!("{dtype} {name} {shape:?} dims {dims:?}");
-                        for (op, f) in [(ReduceOp::Sum, sum as fn(&[f64]) -> f64), (ReduceOp::Mean, mean), (ReduceOp::Amax, amax)] {
+                        for (op, f) in [(OpKind::SumDim, sum as fn(&[f64]) -> f64), (OpKind::MeanDim, mean), (OpKind::AmaxDim, amax)] {
                             let out = reduce(op, &src, &l, &dims, false).unwrap();
                             let kept = reduce(op, &src, &l, &dims, true).unwrap();
                             assert_eq!(out, kept);
@@ -400,10 +406,10 @@ mod tests {
                     let input = logical(&values(&src), &l);
                     for dims in dim_sets(shape.len()) {
                         let what = format!("{dtype} {name} {shape:?} dims {dims:?}");
-                        let out = reduce(ReduceOp::Sum, &src, &l, &dims, false).unwrap();
+                        let out = reduce(OpKind::SumDim, &src, &l, &dims, false).unwrap();
                         let want = rounded(dtype, &reference(&input, &shape, &dims, sum));
                         assert_close(&values(&out), &want, tol(dtype) * 10.0, &format!("sum {what}"));
-                        let out = reduce(ReduceOp::Amax, &src, &l, &dims, false).unwrap();
+                        let out = reduce(OpKind::AmaxDim, &src, &l, &dims, false).unwrap();
                         assert_close(&values(&out), &rounded(dtype, &reference(&input, &shape, &dims, amax)), 0.0, &format!("amax {what}"));
                         let out = var(&src, &l, &dims, 1, false).unwrap();
                         let want = rounded(dtype, &reference(&input, &shape, &dims, |g| variance(g, 1)));
@@ -414,7 +420,7 @@ mod tests {
                 let src = storage(DType::I64, &ints);
                 let input = logical(&ints, &l);
                 for dims in dim_sets(shape.len()) {
-                    let out = reduce(ReduceOp::Sum, &src, &l, &dims, false).unwrap();
+                    let out = reduce(OpKind::SumDim, &src, &l, &dims, false).unwrap();
                     assert_eq!(values(&out), reference(&input, &shape, &dims, sum), "i64 sum {name} {shape:?} {dims:?}");
                 }
             }
@@ -425,45 +431,45 @@ mod tests {
     fn int_and_bool_reductions() {
         let l = Layout::contiguous(&[2, 3]).t("t").unwrap(); // [[1, 4], [2, 5], [3, 6]] as [3, 2]
         let i = CpuStorage::I64(vec![1, 2, 3, 4, 5, 6]);
-        assert_eq!(reduce(ReduceOp::Sum, &i, &l, &[1], false).unwrap(), CpuStorage::I64(vec![5, 7, 9]));
-        assert_eq!(reduce(ReduceOp::Sum, &i, &l, &[], false).unwrap(), CpuStorage::I64(vec![21]));
-        assert_eq!(reduce(ReduceOp::Amax, &i, &l, &[0], true).unwrap(), CpuStorage::I64(vec![3, 6]));
-        assert!(matches!(reduce(ReduceOp::Mean, &i, &l, &[0], false), Err(AotError::DTypeMismatch { .. })));
+        assert_eq!(reduce(OpKind::SumDim, &i, &l, &[1], false).unwrap(), CpuStorage::I64(vec![5, 7, 9]));
+        assert_eq!(reduce(OpKind::SumDim, &i, &l, &[], false).unwrap(), CpuStorage::I64(vec![21]));
+        assert_eq!(reduce(OpKind::AmaxDim, &i, &l, &[0], true).unwrap(), CpuStorage::I64(vec![3, 6]));
+        assert!(matches!(reduce(OpKind::MeanDim, &i, &l, &[0], false), Err(AotError::DTypeMismatch { .. })));
         assert!(var(&i, &l, &[0], 1, false).is_err());
         let b = CpuStorage::Bool(vec![true, false, true, true, false, false]);
-        assert_eq!(reduce(ReduceOp::Sum, &b, &l, &[0], false).unwrap(), CpuStorage::I64(vec![2, 1]));
-        assert_eq!(reduce(ReduceOp::Amax, &b, &l, &[1], false).unwrap(), CpuStorage::Bool(vec![true, false, true]));
-        assert!(reduce(ReduceOp::Mean, &b, &l, &[], false).is_err());
+        assert_eq!(reduce(OpKind::SumDim, &b, &l, &[0], false).unwrap(), CpuStorage::I64(vec![2, 1]));
+        assert_eq!(reduce(OpKind::AmaxDim, &b, &l, &[1], false).unwrap(), CpuStorage::Bool(vec![true, false, true]));
+        assert!(reduce(OpKind::MeanDim, &b, &l, &[], false).is_err());
     }
 
     #[test]
     fn empty_and_scalar_reductions() {
         let l = Layout::contiguous(&[0, 3]);
         let s = CpuStorage::F32(vec![]);
-        assert_eq!(reduce(ReduceOp::Sum, &s, &l, &[0], false).unwrap(), CpuStorage::F32(vec![0.0; 3]));
-        assert_eq!(reduce(ReduceOp::Sum, &s, &l, &[], false).unwrap(), CpuStorage::F32(vec![0.0]));
-        assert_eq!(reduce(ReduceOp::Sum, &s, &l, &[1], false).unwrap(), CpuStorage::F32(vec![]));
-        assert!(values(&reduce(ReduceOp::Mean, &s, &l, &[0], false).unwrap()).iter().all(|v| v.is_nan()));
+        assert_eq!(reduce(OpKind::SumDim, &s, &l, &[0], false).unwrap(), CpuStorage::F32(vec![0.0; 3]));
+        assert_eq!(reduce(OpKind::SumDim, &s, &l, &[], false).unwrap(), CpuStorage::F32(vec![0.0]));
+        assert_eq!(reduce(OpKind::SumDim, &s, &l, &[1], false).unwrap(), CpuStorage::F32(vec![]));
+        assert!(values(&reduce(OpKind::MeanDim, &s, &l, &[0], false).unwrap()).iter().all(|v| v.is_nan()));
         assert!(values(&var(&s, &l, &[], 1, false).unwrap())[0].is_nan());
-        let err = reduce(ReduceOp::Amax, &s, &l, &[0], false).unwrap_err();
+        let err = reduce(OpKind::AmaxDim, &s, &l, &[0], false).unwrap_err();
         assert!(err.to_string().contains("Expected reduction dim 0 to have non-zero size"), "{err}");
-        assert!(reduce(ReduceOp::Amax, &s, &l, &[], false).is_err());
-        assert_eq!(reduce(ReduceOp::Amax, &s, &l, &[1], false).unwrap(), CpuStorage::F32(vec![]));
-        assert_eq!(reduce(ReduceOp::Sum, &CpuStorage::I64(vec![]), &l, &[0], true).unwrap(), CpuStorage::I64(vec![0; 3]));
+        assert!(reduce(OpKind::AmaxDim, &s, &l, &[], false).is_err());
+        assert_eq!(reduce(OpKind::AmaxDim, &s, &l, &[1], false).unwrap(), CpuStorage::F32(vec![]));
+        assert_eq!(reduce(OpKind::SumDim, &CpuStorage::I64(vec![]), &l, &[0], true).unwrap(), CpuStorage::I64(vec![0; 3]));
         // a 0-d tensor
         let scalar = Layout::new(vec![], vec![], 2);
         let x = CpuStorage::F64(vec![0.0, 0.0, 4.5]);
-        assert_eq!(reduce(ReduceOp::Sum, &x, &scalar, &[], false).unwrap(), CpuStorage::F64(vec![4.5]));
-        assert_eq!(reduce(ReduceOp::Mean, &x, &scalar, &[0], true).unwrap(), CpuStorage::F64(vec![4.5]));
-        assert!(reduce(ReduceOp::Sum, &x, &scalar, &[1], false).is_err());
-        assert!(reduce(ReduceOp::Sum, &x, &Layout::contiguous(&[3]), &[1], false).is_err());
+        assert_eq!(reduce(OpKind::SumDim, &x, &scalar, &[], false).unwrap(), CpuStorage::F64(vec![4.5]));
+        assert_eq!(reduce(OpKind::MeanDim, &x, &scalar, &[0], true).unwrap(), CpuStorage::F64(vec![4.5]));
+        assert!(reduce(OpKind::SumDim, &x, &scalar, &[1], false).is_err());
+        assert!(reduce(OpKind::SumDim, &x, &Layout::contiguous(&[3]), &[1], false).is_err());
     }
 
     #[test]
     fn nan_and_correction_edge_cases() {
         let l = Layout::contiguous(&[3]);
         let s = CpuStorage::F32(vec![1.0, f32::NAN, 3.0]);
-        assert!(values(&reduce(ReduceOp::Amax, &s, &l, &[], false).unwrap())[0].is_nan());
+        assert!(values(&reduce(OpKind::AmaxDim, &s, &l, &[], false).unwrap())[0].is_nan());
         let s = CpuStorage::F64(vec![1.0, 2.0]);
         let l2 = Layout::contiguous(&[2]);
         assert_eq!(values(&var(&s, &l2, &[], 0, false).unwrap()), vec![0.25]);

@@ -1,26 +1,28 @@
-//! Unary elementwise kernels: the math functions of [`UnaryOp`] and
-//! `clamp`. Each reads its input through its layout and writes a new buffer
+//! Unary elementwise kernels: the math functions
+//! ([`OpKind::is_unary_elementwise`]) and `clamp`. Each reads its input through its layout and writes a new buffer
 //! in the (dense) output layout it is given.
 
 use super::elem::{float_or, not_implemented, Float, FloatElem};
 use super::output::OutOrder;
 use super::strided::{check_layout, map1};
-use crate::backend::{CpuStorage, UnaryOp};
+use crate::backend::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
+use aot_ir::OpKind;
 
 /// Applies a unary op to the elements of `layout` in `src`; the output is a
 /// new buffer laid out as `out` (dense, of `layout.shape`) with the dtype of
 /// `src`. Floating dtypes only, except `Neg`/`Abs`/`Square`/`Relu`, which
 /// also take I64. f16/bf16 compute in f32 and round once.
-pub fn unary(op: UnaryOp, src: &CpuStorage, layout: &Layout, out: &Layout) -> Result<CpuStorage> {
+pub fn unary(op: OpKind, src: &CpuStorage, layout: &Layout, out: &Layout) -> Result<CpuStorage> {
     let name = op.name();
+    if !op.is_unary_elementwise() {
+        return Err(AotError::internal(name, format!("`{op}` is not a unary elementwise op")));
+    }
     check_layout(name, layout, src.len())?;
     // Floats: the kernel stage's single-op kernel (the one op definition).
-    if let Some(r) =
-        super::fused_elementwise::single(name, op.kind(), (src, layout.clone()), None, super::fused_elementwise::Rhs::None, out)
-    {
+    if let Some(r) = super::fused_elementwise::single(name, op, (src, layout.clone()), None, super::fused_elementwise::Rhs::None, out) {
         return r;
     }
     let layout = &*OutOrder::new(name, out, &layout.shape)?.input(layout);
@@ -32,13 +34,13 @@ pub fn unary(op: UnaryOp, src: &CpuStorage, layout: &Layout, out: &Layout) -> Re
     }
 }
 
-fn unary_i64(op: UnaryOp, v: &[i64], l: &Layout) -> Result<CpuStorage> {
+fn unary_i64(op: OpKind, v: &[i64], l: &Layout) -> Result<CpuStorage> {
     let name = op.name();
     let out = match op {
-        UnaryOp::Neg => map1(name, v, l, i64::wrapping_neg)?,
-        UnaryOp::Abs => map1(name, v, l, i64::wrapping_abs)?,
-        UnaryOp::Square => map1(name, v, l, |x| x.wrapping_mul(x))?,
-        UnaryOp::Relu => map1(name, v, l, |x| x.max(0))?,
+        OpKind::Neg => map1(name, v, l, i64::wrapping_neg)?,
+        OpKind::Abs => map1(name, v, l, i64::wrapping_abs)?,
+        OpKind::Square => map1(name, v, l, |x| x.wrapping_mul(x))?,
+        OpKind::Relu => map1(name, v, l, |x| x.max(0))?,
         _ => return Err(not_implemented(name, DType::I64)),
     };
     Ok(CpuStorage::I64(out))

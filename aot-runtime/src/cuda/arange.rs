@@ -13,7 +13,7 @@ use crate::error::{AotError, Result};
 /// `out[i] = start + i * step` for `i < n`, in the dtype `d`.
 pub(super) fn arange_source(d: DType) -> Source {
     let name = format!("aot_arange_{}", d.name());
-    let kd = d.kernel_dtype();
+    let kd = d;
     let body = format!(
         "extern \"C\" __global__ void {name}({t} *out, const aot_params_{name} p) {{\n\
          \x20   const double first = __longlong_as_double(p.start), delta = __longlong_as_double(p.step);\n\

@@ -30,9 +30,7 @@ use super::kernels::{self, Buf, OneOp, Use, KERNEL_LAUNCHES};
 use super::reduce::{self, EagerRow};
 use super::CudaStorage;
 use crate::backend::CpuStorage;
-use crate::backend::{
-    Backend, BinaryOp, Distribution, FusedProgram, FusedReduceProgram, Indexed, KernelCall, ReduceOp, Rng, Targets, UnaryOp,
-};
+use crate::backend::{Backend, Distribution, FusedProgram, FusedReduceProgram, Indexed, KernelCall, Rng, Targets};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
@@ -140,43 +138,21 @@ impl CudaStorage {
     }
 }
 
-fn unary_kind(op: UnaryOp) -> OpKind {
-    match op {
-        UnaryOp::Neg => OpKind::Neg,
-        UnaryOp::Exp => OpKind::Exp,
-        UnaryOp::Log => OpKind::Log,
-        UnaryOp::Sqrt => OpKind::Sqrt,
-        UnaryOp::Rsqrt => OpKind::Rsqrt,
-        UnaryOp::Abs => OpKind::Abs,
-        UnaryOp::Sin => OpKind::Sin,
-        UnaryOp::Cos => OpKind::Cos,
-        UnaryOp::Tanh => OpKind::Tanh,
-        UnaryOp::Sigmoid => OpKind::Sigmoid,
-        UnaryOp::Relu => OpKind::Relu,
-        UnaryOp::Gelu => OpKind::Gelu,
-        UnaryOp::Silu => OpKind::Silu,
-        UnaryOp::Reciprocal => OpKind::Reciprocal,
-        UnaryOp::Square => OpKind::Square,
-        UnaryOp::Log1p => OpKind::Log1p,
-        UnaryOp::Expm1 => OpKind::Expm1,
+/// `op` when it is a unary elementwise op, else the internal error.
+fn unary_kind(op: OpKind) -> Result<OpKind> {
+    if op.is_unary_elementwise() {
+        Ok(op)
+    } else {
+        Err(AotError::internal(op.name(), format!("`{op}` is not a unary elementwise op")))
     }
 }
 
-pub(super) fn binary_kind(op: BinaryOp) -> OpKind {
-    match op {
-        BinaryOp::Add => OpKind::Add,
-        BinaryOp::Sub => OpKind::Sub,
-        BinaryOp::Mul => OpKind::Mul,
-        BinaryOp::Div => OpKind::Div,
-        BinaryOp::Pow => OpKind::Pow,
-        BinaryOp::Maximum => OpKind::Maximum,
-        BinaryOp::Minimum => OpKind::Minimum,
-        BinaryOp::Eq => OpKind::Eq,
-        BinaryOp::Ne => OpKind::Ne,
-        BinaryOp::Lt => OpKind::Lt,
-        BinaryOp::Le => OpKind::Le,
-        BinaryOp::Gt => OpKind::Gt,
-        BinaryOp::Ge => OpKind::Ge,
+/// `op` when it is a binary elementwise op, else the internal error.
+pub(super) fn binary_kind(op: OpKind) -> Result<OpKind> {
+    if op.is_binary_elementwise() {
+        Ok(op)
+    } else {
+        Err(AotError::internal(op.name(), format!("`{op}` is not a binary elementwise op")))
     }
 }
 
@@ -221,8 +197,8 @@ impl Backend for CudaStorage {
     fn to_host(&self, op: &'static str, l: &Layout, dtype: DType) -> Result<CpuStorage> {
         self.host(op)?.to_host(op, l, dtype)
     }
-    fn unary(&self, op: UnaryOp, l: &Layout, out: &Layout) -> Result<Self> {
-        let kind = unary_kind(op);
+    fn unary(&self, op: OpKind, l: &Layout, out: &Layout) -> Result<Self> {
+        let kind = unary_kind(op)?;
         if renders(kind, self.dtype) {
             let one = OneOp { op: kind, uses: &[Use::Input(0)], cast: None, compute: self.dtype };
             return CudaStorage::launch_new(op.name(), self.ordinal, &one, &[(self, l)], &[], self.dtype, out);
@@ -232,8 +208,8 @@ impl Backend for CudaStorage {
     fn clamp(&self, op: &'static str, l: &Layout, min: Option<f64>, max: Option<f64>, out: &Layout) -> Result<Self> {
         super::ops::clamp(self, op, l, min, max, out)
     }
-    fn binary(&self, op: BinaryOp, la: &Layout, rhs: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
-        let kind = binary_kind(op);
+    fn binary(&self, op: OpKind, la: &Layout, rhs: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
+        let kind = binary_kind(op)?;
         if rhs.dtype == self.dtype && renders(kind, self.dtype) {
             let dtype = if op.is_comparison() { DType::Bool } else { self.dtype };
             let one = OneOp { op: kind, uses: &[Use::Input(0), Use::Input(1)], cast: None, compute: self.dtype };
@@ -242,8 +218,8 @@ impl Backend for CudaStorage {
         let b = rhs.host(op.name())?;
         self.on_host(op.name(), |h| h.binary(op, la, &b, lb, out))
     }
-    fn binary_assign(&mut self, op: BinaryOp, l: &Layout, rhs: &Self, lr: &Layout) -> Result<()> {
-        let kind = binary_kind(op);
+    fn binary_assign(&mut self, op: OpKind, l: &Layout, rhs: &Self, lr: &Layout) -> Result<()> {
+        let kind = binary_kind(op)?;
         if rhs.dtype == self.dtype && !op.is_comparison() && renders(kind, self.dtype) {
             let gpu = self.gpu(op.name())?;
             let one = OneOp { op: kind, uses: &[Use::Input(0), Use::Input(1)], cast: None, compute: self.dtype };
@@ -259,14 +235,14 @@ impl Backend for CudaStorage {
         *self = CudaStorage::upload(op.name(), self.ordinal, &me)?;
         Ok(())
     }
-    fn binary_dense(&self, op: BinaryOp, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<Self> {
+    fn binary_dense(&self, op: OpKind, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<Self> {
         let out = Layout::contiguous(&[ra.len()]);
         self.binary(op, &run(&ra), rhs, &run(&rb), &out)
     }
-    fn binary_assign_dense(&mut self, op: BinaryOp, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<()> {
+    fn binary_assign_dense(&mut self, op: OpKind, ra: Range<usize>, rhs: &Self, rb: Range<usize>) -> Result<()> {
         self.binary_assign(op, &run(&ra), rhs, &run(&rb))
     }
-    fn binary_scalar(&self, op: BinaryOp, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self> {
+    fn binary_scalar(&self, op: OpKind, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Self> {
         super::ops::binary_scalar(self, op, la, s, scalar_first, out)
     }
     fn where_cond(&self, op: &'static str, lc: &Layout, a: &Self, la: &Layout, b: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
@@ -308,10 +284,10 @@ impl Backend for CudaStorage {
     fn scatter(&self, op: &'static str, ls: &Layout, ix: Indexed<'_, Self>, dst: &mut Self, ld: &Layout, accumulate: bool) -> Result<()> {
         super::index::scatter(self, op, ls, ix, dst, ld, accumulate)
     }
-    fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Self> {
-        match self.reduce_kernel(op.name(), EagerRow::Reduce(op), l, dims) {
+    fn reduce(&self, op: OpKind, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Self> {
+        match self.reduce_kernel(op.torch_name(), EagerRow::Reduce(op), l, dims) {
             Some(r) => r,
-            None => self.on_host(op.name(), |h| h.reduce(op, l, dims, keepdim)),
+            None => self.on_host(op.torch_name(), |h| h.reduce(op, l, dims, keepdim)),
         }
     }
     fn var(&self, op: &'static str, l: &Layout, dims: &[usize], correction: i64, keepdim: bool) -> Result<Self> {
@@ -404,7 +380,7 @@ impl CudaStorage {
         let reduced = reduce::plan(row, self.dtype, l, dims)?;
         let softmax = matches!(row, EagerRow::Softmax { .. });
         let dtype = match row {
-            EagerRow::Reduce(ReduceOp::Sum) if !self.dtype.is_float() => DType::I64,
+            EagerRow::Reduce(OpKind::SumDim) if !self.dtype.is_float() => DType::I64,
             _ => self.dtype,
         };
         let n: usize = l.shape.iter().zip(&reduced).map(|(&n, &r)| if r && !softmax { 1 } else { n }).product();

@@ -2,11 +2,12 @@
 //! be made, and every primitive says why.
 
 use crate::backend::CpuStorage;
-use crate::backend::{BinaryOp, Distribution, Indexed, ReduceOp, Rng, Targets, UnaryOp};
+use crate::backend::{Distribution, Indexed, Rng, Targets};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
+use aot_ir::OpKind;
 
 /// The reason every CUDA request fails in this build.
 pub(crate) const REASON: &str = "aot-runtime was built without the `cuda` feature";
@@ -101,25 +102,25 @@ macro_rules! unavailable_backend {
             fn to_host(&self, op: &'static str, _: &Layout, _: DType) -> Result<CpuStorage> {
                 Err(CudaStorage::unavailable(op))
             }
-            fn unary(&self, op: UnaryOp, _: &Layout, _: &Layout) -> Result<Self> {
+            fn unary(&self, op: OpKind, _: &Layout, _: &Layout) -> Result<Self> {
                 Err(CudaStorage::unavailable(op.name()))
             }
             fn clamp(&self, op: &'static str, _: &Layout, _: Option<f64>, _: Option<f64>, _: &Layout) -> Result<Self> {
                 Err(CudaStorage::unavailable(op))
             }
-            fn binary(&self, op: BinaryOp, _: &Layout, _: &Self, _: &Layout, _: &Layout) -> Result<Self> {
+            fn binary(&self, op: OpKind, _: &Layout, _: &Self, _: &Layout, _: &Layout) -> Result<Self> {
                 Err(CudaStorage::unavailable(op.name()))
             }
-            fn binary_assign(&mut self, op: BinaryOp, _: &Layout, _: &Self, _: &Layout) -> Result<()> {
+            fn binary_assign(&mut self, op: OpKind, _: &Layout, _: &Self, _: &Layout) -> Result<()> {
                 Err(CudaStorage::unavailable(op.name()))
             }
-            fn binary_dense(&self, op: BinaryOp, _: std::ops::Range<usize>, _: &Self, _: std::ops::Range<usize>) -> Result<Self> {
+            fn binary_dense(&self, op: OpKind, _: std::ops::Range<usize>, _: &Self, _: std::ops::Range<usize>) -> Result<Self> {
                 Err(CudaStorage::unavailable(op.name()))
             }
-            fn binary_assign_dense(&mut self, op: BinaryOp, _: std::ops::Range<usize>, _: &Self, _: std::ops::Range<usize>) -> Result<()> {
+            fn binary_assign_dense(&mut self, op: OpKind, _: std::ops::Range<usize>, _: &Self, _: std::ops::Range<usize>) -> Result<()> {
                 Err(CudaStorage::unavailable(op.name()))
             }
-            fn binary_scalar(&self, op: BinaryOp, _: &Layout, _: f64, _: bool, _: &Layout) -> Result<Self> {
+            fn binary_scalar(&self, op: OpKind, _: &Layout, _: f64, _: bool, _: &Layout) -> Result<Self> {
                 Err(CudaStorage::unavailable(op.name()))
             }
             fn where_cond(&self, op: &'static str, _: &Layout, _: &Self, _: &Layout, _: &Self, _: &Layout, _: &Layout) -> Result<Self> {
@@ -143,8 +144,8 @@ macro_rules! unavailable_backend {
             fn scatter(&self, op: &'static str, _: &Layout, _: Indexed<'_, Self>, _: &mut Self, _: &Layout, _: bool) -> Result<()> {
                 Err(CudaStorage::unavailable(op))
             }
-            fn reduce(&self, op: ReduceOp, _: &Layout, _: &[usize], _: bool) -> Result<Self> {
-                Err(CudaStorage::unavailable(op.name()))
+            fn reduce(&self, op: OpKind, _: &Layout, _: &[usize], _: bool) -> Result<Self> {
+                Err(CudaStorage::unavailable(op.torch_name()))
             }
             fn var(&self, op: &'static str, _: &Layout, _: &[usize], _: i64, _: bool) -> Result<Self> {
                 Err(CudaStorage::unavailable(op))

@@ -32,10 +32,9 @@ fn fits(call: &KernelCall<'_>, inputs: &[(&CudaStorage, Layout)]) -> Option<(usi
     let same = inputs.len() == k.num_inputs()
         && call.types.values.len() == k.num_values
         && call.types.compute.len() == k.num_values
-        && inputs.iter().zip(&call.types.values).all(|((s, _), &d)| s.ordinal == ordinal && s.dtype.kernel_dtype() == d)
+        && inputs.iter().zip(&call.types.values).all(|((s, _), &d)| s.ordinal == ordinal && s.dtype == d)
         && call.slots.len() == ScalarSlots::of(k).exprs().len();
-    let out = *call.types.values.get(k.out.index())?;
-    let dtype = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::Bool].into_iter().find(|d| d.kernel_dtype() == out)?;
+    let dtype = *call.types.values.get(k.out.index())?;
     same.then_some((ordinal, dtype))
 }
 
@@ -99,7 +98,7 @@ pub(super) fn fused_in_place(
     for &(k, v) in dests {
         let (dst, layout) = inputs.get(k)?;
         let vd = *call.types.values.get(v)?;
-        if dst.dtype != dtype || vd != dtype.kernel_dtype() || *layout != *out || dst.len != n {
+        if dst.dtype != dtype || vd != dtype || *layout != *out || dst.len != n {
             return None;
         }
     }

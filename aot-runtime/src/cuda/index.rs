@@ -35,7 +35,7 @@ fn host_offsets(op: &'static str, l: &Layout, ix: &Indexed<'_, CudaStorage>) -> 
 /// The take kernel: `out[i] = src[from[i]]`.
 pub(super) fn take_source(dtype: DType) -> (String, Entry) {
     let name = format!("aot_take_{}", dtype.name());
-    let t = dtype.kernel_dtype().storage();
+    let t = dtype.storage();
     let body = format!(
         "extern \"C\" __global__ void {name}({t} *out, const {t} *src, const long long *from, const aot_params_{name} p) {{\n\
          \x20   const long long step = (long long)blockDim.x * gridDim.x;\n\

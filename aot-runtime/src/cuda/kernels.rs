@@ -12,9 +12,9 @@ use super::sim::Entry;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use aot_ir::kernel::render::{pack_params, render_cuda_typed, KernelDType, KernelTypes, Operand, ScalarSlots};
+use aot_ir::kernel::render::{pack_params, render_cuda_typed, KernelTypes, Operand, ScalarSlots};
 use aot_ir::kernel::Kernel;
-use aot_ir::{Arg, IrDType, Node, Op, OpKind, ScalarExpr, ValueId};
+use aot_ir::{Arg, Node, Op, OpKind, ScalarExpr, ValueId};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(super) static KERNEL_LAUNCHES: AtomicU64 = AtomicU64::new(0);
@@ -44,17 +44,6 @@ pub(super) struct OneOp<'a> {
     pub compute: DType,
 }
 
-fn ir_dtype(d: DType) -> IrDType {
-    match d {
-        DType::F32 => IrDType::F32,
-        DType::F64 => IrDType::F64,
-        DType::F16 => IrDType::F16,
-        DType::BF16 => IrDType::BF16,
-        DType::I64 => IrDType::I64,
-        DType::Bool => IrDType::Bool,
-    }
-}
-
 /// The kernel and its types.
 fn kernel(one: &OneOp<'_>, inputs: &[DType], out: DType) -> (Kernel, KernelTypes) {
     let n = inputs.len() as u32;
@@ -68,7 +57,7 @@ fn kernel(one: &OneOp<'_>, inputs: &[DType], out: DType) -> (Kernel, KernelTypes
         })
         .collect();
     if let Some(d) = one.cast {
-        args.push(Arg::DType(ir_dtype(d)));
+        args.push(Arg::DType(d));
     }
     body.push(Node::new(one.op, args, Some(ValueId(n))));
     let num_values = n as usize + 1;
@@ -84,9 +73,9 @@ fn kernel(one: &OneOp<'_>, inputs: &[DType], out: DType) -> (Kernel, KernelTypes
         extra_outs: Vec::new(),
         stage_values: (0..num_values as u32).map(ValueId).collect(),
     };
-    let values: Vec<KernelDType> = inputs.iter().map(|d| d.kernel_dtype()).chain([out.kernel_dtype()]).collect();
+    let values: Vec<DType> = inputs.iter().copied().chain([out]).collect();
     let mut compute = values.clone();
-    compute[n as usize] = one.compute.kernel_dtype();
+    compute[n as usize] = one.compute;
     (k, KernelTypes { values, compute })
 }
 
@@ -170,8 +159,8 @@ pub(super) unsafe fn launch_outputs(
     }
     let rank = out.layout.shape.len();
     let r = render_cuda_typed(k, types, rank, &ScalarSlots::of(k)).map_err(|e| AotError::internal(name, e.to_string()))?;
-    let mut pointers: Vec<String> = outs.iter().map(|o| format!("{} *", o.dtype.kernel_dtype().storage())).collect();
-    pointers.extend(inputs.iter().map(|b| format!("const {} *", b.dtype.kernel_dtype().storage())));
+    let mut pointers: Vec<String> = outs.iter().map(|o| format!("{} *", o.dtype.storage())).collect();
+    pointers.extend(inputs.iter().map(|b| format!("const {} *", b.dtype.storage())));
     let entry = Entry { name: r.name.clone(), pointers, sync: false };
     let bufs: Vec<u64> = outs.iter().map(|o| o.addr).chain(inputs.iter().map(|b| b.addr)).collect();
     let layouts: Vec<(i64, Vec<i64>)> = inputs.iter().map(|b| operand(b.layout)).collect();

@@ -37,7 +37,7 @@ pub(super) fn fill(op: &'static str, ordinal: usize, dist: Distribution, dtype: 
         Distribution::Normal => (RandomKind::Normal, 0.0, 0),
         Distribution::Dropout { p, scale } => (RandomKind::Dropout, p, kept_bits(dtype, scale)),
     };
-    let kd = dtype.kernel_dtype();
+    let kd = dtype;
     let per = lanes(kind, kd);
     let (seed, offset) = rng.take(n, per);
     if n > 0 {

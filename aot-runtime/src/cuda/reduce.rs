@@ -13,7 +13,7 @@
 use super::device::Gpu;
 use super::kernels::{operand, Buf, KERNEL_LAUNCHES};
 use super::sim::Entry;
-use crate::backend::{KernelCall, ReduceOp};
+use crate::backend::KernelCall;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{contiguous_strides, Layout};
@@ -61,8 +61,8 @@ pub(super) unsafe fn launch(
         return Ok(());
     }
     let r = render_cuda_typed(k, types, shape.len(), &ScalarSlots::of(k)).map_err(internal)?;
-    let mut pointers = vec![format!("{} *", out.dtype.kernel_dtype().storage())];
-    pointers.extend(inputs.iter().map(|b| format!("const {} *", b.dtype.kernel_dtype().storage())));
+    let mut pointers = vec![format!("{} *", out.dtype.storage())];
+    pointers.extend(inputs.iter().map(|b| format!("const {} *", b.dtype.storage())));
     let entry = Entry { name: r.name.clone(), pointers, sync: true };
     let bufs: Vec<u64> = std::iter::once(out.addr).chain(inputs.iter().map(|b| b.addr)).collect();
     KERNEL_LAUNCHES.fetch_add(1, Ordering::Relaxed);
@@ -73,7 +73,7 @@ pub(super) unsafe fn launch(
 /// An eager reduction's op.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum EagerRow {
-    Reduce(ReduceOp),
+    Reduce(OpKind),
     Var { correction: i64 },
     Softmax { log: bool },
 }
@@ -85,9 +85,9 @@ fn one_op(row: EagerRow, dtype: DType) -> Option<(Kernel, KernelTypes, Vec<f64>)
     let no_dims = Arg::Ints(vec![]);
     let keep = Arg::Scalar(ScalarExpr::Bool(false));
     let (op, args, slots) = match row {
-        EagerRow::Reduce(ReduceOp::Sum) => (OpKind::SumDim, vec![t, no_dims, keep], vec![]),
-        EagerRow::Reduce(ReduceOp::Mean) => (OpKind::MeanDim, vec![t, no_dims, keep], vec![]),
-        EagerRow::Reduce(ReduceOp::Amax) => (OpKind::AmaxDim, vec![t, no_dims, keep], vec![]),
+        EagerRow::Reduce(op) if op.is_fold_reduction() => (op, vec![t, no_dims, keep], vec![]),
+        // Not a reduction: the host path reports it.
+        EagerRow::Reduce(_) => return None,
         // The correction is a slot, so one compiled kernel serves them all.
         EagerRow::Var { correction } => {
             (OpKind::VarDim, vec![t, no_dims, Arg::Scalar(ScalarExpr::Param(0)), keep], vec![correction as f64])
@@ -106,7 +106,7 @@ fn one_op(row: EagerRow, dtype: DType) -> Option<(Kernel, KernelTypes, Vec<f64>)
         extra_outs: Vec::new(),
         stage_values: vec![ValueId(0), ValueId(1)],
     };
-    let types = KernelTypes::infer(&k, &[dtype.kernel_dtype()]).ok()?;
+    let types = KernelTypes::infer(&k, &[dtype]).ok()?;
     Some((k, types, slots))
 }
 
@@ -133,8 +133,8 @@ pub(super) fn plan(row: EagerRow, dtype: DType, l: &Layout, dims: &[usize]) -> O
     let reduced: Vec<bool> = (0..rank).map(|d| dims.is_empty() || dims.contains(&d)).collect();
     let empty_dim = l.shape.iter().zip(&reduced).any(|(&n, &r)| r && n == 0);
     let ok = match row {
-        EagerRow::Reduce(ReduceOp::Amax) => !empty_dim && dtype != DType::Bool,
-        EagerRow::Reduce(ReduceOp::Sum) => true,
+        EagerRow::Reduce(OpKind::AmaxDim) => !empty_dim && dtype != DType::Bool,
+        EagerRow::Reduce(OpKind::SumDim) => true,
         _ => dtype.is_float(),
     };
     ok.then_some(reduced)
@@ -158,7 +158,7 @@ pub(super) unsafe fn eager(
     let Some((k, types, slots)) = one_op(row, input.dtype) else {
         return Err(AotError::internal(name, format!("no reduction kernel of {:?}: `plan` admits only what eager computes", input.dtype)));
     };
-    if types.values[1] != out.1.kernel_dtype() {
+    if types.values[1] != out.1 {
         return Err(AotError::internal(name, format!("a {:?} result buffer for {:?}", out.1, types.values[1])));
     }
     let rows_out = matches!(row, EagerRow::Softmax { .. });

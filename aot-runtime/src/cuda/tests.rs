@@ -57,8 +57,8 @@ fn to_device_on_the_same_device_is_the_tensor() -> Result<()> {
 mod dummy {
     use super::unavailable;
     use crate::backend::CpuStorage;
+    use crate::backend::Rng;
     use crate::backend::{Backend, Distribution};
-    use crate::backend::{BinaryOp, ReduceOp, Rng, UnaryOp};
     use crate::cuda::dummy::REASON;
     use crate::cuda::CudaStorage;
     use crate::device::Device;
@@ -66,6 +66,7 @@ mod dummy {
     use crate::error::{AotError, Result};
     use crate::layout::Layout;
     use crate::storage::{Storage, StorageData};
+    use aot_ir::OpKind;
 
     /// A named call of one backend primitive.
     type Call<'a> = (&'static str, Box<dyn Fn() -> Result<()> + 'a>);
@@ -89,12 +90,12 @@ mod dummy {
             ("from_host", Box::new(|| CudaStorage::from_host("from_host", &dev, host()).map(drop))),
             ("randn", Box::new(|| CudaStorage::random("randn", &dev, Distribution::Normal, DType::F32, 6, &mut Rng::new(0)).map(drop))),
             ("to_vec", Box::new(|| x.to_host("to_vec", &l, DType::F32).map(drop))),
-            ("exp", Box::new(|| x.unary(UnaryOp::Exp, &l, &l).map(drop))),
+            ("exp", Box::new(|| x.unary(OpKind::Exp, &l, &l).map(drop))),
             ("clamp", Box::new(|| x.clamp("clamp", &l, Some(0.0), None, &l).map(drop))),
-            ("add", Box::new(|| x.binary(BinaryOp::Add, &l, &s(), &l, &l).map(drop))),
-            ("mul", Box::new(|| x.binary_scalar(BinaryOp::Mul, &l, 2.0, false, &l).map(drop))),
-            ("sub", Box::new(|| x.binary_dense(BinaryOp::Sub, 0..6, &s(), 0..6).map(drop))),
-            ("div", Box::new(|| s().binary_assign_dense(BinaryOp::Div, 0..6, &x, 0..6))),
+            ("add", Box::new(|| x.binary(OpKind::Add, &l, &s(), &l, &l).map(drop))),
+            ("mul", Box::new(|| x.binary_scalar(OpKind::Mul, &l, 2.0, false, &l).map(drop))),
+            ("sub", Box::new(|| x.binary_dense(OpKind::Sub, 0..6, &s(), 0..6).map(drop))),
+            ("div", Box::new(|| s().binary_assign_dense(OpKind::Div, 0..6, &x, 0..6))),
             ("where", Box::new(|| x.where_cond("where", &l, &s(), &l, &s(), &l, &l).map(drop))),
             ("to_dtype", Box::new(|| x.cast("to_dtype", &l, DType::F64, &l).map(drop))),
             ("copy_", Box::new(|| x.copy_strided("copy_", &l, &mut s(), &l))),
@@ -105,7 +106,7 @@ mod dummy {
                 "index_add_",
                 Box::new(|| x.scatter("index_add_", &l, crate::backend::Indexed { index: &s(), layout: &l, dim: 1 }, &mut s(), &l, true)),
             ),
-            ("sum", Box::new(|| x.reduce(ReduceOp::Sum, &l, &[], false).map(drop))),
+            ("sum", Box::new(|| x.reduce(OpKind::SumDim, &l, &[], false).map(drop))),
             ("var_dim", Box::new(|| x.var("var_dim", &l, &[1], 1, false).map(drop))),
             ("log_softmax", Box::new(|| x.softmax("log_softmax", &l, 1, true).map(drop))),
             ("matmul", Box::new(|| x.matmul("matmul", &l, &s(), &l).map(drop))),
@@ -133,7 +134,7 @@ mod dummy {
             extra_outs: Vec::new(),
             stage_values,
         };
-        let f32s = vec![DType::F32.kernel_dtype(); 2];
+        let f32s = vec![DType::F32; 2];
         let types = aot_ir::kernel::render::KernelTypes { values: f32s.clone(), compute: f32s };
         let call = crate::backend::KernelCall { kernel: &kernel, types: &types, slots: &[] };
         assert!(CudaStorage::fused("fused kernel", &p, Some(&call), &[(&x, l.clone())], &l).is_none());
@@ -150,7 +151,7 @@ mod dummy {
             Err(AotError::DeviceMismatch { op, lhs, rhs }) => assert_eq!((op, lhs.as_str(), rhs.as_str()), (want, "cpu", "cuda:0")),
             other => panic!("{want}: expected DeviceMismatch, got {other:?}"),
         };
-        mism(cpu.binary(BinaryOp::Add, &l, &gpu, &l, &l), "add");
+        mism(cpu.binary(OpKind::Add, &l, &gpu, &l, &l), "add");
         mism(cpu.matmul("matmul", &l, &gpu, &l), "matmul");
         mism(cpu.where_cond("where", &l, &cpu, &l, &gpu, &l, &l), "where");
         match cpu.copy_into("copy_", &l, &gpu, &l) {
@@ -158,7 +159,7 @@ mod dummy {
             other => panic!("copy_: expected DeviceMismatch, got {other:?}"),
         }
         // a single-operand primitive on the CUDA storage reaches the dummy
-        let (op, msg) = unavailable(gpu.unary(UnaryOp::Neg, &l, &l));
+        let (op, msg) = unavailable(gpu.unary(OpKind::Neg, &l, &l));
         assert_eq!((op, msg.as_str()), ("neg", REASON));
         assert_eq!((gpu.device(), gpu.dtype(), gpu.len()), (Device::Cuda(0), DType::F32, 6));
     }

@@ -219,7 +219,7 @@ impl<'e, E: Values + ?Sized> Ctx<'e, E> {
 
     fn dtype(&self, i: usize) -> Result<DType> {
         match self.arg(i)? {
-            IrArg::DType(d) => Ok(DType::from_ir(*d)),
+            IrArg::DType(d) => Ok(*d),
             _ => Err(self.internal(format!("argument {i} is not a dtype"))),
         }
     }
@@ -378,7 +378,6 @@ mod tests {
     use super::*;
     use crate::Device;
     use aot_ir::graph::args::{b, dtype, f, i, ints, t};
-    use aot_ir::IrDType;
     use aot_ir::ScalarExpr;
 
     fn m23() -> Tensor {
@@ -408,7 +407,7 @@ mod tests {
         assert_eq!(vals(&w), vals(&x.where_(&cond, -7.0).unwrap()));
         assert_eq!(vals(&run(OpKind::SumDim, &[t(v0), ints(&[1]), b(true)])), vals(&x.sum_dim(&[1], true).unwrap()));
         assert_eq!(vals(&run(OpKind::Narrow, &[t(v0), i(1), i(1), i(2)])), vals(&x.narrow(1, 1, 2).unwrap()));
-        assert_eq!(vals(&run(OpKind::ToDtype, &[t(v0), dtype(IrDType::F32)])), vals(&x.to_dtype(DType::F32).unwrap()));
+        assert_eq!(vals(&run(OpKind::ToDtype, &[t(v0), dtype(DType::F32)])), vals(&x.to_dtype(DType::F32).unwrap()));
         // Scalars that are parameters read the call's values.
         let p = IrArg::Scalar(ScalarExpr::Param(0));
         let r = exec_node(OpKind::Mul, &[t(v0), p], env, &[Some(ScalarValue::F64(3.0))]).unwrap();

@@ -21,7 +21,6 @@
 //! A step that does not qualify returns `None` and runs the eager op, which
 //! also reports every error; nothing here fails on user input.
 
-use crate::backend::BinaryOp;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::layout::Layout;
@@ -31,16 +30,16 @@ use aot_ir::{Arg as IrArg, OpKind};
 use std::ops::Range;
 
 /// The arithmetic of `op`, and whether it writes its receiver.
-fn arith(op: OpKind) -> Option<(BinaryOp, bool)> {
+fn arith(op: OpKind) -> Option<(OpKind, bool)> {
     Some(match op {
-        OpKind::Add => (BinaryOp::Add, false),
-        OpKind::Sub => (BinaryOp::Sub, false),
-        OpKind::Mul => (BinaryOp::Mul, false),
-        OpKind::Div => (BinaryOp::Div, false),
-        OpKind::AddInplace => (BinaryOp::Add, true),
-        OpKind::SubInplace => (BinaryOp::Sub, true),
-        OpKind::MulInplace => (BinaryOp::Mul, true),
-        OpKind::DivInplace => (BinaryOp::Div, true),
+        OpKind::Add => (OpKind::Add, false),
+        OpKind::Sub => (OpKind::Sub, false),
+        OpKind::Mul => (OpKind::Mul, false),
+        OpKind::Div => (OpKind::Div, false),
+        OpKind::AddInplace => (OpKind::Add, true),
+        OpKind::SubInplace => (OpKind::Sub, true),
+        OpKind::MulInplace => (OpKind::Mul, true),
+        OpKind::DivInplace => (OpKind::Div, true),
         _ => return None,
     })
 }
@@ -80,7 +79,7 @@ pub(crate) fn binary(op: OpKind, args: &[IrArg], env: &[Option<Tensor>]) -> Opti
 /// deferred write on its stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct DenseWrite {
-    op: BinaryOp,
+    op: OpKind,
     target: usize,
     operand: usize,
     len: usize,

@@ -22,7 +22,7 @@
 
 use super::interp::{blame, get, zero_result, Ctx, Stop};
 use crate::backend::kernel_record::{self, RanKernel};
-use crate::backend::{BinaryOp, FusedProgram, FusedRhs, FusedStep, KernelCall};
+use crate::backend::{FusedProgram, FusedRhs, FusedStep, KernelCall};
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};
 use crate::eval::dispatch::{exec_node, ArgGeometrySource};
@@ -174,10 +174,7 @@ fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>], over: 
             *c = s.compute;
         }
     }
-    let types = KernelTypes {
-        values: p.dtypes.iter().map(|d| d.kernel_dtype()).collect(),
-        compute: compute.iter().map(|d| d.kernel_dtype()).collect(),
-    };
+    let types = KernelTypes { values: p.dtypes.to_vec(), compute: compute.to_vec() };
     let slots = slot_values(k, scalars);
     let call = KernelCall { kernel: k, types: &types, slots: &slots };
     let storage = over
@@ -367,7 +364,7 @@ fn plan_dsl(op: OpKind, args: &[IrArg], vals: &[Option<Val>], scalars: &[Option<
     let (a, x) = arg_val(vals, args.first()?)?;
     match op {
         OpKind::ToDtype => match args.get(1)? {
-            IrArg::DType(d) => plan_cast(args, vals, DType::from_ir(*d)),
+            IrArg::DType(d) => plan_cast(args, vals, *d),
             _ => None,
         },
         OpKind::Where => plan_where(args, vals, scalars),
@@ -390,7 +387,7 @@ fn plan_binary(op: OpKind, a: usize, x: &Val, rhs: &IrArg, vals: &[Option<Val>],
     let bop = binary_op(op)?;
     let compute_of = |promoted: DType| match bop {
         // true division of integers happens in the default float dtype
-        BinaryOp::Div if !promoted.is_float() => DType::F32,
+        OpKind::Div if !promoted.is_float() => DType::F32,
         _ => promoted,
     };
     let (rhs, compute, layout) = match rhs {
@@ -453,24 +450,9 @@ fn dtype_scalar(v: ScalarValue) -> Scalar {
     }
 }
 
-/// The binary op of a DSL op that takes a tensor or scalar operand.
-pub(crate) fn binary_op(op: OpKind) -> Option<BinaryOp> {
-    Some(match op {
-        OpKind::Add => BinaryOp::Add,
-        OpKind::Sub => BinaryOp::Sub,
-        OpKind::Mul => BinaryOp::Mul,
-        OpKind::Div => BinaryOp::Div,
-        OpKind::Pow => BinaryOp::Pow,
-        OpKind::Maximum => BinaryOp::Maximum,
-        OpKind::Minimum => BinaryOp::Minimum,
-        OpKind::Eq => BinaryOp::Eq,
-        OpKind::Ne => BinaryOp::Ne,
-        OpKind::Lt => BinaryOp::Lt,
-        OpKind::Le => BinaryOp::Le,
-        OpKind::Gt => BinaryOp::Gt,
-        OpKind::Ge => BinaryOp::Ge,
-        _ => return None,
-    })
+/// `op` when it is a binary elementwise op (a tensor or scalar operand).
+pub(crate) fn binary_op(op: OpKind) -> Option<OpKind> {
+    op.is_binary_elementwise().then_some(op)
 }
 
 /// Notes a kernel that ran (`kernel_record`): `types` gives the plan's

@@ -2,21 +2,21 @@
 //! PyTorch's layout (`elementwise_layout` of the promoted operands).
 
 use super::{check_same_device, result_type, result_type_ranked, Operand};
-use crate::backend::BinaryOp;
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};
 use crate::layout::{broadcast_shapes, elementwise_layout, preserve_layout, Dims, Layout};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 use crate::tensor::{record, BackwardOp, SavedTensor};
+use aot_ir::OpKind;
 use std::borrow::Cow;
 use std::sync::Arc;
 
 /// The dtype the kernel computes in, and the dtype of the result.
-fn compute_dtype(op: BinaryOp, promoted: DType) -> DType {
+fn compute_dtype(op: OpKind, promoted: DType) -> DType {
     match op {
         // true division of integers happens in the default float dtype
-        BinaryOp::Div if !promoted.is_float() => DType::F32,
+        OpKind::Div if !promoted.is_float() => DType::F32,
         _ => promoted,
     }
 }
@@ -49,7 +49,7 @@ fn read_as<'a>(t: &'a Tensor, l: Layout, op: &'static str, dtype: DType) -> Resu
 /// out the result of the two (promoted) operands; `la` and `lb` are the
 /// operands' layouts.
 fn kernel_tt(
-    op: BinaryOp,
+    op: OpKind,
     (a, la): (&Tensor, Layout),
     (b, lb): (&Tensor, Layout),
     dtype: DType,
@@ -90,11 +90,11 @@ enum ScalarLayout {
 }
 
 impl ScalarLayout {
-    fn of(op: BinaryOp, scalar_first: bool) -> ScalarLayout {
+    fn of(op: OpKind, scalar_first: bool) -> ScalarLayout {
         match (op, scalar_first) {
-            (BinaryOp::Pow, true) => ScalarLayout::Contiguous,
-            (BinaryOp::Pow | BinaryOp::Maximum | BinaryOp::Minimum, _) => ScalarLayout::Unary,
-            (BinaryOp::Div, true) => ScalarLayout::Reciprocal,
+            (OpKind::Pow, true) => ScalarLayout::Contiguous,
+            (OpKind::Pow | OpKind::Maximum | OpKind::Minimum, _) => ScalarLayout::Unary,
+            (OpKind::Div, true) => ScalarLayout::Reciprocal,
             _ => ScalarLayout::Wrapped,
         }
     }
@@ -111,28 +111,28 @@ impl ScalarLayout {
 }
 
 /// How eager lays out `a op s` for `a` laid out as `l` (with `a`'s dtype).
-pub(crate) fn scalar_result_layout(op: BinaryOp, l: &Layout) -> Layout {
+pub(crate) fn scalar_result_layout(op: OpKind, l: &Layout) -> Layout {
     ScalarLayout::of(op, false).layout(l)
 }
 
 /// `a op s` (or `s op a`) computed in `dtype`, laid out as `out` or else
 /// as PyTorch lays out that op.
-fn kernel_ts(op: BinaryOp, a: &Tensor, s: f64, dtype: DType, scalar_first: bool, out: Option<Layout>) -> Result<Tensor> {
+fn kernel_ts(op: OpKind, a: &Tensor, s: f64, dtype: DType, scalar_first: bool, out: Option<Layout>) -> Result<Tensor> {
     let (sa, la) = read_as(a, a.layout(), op.name(), dtype)?;
     let ol = out.unwrap_or_else(|| ScalarLayout::of(op, scalar_first).layout(&la));
     Ok(Tensor::from_storage(sa.binary_scalar(op, &la, s, scalar_first, &ol)?, ol))
 }
 
 /// Out-of-place binary op `a op rhs` (or `rhs op a` if `scalar_first`).
-pub(crate) fn binary(op: BinaryOp, a: &Tensor, rhs: Operand<'_>, scalar_first: bool) -> Result<Tensor> {
+pub(crate) fn binary(op: OpKind, a: &Tensor, rhs: Operand<'_>, scalar_first: bool) -> Result<Tensor> {
     binary_with(op, a, rhs, scalar_first, None)
 }
 
 /// [`binary`], with the result laid out as `out` if given (for ops that
 /// PyTorch computes in one step and we in several).
-fn binary_with(op: BinaryOp, a: &Tensor, rhs: Operand<'_>, scalar_first: bool, out: Option<Layout>) -> Result<Tensor> {
+fn binary_with(op: OpKind, a: &Tensor, rhs: Operand<'_>, scalar_first: bool, out: Option<Layout>) -> Result<Tensor> {
     let name = op.name();
-    if op == BinaryOp::Pow {
+    if op == OpKind::Pow {
         if let Some(out) = integer_pow(a, &rhs, scalar_first)? {
             return Ok(out);
         }
@@ -149,13 +149,13 @@ fn binary_with(op: BinaryOp, a: &Tensor, rhs: Operand<'_>, scalar_first: bool, o
                 record(&out, &[Some(a), Some(b)], || {
                     let (sa, sb) = (SavedTensor::save(a), SavedTensor::save(b));
                     Ok(match op {
-                        BinaryOp::Add => BackwardOp::Add { a_shape: a.shape(), b_shape: b.shape(), a_dtype: a.dtype(), b_dtype: b.dtype() },
-                        BinaryOp::Sub => BackwardOp::Sub { a_shape: a.shape(), b_shape: b.shape(), a_dtype: a.dtype(), b_dtype: b.dtype() },
-                        BinaryOp::Mul => BackwardOp::Mul { a: sa, b: sb },
-                        BinaryOp::Div => BackwardOp::Div { a: sa, b: sb },
-                        BinaryOp::Pow => BackwardOp::Pow { a: sa, b: sb, out: SavedTensor::save(&out) },
-                        BinaryOp::Maximum => BackwardOp::MaxMin { a: sa, b: sb, max: true },
-                        BinaryOp::Minimum => BackwardOp::MaxMin { a: sa, b: sb, max: false },
+                        OpKind::Add => BackwardOp::Add { a_shape: a.shape(), b_shape: b.shape(), a_dtype: a.dtype(), b_dtype: b.dtype() },
+                        OpKind::Sub => BackwardOp::Sub { a_shape: a.shape(), b_shape: b.shape(), a_dtype: a.dtype(), b_dtype: b.dtype() },
+                        OpKind::Mul => BackwardOp::Mul { a: sa, b: sb },
+                        OpKind::Div => BackwardOp::Div { a: sa, b: sb },
+                        OpKind::Pow => BackwardOp::Pow { a: sa, b: sb, out: SavedTensor::save(&out) },
+                        OpKind::Maximum => BackwardOp::MaxMin { a: sa, b: sb, max: true },
+                        OpKind::Minimum => BackwardOp::MaxMin { a: sa, b: sb, max: false },
                         _ => return Err(AotError::internal(name, "comparison has no gradient")),
                     })
                 })?;
@@ -176,16 +176,16 @@ fn binary_with(op: BinaryOp, a: &Tensor, rhs: Operand<'_>, scalar_first: bool, o
                     let sa = SavedTensor::save(a);
                     let a_dtype = a.dtype();
                     Ok(match (op, scalar_first) {
-                        (BinaryOp::Add, _) => BackwardOp::ScalarAffine { scale: 1.0, a_dtype },
-                        (BinaryOp::Sub, false) => BackwardOp::ScalarAffine { scale: 1.0, a_dtype },
-                        (BinaryOp::Sub, true) => BackwardOp::ScalarAffine { scale: -1.0, a_dtype },
-                        (BinaryOp::Mul, _) => BackwardOp::ScalarAffine { scale: v, a_dtype },
-                        (BinaryOp::Div, false) => BackwardOp::ScalarAffine { scale: 1.0 / v, a_dtype },
-                        (BinaryOp::Div, true) => BackwardOp::RDivScalar { s: v, a: sa },
-                        (BinaryOp::Pow, false) => BackwardOp::PowScalar { a: sa, exponent: v },
-                        (BinaryOp::Pow, true) => BackwardOp::RPowScalar { base: v, out: SavedTensor::save(&out) },
-                        (BinaryOp::Maximum, _) => BackwardOp::MaxMinScalar { a: sa, s: v, max: true },
-                        (BinaryOp::Minimum, _) => BackwardOp::MaxMinScalar { a: sa, s: v, max: false },
+                        (OpKind::Add, _) => BackwardOp::ScalarAffine { scale: 1.0, a_dtype },
+                        (OpKind::Sub, false) => BackwardOp::ScalarAffine { scale: 1.0, a_dtype },
+                        (OpKind::Sub, true) => BackwardOp::ScalarAffine { scale: -1.0, a_dtype },
+                        (OpKind::Mul, _) => BackwardOp::ScalarAffine { scale: v, a_dtype },
+                        (OpKind::Div, false) => BackwardOp::ScalarAffine { scale: 1.0 / v, a_dtype },
+                        (OpKind::Div, true) => BackwardOp::RDivScalar { s: v, a: sa },
+                        (OpKind::Pow, false) => BackwardOp::PowScalar { a: sa, exponent: v },
+                        (OpKind::Pow, true) => BackwardOp::RPowScalar { base: v, out: SavedTensor::save(&out) },
+                        (OpKind::Maximum, _) => BackwardOp::MaxMinScalar { a: sa, s: v, max: true },
+                        (OpKind::Minimum, _) => BackwardOp::MaxMinScalar { a: sa, s: v, max: false },
                         _ => return Err(AotError::internal(name, "comparison has no gradient")),
                     })
                 })?;
@@ -213,12 +213,12 @@ fn integer_pow(a: &Tensor, rhs: &Operand<'_>, scalar_first: bool) -> Result<Opti
             check_same_device("pow", a, b)?;
             let (la, lb) = (a.layout(), b.layout());
             let shape = broadcast_shapes("pow", &la.shape, &lb.shape)?;
-            kernel_tt(BinaryOp::Pow, (a, la), (b, lb), DType::I64, &shape, None)?
+            kernel_tt(OpKind::Pow, (a, la), (b, lb), DType::I64, &shape, None)?
         }
         Operand::Scalar(Scalar::I64(e)) if *e < 0 && !scalar_first => {
             return Err(AotError::unsupported("pow", "Integers to negative integer powers are not allowed."));
         }
-        Operand::Scalar(s) => kernel_ts(BinaryOp::Pow, a, s.to_f64(), DType::I64, scalar_first, None)?,
+        Operand::Scalar(s) => kernel_ts(OpKind::Pow, a, s.to_f64(), DType::I64, scalar_first, None)?,
     }))
 }
 
@@ -228,7 +228,7 @@ macro_rules! binary_methods {
             $(
                 #[doc = concat!("`torch.", stringify!($name), "` with broadcasting and type promotion; `rhs` is a tensor or a scalar.")]
                 pub fn $name<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
-                    binary(BinaryOp::$op, self, rhs.into(), false)
+                    binary(OpKind::$op, self, rhs.into(), false)
                 }
             )*
         }
@@ -243,15 +243,15 @@ binary_methods!(
 impl Tensor {
     /// `scalar - self`.
     pub fn rsub(&self, s: impl Into<Scalar>) -> Result<Tensor> {
-        binary(BinaryOp::Sub, self, Operand::Scalar(s.into()), true)
+        binary(OpKind::Sub, self, Operand::Scalar(s.into()), true)
     }
     /// `scalar / self`.
     pub fn rdiv(&self, s: impl Into<Scalar>) -> Result<Tensor> {
-        binary(BinaryOp::Div, self, Operand::Scalar(s.into()), true)
+        binary(OpKind::Div, self, Operand::Scalar(s.into()), true)
     }
     /// `scalar ** self`.
     pub fn rpow(&self, s: impl Into<Scalar>) -> Result<Tensor> {
-        binary(BinaryOp::Pow, self, Operand::Scalar(s.into()), true)
+        binary(OpKind::Pow, self, Operand::Scalar(s.into()), true)
     }
 
     /// `torch.where(cond, self, other)`.
@@ -297,7 +297,7 @@ impl Tensor {
     pub fn logical_not(&self) -> Result<Tensor> {
         // a unary op in PyTorch, whatever we compute it with
         let l = self.layout();
-        binary_with(BinaryOp::Eq, self, Operand::Scalar(Scalar::I64(0)), false, Some(elementwise_layout(&l.shape, &[&l])))
+        binary_with(OpKind::Eq, self, Operand::Scalar(Scalar::I64(0)), false, Some(elementwise_layout(&l.shape, &[&l])))
     }
     /// Elementwise logical and of two tensors (nonzero is true).
     pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
@@ -308,7 +308,7 @@ impl Tensor {
         let out = elementwise_layout(&shape, &[&la, &lb]);
         let a = self.ne(0)?;
         let b = other.ne(0)?;
-        binary_with(BinaryOp::Mul, &a, Operand::Tensor(&b), false, Some(out))
+        binary_with(OpKind::Mul, &a, Operand::Tensor(&b), false, Some(out))
     }
 }
 
@@ -318,19 +318,19 @@ macro_rules! std_ops {
         impl std::ops::$trait<&Tensor> for &Tensor {
             type Output = Result<Tensor>;
             fn $method(self, rhs: &Tensor) -> Result<Tensor> {
-                binary(BinaryOp::$op, self, Operand::Tensor(rhs), false)
+                binary(OpKind::$op, self, Operand::Tensor(rhs), false)
             }
         }
         impl std::ops::$trait<f64> for &Tensor {
             type Output = Result<Tensor>;
             fn $method(self, rhs: f64) -> Result<Tensor> {
-                binary(BinaryOp::$op, self, Operand::Scalar(Scalar::F64(rhs)), false)
+                binary(OpKind::$op, self, Operand::Scalar(Scalar::F64(rhs)), false)
             }
         }
         impl std::ops::$trait<&Tensor> for f64 {
             type Output = Result<Tensor>;
             fn $method(self, rhs: &Tensor) -> Result<Tensor> {
-                binary(BinaryOp::$op, rhs, Operand::Scalar(Scalar::F64(self)), true)
+                binary(OpKind::$op, rhs, Operand::Scalar(Scalar::F64(self)), true)
             }
         }
     )*};

@@ -7,12 +7,12 @@
 //! view, its base gets a `CopySlices` node).
 
 use super::Operand;
-use crate::backend::BinaryOp;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{Layout, Overlap};
 use crate::tensor::Tensor;
 use crate::tensor::{is_grad_enabled, record, with_grad_mode, AutogradMeta, BackwardOp, Edge, Node};
+use aot_ir::OpKind;
 use std::sync::Arc;
 
 pub(crate) fn leaf_error(op: &str, t: &Tensor) -> AotError {
@@ -164,19 +164,19 @@ fn inplace_unchecked_overlap(
 }
 
 /// The dtype check of an in-place binary op: the result must be castable to the target.
-fn check_castable(op: &'static str, target: &Tensor, rhs: &Operand<'_>, bop: BinaryOp) -> Result<()> {
+fn check_castable(op: &'static str, target: &Tensor, rhs: &Operand<'_>, bop: OpKind) -> Result<()> {
     let result = match rhs {
         Operand::Tensor(t) => super::result_type(target, t),
         Operand::Scalar(s) => s.promote_with(target.dtype()),
     };
-    let result = if bop == BinaryOp::Div && !result.is_float() { DType::F32 } else { result };
+    let result = if bop == OpKind::Div && !result.is_float() { DType::F32 } else { result };
     if result.category() > target.dtype().category() {
         return Err(AotError::dtype(op, format!("result type {} can't be cast to the desired output type {}", result, target.dtype())));
     }
     Ok(())
 }
 
-fn binary_inplace(op: &'static str, bop: BinaryOp, target: &Tensor, rhs: Operand<'_>) -> Result<Tensor> {
+fn binary_inplace(op: &'static str, bop: OpKind, target: &Tensor, rhs: Operand<'_>) -> Result<Tensor> {
     check_castable(op, target, &rhs, bop)?;
     let compute = |cur: &Tensor| super::binary::binary(bop, cur, rhs, false);
     match rhs {
@@ -199,7 +199,7 @@ fn binary_inplace(op: &'static str, bop: BinaryOp, target: &Tensor, rhs: Operand
 /// checks everything before it writes, so a `false` (not such a case, or a
 /// refused kernel) has written nothing and the general path runs (and
 /// reports any error).
-fn assign_direct(op: &'static str, bop: BinaryOp, target: &Tensor, rhs: &Tensor) -> bool {
+fn assign_direct(op: &'static str, bop: OpKind, target: &Tensor, rhs: &Tensor) -> bool {
     let dtype = target.dtype();
     if !dtype.is_float() || rhs.dtype() != dtype || target.device() != rhs.device() || target.shares_storage_with(rhs) {
         return false;
@@ -222,16 +222,16 @@ fn assign_direct(op: &'static str, bop: BinaryOp, target: &Tensor, rhs: &Tensor)
 impl Tensor {
     /// In-place `self += rhs`; returns `self`.
     pub fn add_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
-        binary_inplace("add_", BinaryOp::Add, self, rhs.into())
+        binary_inplace("add_", OpKind::Add, self, rhs.into())
     }
     pub fn sub_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
-        binary_inplace("sub_", BinaryOp::Sub, self, rhs.into())
+        binary_inplace("sub_", OpKind::Sub, self, rhs.into())
     }
     pub fn mul_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
-        binary_inplace("mul_", BinaryOp::Mul, self, rhs.into())
+        binary_inplace("mul_", OpKind::Mul, self, rhs.into())
     }
     pub fn div_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
-        binary_inplace("div_", BinaryOp::Div, self, rhs.into())
+        binary_inplace("div_", OpKind::Div, self, rhs.into())
     }
 
     /// Copies `src` (broadcast, cast) into `self`; returns `self`.

@@ -1,12 +1,12 @@
 //! Reductions, var, softmax and log_softmax.
 
 use super::normalize_dims;
-use crate::backend::ReduceOp;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
 use crate::tensor::{record, BackwardOp, SavedTensor};
+use aot_ir::OpKind;
 
 fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
     let all = dims.is_empty();
@@ -37,8 +37,8 @@ fn float_input(op: &'static str, x: &Tensor) -> Result<Tensor> {
     }
 }
 
-fn reduce(op: ReduceOp, name: &'static str, x: &Tensor, dims: &[i64], keepdim: bool, all: bool) -> Result<Tensor> {
-    let x = if op == ReduceOp::Mean { float_input(name, x)? } else { x.clone() };
+fn reduce(op: OpKind, name: &'static str, x: &Tensor, dims: &[i64], keepdim: bool, all: bool) -> Result<Tensor> {
+    let x = if op == OpKind::MeanDim { float_input(name, x)? } else { x.clone() };
     let shape = x.shape();
     let dims = if all { vec![] } else { normalize_dims(name, dims, shape.len())? };
     let data = x.storage().reduce(op, &x.layout(), &dims, keepdim)?;
@@ -46,14 +46,15 @@ fn reduce(op: ReduceOp, name: &'static str, x: &Tensor, dims: &[i64], keepdim: b
     let full_dims: Vec<usize> = if dims.is_empty() { (0..shape.len()).collect() } else { dims.clone() };
     record(&out, &[Some(&x)], || {
         Ok(match op {
-            ReduceOp::Sum => BackwardOp::SumDim { in_shape: shape.clone(), dims: full_dims.clone(), keepdim, scale: 1.0 },
-            ReduceOp::Mean => {
+            OpKind::SumDim => BackwardOp::SumDim { in_shape: shape.clone(), dims: full_dims.clone(), keepdim, scale: 1.0 },
+            OpKind::MeanDim => {
                 let count = super::reduced_count(name, &shape, &full_dims)?;
                 BackwardOp::SumDim { in_shape: shape.clone(), dims: full_dims.clone(), keepdim, scale: 1.0 / count as f64 }
             }
-            ReduceOp::Amax => {
+            OpKind::AmaxDim => {
                 BackwardOp::AmaxDim { a: SavedTensor::save(&x), out: SavedTensor::save(&out), dims: full_dims.clone(), keepdim }
             }
+            other => return Err(AotError::internal(name, format!("`{other}` is not a reduction over dims"))),
         })
     })?;
     Ok(out)
@@ -62,24 +63,24 @@ fn reduce(op: ReduceOp, name: &'static str, x: &Tensor, dims: &[i64], keepdim: b
 impl Tensor {
     /// Sum of all elements (a 0-dim tensor).
     pub fn sum(&self) -> Result<Tensor> {
-        reduce(ReduceOp::Sum, "sum", self, &[], false, true)
+        reduce(OpKind::SumDim, "sum", self, &[], false, true)
     }
     /// Mean of all elements (a 0-dim tensor).
     pub fn mean(&self) -> Result<Tensor> {
-        reduce(ReduceOp::Mean, "mean", self, &[], false, true)
+        reduce(OpKind::MeanDim, "mean", self, &[], false, true)
     }
     /// Sum over `dims` (an empty list reduces every dim, like PyTorch).
     pub fn sum_dim(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
-        reduce(ReduceOp::Sum, "sum_dim", self, dims, keepdim, dims.is_empty())
+        reduce(OpKind::SumDim, "sum_dim", self, dims, keepdim, dims.is_empty())
     }
     pub fn mean_dim(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
-        reduce(ReduceOp::Mean, "mean_dim", self, dims, keepdim, dims.is_empty())
+        reduce(OpKind::MeanDim, "mean_dim", self, dims, keepdim, dims.is_empty())
     }
     pub fn amax_dim(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         if self.dtype() == DType::Bool {
             return Err(AotError::dtype("amax_dim", "amax is not supported for bool tensors"));
         }
-        reduce(ReduceOp::Amax, "amax_dim", self, dims, keepdim, dims.is_empty())
+        reduce(OpKind::AmaxDim, "amax_dim", self, dims, keepdim, dims.is_empty())
     }
 
     /// Variance over `dims`, dividing by `N - correction`.

@@ -1,19 +1,19 @@
 //! Unary elementwise ops and clamp. Results take PyTorch's layout for one
 //! operand (`elementwise_layout`).
 
-use crate::backend::UnaryOp;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::elementwise_layout;
 use crate::tensor::Tensor;
 use crate::tensor::{record, BackwardOp, SavedTensor};
+use aot_ir::OpKind;
 
 /// Ops that keep integer dtypes; the rest promote integers to f32 like PyTorch.
-fn keeps_int(op: UnaryOp) -> bool {
-    matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Square | UnaryOp::Relu)
+fn keeps_int(op: OpKind) -> bool {
+    matches!(op, OpKind::Neg | OpKind::Abs | OpKind::Square | OpKind::Relu)
 }
 
-pub(crate) fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+pub(crate) fn unary(op: OpKind, x: &Tensor) -> Result<Tensor> {
     let name = op.name();
     let input = match x.dtype() {
         DType::Bool => {
@@ -29,23 +29,24 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
         let a = SavedTensor::save(&input);
         let o = SavedTensor::save(&out);
         Ok(match op {
-            UnaryOp::Neg => BackwardOp::ScalarAffine { scale: -1.0, a_dtype: input.dtype() },
-            UnaryOp::Exp => BackwardOp::Exp { out: o },
-            UnaryOp::Log => BackwardOp::Log { a },
-            UnaryOp::Sqrt => BackwardOp::Sqrt { out: o },
-            UnaryOp::Rsqrt => BackwardOp::Rsqrt { out: o },
-            UnaryOp::Abs => BackwardOp::Abs { a },
-            UnaryOp::Sin => BackwardOp::Sin { a },
-            UnaryOp::Cos => BackwardOp::Cos { a },
-            UnaryOp::Tanh => BackwardOp::Tanh { out: o },
-            UnaryOp::Sigmoid => BackwardOp::Sigmoid { out: o },
-            UnaryOp::Relu => BackwardOp::Relu { out: o },
-            UnaryOp::Gelu => BackwardOp::Gelu { a },
-            UnaryOp::Silu => BackwardOp::Silu { a },
-            UnaryOp::Reciprocal => BackwardOp::Reciprocal { out: o },
-            UnaryOp::Square => BackwardOp::Square { a },
-            UnaryOp::Log1p => BackwardOp::table(aot_ir::OpKind::Log1p, Some(a), None),
-            UnaryOp::Expm1 => BackwardOp::table(aot_ir::OpKind::Expm1, None, Some(o)),
+            OpKind::Neg => BackwardOp::ScalarAffine { scale: -1.0, a_dtype: input.dtype() },
+            OpKind::Exp => BackwardOp::Exp { out: o },
+            OpKind::Log => BackwardOp::Log { a },
+            OpKind::Sqrt => BackwardOp::Sqrt { out: o },
+            OpKind::Rsqrt => BackwardOp::Rsqrt { out: o },
+            OpKind::Abs => BackwardOp::Abs { a },
+            OpKind::Sin => BackwardOp::Sin { a },
+            OpKind::Cos => BackwardOp::Cos { a },
+            OpKind::Tanh => BackwardOp::Tanh { out: o },
+            OpKind::Sigmoid => BackwardOp::Sigmoid { out: o },
+            OpKind::Relu => BackwardOp::Relu { out: o },
+            OpKind::Gelu => BackwardOp::Gelu { a },
+            OpKind::Silu => BackwardOp::Silu { a },
+            OpKind::Reciprocal => BackwardOp::Reciprocal { out: o },
+            OpKind::Square => BackwardOp::Square { a },
+            OpKind::Log1p => BackwardOp::table(aot_ir::OpKind::Log1p, Some(a), None),
+            OpKind::Expm1 => BackwardOp::table(aot_ir::OpKind::Expm1, None, Some(o)),
+            other => return Err(AotError::internal(name, format!("`{other}` is not a unary elementwise op"))),
         })
     })?;
     Ok(out)
@@ -57,7 +58,7 @@ macro_rules! unary_methods {
             $(
                 #[doc = concat!("`torch.", stringify!($name), "`, elementwise.")]
                 pub fn $name(&self) -> Result<Tensor> {
-                    unary(UnaryOp::$op, self)
+                    unary(OpKind::$op, self)
                 }
             )*
         }

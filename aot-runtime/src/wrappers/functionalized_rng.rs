@@ -38,7 +38,7 @@ impl Tensor {
     /// the backward recomputes it, there too (functionalized RNG).
     /// With `p` 0 or 1 the mask is constant and nothing is drawn.
     pub(crate) fn take_dropout_draw(&self, p: f64) -> Result<Tensor> {
-        let per = lanes(RandomKind::Dropout, self.dtype().kernel_dtype());
+        let per = lanes(RandomKind::Dropout, self.dtype());
         let n = if constant_dropout_mask(p).is_some() { 0 } else { self.numel() };
         let (seed, offset) = crate::ops::with_rng(|r| r.take(n, per));
         // The state's bits: a seed or an offset above i64::MAX wraps.

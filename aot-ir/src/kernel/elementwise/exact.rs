@@ -4,57 +4,34 @@
 
 use crate::op::OpKind;
 
-/// A comparison: IEEE semantics on floats (NaN is unequal to everything,
-/// and neither less nor greater), `false < true` on bools.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Comparison {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
+/// `a <op> b` for a comparison op ([`OpKind::is_comparison`]): IEEE
+/// semantics on floats (NaN is unequal to everything, and neither less nor
+/// greater), `false < true` on bools. `None` for any other op.
+#[inline(always)]
+pub fn compare<T: PartialOrd>(op: OpKind, a: T, b: T) -> Option<bool> {
+    Some(match op {
+        OpKind::Eq => a == b,
+        OpKind::Ne => a != b,
+        OpKind::Lt => a < b,
+        OpKind::Le => a <= b,
+        OpKind::Gt => a > b,
+        OpKind::Ge => a >= b,
+        _ => return None,
+    })
 }
 
-impl Comparison {
-    /// The comparison `op` computes, if it is one.
-    pub fn of(op: OpKind) -> Option<Comparison> {
-        Some(match op {
-            OpKind::Eq => Comparison::Eq,
-            OpKind::Ne => Comparison::Ne,
-            OpKind::Lt => Comparison::Lt,
-            OpKind::Le => Comparison::Le,
-            OpKind::Gt => Comparison::Gt,
-            OpKind::Ge => Comparison::Ge,
-            _ => return None,
-        })
-    }
-
-    /// `a <op> b`.
-    #[inline(always)]
-    pub fn eval<T: PartialOrd>(self, a: T, b: T) -> bool {
-        match self {
-            Comparison::Eq => a == b,
-            Comparison::Ne => a != b,
-            Comparison::Lt => a < b,
-            Comparison::Le => a <= b,
-            Comparison::Gt => a > b,
-            Comparison::Ge => a >= b,
-        }
-    }
-
-    /// The C operator (the same semantics on `float`, `double`, `long
-    /// long` and `bool`).
-    pub fn c_op(self) -> &'static str {
-        match self {
-            Comparison::Eq => "==",
-            Comparison::Ne => "!=",
-            Comparison::Lt => "<",
-            Comparison::Le => "<=",
-            Comparison::Gt => ">",
-            Comparison::Ge => ">=",
-        }
-    }
+/// The C operator of a comparison op (the same semantics on `float`,
+/// `double`, `long long` and `bool`); `None` for any other op.
+pub fn comparison_c_op(op: OpKind) -> Option<&'static str> {
+    Some(match op {
+        OpKind::Eq => "==",
+        OpKind::Ne => "!=",
+        OpKind::Lt => "<",
+        OpKind::Le => "<=",
+        OpKind::Gt => ">",
+        OpKind::Ge => ">=",
+        _ => return None,
+    })
 }
 
 /// Integer (i64) arithmetic a kernel computes exactly: eager's integer

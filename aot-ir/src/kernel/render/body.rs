@@ -4,9 +4,9 @@
 //! its one definition in [`elementwise::with_op`].
 
 use super::super::c_math::{self, CVal};
-use super::super::elementwise::{self, BoolOp, Comparison, Compute, IntOp, OpVisitor};
+use super::super::elementwise::{self, comparison_c_op, BoolOp, Compute, IntOp, OpVisitor};
 use super::super::math;
-use super::{KernelDType, KernelTypes, RenderError, ScalarSlots};
+use super::{DType, KernelTypes, RenderError, ScalarSlots};
 use crate::graph::Op;
 use crate::kernel::Kernel;
 use crate::op::OpKind;
@@ -375,7 +375,7 @@ fn render_outs(
 /// `static __device__ __forceinline__ <to> <name>(const <from> c0)`: `c0`
 /// (a value of dtype `from`, in its compute type) cast as eager casts to
 /// `to` (in `to`'s compute type); the helpers it calls.
-pub(super) fn convert_fn(name: &str, from: KernelDType, to: KernelDType) -> (String, Vec<Helper>) {
+pub(super) fn convert_fn(name: &str, from: DType, to: DType) -> (String, Vec<Helper>) {
     CTX.with(|c| *c.borrow_mut() = Ctx { lines: vec![], next: 1, double: false, helpers: vec![] });
     let v = convert(KVal(0), from, to);
     let ctx = CTX.with(|c| std::mem::take(&mut *c.borrow_mut()));
@@ -458,12 +458,12 @@ enum Operand {
 }
 
 /// One op in the compute dtype `c`, from its one definition.
-fn typed_op(op: OpKind, args: &[Operand], c: KernelDType) -> Result<KVal, String> {
+fn typed_op(op: OpKind, args: &[Operand], c: DType) -> Result<KVal, String> {
     // A scalar as eager's comparisons, `where` and integer ops take it:
     // converted to the compute dtype itself.
     let exact = |o: &Operand| match o {
         Operand::Value(v) => *v,
-        Operand::Scalar { expr, .. } => convert(typed("double", expr.clone()), KernelDType::F64, c),
+        Operand::Scalar { expr, .. } => convert(typed("double", expr.clone()), DType::F64, c),
     };
     let operand = |k: usize| args.get(k).ok_or_else(|| format!("{} operands", args.len()));
     if op == OpKind::ToDtype {
@@ -473,13 +473,13 @@ fn typed_op(op: OpKind, args: &[Operand], c: KernelDType) -> Result<KVal, String
         let (x, cond, y) = (exact(operand(0)?), exact_bool(operand(1)?)?, exact(operand(2)?));
         return Ok(typed(c.compute(), format!("c{} ? c{} : c{}", cond.0, x.0, y.0)));
     }
-    if let Some(k) = Comparison::of(op) {
+    if let Some(c_op) = comparison_c_op(op) {
         let (a, b) = (exact(operand(0)?), exact(operand(1)?));
-        return Ok(typed("bool", format!("c{} {} c{}", a.0, k.c_op(), b.0)));
+        return Ok(typed("bool", format!("c{} {} c{}", a.0, c_op, b.0)));
     }
     let b = args.get(1).unwrap_or(operand(0)?);
     match c {
-        KernelDType::I64 => {
+        DType::I64 => {
             let k = IntOp::of(op).ok_or("not an integer op")?;
             if k == IntOp::Pow {
                 need(Helper::IntPow);
@@ -487,19 +487,19 @@ fn typed_op(op: OpKind, args: &[Operand], c: KernelDType) -> Result<KVal, String
             let (a, b) = (exact(operand(0)?), exact(b));
             Ok(typed("long long", k.c_expr(&format!("c{}", a.0), &format!("c{}", b.0))))
         }
-        KernelDType::Bool => {
+        DType::Bool => {
             let k = BoolOp::of(op).ok_or("not a bool op")?;
             let (a, b) = (exact(operand(0)?), exact(b));
             Ok(typed("bool", k.c_expr(&format!("c{}", a.0), &format!("c{}", b.0))))
         }
         _ => {
-            set_double(c == KernelDType::F64);
+            set_double(c == DType::F64);
             // Float arithmetic takes a scalar in the compute type
             // (`Compute::of`): a literal inline, a slot converted.
             let float = |o: &Operand| match o {
                 Operand::Value(v) => *v,
                 Operand::Scalar { literal: Some(x), .. } => KVal::of(*x),
-                Operand::Scalar { expr, .. } if c == KernelDType::F64 => typed("double", expr.clone()),
+                Operand::Scalar { expr, .. } if c == DType::F64 => typed("double", expr.clone()),
                 Operand::Scalar { expr, .. } => typed("float", format!("(float){expr}")),
             };
             let r = elementwise::with_op(op, Apply(float(operand(0)?), float(b))).ok_or("not elementwise")?;
@@ -528,8 +528,8 @@ pub(super) fn scalar64(e: &crate::types::ScalarExpr, slots: &ScalarSlots) -> Opt
 /// from a double (or an integer, through double as eager) with a single
 /// rounding (through float rounded to odd); to i64 truncates and
 /// saturates; to bool is `!= 0`; from bool is 0 or 1.
-fn convert(x: KVal, from: KernelDType, to: KernelDType) -> KVal {
-    use KernelDType as D;
+fn convert(x: KVal, from: DType, to: DType) -> KVal {
+    use DType as D;
     let float_repr = |d: D| matches!(d, D::F32 | D::F16 | D::BF16);
     if from == to || (to == D::F32 && float_repr(from)) {
         return x;
@@ -560,10 +560,10 @@ fn convert(x: KVal, from: KernelDType, to: KernelDType) -> KVal {
 }
 
 /// f16/bf16 round every op's result to the half type, as eager does.
-fn round(v: KVal, dtype: KernelDType) -> KVal {
+fn round(v: KVal, dtype: DType) -> KVal {
     match dtype {
-        KernelDType::F16 => typed("float", format!("__half2float(__float2half_rn(c{}))", v.0)),
-        KernelDType::BF16 => typed("float", format!("__bfloat162float(__float2bfloat16_rn(c{}))", v.0)),
+        DType::F16 => typed("float", format!("__half2float(__float2half_rn(c{}))", v.0)),
+        DType::BF16 => typed("float", format!("__bfloat162float(__float2bfloat16_rn(c{}))", v.0)),
         _ => v,
     }
 }

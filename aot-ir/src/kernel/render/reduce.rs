@@ -60,7 +60,7 @@
 //! The block size is a multiple of 32, at most 1024.
 
 use super::body::{self, Helper};
-use super::{KernelDType, KernelTypes, Operand, RenderError, RenderedKernel, ScalarSlots};
+use super::{DType, KernelTypes, Operand, RenderError, RenderedKernel, ScalarSlots};
 use crate::kernel::Kernel;
 use crate::op::OpKind;
 use crate::types::{Arg, ValueId};
@@ -118,7 +118,7 @@ static __device__ __forceinline__ T aot_row_reduce(T v, F f, const T id, const b
 struct Shape<'a> {
     name: &'a str,
     rank: usize,
-    ins: &'a [KernelDType],
+    ins: &'a [DType],
     pro_reads: Vec<bool>,
     epi_reads: Vec<bool>,
 }
@@ -150,19 +150,18 @@ pub(super) fn render(
     }
     let dtype = |v: ValueId| types.values.get(v.index()).copied().ok_or_else(|| fail(r, format!("{v} has no type")));
     let (vd, rd, od) = (dtype(arg)?, dtype(result)?, dtype(k.out)?);
-    let float = |d: KernelDType| matches!(d, KernelDType::F32 | KernelDType::F64 | KernelDType::F16 | KernelDType::BF16);
-    let eager_float = float(vd) && vd == rd;
+    let eager_float = vd.is_float() && vd == rd;
     if !matches!(op, Row::Sum | Row::Amax) && !eager_float {
         return Err(fail(r, format!("`{op_name}` of {vd:?} to {rd:?}: only floats, to their own dtype")));
     }
     // Folds accumulate in double, integer and bool sums and maxima in long long.
-    let acc = if float(vd) { KernelDType::F64 } else { KernelDType::I64 };
+    let acc = if vd.is_float() { DType::F64 } else { DType::I64 };
     let pro_body = body::render_part(k, types, slots, &|i| i >= inputs && pro[i], None, arg)?;
     let epi_body = body::render_part(k, types, slots, &epi_node, Some(result), k.out)?;
     // Softmax finishes in the operand's compute type; the rest from the accumulator.
     let fin_from = match (op, vd) {
-        (Row::Softmax { .. }, KernelDType::F64) => KernelDType::F64,
-        (Row::Softmax { .. }, _) => KernelDType::F32,
+        (Row::Softmax { .. }, DType::F64) => DType::F64,
+        (Row::Softmax { .. }, _) => DType::F32,
         _ => acc,
     };
     let (fin, fin_helpers) = body::convert_fn(&format!("aot_fin_{name}"), fin_from, rd);
@@ -218,8 +217,8 @@ fn part_fn(
     s: &mut String,
     fname: &str,
     name: &str,
-    ins: &[KernelDType],
-    preset: Option<KernelDType>,
+    ins: &[DType],
+    preset: Option<DType>,
     ret: &str,
     body: &body::Body,
     finish: &dyn Fn(String) -> String,
@@ -241,7 +240,7 @@ fn part_fn(
 
 /// The arguments of a part: each input it reads, loaded at its offset
 /// `o<j>`; a zero for the others.
-fn args(ins: &[KernelDType], reads: &[bool]) -> Vec<String> {
+fn args(ins: &[DType], reads: &[bool]) -> Vec<String> {
     ins.iter()
         .zip(reads)
         .enumerate()
@@ -284,16 +283,7 @@ fn each(s: &mut String, sh: &Shape<'_>, len: &str, body: &str) {
 
 /// The entry point (module doc, "Per row").
 #[allow(clippy::too_many_arguments)]
-fn entry(
-    s: &mut String,
-    sh: &Shape<'_>,
-    op: Row,
-    acc: KernelDType,
-    vd: KernelDType,
-    rd: KernelDType,
-    od: KernelDType,
-    correction: Option<&str>,
-) {
+fn entry(s: &mut String, sh: &Shape<'_>, op: Row, acc: DType, vd: DType, rd: DType, od: DType, correction: Option<&str>) {
     let name = sh.name;
     let (at, vc, rc) = (acc.compute(), vd.compute(), rd.compute());
     let mut params = vec![format!("{} *out", od.storage())];
@@ -324,11 +314,11 @@ fn entry(
         let _ = writeln!(s, "        {v} = aot_row_reduce({v}, []({at} a, {at} b) {{ return {f}; }}, ({at})({id}), wr, aot_smem);");
     };
     let neg_inf = body::literal64(f64::NEG_INFINITY);
-    let add = if acc == KernelDType::I64 { "(long long)((unsigned long long)a + (unsigned long long)b)" } else { "a + b" };
+    let add = if acc == DType::I64 { "(long long)((unsigned long long)a + (unsigned long long)b)" } else { "a + b" };
     match op {
         Row::Sum | Row::Mean | Row::Amax => {
             let (f, id) = match (op, acc) {
-                (Row::Amax, KernelDType::I64) => ("a >= b ? a : b", "-0x7fffffffffffffffLL - 1".to_string()),
+                (Row::Amax, DType::I64) => ("a >= b ? a : b", "-0x7fffffffffffffffLL - 1".to_string()),
                 (Row::Amax, _) => ("(a != a || a >= b) ? a : b", neg_inf),
                 _ => (add, "0".to_string()),
             };
@@ -352,14 +342,14 @@ fn entry(
             each(s, sh, "epi_len", &format!("            out[o] = {};\n", epi("r")));
         }
         Row::Softmax { log } => {
-            let exp = if vd == KernelDType::F64 { "exp" } else { "expf" };
+            let exp = if vd == DType::F64 { "exp" } else { "expf" };
             let _ = writeln!(s, "        double m = {neg_inf};");
             fold(s, "            if ((double)x > m) m = (double)x;\n");
             reduce(s, "m", "b > a ? b : a", &neg_inf);
             let _ = writeln!(s, "        const {vc} mc = ({vc})m;\n        double acc = 0.0;");
             fold(s, &format!("            acc += (double){exp}(({vc})(x - mc));\n"));
             reduce(s, "acc", "a + b", "0");
-            let half = matches!(vd, KernelDType::F16 | KernelDType::BF16);
+            let half = matches!(vd, DType::F16 | DType::BF16);
             let (fin, y) = if log && half {
                 // As eager's: the row's sum and its log are rounded to the
                 // element type (PyTorch's CPU kernel stores them in it).

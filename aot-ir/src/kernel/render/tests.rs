@@ -134,30 +134,30 @@ fn eval_body<C: Compute>(k: &Kernel, loads: &[C], params: &[Option<ScalarValue>]
 }
 
 /// The stored bits at one element, from the loaded inputs' bits.
-fn reference(k: &Kernel, dtype: KernelDType, loads: &[u64], params: &[Option<ScalarValue>]) -> u64 {
+fn reference(k: &Kernel, dtype: DType, loads: &[u64], params: &[Option<ScalarValue>]) -> u64 {
     let f32s = |f: fn(u16) -> f32| loads.iter().map(|&b| f(b as u16)).collect::<Vec<f32>>();
     match dtype {
-        KernelDType::F32 => {
+        DType::F32 => {
             let l: Vec<f32> = loads.iter().map(|&b| f32::from_bits(b as u32)).collect();
             u64::from(eval_body(k, &l, params, &|x| x).to_bits())
         }
-        KernelDType::F64 => {
+        DType::F64 => {
             let l: Vec<f64> = loads.iter().map(|&b| f64::from_bits(b)).collect();
             eval_body(k, &l, params, &|x| x).to_bits()
         }
-        KernelDType::F16 => u64::from(half::to_f16(eval_body(k, &f32s(half::f16_value), params, &half::round_f16))),
-        KernelDType::BF16 => u64::from(half::to_bf16(eval_body(k, &f32s(half::bf16_value), params, &half::round_bf16))),
-        KernelDType::I64 | KernelDType::Bool => unreachable!("float kernels only"),
+        DType::F16 => u64::from(half::to_f16(eval_body(k, &f32s(half::f16_value), params, &half::round_f16))),
+        DType::BF16 => u64::from(half::to_bf16(eval_body(k, &f32s(half::bf16_value), params, &half::round_bf16))),
+        DType::I64 | DType::Bool => unreachable!("float kernels only"),
     }
 }
 
-fn is_nan(dtype: KernelDType, b: u64) -> bool {
+fn is_nan(dtype: DType, b: u64) -> bool {
     match dtype {
-        KernelDType::F32 => f32::from_bits(b as u32).is_nan(),
-        KernelDType::F64 => f64::from_bits(b).is_nan(),
-        KernelDType::F16 => (b & 0x7fff) > 0x7c00,
-        KernelDType::BF16 => (b & 0x7fff) > 0x7f80,
-        KernelDType::I64 | KernelDType::Bool => false,
+        DType::F32 => f32::from_bits(b as u32).is_nan(),
+        DType::F64 => f64::from_bits(b).is_nan(),
+        DType::F16 => (b & 0x7fff) > 0x7c00,
+        DType::BF16 => (b & 0x7fff) > 0x7f80,
+        DType::I64 | DType::Bool => false,
     }
 }
 
@@ -209,20 +209,20 @@ impl Rng {
             _ => (self.below(2001) as f64 - 1000.0) / 97.0,
         }
     }
-    fn bits(&mut self, dtype: KernelDType) -> u64 {
+    fn bits(&mut self, dtype: DType) -> u64 {
         let v = self.value();
         match dtype {
-            KernelDType::F32 => u64::from((v as f32).to_bits()),
-            KernelDType::F64 => v.to_bits(),
-            KernelDType::F16 => u64::from(half::to_f16(v as f32)),
-            KernelDType::BF16 => u64::from(half::to_bf16(v as f32)),
+            DType::F32 => u64::from((v as f32).to_bits()),
+            DType::F64 => v.to_bits(),
+            DType::F16 => u64::from(half::to_f16(v as f32)),
+            DType::BF16 => u64::from(half::to_bf16(v as f32)),
             // Integers: the value truncated (saturating), or an extreme.
-            KernelDType::I64 => match self.below(8) {
+            DType::I64 => match self.below(8) {
                 0 => i64::MAX as u64,
                 1 => i64::MIN as u64,
                 _ => (v as i64) as u64,
             },
-            KernelDType::Bool => self.below(2),
+            DType::Bool => self.below(2),
         }
     }
 }
@@ -292,7 +292,7 @@ fn at(l: &Layout, ix: &[i64]) -> usize {
 /// What a launch computes, and its check against the reference.
 struct Case<'a> {
     kernel: &'a Kernel,
-    dtype: KernelDType,
+    dtype: DType,
     params: Vec<Option<ScalarValue>>,
 }
 
@@ -316,12 +316,12 @@ fn launch(rng: &mut Rng, case: &Case<'_>, unit: usize, sizes: &[i64], kinds: &[S
     Launch { unit, sizes: sizes.to_vec(), out: (out, sentinel), inputs, scalars, grid: 3, block: 4 }
 }
 
-fn bytes_of(d: KernelDType) -> u32 {
+fn bytes_of(d: DType) -> u32 {
     match d {
-        KernelDType::F32 => 4,
-        KernelDType::F64 | KernelDType::I64 => 8,
-        KernelDType::F16 | KernelDType::BF16 => 2,
-        KernelDType::Bool => 1,
+        DType::F32 => 4,
+        DType::F64 | DType::I64 => 8,
+        DType::F16 | DType::BF16 => 2,
+        DType::Bool => 1,
     }
 }
 
@@ -347,7 +347,7 @@ fn check(case: &Case<'_>, l: &Launch, got: &[u64]) -> usize {
     }
     // f64 GELU calls the C library's erf/erfc, which may differ from
     // `special::erf` in the last place (the one allowed difference).
-    let gelu64 = case.dtype == KernelDType::F64 && case.kernel.ops().any(|o| o == OpKind::Gelu);
+    let gelu64 = case.dtype == DType::F64 && case.kernel.ops().any(|o| o == OpKind::Gelu);
     let ulps = if gelu64 { 4 } else { 0 };
     for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
         let same = g == w || (is_nan(case.dtype, g) && is_nan(case.dtype, w)) || ordered(g).abs_diff(ordered(w)) <= ulps;
@@ -410,7 +410,7 @@ fn params() -> Vec<Option<ScalarValue>> {
     vec![None, Some(ScalarValue::F64(0.1)), Some(ScalarValue::I64(3))]
 }
 
-fn run_dtype(tag: &str, dtype: KernelDType) {
+fn run_dtype(tag: &str, dtype: DType) {
     let ks = all_kernels();
     let cases: Vec<Case<'_>> = ks.iter().map(|k| Case { kernel: k, dtype, params: params() }).collect();
     run_cases(tag, &cases);
@@ -418,22 +418,22 @@ fn run_dtype(tag: &str, dtype: KernelDType) {
 
 #[test]
 fn f32_kernels_match_the_rust_definition_bit_for_bit() {
-    run_dtype("f32", KernelDType::F32);
+    run_dtype("f32", DType::F32);
 }
 
 #[test]
 fn f64_kernels_match_the_rust_definition_bit_for_bit() {
-    run_dtype("f64", KernelDType::F64);
+    run_dtype("f64", DType::F64);
 }
 
 #[test]
 fn f16_kernels_round_every_op_like_eager() {
-    run_dtype("f16", KernelDType::F16);
+    run_dtype("f16", DType::F16);
 }
 
 #[test]
 fn bf16_kernels_round_every_op_like_eager() {
-    run_dtype("bf16", KernelDType::BF16);
+    run_dtype("bf16", DType::BF16);
 }
 
 // ------------------------------------------------------------ the text
@@ -443,7 +443,7 @@ fn the_unit_has_the_documented_entry_point_and_params() {
     let k = with_params();
     let slots = ScalarSlots::of(&k);
     assert_eq!(slots.exprs().len(), 2);
-    let r = render_cuda(&k, KernelDType::F32, 2, &slots).unwrap();
+    let r = render_cuda(&k, DType::F32, 2, &slots).unwrap();
     assert_eq!(r.name, k.name);
     let s = &r.source;
     assert!(
@@ -455,11 +455,11 @@ fn the_unit_has_the_documented_entry_point_and_params() {
     assert!(s.contains("(float)p.scalars[0]") && s.contains("(float)p.scalars[1]"), "{s}");
     assert!(!s.contains("#include"), "f32 needs no header:\n{s}");
     // f16 includes its header, converts on load and store, rounds each op.
-    let r = render_cuda(&w2(), KernelDType::F16, 1, &ScalarSlots::default()).unwrap();
+    let r = render_cuda(&w2(), DType::F16, 1, &ScalarSlots::default()).unwrap();
     assert!(r.source.contains("#include <cuda_fp16.h>") && r.source.contains("__half *out"), "{}", r.source);
     assert_eq!(r.source.matches("__half2float(__float2half_rn(").count(), 6, "{}", r.source);
     // Each helper once, guarded, so units concatenate.
-    let r = render_cuda(&every_op().pop().unwrap(), KernelDType::F32, 1, &ScalarSlots::default()).unwrap();
+    let r = render_cuda(&every_op().pop().unwrap(), DType::F32, 1, &ScalarSlots::default()).unwrap();
     assert_eq!(r.source.matches("#define AOT_HELPER_AOT_EXP\n").count(), 1);
     assert_eq!(r.source.matches("#define AOT_HELPER_AOT_LOG1P\n").count(), 1);
     assert!(r.source.contains("(float)sin((double)c"), "{}", r.source);
@@ -472,7 +472,7 @@ fn a_multi_output_kernel_takes_one_pointer_per_stored_value() {
     let last = k.out;
     k.extra_outs = vec![ValueId(3)];
     assert_ne!(last, ValueId(3));
-    let r = render_cuda(&k, KernelDType::F16, 2, &ScalarSlots::default()).unwrap();
+    let r = render_cuda(&k, DType::F16, 2, &ScalarSlots::default()).unwrap();
     let s = &r.source;
     let entry = format!("void {}(__half *out, __half *out1, const __half *in0, const __half *in1, const aot_params_{0} p)", k.name);
     assert!(s.contains(&entry), "{s}");
@@ -482,30 +482,30 @@ fn a_multi_output_kernel_takes_one_pointer_per_stored_value() {
     // A reduction kernel stores one value.
     let mut red = kernel(1, vec![node(OpKind::Exp, vec![t(0)], 1), node(OpKind::Sum, vec![t(1)], 2)]);
     red.extra_outs = vec![ValueId(1)];
-    assert!(render_cuda(&red, KernelDType::F32, 2, &ScalarSlots::default()).is_err());
+    assert!(render_cuda(&red, DType::F32, 2, &ScalarSlots::default()).is_err());
 }
 
 #[test]
 fn literals_are_exact_and_rounded_to_the_compute_type() {
     let k = kernel(1, vec![node(OpKind::Mul, vec![t(0), lit(0.1)], 1), node(OpKind::Add, vec![t(1), lit(f64::INFINITY)], 2)]);
-    let f = render_cuda(&k, KernelDType::F32, 1, &ScalarSlots::default()).unwrap().source;
+    let f = render_cuda(&k, DType::F32, 1, &ScalarSlots::default()).unwrap().source;
     assert!(f.contains("= 0.1f;") && f.contains("__uint_as_float(0x7f800000u)"), "{f}");
-    let d = render_cuda(&k, KernelDType::F64, 1, &ScalarSlots::default()).unwrap().source;
+    let d = render_cuda(&k, DType::F64, 1, &ScalarSlots::default()).unwrap().source;
     assert!(d.contains("= 0.1;") && d.contains("__longlong_as_double(0x7ff0000000000000LL)"), "{d}");
     // 1e-50 underflows to 0 in float: `(float)1e-50`.
     let k = kernel(1, vec![node(OpKind::Add, vec![t(0), lit(1e-50)], 1), node(OpKind::Neg, vec![t(1)], 2)]);
-    let f = render_cuda(&k, KernelDType::F32, 1, &ScalarSlots::default()).unwrap().source;
+    let f = render_cuda(&k, DType::F32, 1, &ScalarSlots::default()).unwrap().source;
     assert!(f.contains("= 0.0f;"), "{f}");
 }
 
 #[test]
 fn a_missing_slot_or_a_foreign_node_is_an_error() {
     let k = with_params();
-    let e = render_cuda(&k, KernelDType::F32, 1, &ScalarSlots::default()).unwrap_err();
+    let e = render_cuda(&k, DType::F32, 1, &ScalarSlots::default()).unwrap_err();
     assert!(e.to_string().contains("`mul`") && e.to_string().contains("no value or slot"), "{e}");
     let mut bad = w2();
     bad.body[3] = node(OpKind::Matmul, vec![t(2), t(2)], 3);
-    let e = render_cuda(&bad, KernelDType::F32, 1, &ScalarSlots::default()).unwrap_err();
+    let e = render_cuda(&bad, DType::F32, 1, &ScalarSlots::default()).unwrap_err();
     assert!(e.to_string().contains("body node 3") && e.to_string().contains("`matmul`"), "{e}");
 }
 

@@ -13,71 +13,33 @@
 //! give i64; means, variances and softmaxes take floats only, and amax
 //! refuses bools, as eager does.
 
-use super::{KernelDType, RenderError};
+use super::RenderError;
+use crate::dtype::{Category, DType};
 use crate::graph::{Op, Prim};
-use crate::kernel::elementwise::Comparison;
 use crate::kernel::Kernel;
 use crate::op::OpKind;
-use crate::types::{Arg, IrDType, ScalarValue};
+use crate::types::{Arg, ScalarValue};
 
 /// Per body value (indexed like the body's values): its dtype, and the
 /// dtype its op computes in (a load's: its own; a comparison's: its
 /// operands' promotion, while the value is bool).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelTypes {
-    pub values: Vec<KernelDType>,
-    pub compute: Vec<KernelDType>,
-}
-
-fn category(d: KernelDType) -> u8 {
-    match d {
-        KernelDType::Bool => 0,
-        KernelDType::I64 => 1,
-        _ => 2,
-    }
-}
-
-/// `torch.promote_types`.
-fn promote(a: KernelDType, b: KernelDType) -> KernelDType {
-    use KernelDType::*;
-    if a == b {
-        return a;
-    }
-    match (category(a), category(b)) {
-        (ca, cb) if ca != cb => {
-            if ca > cb {
-                a
-            } else {
-                b
-            }
-        }
-        _ if a == F64 || b == F64 => F64,
-        _ => F32,
-    }
+    pub values: Vec<DType>,
+    pub compute: Vec<DType>,
 }
 
 /// The dtype a tensor of `t` computes in with the literal `v`.
-fn promote_scalar(t: KernelDType, v: ScalarValue) -> KernelDType {
+fn promote_scalar(t: DType, v: ScalarValue) -> DType {
     let (c, default) = match v {
-        ScalarValue::F64(_) => (2, KernelDType::F32),
-        ScalarValue::I64(_) => (1, KernelDType::I64),
-        ScalarValue::Bool(_) => (0, KernelDType::Bool),
+        ScalarValue::F64(_) => (Category::Float, DType::F32),
+        ScalarValue::I64(_) => (Category::Int, DType::I64),
+        ScalarValue::Bool(_) => (Category::Bool, DType::Bool),
     };
-    if c > category(t) {
+    if c > t.category() {
         default
     } else {
         t
-    }
-}
-
-pub(super) fn of_ir(d: IrDType) -> KernelDType {
-    match d {
-        IrDType::F32 => KernelDType::F32,
-        IrDType::F64 => KernelDType::F64,
-        IrDType::F16 => KernelDType::F16,
-        IrDType::BF16 => KernelDType::BF16,
-        IrDType::I64 => KernelDType::I64,
-        IrDType::Bool => KernelDType::Bool,
     }
 }
 
@@ -86,21 +48,21 @@ impl KernelTypes {
     /// module doc); an error for an op eager refuses for its dtypes, or a
     /// scalar parameter (not a literal) next to a non-float tensor, whose
     /// promotion depends on the parameter's type.
-    pub fn infer(k: &Kernel, inputs: &[KernelDType]) -> Result<KernelTypes, RenderError> {
+    pub fn infer(k: &Kernel, inputs: &[DType]) -> Result<KernelTypes, RenderError> {
         let fail = |node: usize, msg: String| RenderError::Body { kernel: k.name.clone(), node, msg };
-        let mut t: Vec<Option<(KernelDType, KernelDType)>> = vec![None; k.num_values];
+        let mut t: Vec<Option<(DType, DType)>> = vec![None; k.num_values];
         for (i, n) in k.body.iter().enumerate() {
-            let dt = |a: Option<&Arg>| -> Result<KernelDType, RenderError> {
+            let dt = |a: Option<&Arg>| -> Result<DType, RenderError> {
                 let v = a.and_then(Arg::as_tensor).ok_or_else(|| fail(i, "expected a tensor argument".into()))?;
                 t.get(v.index()).copied().flatten().map(|p| p.0).ok_or_else(|| fail(i, format!("{v} is not defined")))
             };
             // The promotion of tensor `x` with argument `b`.
-            let with = |x: KernelDType, b: Option<&Arg>| -> Result<KernelDType, RenderError> {
+            let with = |x: DType, b: Option<&Arg>| -> Result<DType, RenderError> {
                 match b {
-                    Some(Arg::Tensor(_)) => Ok(promote(x, dt(b)?)),
+                    Some(Arg::Tensor(_)) => Ok(DType::promote(x, dt(b)?)),
                     Some(Arg::Scalar(e)) => match e.as_const() {
                         Some(v) => Ok(promote_scalar(x, v)),
-                        None if category(x) == 2 => Ok(x),
+                        None if x.is_float() => Ok(x),
                         None => Err(fail(i, "a scalar parameter with a non-float tensor: pass the types".into())),
                     },
                     _ => Err(fail(i, "a missing operand".into())),
@@ -117,17 +79,17 @@ impl KernelTypes {
                 }
                 Op::Prim(Prim::OpMath) => {
                     let d = match dt(n.args.first())? {
-                        KernelDType::F16 | KernelDType::BF16 => KernelDType::F32,
+                        DType::F16 | DType::BF16 => DType::F32,
                         d => d,
                     };
                     (d, d)
                 }
                 Op::Dsl { op: OpKind::ToDtype, .. } => match n.args.get(1) {
-                    Some(Arg::DType(d)) => (of_ir(*d), of_ir(*d)),
+                    Some(Arg::DType(d)) => (*d, *d),
                     _ => return Err(fail(i, "`to_dtype` without a dtype".into())),
                 },
                 Op::Dsl { op: OpKind::Where, .. } => {
-                    if dt(n.args.get(1))? != KernelDType::Bool {
+                    if dt(n.args.get(1))? != DType::Bool {
                         return Err(fail(i, "`where_` with a condition that is not bool".into()));
                     }
                     let c = with(dt(n.args.first())?, n.args.get(2))?;
@@ -137,20 +99,20 @@ impl KernelTypes {
                 // and bools give i64, as eager's; the others take floats.
                 Op::Dsl { op, .. } if crate::kernel::is_reduction(*op) => {
                     let c = match (op, dt(n.args.first())?) {
-                        (OpKind::Sum | OpKind::SumDim, KernelDType::I64 | KernelDType::Bool) => KernelDType::I64,
-                        (OpKind::AmaxDim, d) if d != KernelDType::Bool => d,
-                        (_, d) if category(d) == 2 => d,
+                        (OpKind::Sum | OpKind::SumDim, DType::I64 | DType::Bool) => DType::I64,
+                        (OpKind::AmaxDim, d) if d != DType::Bool => d,
+                        (_, d) if d.is_float() => d,
                         (_, d) => return Err(fail(i, format!("`{}` of a {d:?} tensor", op.name()))),
                     };
                     (c, c)
                 }
-                Op::Dsl { op, .. } if Comparison::of(*op).is_some() => (KernelDType::Bool, with(dt(n.args.first())?, n.args.get(1))?),
+                Op::Dsl { op, .. } if op.is_comparison() => (DType::Bool, with(dt(n.args.first())?, n.args.get(1))?),
                 Op::Dsl { op, .. } if n.args.len() == 2 => {
                     let p = with(dt(n.args.first())?, n.args.get(1))?;
                     let c = match (op, p) {
-                        (OpKind::Div, KernelDType::I64 | KernelDType::Bool) => KernelDType::F32,
+                        (OpKind::Div, DType::I64 | DType::Bool) => DType::F32,
                         // eager checks a scalar exponent (negative: an error)
-                        (OpKind::Pow, KernelDType::I64) if !matches!(n.args.get(1), Some(Arg::Tensor(_))) => {
+                        (OpKind::Pow, DType::I64) if !matches!(n.args.get(1), Some(Arg::Tensor(_))) => {
                             return Err(fail(i, "integer `pow` with a scalar exponent is not rendered".into()))
                         }
                         _ => p,
@@ -159,8 +121,8 @@ impl KernelTypes {
                 }
                 Op::Dsl { op, .. } => {
                     let c = match dt(n.args.first())? {
-                        KernelDType::Bool => return Err(fail(i, format!("`{}` of a bool tensor", op.name()))),
-                        KernelDType::I64 if !matches!(op, OpKind::Neg | OpKind::Abs | OpKind::Square | OpKind::Relu) => KernelDType::F32,
+                        DType::Bool => return Err(fail(i, format!("`{}` of a bool tensor", op.name()))),
+                        DType::I64 if !matches!(op, OpKind::Neg | OpKind::Abs | OpKind::Square | OpKind::Relu) => DType::F32,
                         d => d,
                     };
                     (c, c)

@@ -140,7 +140,7 @@ fn a_reduction_fuses_its_prologue_and_epilogue() {
     let k = sch.kernels().next().expect("one kernel");
     assert_eq!(k.reduction(), Some(3));
     // Rendered to CUDA C as one block reduction with its prologue and epilogue.
-    let r = crate::kernel::render::render_cuda(k, crate::kernel::render::KernelDType::F32, 2, &crate::kernel::render::ScalarSlots::of(k))
+    let r = crate::kernel::render::render_cuda(k, crate::dtype::DType::F32, 2, &crate::kernel::render::ScalarSlots::of(k))
         .expect("a reduction kernel renders");
     assert!(r.source.contains("aot_row_reduce(") && r.source.contains("aot_epi_fused_exp_mul_sum_dim_sqrt_neg_0("), "{}", r.source);
     assert_eq!(k.prologue(), vec![true, true, true, false, false, false]);

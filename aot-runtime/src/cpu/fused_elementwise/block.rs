@@ -14,7 +14,7 @@ use super::{simd, Binary, Rhs, Step, Unary, WithScalar};
 use crate::backend::{CpuElem, CpuStorage};
 use crate::cpu::elem::Elem;
 use crate::dtype::DType;
-use aot_ir::kernel::elementwise::{with_op, BoolOp, Comparison, Compute, IntOp, OpVisitor};
+use aot_ir::kernel::elementwise::{with_op, BoolOp, Compute, IntOp, OpVisitor};
 use aot_ir::OpKind;
 use half::{bf16, f16};
 use std::mem::MaybeUninit;
@@ -355,8 +355,8 @@ fn step_into(
         let Some(Slice::Bool(cond)) = at(s.cond?)?.view(len) else { return None };
         return select(cond, a, b, c, out);
     }
-    if let Some(k) = Comparison::of(s.op) {
-        return compare(k, a, b, c, out);
+    if s.op.is_comparison() {
+        return compare(s.op, a, b, c, out);
     }
     arith(s.op, a, b, c, out)
 }
@@ -380,7 +380,7 @@ fn round_scalar(x: f64, c: DType) -> f64 {
     }
 }
 
-fn compare(k: Comparison, a: Slice<'_>, b: Second<'_>, c: DType, out: &mut Block) -> Option<()> {
+fn compare(k: OpKind, a: Slice<'_>, b: Second<'_>, c: DType, out: &mut Block) -> Option<()> {
     let Block::Bool(o) = out else { return None };
     let o = o.get_mut(..slice_len(a))?;
     let x = match b {
@@ -396,9 +396,8 @@ fn compare(k: Comparison, a: Slice<'_>, b: Second<'_>, c: DType, out: &mut Block
         (Slice::I64(a), Second::Scalar(_)) => cmp_loop(k, a, Err(x? as i64), o),
         (Slice::Bool(a), Second::Slice(Slice::Bool(b))) => cmp_loop(k, a, Ok(b), o),
         (Slice::Bool(a), Second::Scalar(_)) => cmp_loop(k, a, Err(x? != 0.0), o),
-        _ => return None,
+        _ => None,
     }
-    Some(())
 }
 
 fn slice_len(s: Slice<'_>) -> usize {
@@ -411,21 +410,21 @@ fn slice_len(s: Slice<'_>) -> usize {
 }
 
 /// `o = a <k> b` with `b` a block (`Ok`) or a scalar (`Err`); one loop per
-/// comparison, so each vectorises.
-fn cmp_loop<T: PartialOrd + Copy>(k: Comparison, a: &[T], b: Result<&[T], T>, o: &mut [bool]) {
+/// comparison, so each vectorises. `None` when `k` is not a comparison.
+fn cmp_loop<T: PartialOrd + Copy>(k: OpKind, a: &[T], b: Result<&[T], T>, o: &mut [bool]) -> Option<()> {
     macro_rules! go {
-        ($k:expr) => {
+        ($cmp:tt) => {
             simd(
                 #[inline(always)]
                 || match b {
                     Ok(b) => {
                         for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
-                            *o = $k.eval(x, y);
+                            *o = x $cmp y;
                         }
                     }
                     Err(y) => {
                         for (o, &x) in o.iter_mut().zip(a) {
-                            *o = $k.eval(x, y);
+                            *o = x $cmp y;
                         }
                     }
                 },
@@ -433,13 +432,15 @@ fn cmp_loop<T: PartialOrd + Copy>(k: Comparison, a: &[T], b: Result<&[T], T>, o:
         };
     }
     match k {
-        Comparison::Eq => go!(Comparison::Eq),
-        Comparison::Ne => go!(Comparison::Ne),
-        Comparison::Lt => go!(Comparison::Lt),
-        Comparison::Le => go!(Comparison::Le),
-        Comparison::Gt => go!(Comparison::Gt),
-        Comparison::Ge => go!(Comparison::Ge),
+        OpKind::Eq => go!(==),
+        OpKind::Ne => go!(!=),
+        OpKind::Lt => go!(<),
+        OpKind::Le => go!(<=),
+        OpKind::Gt => go!(>),
+        OpKind::Ge => go!(>=),
+        _ => return None,
     }
+    Some(())
 }
 
 /// `where(cond, a, b)` in the compute dtype (a scalar `b` rounded to it,
@@ -572,7 +573,7 @@ pub(super) fn supported(s: &Step, dtypes: &[DType], inputs: usize) -> bool {
         (c, true)
     } else if s.op == OpKind::Where {
         (c, has_rhs && s.cond.is_some_and(|k| dtypes.get(k) == Some(&DType::Bool)))
-    } else if Comparison::of(s.op).is_some() {
+    } else if s.op.is_comparison() {
         (DType::Bool, has_rhs)
     } else {
         let ok = match repr(c) {

@@ -3,7 +3,6 @@
 //! every set of dims, with and without a prologue.
 
 use super::*;
-use crate::backend::ReduceOp;
 use crate::cpu::testutil::{assert_close, layouts, random_values, storage, tol, values};
 use crate::cpu::{reduce, softmax, var};
 use crate::dtype::DType;
@@ -40,13 +39,13 @@ fn reductions_match_eager_on_every_layout_dtype_and_dim_set() {
             let data = random_values(l.storage_extent(), -2.0, 2.0, 3);
             for dtype in DType::FLOATS {
                 let src = storage(dtype, &data);
-                let e = crate::cpu::unary(crate::backend::UnaryOp::Exp, &src, &l, &Layout::contiguous(&l.shape)).unwrap();
+                let e = crate::cpu::unary(aot_ir::OpKind::Exp, &src, &l, &Layout::contiguous(&l.shape)).unwrap();
                 let el = Layout::contiguous(&l.shape);
                 for bits in 1u32..1 << shape.len() {
                     let mask: Vec<bool> = (0..shape.len()).map(|d| bits & (1 << d) != 0).collect();
                     let dims: Vec<usize> = (0..shape.len()).filter(|&d| mask[d]).collect();
                     let what = format!("{dtype} {name} {shape:?} dims {dims:?}");
-                    for (op, rop) in [(RowOp::Sum, ReduceOp::Sum), (RowOp::Mean, ReduceOp::Mean), (RowOp::Amax, ReduceOp::Amax)] {
+                    for (op, rop) in [(RowOp::Sum, OpKind::SumDim), (RowOp::Mean, OpKind::MeanDim), (RowOp::Amax, OpKind::AmaxDim)] {
                         let want = values(&reduce(rop, &src, &l, &dims, false).unwrap());
                         assert_close(&values(&run_kernel(op, &src, &l, &mask, false)), &want, tol(dtype), &format!("{op:?} {what}"));
                         let want = values(&reduce(rop, &e, &el, &dims, false).unwrap());
@@ -72,7 +71,7 @@ fn nan_and_infinities_propagate_as_in_eager() {
     let l = Layout::contiguous(&[2, 3]);
     let src = storage(DType::F32, &[1.0, f64::NAN, 3.0, f64::NEG_INFINITY, 0.0, f64::INFINITY]);
     let mask = [false, true];
-    for (op, rop) in [(RowOp::Sum, ReduceOp::Sum), (RowOp::Amax, ReduceOp::Amax)] {
+    for (op, rop) in [(RowOp::Sum, OpKind::SumDim), (RowOp::Amax, OpKind::AmaxDim)] {
         let got = values(&run_kernel(op, &src, &l, &mask, false));
         let want = values(&reduce(rop, &src, &l, &[1], false).unwrap());
         for (g, w) in got.iter().zip(&want) {

@@ -5,9 +5,9 @@
 //! PTX ptxas assembles for `sm_80` and `sm_90`.
 
 use crate::cuda::nvrtc;
-use aot_ir::kernel::render::{render_cuda, KernelDType, ScalarSlots};
+use aot_ir::kernel::render::{render_cuda, ScalarSlots};
 use aot_ir::kernel::Kernel;
-use aot_ir::{Arg, Node, Op, OpKind, ScalarExpr, ValueId};
+use aot_ir::{Arg, DType, Node, Op, OpKind, ScalarExpr, ValueId};
 
 fn t(v: u32) -> Arg {
     Arg::Tensor(ValueId(v))
@@ -43,20 +43,20 @@ const KINDS: [OpKind; 8] =
 /// Every unit: (entry, source).
 fn units() -> Vec<(String, String)> {
     let mut all = Vec::new();
-    let mut add = |op: OpKind, dtype: KernelDType, rank: usize| {
-        let float = !matches!(dtype, KernelDType::I64 | KernelDType::Bool);
+    let mut add = |op: OpKind, dtype: DType, rank: usize| {
+        let float = dtype.is_float();
         let k = kernel(op, float, format!("k_{}_{dtype:?}_{rank}", op.name()).to_lowercase());
         let r = render_cuda(&k, dtype, rank, &ScalarSlots::of(&k)).unwrap_or_else(|e| panic!("{op:?} {dtype:?}: {e}"));
         all.push((r.name, r.source));
     };
     for (i, op) in KINDS.into_iter().enumerate() {
-        for dtype in [KernelDType::F32, KernelDType::F64, KernelDType::F16, KernelDType::BF16] {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
             add(op, dtype, [0, 1, 2, 3][i % 4]);
         }
     }
     // i64 inputs sum to i64 (eager's promotion) and keep their maximum.
     for op in [OpKind::Sum, OpKind::SumDim, OpKind::AmaxDim] {
-        add(op, KernelDType::I64, 2);
+        add(op, DType::I64, 2);
     }
     all
 }

@@ -7,7 +7,7 @@ use super::{Entry, SimModule};
 use crate::dtype::DType;
 use crate::tensor::Tensor;
 use crate::Device;
-use aot_ir::kernel::render::{pack_params, render_cuda, KernelDType, Operand, ScalarSlots};
+use aot_ir::kernel::render::{pack_params, render_cuda, Operand, ScalarSlots};
 use aot_ir::kernel::{schedule, Kernel};
 use aot_ir::{Arg, Node, Op, OpKind, ScalarExpr, ValueId};
 use std::ffi::c_void;
@@ -50,9 +50,9 @@ fn no_compiler() -> bool {
 
 /// Runs the kernel on the simulator: `a` is [5, 7] read transposed from a
 /// [7, 5] buffer, `b` a [7] row broadcast over the 5 rows.
-fn run_sim(k: &Kernel, dtype: DType, kd: KernelDType, a: &Tensor, b: &Tensor) -> Vec<u64> {
-    let r = render_cuda(k, kd, 2, &ScalarSlots::of(k)).expect("render");
-    let st = kd.storage();
+fn run_sim(k: &Kernel, dtype: DType, a: &Tensor, b: &Tensor) -> Vec<u64> {
+    let r = render_cuda(k, dtype, 2, &ScalarSlots::of(k)).expect("render");
+    let st = dtype.storage();
     let entry =
         Entry { name: r.name.clone(), pointers: vec![format!("{st} *"), format!("const {st} *"), format!("const {st} *")], sync: false };
     let m = SimModule::build(&[&r.source], &[entry]).expect("build");
@@ -81,13 +81,13 @@ fn the_simulator_runs_fused_kernels_bit_for_bit_as_the_cpu() {
         return;
     }
     let k = kernel();
-    for (dtype, kd) in [(DType::F32, KernelDType::F32), (DType::F16, KernelDType::F16)] {
+    for dtype in [DType::F32, DType::F16] {
         let a_buf = Tensor::randn(&[7, 5], DType::F32, &Device::Cpu, 11).and_then(|t| t.to_dtype(dtype)).expect("a");
         let a = a_buf.t().expect("t");
         let b = Tensor::randn(&[7], DType::F32, &Device::Cpu, 12).and_then(|t| t.to_dtype(dtype)).expect("b");
         let y = (&a * 1.5).and_then(|t| &t + &b).and_then(|t| t.tanh()).and_then(|t| &t * 2.0).and_then(|t| &t - 1.0);
         let want = bits(&y.and_then(|t| t.sigmoid()).expect("eager"), dtype);
-        assert_eq!(run_sim(&k, dtype, kd, &a, &b), want, "{dtype:?}");
+        assert_eq!(run_sim(&k, dtype, &a, &b), want, "{dtype:?}");
     }
 }
 

@@ -190,10 +190,7 @@ fn run_one(k: &InPlaceKernel, c: &Checked) -> Result<bool> {
     let operands: Vec<(&Storage, crate::layout::Layout)> =
         c.inputs.iter().zip(&p.loaded).map(|(t, l)| (&**t.storage(), broadcast_layout(l, &p.out.shape))).collect();
     // Every value has the destinations' dtype (checked).
-    let types = KernelTypes {
-        values: p.dtypes.iter().map(|d| d.kernel_dtype()).collect(),
-        compute: p.dtypes.iter().map(|d| d.kernel_dtype()).collect(),
-    };
+    let types = KernelTypes { values: p.dtypes.to_vec(), compute: p.dtypes.to_vec() };
     let call = KernelCall { kernel: &k.kernel, types: &types, slots: &c.slots };
     let dests: Vec<(usize, usize)> = k.kernel.outs().zip(&k.stores).map(|(v, st)| (st.dest, v.index())).collect();
     match Storage::fused_in_place("fused kernel", &program(k, p), &call, &operands, &dests, &p.out) {

@@ -62,7 +62,7 @@ pub(super) fn fused(k: &Kernel, r: usize, inputs: &[&Tensor], scalars: &[Option<
     };
     let operands: Vec<(&Storage, Layout)> = inputs.iter().zip(&p.operands).map(|(t, l)| (&**t.storage(), l.clone())).collect();
     // Every value of a planned reduction kernel has the inputs' float dtype.
-    let d = inputs.first()?.dtype().kernel_dtype();
+    let d = inputs.first()?.dtype();
     let types = KernelTypes { values: vec![d; k.num_values], compute: vec![d; k.num_values] };
     let slots = super::slot_values(k, scalars);
     let call = KernelCall { kernel: k, types: &types, slots: &slots };

@@ -2,7 +2,7 @@
 //! they compute the CPU backend's values is checked by the runtime, which
 //! runs them on the simulated device and compiles them with NVRTC.
 
-use super::super::{render_cuda, render_cuda_typed, KernelDType, KernelTypes, Operand, ScalarSlots};
+use super::super::{render_cuda, render_cuda_typed, DType, KernelTypes, Operand, ScalarSlots};
 use super::pack_reduce_params;
 use crate::graph::{Node, Op};
 use crate::kernel::Kernel;
@@ -51,7 +51,7 @@ const KINDS: [OpKind; 8] =
 #[test]
 fn every_reduction_renders_a_block_reduction_with_its_prologue_and_epilogue() {
     for op in KINDS {
-        for dtype in [KernelDType::F32, KernelDType::F64, KernelDType::F16, KernelDType::BF16] {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
             let k = kernel(op);
             let r = render_cuda(&k, dtype, 2, &ScalarSlots::of(&k)).unwrap_or_else(|e| panic!("{op:?} {dtype:?}: {e}"));
             let s = &r.source;
@@ -73,7 +73,7 @@ fn every_reduction_renders_a_block_reduction_with_its_prologue_and_epilogue() {
             };
             assert_eq!(passes, want, "{op:?}: folds over the row\n{s}");
             assert_eq!(s.matches("j < p.epi_len").count(), 1, "{op:?}: one epilogue loop");
-            if matches!(dtype, KernelDType::F16 | KernelDType::BF16) {
+            if matches!(dtype, DType::F16 | DType::BF16) {
                 assert!(s.contains(&format!("#include <{}>", dtype.header().unwrap_or_default())), "{s}");
             }
         }
@@ -84,20 +84,20 @@ fn every_reduction_renders_a_block_reduction_with_its_prologue_and_epilogue() {
 fn sums_of_integers_accumulate_in_long_long_and_amax_propagates_nan() {
     let k = kernel(OpKind::SumDim);
     // abs of an i64 stays i64; the sum is i64, wrapping.
-    let r = render_cuda(&k, KernelDType::I64, 2, &ScalarSlots::of(&k)).expect("i64 sum");
+    let r = render_cuda(&k, DType::I64, 2, &ScalarSlots::of(&k)).expect("i64 sum");
     assert!(r.source.contains("__shared__ long long aot_smem[33]"), "{}", r.source);
     assert!(r.source.contains("(unsigned long long)a + (unsigned long long)b"), "{}", r.source);
     let k = kernel(OpKind::AmaxDim);
-    let r = render_cuda(&k, KernelDType::F32, 3, &ScalarSlots::of(&k)).expect("amax");
+    let r = render_cuda(&k, DType::F32, 3, &ScalarSlots::of(&k)).expect("amax");
     assert!(r.source.contains("(a != a || a >= b) ? a : b"), "{}", r.source);
     // Softmax ignores NaN in its maximum; var reads its correction slot.
     let k = kernel(OpKind::Softmax);
-    let r = render_cuda(&k, KernelDType::F32, 1, &ScalarSlots::of(&k)).expect("softmax");
+    let r = render_cuda(&k, DType::F32, 1, &ScalarSlots::of(&k)).expect("softmax");
     assert!(r.source.contains("b > a ? b : a") && r.source.contains("expf("), "{}", r.source);
     let k = kernel(OpKind::VarDim);
     let slots = ScalarSlots::of(&k);
     assert_eq!(slots.exprs(), &[ScalarExpr::Param(0)]);
-    let r = render_cuda(&k, KernelDType::F64, 2, &slots).expect("var");
+    let r = render_cuda(&k, DType::F64, 2, &slots).expect("var");
     assert!(r.source.contains("double div = (double)p.row_len - (p.scalars[0]);"), "{}", r.source);
     assert!(r.source.contains("double scalars[1];"), "{}", r.source);
 }
@@ -105,7 +105,7 @@ fn sums_of_integers_accumulate_in_long_long_and_amax_propagates_nan() {
 #[test]
 fn rank_zero_has_no_index_arithmetic() {
     let k = kernel(OpKind::Sum);
-    let r = render_cuda(&k, KernelDType::F32, 0, &ScalarSlots::of(&k)).expect("rank 0");
+    let r = render_cuda(&k, DType::F32, 0, &ScalarSlots::of(&k)).expect("rank 0");
     assert!(!r.source.contains("sizes") && !r.source.contains("strides"), "{}", r.source);
 }
 
@@ -113,21 +113,21 @@ fn rank_zero_has_no_index_arithmetic() {
 fn reductions_refuse_what_eager_refuses() {
     for op in [OpKind::Mean, OpKind::VarDim, OpKind::Softmax] {
         let k = kernel(op);
-        let e = render_cuda(&k, KernelDType::Bool, 2, &ScalarSlots::of(&k)).unwrap_err().to_string();
+        let e = render_cuda(&k, DType::Bool, 2, &ScalarSlots::of(&k)).unwrap_err().to_string();
         assert!(e.contains("`abs` of a bool tensor"), "{e}");
-        let e = render_cuda(&k, KernelDType::I64, 2, &ScalarSlots::of(&k)).unwrap_err().to_string();
+        let e = render_cuda(&k, DType::I64, 2, &ScalarSlots::of(&k)).unwrap_err().to_string();
         assert!(e.contains(&format!("`{}` of a I64 tensor", op.name())), "{e}");
     }
     // Types that do not fit the reduction (a float mean to i64).
     let k = kernel(OpKind::Mean);
-    let mut types = KernelTypes::infer(&k, &[KernelDType::F32]).expect("types");
-    types.values[2] = KernelDType::I64;
+    let mut types = KernelTypes::infer(&k, &[DType::F32]).expect("types");
+    types.values[2] = DType::I64;
     let e = render_cuda_typed(&k, &types, 1, &ScalarSlots::of(&k)).unwrap_err().to_string();
     assert!(e.contains("only floats"), "{e}");
     // The correction must be a scalar.
     let mut k = kernel(OpKind::VarDim);
     k.body[2].args[2] = dims(&[1]);
-    let e = render_cuda(&k, KernelDType::F32, 2, &ScalarSlots::of(&k)).unwrap_err().to_string();
+    let e = render_cuda(&k, DType::F32, 2, &ScalarSlots::of(&k)).unwrap_err().to_string();
     assert!(e.contains("correction"), "{e}");
 }
 

@@ -4,7 +4,7 @@
 
 use super::super::host::{host_prelude, CUDA_BF16_H, CUDA_FP16_H};
 use super::super::{pack_params, Operand, RenderedKernel};
-use super::KernelDType;
+use super::DType;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -36,19 +36,19 @@ pub struct Program {
     exe: PathBuf,
 }
 
-fn bytes(d: KernelDType) -> usize {
+fn bytes(d: DType) -> usize {
     match d {
-        KernelDType::F32 => 4,
-        KernelDType::F64 | KernelDType::I64 => 8,
-        KernelDType::F16 | KernelDType::BF16 => 2,
-        KernelDType::Bool => 1,
+        DType::F32 => 4,
+        DType::F64 | DType::I64 => 8,
+        DType::F16 | DType::BF16 => 2,
+        DType::Bool => 1,
     }
 }
 
 /// The per-kernel runner: the params struct from the words (checking that
 /// the ABI's word count is the struct's size), then the launch.
 /// `dtypes`: the output's, then each input's.
-fn runner(i: usize, k: &RenderedKernel, dtypes: &[KernelDType]) -> String {
+fn runner(i: usize, k: &RenderedKernel, dtypes: &[DType]) -> String {
     let (name, st) = (&k.name, dtypes[0].storage());
     let mut s = format!("static void aot_run_{i}(const unsigned long long *w, size_t nw, void **bufs, unsigned grid, unsigned block) {{\n");
     let _ = writeln!(s, "    aot_params_{name} p;\n    if (nw * 8 != sizeof p) {{ fprintf(stderr, \"ABI: %zu words for %zu bytes\\n\", nw, sizeof p); exit(3); }}");
@@ -126,7 +126,7 @@ impl Program {
     /// Compiles `kernels` (each with its buffers' dtypes: the output's,
     /// then each input's) into one program; `None`, with a printed note,
     /// without a C++ compiler.
-    pub fn build(tag: &str, kernels: &[(RenderedKernel, Vec<KernelDType>)]) -> Option<Program> {
+    pub fn build(tag: &str, kernels: &[(RenderedKernel, Vec<DType>)]) -> Option<Program> {
         let Some(cxx) = compiler() else {
             // Straight to stderr: the test harness captures `eprintln!`.
             let _ = writeln!(std::io::stderr(), "note: no host C++ compiler (`$CXX` or `c++`): the CPU shim test `{tag}` is skipped");

@@ -7,11 +7,11 @@
 use super::half::{bf16_value, f16_value, to_bf16_64, to_f16_64};
 use super::harness::{Launch, Program};
 use super::*;
+use crate::dtype::DType;
 use crate::graph::Prim;
-use crate::kernel::elementwise::{BoolOp, Comparison, IntOp};
-use crate::types::IrDType;
+use crate::kernel::elementwise::{compare, BoolOp, IntOp};
 
-use KernelDType as D;
+use DType as D;
 
 /// A value of the reference, in its dtype's compute representation.
 #[derive(Clone, Copy, Debug)]
@@ -91,14 +91,15 @@ fn op_at(op: OpKind, a: V, b: V, cond: Option<bool>, c: D) -> V {
     if let Some(k) = cond {
         return if k { a } else { b };
     }
-    if let Some(k) = Comparison::of(op) {
-        return V::Bool(match (a, b) {
-            (V::F32(x), V::F32(y)) => k.eval(x, y),
-            (V::F64(x), V::F64(y)) => k.eval(x, y),
-            (V::I64(x), V::I64(y)) => k.eval(x, y),
-            (V::Bool(x), V::Bool(y)) => k.eval(x, y),
+    if op.is_comparison() {
+        let r = match (a, b) {
+            (V::F32(x), V::F32(y)) => compare(op, x, y),
+            (V::F64(x), V::F64(y)) => compare(op, x, y),
+            (V::I64(x), V::I64(y)) => compare(op, x, y),
+            (V::Bool(x), V::Bool(y)) => compare(op, x, y),
             other => panic!("{other:?}"),
-        });
+        };
+        return V::Bool(r.expect("a comparison"));
     }
     match (a, b) {
         (V::F32(x), V::F32(y)) => {
@@ -123,8 +124,7 @@ fn reference(k: &Kernel, types: &KernelTypes, loads: &[u64]) -> u64 {
                 Arg::Tensor(v) => cast(vals[v.index()].unwrap(), c),
                 Arg::Scalar(e) => {
                     let x = scalar_f64(e.as_const().unwrap());
-                    let float_arith =
-                        n.kind().is_some_and(|o| Comparison::of(o).is_none() && o != OpKind::Where) && c != D::I64 && c != D::Bool;
+                    let float_arith = n.kind().is_some_and(|o| !o.is_comparison() && o != OpKind::Where) && c != D::I64 && c != D::Bool;
                     if float_arith {
                         // `Compute::of`: the compute type's rounding only.
                         if c == D::F64 {
@@ -169,7 +169,7 @@ fn int(x: i64) -> Arg {
     Arg::Scalar(ScalarExpr::I64(x))
 }
 
-fn to(d: IrDType) -> Arg {
+fn to(d: DType) -> Arg {
     Arg::DType(d)
 }
 
@@ -197,7 +197,7 @@ fn mixed_to_f16() -> TypedKernel {
         node(OpKind::Mul, vec![t(2), int(3)], 5),
         node(OpKind::Gt, vec![t(5), t(1)], 6),
         node(OpKind::Where, vec![t(4), t(6), t(2)], 7),
-        node(OpKind::ToDtype, vec![t(7), to(IrDType::F16)], 8),
+        node(OpKind::ToDtype, vec![t(7), to(DType::F16)], 8),
         node(OpKind::Add, vec![t(8), t(3)], 9),
         node(OpKind::Le, vec![t(9), lit(0.1)], 10),
         node(OpKind::Where, vec![t(0), t(10), lit(0.3)], 11),
@@ -211,9 +211,9 @@ fn integers_to_bool() -> TypedKernel {
     let nodes = vec![
         node(OpKind::Eq, vec![t(0), lit(0.5)], 4),
         node(OpKind::Where, vec![t(2), t(4), int(-7)], 5),
-        node(OpKind::ToDtype, vec![t(5), to(IrDType::F32)], 6),
+        node(OpKind::ToDtype, vec![t(5), to(DType::F32)], 6),
         node(OpKind::Minimum, vec![t(6), t(0)], 7),
-        node(OpKind::ToDtype, vec![t(7), to(IrDType::I64)], 8),
+        node(OpKind::ToDtype, vec![t(7), to(DType::I64)], 8),
         node(OpKind::Sub, vec![t(8), t(2)], 9),
         node(OpKind::Abs, vec![t(9)], 10),
         node(OpKind::Neg, vec![t(10)], 11),
@@ -221,7 +221,7 @@ fn integers_to_bool() -> TypedKernel {
         node(OpKind::Maximum, vec![t(12), t(2)], 13),
         node(OpKind::Add, vec![t(13), int(i64::MAX)], 14),
         node(OpKind::Relu, vec![t(14)], 15),
-        node(OpKind::ToDtype, vec![t(15), to(IrDType::Bool)], 16),
+        node(OpKind::ToDtype, vec![t(15), to(DType::Bool)], 16),
         node(OpKind::Mul, vec![t(16), t(3)], 17),
         node(OpKind::Ne, vec![t(17), t(3)], 18),
         node(OpKind::Add, vec![t(18), t(3)], 19),
@@ -237,10 +237,10 @@ fn halves_and_integer_division() -> TypedKernel {
         node(OpKind::Div, vec![t(2), int(3)], 5),
         node(OpKind::Exp, vec![t(5)], 6),
         node(OpKind::Sub, vec![t(4), t(6)], 7),
-        node(OpKind::ToDtype, vec![t(3), to(IrDType::I64)], 8),
+        node(OpKind::ToDtype, vec![t(3), to(DType::I64)], 8),
         node(OpKind::Ge, vec![t(8), t(2)], 9),
         node(OpKind::Where, vec![t(7), t(9), t(3)], 10),
-        node(OpKind::ToDtype, vec![t(10), to(IrDType::BF16)], 11),
+        node(OpKind::ToDtype, vec![t(10), to(DType::BF16)], 11),
     ];
     TypedKernel { kernel: kernel(4, nodes), primals: vec![D::F16, D::BF16, D::I64, D::F64] }
 }
