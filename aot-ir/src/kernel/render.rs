@@ -84,7 +84,7 @@
 //! C library's on the host), as does f32 `sin`/`cos` beyond
 //! [`super::math::SIN_COS_LIMIT`], and may differ from the CPU in the last
 //! place. (f64 `gelu` calls the platform's `erf`/`erfc`, where the CPU
-//! backend has [`super::special`]'s; even the host's C library differs from
+//! backend has [`super::erf`]'s; even the host's C library differs from
 //! it by an ulp at some inputs.) The units were checked by hand with NVRTC
 //! 12.9 (`compute_80`, `compute_90`, `--fmad=false`, only `--include-path`
 //! to the CUDA runtime headers): every unit of the tests (each kernel, in

@@ -1,4 +1,4 @@
-//! Special functions std does not provide: `erf` and `erfc` for f64.
+//! The error function std does not provide: `erf` and `erfc` for f64.
 //!
 //! A port of FreeBSD's `s_erf.c` (via musl and the `libm` crate), whose
 //! rational approximations are accurate to within one ulp.
