@@ -9,11 +9,11 @@
 //!
 //! - f32 (and f16/bf16, which compute in f32 and round after every op, as
 //!   eager does) takes its transcendental functions from [`super::math`];
-//! - f64 takes std's, and `erf`/`erfc` from [`super::special`];
+//! - f64 takes std's, and `erf`/`erfc` from [`super::erf`];
 //! - a scalar operand is rounded to the compute type first.
 //!
 //! The ops that are not float arithmetic have their one definition in
-//! `elementwise/exact.rs`, each with its C: [`compare`] (eq ne lt le gt
+//! `elementwise/compare_int_bool.rs`, each with its C: [`compare`] (eq ne lt le gt
 //! ge, in any compute type, giving bool), [`IntOp`] (the integer
 //! arithmetic that is exact in i64, wrapping on overflow as eager does,
 //! and PyTorch's integer `pow`) and [`BoolOp`] (bool `add`/`maximum` is
@@ -23,8 +23,8 @@ use super::math::{self, Lanes};
 use crate::op::OpKind;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-mod exact;
-pub use exact::{compare, comparison_c_op, int_pow, BoolOp, IntOp, INT_POW_C};
+mod compare_int_bool;
+pub use compare_int_bool::{compare, comparison_c_op, int_pow, BoolOp, IntOp, INT_POW_C};
 
 /// A compute type of kernels: plain arithmetic plus the functions the ops
 /// need.
@@ -393,9 +393,9 @@ impl Compute for f64 {
     fn gelu(self) -> f64 {
         let k = std::f64::consts::FRAC_1_SQRT_2;
         if self >= 0.0 {
-            0.5 * self * (1.0 + super::special::erf(self * k))
+            0.5 * self * (1.0 + super::erf::erf(self * k))
         } else {
-            0.5 * self * super::special::erfc(-self * k)
+            0.5 * self * super::erf::erfc(-self * k)
         }
     }
     #[inline(always)]

@@ -14,7 +14,7 @@
 //! - [`elementwise`]: the one definition of each elementwise op's
 //!   arithmetic ([`elementwise::with_op`]), which the CPU backend runs and
 //!   the C renderer renders.
-//! - [`special`]: f64 `erf`/`erfc`.
+//! - [`erf`]: the error function, f64 `erf`/`erfc`.
 //! - [`math`]: the f32 transcendental functions, generic over [`math::Lanes`]
 //!   so that the CPU evaluates them on plain floats in vectorisable loops
 //!   and the renderer emits the very same operations as C;
@@ -33,13 +33,13 @@
 
 pub mod c_math;
 pub mod elementwise;
+pub mod erf;
 pub mod math;
 pub mod philox;
 pub mod random;
 pub mod reinplace;
 pub mod render;
 pub mod schedule;
-pub mod special;
 
 pub use crate::graph::{is_elementwise_prim, Kernel};
 pub use crate::op::{is_elementwise, is_reduction};

@@ -84,7 +84,7 @@
 //! C library's on the host), as does f32 `sin`/`cos` beyond
 //! [`super::math::SIN_COS_LIMIT`], and may differ from the CPU in the last
 //! place. (f64 `gelu` calls the platform's `erf`/`erfc`, where the CPU
-//! backend has [`super::special`]'s; even the host's C library differs from
+//! backend has [`super::erf`]'s; even the host's C library differs from
 //! it by an ulp at some inputs.) The units were checked by hand with NVRTC
 //! 12.9 (`compute_80`, `compute_90`, `--fmad=false`, only `--include-path`
 //! to the CUDA runtime headers): every unit of the tests (each kernel, in
@@ -314,7 +314,7 @@ pub fn render_cuda_typed(k: &Kernel, types: &KernelTypes, rank: usize, scalars: 
     }
     let body = body::render_body(k, types, scalars)?;
     let mut s = preamble(k, types, rank, &body.helpers);
-    params_struct(&mut s, &name, rank, inputs, scalars.exprs().len());
+    params_struct(&mut s, &name, &["numel", "contiguous"], rank, inputs, scalars.exprs().len());
     let ins = &types.values[..inputs];
     let outs = k.outs().map(|v| types.values.get(v.index()).copied()).collect::<Option<Vec<DType>>>();
     let outs = outs.ok_or_else(|| RenderError::Body { kernel: k.name.clone(), node: 0, msg: "a stored value beyond the body's".into() })?;
@@ -356,13 +356,19 @@ template <class T> struct alignas(4 * sizeof(T) < 16 ? 4 * sizeof(T) : 16) aot_v
 #endif
 ";
 
-fn params_struct(s: &mut String, name: &str, rank: usize, inputs: usize, slots: usize) {
+/// `struct aot_params_<name>`: the `heads` counts, then the sizes, the
+/// output's and each input's offset and strides, and the scalar slots (an
+/// empty array is left out, C has none).
+fn params_struct(s: &mut String, name: &str, heads: &[&str], rank: usize, inputs: usize, slots: usize) {
     let arr = |s: &mut String, ty: &str, field: String, n: usize| {
         if n > 0 {
             let _ = writeln!(s, "    {ty} {field}[{n}];");
         }
     };
-    let _ = writeln!(s, "struct aot_params_{name} {{\n    long long numel;\n    long long contiguous;");
+    let _ = writeln!(s, "struct aot_params_{name} {{");
+    for f in heads {
+        let _ = writeln!(s, "    long long {f};");
+    }
     arr(s, "long long", "sizes".into(), rank);
     let _ = writeln!(s, "    long long out_offset;");
     arr(s, "long long", "out_strides".into(), rank);

@@ -8,12 +8,13 @@ use super::ChainStep;
 use crate::dtype::DType;
 use crate::op::OpKind;
 use crate::types::{Arg, ScalarBinOp, ScalarExpr, ScalarFn, ScalarTy, ValueId};
+use std::mem::Discriminant;
 
 /// A node's key; equal keys compute the same value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum CseKey {
     Op(OpKind, Vec<ArgKey>),
-    Prim(PrimKey, Vec<ArgKey>),
+    Prim(Discriminant<Prim>, PrimData, Vec<ArgKey>),
     Regen(Vec<StepKey>, Vec<ArgKey>),
 }
 
@@ -45,25 +46,14 @@ pub(crate) enum StepKey {
     View(OpKind, Vec<ArgKey>),
 }
 
+/// What tells two primitives of one kind apart, floats by their bits.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum PrimKey {
-    SumToLike,
-    CastLike,
-    OpMath,
-    ReshapeLike,
-    ExpandLike,
-    KeepDims,
-    InvCount(u64),
-    ViewGrad(Vec<StepKey>),
-    ViewOf(Vec<StepKey>),
-    ViewScatter(Vec<StepKey>),
-    MatmulGrad(bool),
-    MetaOf,
-    NllLossGrad,
-    CumsumRev,
-    CatGrad(usize, usize),
-    EmbeddingGrad,
-    ScatterSrcGrad,
+pub(crate) enum PrimData {
+    Unit,
+    Bits(u64),
+    Chain(Vec<StepKey>),
+    Flag(bool),
+    Pair(usize, usize),
 }
 
 /// The key of a source op on `args`.
@@ -73,7 +63,7 @@ pub(crate) fn op_key(op: OpKind, args: &[Arg]) -> CseKey {
 
 /// The key of a primitive on `args`; `None` for a random draw.
 pub(crate) fn prim_node_key(p: &Prim, args: &[Arg]) -> Option<CseKey> {
-    Some(CseKey::Prim(prim_key(p)?, args.iter().map(arg_key).collect()))
+    Some(CseKey::Prim(std::mem::discriminant(p), prim_data(p)?, args.iter().map(arg_key).collect()))
 }
 
 /// The key of a view chain regenerated on `args`.
@@ -81,25 +71,23 @@ pub(crate) fn regen_key(chain: &[ChainStep], args: &[Arg]) -> CseKey {
     CseKey::Regen(chain_key(chain), args.iter().map(arg_key).collect())
 }
 
-fn prim_key(p: &Prim) -> Option<PrimKey> {
+fn prim_data(p: &Prim) -> Option<PrimData> {
     Some(match p {
-        Prim::SumToLike => PrimKey::SumToLike,
-        Prim::CastLike => PrimKey::CastLike,
-        Prim::OpMath => PrimKey::OpMath,
-        Prim::ReshapeLike => PrimKey::ReshapeLike,
-        Prim::ExpandLike => PrimKey::ExpandLike,
-        Prim::KeepDims => PrimKey::KeepDims,
-        Prim::InvCount(s) => PrimKey::InvCount(s.to_bits()),
-        Prim::ViewGrad(c) => PrimKey::ViewGrad(chain_key(c)),
-        Prim::ViewOf(c) => PrimKey::ViewOf(chain_key(c)),
-        Prim::ViewScatter(c) => PrimKey::ViewScatter(chain_key(c)),
-        Prim::MatmulGrad { rhs } => PrimKey::MatmulGrad(*rhs),
-        Prim::MetaOf => PrimKey::MetaOf,
-        Prim::NllLossGrad => PrimKey::NllLossGrad,
-        Prim::CumsumRev => PrimKey::CumsumRev,
-        Prim::CatGrad { k, n } => PrimKey::CatGrad(*k, *n),
-        Prim::EmbeddingGrad => PrimKey::EmbeddingGrad,
-        Prim::ScatterSrcGrad => PrimKey::ScatterSrcGrad,
+        Prim::SumToLike
+        | Prim::CastLike
+        | Prim::OpMath
+        | Prim::ReshapeLike
+        | Prim::ExpandLike
+        | Prim::KeepDims
+        | Prim::MetaOf
+        | Prim::NllLossGrad
+        | Prim::CumsumRev
+        | Prim::EmbeddingGrad
+        | Prim::ScatterSrcGrad => PrimData::Unit,
+        Prim::InvCount(s) => PrimData::Bits(s.to_bits()),
+        Prim::ViewGrad(c) | Prim::ViewOf(c) | Prim::ViewScatter(c) => PrimData::Chain(chain_key(c)),
+        Prim::MatmulGrad { rhs } => PrimData::Flag(*rhs),
+        Prim::CatGrad { k, n } => PrimData::Pair(*k, *n),
         // Each draw is its own value.
         Prim::RngTake | Prim::DropoutMask => return None,
     })
@@ -155,5 +143,7 @@ mod tests {
         assert_ne!(regen(0), regen(1));
         assert_eq!(prim_node_key(&Prim::DropoutMask, &[]), None, "random draws never merge");
         assert_eq!(prim_node_key(&Prim::InvCount(0.5), &[]), prim_node_key(&Prim::InvCount(0.5), &[]));
+        assert_ne!(prim_node_key(&Prim::InvCount(0.5), &[]), prim_node_key(&Prim::InvCount(0.25), &[]));
+        assert_ne!(prim_node_key(&Prim::ViewGrad(chain(0)), &[]), prim_node_key(&Prim::ViewOf(chain(0)), &[]), "the kind is keyed");
     }
 }

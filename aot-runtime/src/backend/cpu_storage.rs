@@ -118,4 +118,32 @@ impl CpuStorage {
     pub fn get_f64(&self, i: usize) -> f64 {
         dispatch_cpu!(self, v => v[i].to_f64())
     }
+    /// The bytes of the buffer, little-endian, element after element (a
+    /// bool as one byte, 0 or 1).
+    pub(crate) fn to_le_bytes(&self) -> Vec<u8> {
+        match self {
+            CpuStorage::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            CpuStorage::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            CpuStorage::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            CpuStorage::BF16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            CpuStorage::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            CpuStorage::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
+        }
+    }
+    /// A buffer of `dtype` from the bytes [`CpuStorage::to_le_bytes`]
+    /// writes (whole elements; a remainder is ignored; a bool is any
+    /// nonzero byte).
+    pub(crate) fn from_le_bytes(dtype: DType, bytes: &[u8]) -> CpuStorage {
+        fn each<const N: usize, T>(bytes: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+            bytes.chunks_exact(N).map(|c| f(c.try_into().expect("a chunk of N bytes"))).collect()
+        }
+        match dtype {
+            DType::F32 => CpuStorage::F32(each(bytes, f32::from_le_bytes)),
+            DType::F64 => CpuStorage::F64(each(bytes, f64::from_le_bytes)),
+            DType::F16 => CpuStorage::F16(each(bytes, f16::from_le_bytes)),
+            DType::BF16 => CpuStorage::BF16(each(bytes, bf16::from_le_bytes)),
+            DType::I64 => CpuStorage::I64(each(bytes, i64::from_le_bytes)),
+            DType::Bool => CpuStorage::Bool(bytes.iter().map(|&x| x != 0).collect()),
+        }
+    }
 }

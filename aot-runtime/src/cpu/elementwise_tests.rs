@@ -8,7 +8,7 @@ use crate::backend::CpuStorage;
 use crate::dtype::DType;
 use crate::error::AotError;
 use crate::layout::{elementwise_layout, preserve_layout, Layout};
-use aot_ir::kernel::special::erf;
+use aot_ir::kernel::erf::erf;
 use aot_ir::OpKind;
 
 /// The row-major layout of `l`'s shape (the output most tests ask for).

@@ -47,48 +47,17 @@ pub fn host_round_trips() -> (u64, u64) {
     (HOST_ROUND_TRIPS.load(Ordering::Relaxed), KERNEL_LAUNCHES.load(Ordering::Relaxed))
 }
 
-/// The bytes of a host buffer, in memory order.
-fn to_bytes(s: &CpuStorage) -> Vec<u8> {
-    match s {
-        CpuStorage::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        CpuStorage::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        CpuStorage::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        CpuStorage::BF16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        CpuStorage::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        CpuStorage::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
-    }
-}
-
-/// A host buffer of `dtype` from its bytes.
-fn from_bytes(dtype: DType, b: &[u8]) -> CpuStorage {
-    fn chunks<const N: usize>(b: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
-        b.chunks_exact(N).map(|c| {
-            let mut a = [0u8; N];
-            a.copy_from_slice(c);
-            a
-        })
-    }
-    match dtype {
-        DType::F32 => CpuStorage::F32(chunks::<4>(b).map(f32::from_le_bytes).collect()),
-        DType::F64 => CpuStorage::F64(chunks::<8>(b).map(f64::from_le_bytes).collect()),
-        DType::F16 => CpuStorage::F16(chunks::<2>(b).map(half::f16::from_le_bytes).collect()),
-        DType::BF16 => CpuStorage::BF16(chunks::<2>(b).map(half::bf16::from_le_bytes).collect()),
-        DType::I64 => CpuStorage::I64(chunks::<8>(b).map(i64::from_le_bytes).collect()),
-        DType::Bool => CpuStorage::Bool(b.iter().map(|&x| x != 0).collect()),
-    }
-}
-
 impl CudaStorage {
     /// The whole buffer on the host.
     pub(super) fn host(&self, op: &'static str) -> Result<CpuStorage> {
         let bytes = self.gpu(op)?.download(op, &self.mem, self.len * self.dtype.size_in_bytes())?;
-        Ok(from_bytes(self.dtype, &bytes))
+        Ok(CpuStorage::from_le_bytes(self.dtype, &bytes))
     }
 
     /// `data` uploaded to device `ordinal`.
     fn upload(op: &'static str, ordinal: usize, data: &CpuStorage) -> Result<CudaStorage> {
         let gpu = super::device::gpu(op, ordinal)?;
-        let mem = gpu.upload(op, &to_bytes(data))?;
+        let mem = gpu.upload(op, &data.to_le_bytes())?;
         Ok(CudaStorage { mem, dtype: data.dtype(), len: data.len(), ordinal })
     }
 

@@ -7,7 +7,6 @@
 //! driver call (a missing libcuda would otherwise panic).
 
 use super::device::{self, Gpu, Mem};
-use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
 use std::sync::OnceLock;
@@ -23,18 +22,6 @@ pub struct CudaStorage {
 }
 
 impl CudaStorage {
-    pub fn device(&self) -> Device {
-        Device::Cuda(self.ordinal)
-    }
-    pub fn dtype(&self) -> DType {
-        self.dtype
-    }
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
     /// The device this buffer lives on.
     pub(super) fn gpu(&self, op: &'static str) -> Result<&'static Gpu> {
         device::gpu(op, self.ordinal)

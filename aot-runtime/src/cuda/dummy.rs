@@ -17,9 +17,9 @@ pub(crate) const REASON: &str = "aot-runtime was built without the `cuda` featur
 /// a buffer would report.
 #[derive(Debug)]
 pub struct CudaStorage {
-    ordinal: usize,
-    dtype: DType,
-    len: usize,
+    pub(super) ordinal: usize,
+    pub(super) dtype: DType,
+    pub(super) len: usize,
 }
 
 impl CudaStorage {
@@ -27,18 +27,6 @@ impl CudaStorage {
     #[cfg(test)]
     pub(crate) fn placeholder(ordinal: usize, dtype: DType, len: usize) -> CudaStorage {
         CudaStorage { ordinal, dtype, len }
-    }
-    pub fn device(&self) -> Device {
-        Device::Cuda(self.ordinal)
-    }
-    pub fn dtype(&self) -> DType {
-        self.dtype
-    }
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
     fn unavailable(op: &'static str) -> AotError {
         unavailable(op, REASON)

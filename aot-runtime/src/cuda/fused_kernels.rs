@@ -69,7 +69,7 @@ pub(super) fn fused(
         // SAFETY: the inputs are live buffers of this device, laid out
         // (as the executor planned) within their storages; `mem` is new and
         // holds `out`'s elements (dense, offset 0).
-        unsafe { kernels::launch_kernel(name, g, call.kernel, call.types, call.slots, &bufs, to) }?;
+        unsafe { kernels::launch_outputs(name, g, call.kernel, call.types, call.slots, &bufs, &[to]) }?;
         Ok(CudaStorage { mem, dtype, len: n, ordinal })
     };
     Some(run())

@@ -4,7 +4,7 @@
 //! rank, compiled once per (op, dtypes, rank) (the device caches modules
 //! by their source) and launched with the layouts as run-time parameters.
 //! Scalar operands are parameter slots, so one compiled kernel serves
-//! every value. [`launch_kernel`] launches any elementwise kernel, so the
+//! every value. [`launch_outputs`] launches any elementwise kernel, so the
 //! fused kernels of compiled calls (`fused_kernels.rs`) go through it too.
 
 use super::device::Gpu;
@@ -112,31 +112,14 @@ pub(super) unsafe fn launch(
     let dtypes: Vec<DType> = inputs.iter().map(|b| b.dtype).collect();
     let (k, types) = kernel(one, &dtypes, out.dtype);
     // SAFETY: this function's contract.
-    unsafe { launch_kernel(name, gpu, &k, &types, scalars, inputs, out) }
+    unsafe { launch_outputs(name, gpu, &k, &types, scalars, inputs, &[out]) }
 }
 
 /// Launches the elementwise kernel `k` (its values typed `types`, its
-/// slots' values `scalars`) over `inputs` (laid out with `out`'s shape)
-/// into `out`: the one-op kernels above, and the fused kernels of a
-/// compiled call (`fused_kernels.rs`).
-///
-/// # Safety
-/// As [`launch`].
-pub(super) unsafe fn launch_kernel(
-    name: &'static str,
-    gpu: &Gpu,
-    k: &Kernel,
-    types: &KernelTypes,
-    scalars: &[f64],
-    inputs: &[Buf<'_>],
-    out: Buf<'_>,
-) -> Result<()> {
-    // SAFETY: this function's contract, which is the callee's for one output.
-    unsafe { launch_outputs(name, gpu, k, types, scalars, inputs, &[out]) }
-}
-
-/// [`launch_kernel`] for a kernel with one output per stored value
-/// ([`Kernel::outs`]), in order, all laid out as the first.
+/// slots' values `scalars`) over `inputs` (laid out with the outputs'
+/// shape) into `outs`, one per stored value ([`Kernel::outs`]), in order,
+/// all laid out as the first: the one-op kernels above, and the fused
+/// kernels of a compiled call (`fused_kernels.rs`).
 ///
 /// # Safety
 /// As [`launch`], for every output.

@@ -66,3 +66,22 @@ mod tests;
 pub use backend::host_round_trips;
 pub use imp::{is_available, is_simulated, CudaStorage};
 pub(crate) use imp::{kernel_sources, op_kernel_sources};
+
+use crate::device::Device;
+use crate::dtype::DType;
+
+/// The buffer's metadata, the same with or without the feature.
+impl CudaStorage {
+    pub fn device(&self) -> Device {
+        Device::Cuda(self.ordinal)
+    }
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}

@@ -24,7 +24,8 @@
 //!   input that wait for the epilogue and run on the caller's storage;
 //!   [`value_table`]: the value table of a functional run, inline for
 //!   small graphs; [`outputs`]: the list of tensors a run returns, inline
-//!   for a few.
+//!   for a few; both are [`tensor_slots`], a list of tensor slots held
+//!   inline up to a size.
 //!
 //! The executors do not route calls or apply their effects: the runtime
 //! wrappers (`wrappers`) and `CompiledFn` (`compiled`) sit above and call
@@ -41,4 +42,5 @@ pub(crate) mod liveness;
 pub(crate) mod out_of_place_writes;
 pub(crate) mod outputs;
 pub(crate) mod reuse;
+pub(crate) mod tensor_slots;
 pub(crate) mod value_table;

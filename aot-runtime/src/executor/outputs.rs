@@ -4,6 +4,7 @@
 //! list (a `Vec` was one of the few allocations of a tiny call besides its
 //! outputs). More outputs spill to a `Vec`.
 
+use super::tensor_slots::TensorSlots;
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
 
@@ -12,50 +13,22 @@ pub(crate) const INLINE_OUTPUTS: usize = 4;
 
 /// The outputs of a call, in order (see the module doc).
 #[derive(Debug)]
-pub struct Outputs(Repr);
-
-#[derive(Debug)]
-enum Repr {
-    Inline { len: usize, slots: [Option<Tensor>; INLINE_OUTPUTS] },
-    Heap(Vec<Option<Tensor>>),
-}
+pub struct Outputs(TensorSlots<INLINE_OUTPUTS>);
 
 impl Outputs {
     /// An empty list with room for `n` outputs.
     pub(crate) fn with_capacity(n: usize) -> Outputs {
-        if n <= INLINE_OUTPUTS {
-            Outputs(Repr::Inline { len: 0, slots: [const { None }; INLINE_OUTPUTS] })
-        } else {
-            Outputs(Repr::Heap(Vec::with_capacity(n)))
-        }
-    }
-
-    fn slots(&self) -> &[Option<Tensor>] {
-        match &self.0 {
-            Repr::Inline { len, slots } => &slots[..*len],
-            Repr::Heap(v) => v,
-        }
+        Outputs(TensorSlots::with_capacity(n))
     }
 
     /// Appends `t` (spilling to a `Vec` past the inline room).
     pub(crate) fn push(&mut self, t: Tensor) {
-        match &mut self.0 {
-            Repr::Inline { len, slots } if *len < INLINE_OUTPUTS => {
-                slots[*len] = Some(t);
-                *len += 1;
-            }
-            Repr::Inline { slots, .. } => {
-                let mut v: Vec<Option<Tensor>> = slots.iter_mut().map(Option::take).collect();
-                v.push(Some(t));
-                self.0 = Repr::Heap(v);
-            }
-            Repr::Heap(v) => v.push(Some(t)),
-        }
+        self.0.push(t);
     }
 
     /// How many outputs the call produced.
     pub fn len(&self) -> usize {
-        self.slots().len()
+        self.0.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -64,22 +37,19 @@ impl Outputs {
 
     /// Output `k`, unless it was taken.
     pub(crate) fn get(&self, k: usize) -> Option<&Tensor> {
-        self.slots().get(k)?.as_ref()
+        self.0.get(k)?.as_ref()
     }
 
     /// The outputs not taken, in order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Tensor> {
-        self.slots().iter().flatten()
+        self.0.iter().flatten()
     }
 
     /// Takes output `k` out; `func` names the function in the error when
     /// there is none (the call returned fewer than its signature says, or
     /// it was taken already: a bug, reported rather than a panic).
     pub fn take(&mut self, k: usize, func: &str) -> Result<Tensor> {
-        let slot = match &mut self.0 {
-            Repr::Inline { len, slots } => slots[..*len].get_mut(k),
-            Repr::Heap(v) => v.get_mut(k),
-        };
+        let slot = self.0.get_mut(k);
         slot.and_then(Option::take).ok_or_else(|| AotError::Internal {
             op: "aot_fn",
             msg: format!("`{func}` produced no output {k} (it produced {})", self.len()),
@@ -88,10 +58,7 @@ impl Outputs {
 
     /// The outputs not taken, as a `Vec`.
     pub fn into_vec(self) -> Vec<Tensor> {
-        match self.0 {
-            Repr::Inline { len, slots } => slots.into_iter().take(len).flatten().collect(),
-            Repr::Heap(v) => v.into_iter().flatten().collect(),
-        }
+        self.0.into_vec()
     }
 }
 

@@ -3,6 +3,7 @@
 //! table of its own (it was one of the few allocations a tiny call made
 //! besides its outputs); a larger one spills to a `Vec`.
 
+use super::tensor_slots::TensorSlots;
 use crate::tensor::Tensor;
 use std::ops::{Deref, DerefMut};
 
@@ -12,40 +13,25 @@ pub(crate) const INLINE_VALUES: usize = 16;
 
 /// The value table of a run; reads as a `[Option<Tensor>]` of exactly the
 /// graph's number of values.
-pub(crate) struct Env(Repr);
-
-enum Repr {
-    Inline { len: usize, slots: [Option<Tensor>; INLINE_VALUES] },
-    Heap(Vec<Option<Tensor>>),
-}
+pub(crate) struct Env(TensorSlots<INLINE_VALUES>);
 
 impl Env {
     /// A table of `n` empty slots.
     pub(crate) fn new(n: usize) -> Env {
-        if n <= INLINE_VALUES {
-            Env(Repr::Inline { len: n, slots: [const { None }; INLINE_VALUES] })
-        } else {
-            Env(Repr::Heap(vec![None; n]))
-        }
+        Env(TensorSlots::new(n))
     }
 }
 
 impl Deref for Env {
     type Target = [Option<Tensor>];
     fn deref(&self) -> &[Option<Tensor>] {
-        match &self.0 {
-            Repr::Inline { len, slots } => &slots[..*len],
-            Repr::Heap(v) => v,
-        }
+        &self.0
     }
 }
 
 impl DerefMut for Env {
     fn deref_mut(&mut self) -> &mut [Option<Tensor>] {
-        match &mut self.0 {
-            Repr::Inline { len, slots } => &mut slots[..*len],
-            Repr::Heap(v) => v,
-        }
+        &mut self.0
     }
 }
 

@@ -71,6 +71,16 @@ fn meta(x: &Tensor) -> Kept {
     Kept::Meta { shape: x.shape(), dtype: x.dtype() }
 }
 
+/// Records `out = kind(x, d, index)` for an op that reads `x` at `index`
+/// along `d` (`index_select`, `gather`): its gradient flows to `x` alone,
+/// so `x` is kept for its metadata and `index` is saved.
+fn record_indexed_read(out: &Tensor, kind: OpKind, x: &Tensor, d: usize, index: &Tensor) -> Result<()> {
+    record(out, &[Some(x)], || {
+        let args = vec![t(ValueId(0)), i(d as i64), t(ValueId(1))];
+        Ok(BackwardOp::Table { op: kind, args, inputs: vec![meta(x), Kept::Saved(SavedTensor::save(index))], out: None, edges: vec![0] })
+    })
+}
+
 impl Tensor {
     /// The slices of `self` along `dim` at the positions `index` (an I64
     /// vector) names, in its order (PyTorch's `index_select`).
@@ -87,16 +97,7 @@ impl Tensor {
         let li = index_over(OP, index, &shape, d)?;
         let out = self.storage().gather(OP, &self.layout(), d, index.storage(), &li)?;
         let out = Tensor::from_storage(out, Layout::contiguous(&shape));
-        record(&out, &[Some(self)], || {
-            let args = vec![t(ValueId(0)), i(d as i64), t(ValueId(1))];
-            Ok(BackwardOp::Table {
-                op: OpKind::IndexSelect,
-                args,
-                inputs: vec![meta(self), Kept::Saved(SavedTensor::save(index))],
-                out: None,
-                edges: vec![0],
-            })
-        })?;
+        record_indexed_read(&out, OpKind::IndexSelect, self, d, index)?;
         Ok(out)
     }
 
@@ -110,16 +111,7 @@ impl Tensor {
         check_index_shape(OP, index, self, d, "input")?;
         let out = self.storage().gather(OP, &self.layout(), d, index.storage(), &index.layout())?;
         let out = Tensor::from_storage(out, Layout::contiguous(&index.shape()));
-        record(&out, &[Some(self)], || {
-            let args = vec![t(ValueId(0)), i(d as i64), t(ValueId(1))];
-            Ok(BackwardOp::Table {
-                op: OpKind::Gather,
-                args,
-                inputs: vec![meta(self), Kept::Saved(SavedTensor::save(index))],
-                out: None,
-                edges: vec![0],
-            })
-        })?;
+        record_indexed_read(&out, OpKind::Gather, self, d, index)?;
         Ok(out)
     }
 

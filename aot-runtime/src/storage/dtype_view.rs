@@ -23,7 +23,6 @@ use super::{Storage, StorageData};
 use crate::backend::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
-use half::{bf16, f16};
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
@@ -76,8 +75,8 @@ impl DerefMut for DataWrite<'_> {
 impl Drop for DataWrite<'_> {
     fn drop(&mut self) {
         if let (Some(StorageData::Cpu(view)), StorageData::Cpu(root)) = (&self.view, &mut *self.guard) {
-            let mut bytes = to_bytes(root);
-            let new = to_bytes(view);
+            let mut bytes = root.to_le_bytes();
+            let new = view.to_le_bytes();
             let n = new.len().min(bytes.len());
             bytes[..n].copy_from_slice(&new[..n]);
             if let Some(back) = from_bytes(root.dtype(), &bytes) {
@@ -87,38 +86,16 @@ impl Drop for DataWrite<'_> {
     }
 }
 
-/// The bytes of a CPU buffer, little-endian, element after element.
-fn to_bytes(s: &CpuStorage) -> Vec<u8> {
-    match s {
-        CpuStorage::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        CpuStorage::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        CpuStorage::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        CpuStorage::BF16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        CpuStorage::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        CpuStorage::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
-    }
-}
-
 /// `bytes` (whole elements of `dtype`; a remainder is ignored) as a buffer
 /// of `dtype`; `None` for bool.
 fn from_bytes(dtype: DType, bytes: &[u8]) -> Option<CpuStorage> {
-    fn each<const N: usize, T>(bytes: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
-        bytes.chunks_exact(N).map(|c| f(c.try_into().expect("a chunk of N bytes"))).collect()
-    }
-    Some(match dtype {
-        DType::F32 => CpuStorage::F32(each(bytes, f32::from_le_bytes)),
-        DType::F64 => CpuStorage::F64(each(bytes, f64::from_le_bytes)),
-        DType::F16 => CpuStorage::F16(each(bytes, f16::from_le_bytes)),
-        DType::BF16 => CpuStorage::BF16(each(bytes, bf16::from_le_bytes)),
-        DType::I64 => CpuStorage::I64(each(bytes, i64::from_le_bytes)),
-        DType::Bool => return None,
-    })
+    (dtype != DType::Bool).then(|| CpuStorage::from_le_bytes(dtype, bytes))
 }
 
 /// `root`'s data as `dtype`.
 fn convert(root: &StorageData, dtype: DType) -> StorageData {
     match root {
-        StorageData::Cpu(c) => StorageData::Cpu(from_bytes(dtype, &to_bytes(c)).unwrap_or(CpuStorage::Bool(Vec::new()))),
+        StorageData::Cpu(c) => StorageData::Cpu(from_bytes(dtype, &c.to_le_bytes()).unwrap_or(CpuStorage::Bool(Vec::new()))),
         // `Storage::dtype_view` makes no CUDA views.
         StorageData::Cuda(_) => StorageData::Cpu(CpuStorage::Bool(Vec::new())),
     }

@@ -40,11 +40,26 @@ impl Storage {
         inputs: &[(&Storage, Layout)],
         out: &Layout,
     ) -> Option<Result<Storage>> {
-        // Dtype views run op by op, through the primitives.
+        Storage::on_one_backend(
+            inputs,
+            |cpu| CpuStorage::fused(name, p, call, cpu, out),
+            |cuda| CudaStorage::fused(name, p, call, cuda, out),
+        )
+    }
+
+    /// `cpu` on the host data of `inputs` if they all are on the host,
+    /// else `cuda` on their device data if they all are on devices, under
+    /// one read lock per distinct storage. `None`: a dtype view (those run
+    /// op by op, through the primitives), or the inputs are not on one
+    /// kind of device.
+    fn on_one_backend(
+        inputs: &[(&Storage, Layout)],
+        cpu: impl FnOnce(&[(&CpuStorage, Layout)]) -> Option<Result<CpuStorage>>,
+        cuda: impl FnOnce(&[(&CudaStorage, Layout)]) -> Option<Result<CudaStorage>>,
+    ) -> Option<Result<Storage>> {
         if inputs.iter().any(|(s, _)| s.is_dtype_view()) {
             return None;
         }
-        // One read lock per distinct storage.
         let mut distinct: Vec<&Storage> = Vec::new();
         let slot: Vec<usize> = inputs
             .iter()
@@ -58,7 +73,7 @@ impl Storage {
             .collect();
         let guards: Vec<DataRead<'_>> = distinct.iter().map(|s| s.read()).collect();
         let layouts = inputs.iter().map(|(_, l)| l.clone());
-        let cpu: Option<Vec<(&CpuStorage, Layout)>> = slot
+        let on_cpu: Option<Vec<(&CpuStorage, Layout)>> = slot
             .iter()
             .zip(layouts.clone())
             .map(|(&k, l)| match &*guards[k] {
@@ -66,10 +81,10 @@ impl Storage {
                 StorageData::Cuda(_) => None,
             })
             .collect();
-        if let Some(cpu) = cpu {
-            return CpuStorage::fused(name, p, call, &cpu, out).map(|r| r.map(|d| Storage::new(StorageData::Cpu(d))));
+        if let Some(on_cpu) = on_cpu {
+            return cpu(&on_cpu).map(|r| r.map(|d| Storage::new(StorageData::Cpu(d))));
         }
-        let cuda: Option<Vec<(&CudaStorage, Layout)>> = slot
+        let on_cuda: Option<Vec<(&CudaStorage, Layout)>> = slot
             .iter()
             .zip(layouts)
             .map(|(&k, l)| match &*guards[k] {
@@ -77,7 +92,7 @@ impl Storage {
                 StorageData::Cpu(_) => None,
             })
             .collect();
-        CudaStorage::fused(name, p, call, &cuda?, out).map(|r| r.map(|d| Storage::new(StorageData::Cuda(d))))
+        cuda(&on_cuda?).map(|r| r.map(|d| Storage::new(StorageData::Cuda(d))))
     }
 
     /// [`Backend::supports_fused`] of the backend of `device`.
@@ -98,34 +113,10 @@ impl Storage {
         inputs: &[(&Storage, Layout)],
         out: &Layout,
     ) -> Option<Result<Storage>> {
-        if inputs.iter().any(|(s, _)| s.is_dtype_view()) {
-            return None;
-        }
-        let mut distinct: Vec<&Storage> = Vec::new();
-        for (s, _) in inputs {
-            if !distinct.iter().any(|d| std::ptr::eq(*d, *s)) {
-                distinct.push(s);
-            }
-        }
-        let guards: Vec<DataRead<'_>> = distinct.iter().map(|s| s.read()).collect();
-        let data = |s: &Storage| distinct.iter().position(|d| std::ptr::eq(*d, s)).map(|k| &*guards[k]);
-        let cpu: Option<Vec<(&CpuStorage, Layout)>> = inputs
-            .iter()
-            .map(|(s, l)| match data(s)? {
-                StorageData::Cpu(c) => Some((c, l.clone())),
-                StorageData::Cuda(_) => None,
-            })
-            .collect();
-        if let Some(cpu) = cpu {
-            return CpuStorage::fused_reduce(name, p, call, &cpu, out).map(|r| r.map(|d| Storage::new(StorageData::Cpu(d))));
-        }
-        let cuda: Option<Vec<(&CudaStorage, Layout)>> = inputs
-            .iter()
-            .map(|(s, l)| match data(s)? {
-                StorageData::Cuda(c) => Some((c, l.clone())),
-                StorageData::Cpu(_) => None,
-            })
-            .collect();
-        CudaStorage::fused_reduce(name, p, call, &cuda?, out).map(|r| r.map(|d| Storage::new(StorageData::Cuda(d))))
+        Storage::on_one_backend(
+            inputs,
+            |cpu| CpuStorage::fused_reduce(name, p, call, cpu, out),
+            |cuda| CudaStorage::fused_reduce(name, p, call, cuda, out),
+        )
     }
 }

@@ -178,7 +178,8 @@ pub(super) fn render(
     let helpers: Vec<Helper> = pro_body.helpers.iter().chain(&epi_body.helpers).chain(&fin_helpers).copied().collect();
     let mut s = super::preamble(k, types, rank, &helpers);
     s.push_str(ROW_REDUCE);
-    params_struct(&mut s, &name, rank, inputs, slots.exprs().len());
+    let heads = ["rows", "row_len", "epi_len", "warp_rows", "nkept"];
+    super::params_struct(&mut s, &name, &heads, rank, inputs, slots.exprs().len());
     let ins = &types.values[..inputs];
     part_fn(&mut s, &format!("aot_pro_{name}"), &name, ins, None, vd.compute(), &pro_body, &|v| v);
     let store = |v: String| od.store(&v);
@@ -187,27 +188,6 @@ pub(super) fn render(
     let shape = Shape { name: &name, rank, ins, pro_reads: pro[..inputs].to_vec(), epi_reads };
     entry(&mut s, &shape, op, acc, vd, rd, od, correction.as_deref());
     Ok(RenderedKernel { name, source: s })
-}
-
-fn params_struct(s: &mut String, name: &str, rank: usize, inputs: usize, slots: usize) {
-    let arr = |s: &mut String, ty: &str, field: String, n: usize| {
-        if n > 0 {
-            let _ = writeln!(s, "    {ty} {field}[{n}];");
-        }
-    };
-    let _ = writeln!(s, "struct aot_params_{name} {{");
-    for f in ["rows", "row_len", "epi_len", "warp_rows", "nkept"] {
-        let _ = writeln!(s, "    long long {f};");
-    }
-    arr(s, "long long", "sizes".into(), rank);
-    let _ = writeln!(s, "    long long out_offset;");
-    arr(s, "long long", "out_strides".into(), rank);
-    for j in 0..inputs {
-        let _ = writeln!(s, "    long long in{j}_offset;");
-        arr(s, "long long", format!("in{j}_strides"), rank);
-    }
-    arr(s, "double", "scalars".into(), slots);
-    let _ = writeln!(s, "}};");
 }
 
 /// `static __device__ <ret> <fname>(c0, .., [c<inputs>,] p)`: a part of

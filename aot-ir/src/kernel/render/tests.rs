@@ -346,7 +346,7 @@ fn check(case: &Case<'_>, l: &Launch, got: &[u64]) -> usize {
         want[at(out, &ix)] = reference(case.kernel, case.dtype, &loads, &case.params);
     }
     // f64 GELU calls the C library's erf/erfc, which may differ from
-    // `special::erf` in the last place (the one allowed difference).
+    // `erf::erf` in the last place (the one allowed difference).
     let gelu64 = case.dtype == DType::F64 && case.kernel.ops().any(|o| o == OpKind::Gelu);
     let ulps = if gelu64 { 4 } else { 0 };
     for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {

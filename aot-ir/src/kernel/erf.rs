@@ -1,4 +1,4 @@
-//! Special functions std does not provide: `erf` and `erfc` for f64.
+//! The error function std does not provide: `erf` and `erfc` for f64.
 //!
 //! A port of FreeBSD's `s_erf.c` (via musl and the `libm` crate), whose
 //! rational approximations are accurate to within one ulp.
@@ -83,14 +83,23 @@ const SB5: f64 = 2.55305040643316442583e+03; /* 0x40A3F219, 0xCEDF3BE6 */
 const SB6: f64 = 4.74528541206955367215e+02; /* 0x407DA874, 0xE79FE763 */
 const SB7: f64 = -2.24409524465858183362e+01; /* 0xC03670E2, 0x42712D62 */
 
-/// The high 32 bits of an f64.
-fn high_word(x: f64) -> u32 {
-    (x.to_bits() >> 32) as u32
+/// The sign of `x` and the high 32 bits of `|x|`.
+fn sign_and_high_word(x: f64) -> (bool, u32) {
+    let hx = (x.to_bits() >> 32) as u32;
+    (hx >> 31 != 0, hx & 0x7fff_ffff)
 }
 
 /// `x` with its low 32 bits cleared.
 fn clear_low_word(x: f64) -> f64 {
     f64::from_bits(x.to_bits() & 0xffff_ffff_0000_0000)
+}
+
+/// erf(x) = x + x * r/s on |x| < 0.84375; this returns r/s.
+fn small_ratio(x: f64) -> f64 {
+    let z = x * x;
+    let r = PP0 + z * (PP1 + z * (PP2 + z * (PP3 + z * PP4)));
+    let s = 1.0 + z * (QQ1 + z * (QQ2 + z * (QQ3 + z * (QQ4 + z * QQ5))));
+    r / s
 }
 
 /// erf(|x|) - ERX on [0.84375, 1.25) is p/q; this returns 1 - erf(|x|).
@@ -127,9 +136,7 @@ fn erfc2(ix: u32, x: f64) -> f64 {
 
 /// The error function.
 pub fn erf(x: f64) -> f64 {
-    let hx = high_word(x);
-    let negative = hx >> 31 != 0;
-    let ix = hx & 0x7fff_ffff;
+    let (negative, ix) = sign_and_high_word(x);
     if ix >= 0x7ff0_0000 {
         // erf(nan) = nan, erf(+-inf) = +-1
         return if x.is_nan() {
@@ -146,10 +153,7 @@ pub fn erf(x: f64) -> f64 {
             // |x| < 2**-28; avoid underflow
             return 0.125 * (8.0 * x + EFX8 * x);
         }
-        let z = x * x;
-        let r = PP0 + z * (PP1 + z * (PP2 + z * (PP3 + z * PP4)));
-        let s = 1.0 + z * (QQ1 + z * (QQ2 + z * (QQ3 + z * (QQ4 + z * QQ5))));
-        return x + x * (r / s);
+        return x + x * small_ratio(x);
     }
     let y = if ix < 0x4018_0000 {
         // 0.84375 <= |x| < 6
@@ -167,9 +171,7 @@ pub fn erf(x: f64) -> f64 {
 /// The complementary error function `1 - erf(x)`, computed without the
 /// cancellation of the subtraction.
 pub fn erfc(x: f64) -> f64 {
-    let hx = high_word(x);
-    let negative = hx >> 31 != 0;
-    let ix = hx & 0x7fff_ffff;
+    let (negative, ix) = sign_and_high_word(x);
     if ix >= 0x7ff0_0000 {
         // erfc(nan) = nan, erfc(+inf) = 0, erfc(-inf) = 2
         return if x.is_nan() {
@@ -186,10 +188,7 @@ pub fn erfc(x: f64) -> f64 {
             // |x| < 2**-56
             return 1.0 - x;
         }
-        let z = x * x;
-        let r = PP0 + z * (PP1 + z * (PP2 + z * (PP3 + z * PP4)));
-        let s = 1.0 + z * (QQ1 + z * (QQ2 + z * (QQ3 + z * (QQ4 + z * QQ5))));
-        let y = r / s;
+        let y = small_ratio(x);
         if negative || ix < 0x3fd0_0000 {
             // x < 1/4
             return 1.0 - (x + x * y);
