@@ -36,6 +36,8 @@
 //! assert!(meta.inputs[0].mutates_data());
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod analysis;
 pub mod graph;
 pub mod kernel;
