@@ -11,12 +11,17 @@ use serde::{Deserialize, Serialize};
 /// Element type of a tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DType {
+    /// 32-bit IEEE float (`torch.float32`).
     F32,
+    /// 64-bit IEEE float (`torch.float64`).
     F64,
+    /// 16-bit IEEE half (`torch.float16`); computes in f32.
     F16,
+    /// bfloat16 (`torch.bfloat16`); computes in f32.
     BF16,
+    /// 64-bit signed integer (`torch.int64`).
     I64,
-    /// One byte per element, 0 or 1.
+    /// One byte per element, 0 or 1 (`torch.bool`).
     Bool,
 }
 
@@ -26,8 +31,11 @@ pub enum DType {
 /// only when its category is higher than the tensor's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Category {
+    /// `Bool`.
     Bool,
+    /// `I64`.
     Int,
+    /// The floating dtypes.
     Float,
 }
 

@@ -37,6 +37,8 @@
 //! assert!(meta.inputs[0].mutates_data());
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod analysis;
 pub mod dtype;
 pub mod graph;

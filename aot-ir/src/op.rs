@@ -38,6 +38,7 @@ pub enum ParamKind {
     Float,
     /// An integer (dims, indices, sizes).
     Int,
+    /// A bool (a literal or a bool parameter).
     Bool,
     /// An integer list, `&[2, -1]`.
     Ints,
@@ -50,6 +51,7 @@ pub enum ParamKind {
 }
 
 impl ParamKind {
+    /// The kind in diagnostics ("expected a tensor").
     pub fn describe(self) -> &'static str {
         match self {
             ParamKind::Tensor => "a tensor",
@@ -84,9 +86,11 @@ pub enum AliasEffect {
 /// The signature of one op.
 #[derive(Debug)]
 pub struct OpSig {
+    /// The op this row describes.
     pub kind: OpKind,
     /// The method name, as in the DSL and the eager API.
     pub name: &'static str,
+    /// Whether it computes, views, or mutates its receiver's data or metadata.
     pub class: OpClass,
     /// Argument kinds after the receiver.
     pub params: &'static [ParamKind],
@@ -98,7 +102,7 @@ macro_rules! define_ops {
     ($( $variant:ident = $name:literal, $class:ident, [$($p:ident),*], $usage:literal; )*) => {
         /// Every op of the DSL. The discriminant indexes [`OP_TABLE`].
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum OpKind { $($variant,)* }
+        pub enum OpKind { $(#[doc = concat!("`", $name, "`: `", $usage, "`.")] $variant,)* }
 
         /// The table of all ops, in [`OpKind`] order.
         pub static OP_TABLE: &[OpSig] = &[
@@ -255,10 +259,12 @@ impl OpKind {
         &OP_TABLE[self as usize]
     }
 
+    /// The method name, as in the DSL and the eager API.
     pub fn name(self) -> &'static str {
         self.sig().name
     }
 
+    /// Whether the op computes, views, or mutates its receiver.
     pub fn class(self) -> OpClass {
         self.sig().class
     }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MutationType {
+    /// Neither the data nor the metadata is mutated.
     NotMutated,
     /// The graph performs the mutation itself (a `copy_` kept in the graph).
     MutatedInGraph,
@@ -56,6 +57,8 @@ impl OutputType {
         matches!(self, OutputType::NonAlias | OutputType::UnsafeViewAlias)
     }
 
+    /// The kinds whose base is an input (counted in
+    /// `num_outputs_aliased_to_inputs`).
     pub fn is_alias_of_input(self) -> bool {
         matches!(self, OutputType::AliasOfInput | OutputType::IsInput)
     }
@@ -64,33 +67,53 @@ impl OutputType {
 /// Per-input facts (PyTorch's `InputAliasInfo`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputAliasInfo {
+    /// The argument is an autograd leaf (`false` for non-tensors).
     pub is_leaf: bool,
+    /// An in-place write of the function reaches the input's storage.
     pub mutates_data: bool,
+    /// The function changes the input's sizes, strides or offset
+    /// (`t_`, `unsqueeze_`, `as_strided_`, ..).
     pub mutates_metadata: bool,
     /// True when no data mutation is visible to autograd. PyTorch counts
     /// only opaque kernel mutations as hidden, so for plain programs this is
     /// "the data is not mutated at all" (and `false` for non-tensors).
     pub mutations_hidden_from_autograd: bool,
+    /// The data is mutated, and every mutation happened under `no_grad!`
+    /// (or the whole call ran with grad mode off).
     pub mutations_under_no_grad_or_inference_mode: bool,
     /// `set_()`-style storage swaps; the DSL has none, so always false.
     pub mutates_storage_metadata: bool,
+    /// The input requires grad after the call (a write of a value that
+    /// requires grad makes it require grad).
     pub requires_grad: bool,
+    /// The config's `keep_input_mutations`: whether mutations that may stay
+    /// in the graph are kept there rather than applied by the runtime.
     pub keep_input_mutations: bool,
+    /// Derived from the fields above by [`mutation_type`].
     pub mutation_type: MutationType,
 }
 
 /// Per-output facts (PyTorch's `OutputAliasInfo`, the serialised part).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutputAliasInfo {
+    /// How the output aliases the inputs and the other outputs.
     pub output_type: OutputType,
+    /// What the output type refers to: the input (`IsInput`, `AliasOfInput`),
+    /// the intermediate base (`AliasOfIntermediate`,
+    /// `AliasOfIntermediateSaveAsOutput`) or the user output
+    /// (`AliasOfIntermediateBaseIsUserOutput`); `None` for the others.
     pub base_idx: Option<usize>,
+    /// The output requires grad (so the backward takes a tangent for it,
+    /// unless it aliases an input or an intermediate).
     pub requires_grad: bool,
 }
 
 /// Shape and strides of a traced tangent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TangentMeta {
+    /// The tangent's sizes.
     pub shape: Vec<usize>,
+    /// The tangent's strides, in elements.
     pub stride: Vec<usize>,
 }
 
@@ -98,17 +121,36 @@ pub struct TangentMeta {
 /// to know about a call's mutations and aliasing.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ViewAndMutationMeta {
+    /// Per argument, tensor or not, in signature order.
     pub input_info: Vec<InputAliasInfo>,
+    /// Per user output, in order.
     pub output_info: Vec<OutputAliasInfo>,
+    /// How many intermediate bases the forward returns after the user
+    /// outputs (one per `AliasOfIntermediateSaveAsOutput`).
     pub num_intermediate_bases: usize,
+    /// Whether mutations that may stay in the graph are kept there
+    /// (`MutationType::MutatedInGraph`).
     pub keep_input_mutations: bool,
+    /// The backward's tangent inputs; left empty by the static analysis
+    /// and filled in by the runtime, which knows the shapes.
     pub traced_tangents: Vec<TangentMeta>,
+    /// The inputs whose mutation the runtime applies after the call
+    /// (`MutationType::MutatedOutGraph`), in order.
     pub mutated_inp_runtime_indices: Vec<usize>,
+    /// How many user outputs (`output_info.len()`).
     pub num_outputs: usize,
+    /// User outputs that alias nothing the caller sees (`NonAlias`,
+    /// `UnsafeViewAlias`).
     pub num_outputs_non_aliased: usize,
+    /// User outputs that are an input or a view of one.
     pub num_outputs_aliased_to_inputs: usize,
+    /// User outputs regenerated from an intermediate base.
     pub num_outputs_aliased_to_intermediates: usize,
+    /// What the forward graph returns: the mutated inputs of
+    /// `mutated_inp_runtime_indices`, the user outputs, the intermediate bases.
     pub num_forward_returns: usize,
+    /// `num_forward_returns` plus PyTorch's RNG-offset output, which is
+    /// never there (RNG functionalization is off).
     pub num_forward: usize,
 }
 
@@ -191,8 +233,13 @@ pub fn mutation_type(info: &InputAliasInfo) -> MutationType {
 /// The duplicate-argument specialisation (`AOTDedupeWrapper`), when one was needed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DedupeInfo {
+    /// Per original argument: kept (the first occurrence of its tensor), or
+    /// dropped as a duplicate of an earlier one.
     pub keep_arg_mask: Vec<bool>,
+    /// Per original argument, the index among the kept arguments of the
+    /// tensor it is.
     pub add_dupe_map: Vec<usize>,
+    /// The metadata of the call on the kept arguments.
     pub meta: ViewAndMutationMeta,
 }
 
@@ -201,14 +248,30 @@ pub struct DedupeInfo {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum SyntheticBaseEntry {
+    /// The argument is kept, as the new argument at this index.
     Index(usize),
-    View { base: usize, size: Vec<usize>, stride: Vec<usize>, storage_offset: usize },
+    /// The argument is regenerated as this view of a synthetic base.
+    View {
+        /// The synthetic base's index among the new arguments.
+        base: usize,
+        /// The view's sizes.
+        size: Vec<usize>,
+        /// The view's strides, in elements.
+        stride: Vec<usize>,
+        /// The view's offset in the base's storage, in elements.
+        storage_offset: usize,
+    },
 }
 
 /// The synthetic-base specialisation (`AOTSyntheticBaseWrapper`), when one was needed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyntheticBaseInfo {
+    /// The original arguments regenerated from a synthetic base whose
+    /// metadata the function mutates: the runtime applies those mutations to
+    /// the caller's tensors after the call.
     pub aliased_arg_idx_with_metadata_mutations: Vec<usize>,
+    /// The metadata of the call on the merged arguments (synthetic bases
+    /// first).
     pub meta: ViewAndMutationMeta,
 }
 

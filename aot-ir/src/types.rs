@@ -43,14 +43,20 @@ pub enum ParamType {
     Tensor,
     /// `&mut Tensor`: the body may mutate its data or metadata.
     TensorMut,
+    /// `f64`: a float scalar.
     F64,
+    /// `f32`: a float scalar.
     F32,
+    /// `i64`: an integer scalar.
     I64,
+    /// `usize`: an integer scalar.
     Usize,
+    /// `bool`.
     Bool,
 }
 
 impl ParamType {
+    /// Whether the parameter is a tensor (`&Tensor` or `&mut Tensor`).
     pub fn is_tensor(self) -> bool {
         matches!(self, ParamType::Tensor | ParamType::TensorMut)
     }
@@ -82,12 +88,16 @@ impl ParamType {
 /// The class of a scalar expression, used to type-check op arguments at compile time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ScalarTy {
+    /// Floating point: `f64`/`f32` parameters, float literals.
     Float,
+    /// Integer: `i64`/`usize` parameters, integer literals, sizes.
     Int,
+    /// `bool`.
     Bool,
 }
 
 impl ScalarTy {
+    /// The class's name in type errors (`float`, `integer`, `bool`).
     pub fn name(self) -> &'static str {
         match self {
             ScalarTy::Float => "float",
@@ -100,13 +110,18 @@ impl ScalarTy {
 /// Arithmetic between scalars (`lr * 0.5`), evaluated at call time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ScalarBinOp {
+    /// `a + b`.
     Add,
+    /// `a - b`.
     Sub,
+    /// `a * b`.
     Mul,
+    /// `a / b` (between integers, truncated toward zero as in Rust).
     Div,
 }
 
 impl ScalarBinOp {
+    /// The operator as written, for listings and errors.
     pub fn symbol(self) -> &'static str {
         match self {
             ScalarBinOp::Add => "+",
@@ -124,11 +139,15 @@ pub enum ScalarExpr {
     /// Non-finite values are written as strings: JSON has no number for
     /// them (`-f64::INFINITY` in a body would otherwise become `null`).
     F64(#[serde(with = "json_f64")] f64),
+    /// An integer literal.
     I64(i64),
+    /// A bool literal.
     Bool(bool),
     /// The scalar parameter at this position of the signature.
     Param(usize),
+    /// `-e`.
     Neg(Box<ScalarExpr>),
+    /// `a op b`.
     Bin(ScalarBinOp, Box<ScalarExpr>, Box<ScalarExpr>),
     /// `expr as f64` / `expr as i64` (and the other numeric casts, folded onto these two).
     Cast(ScalarTy, Box<ScalarExpr>),
@@ -139,8 +158,12 @@ pub enum ScalarExpr {
     /// argument: the call's scalar values hold it at `slot` (after the
     /// parameters; see `Graph::sizes`).
     Size {
+        /// The tensor parameter's position in the signature.
         param: usize,
+        /// The dim as written (negative counts from the end).
         dim: i64,
+        /// Where the call's scalar values hold the size: `params.len() + k` for
+        /// entry `k` of `Graph::sizes` (`k` until `GraphBuilder::finish`).
         slot: usize,
     },
     /// `v.size(dim)` of a tensor the body computes (or reshaped in place):
@@ -148,7 +171,10 @@ pub enum ScalarExpr {
     /// held at `slot` of the call's scalar values (after the parameters'
     /// sizes), where the runtime's shape propagation puts it.
     ValueSize {
+        /// The entry of `Graph::value_sizes`.
         read: usize,
+        /// Where the call's scalar values hold the size (set by
+        /// `GraphBuilder::finish`).
         slot: usize,
     },
 }
@@ -156,23 +182,41 @@ pub enum ScalarExpr {
 /// The methods of Rust's `f64`/`i64` that the DSL evaluates on scalars.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ScalarFn {
+    /// `x.sqrt()`.
     Sqrt,
+    /// `x.exp()`.
     Exp,
+    /// `x.ln()`, the natural logarithm.
     Ln,
+    /// `x.log2()`.
     Log2,
+    /// `x.log10()`.
     Log10,
+    /// `x.sin()`.
     Sin,
+    /// `x.cos()`.
     Cos,
+    /// `x.tan()`.
     Tan,
+    /// `x.tanh()`.
     Tanh,
+    /// `x.floor()`.
     Floor,
+    /// `x.ceil()`.
     Ceil,
+    /// `x.round()` (half away from zero).
     Round,
+    /// `x.recip()`: `1 / x`.
     Recip,
+    /// `x.abs()`; an integer stays an integer.
     Abs,
+    /// `x.powi(n)`: an integer exponent.
     Powi,
+    /// `x.powf(y)`: a float exponent.
     Powf,
+    /// `a.min(b)`; integers stay integers.
     Min,
+    /// `a.max(b)`; integers stay integers.
     Max,
 }
 
@@ -223,6 +267,7 @@ impl ScalarFn {
         }
     }
 
+    /// Looks a function up by its Rust method name.
     pub fn from_name(name: &str) -> Option<ScalarFn> {
         ScalarFn::ALL.into_iter().find(|f| f.name() == name)
     }
@@ -297,12 +342,16 @@ impl ScalarFn {
 /// A scalar computed at call time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ScalarValue {
+    /// A float.
     F64(f64),
+    /// An integer.
     I64(i64),
+    /// A bool.
     Bool(bool),
 }
 
 impl ScalarValue {
+    /// The value's class.
     pub fn ty(self) -> ScalarTy {
         match self {
             ScalarValue::F64(_) => ScalarTy::Float,
@@ -325,14 +374,28 @@ impl fmt::Display for ScalarValue {
 /// Why a scalar expression could not be evaluated.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ScalarError {
+    /// No scalar in the call's values at this position (a parameter
+    /// position, or a size slot).
     #[error("scalar parameter {0} is missing or not a scalar")]
     MissingParam(usize),
+    /// An operator or function applied to operands of the wrong class
+    /// (arithmetic on a bool).
     #[error("cannot apply `{op}` to {lhs} and {rhs}")]
-    BadOperands { op: &'static str, lhs: &'static str, rhs: &'static str },
+    BadOperands {
+        /// The operator or function.
+        op: &'static str,
+        /// The class of the left operand (the receiver).
+        lhs: &'static str,
+        /// The class of the right operand, or "its arguments".
+        rhs: &'static str,
+    },
+    /// Integer arithmetic overflowed `i64`.
     #[error("integer overflow in scalar arithmetic")]
     Overflow,
+    /// An integer divided by zero.
     #[error("integer division by zero")]
     DivByZero,
+    /// A cast between a bool and a number.
     #[error("cannot cast a bool to a number")]
     BadCast,
 }
@@ -448,26 +511,32 @@ fn eval_bin(op: ScalarBinOp, a: ScalarValue, b: ScalarValue) -> Result<ScalarVal
 /// the node's first argument.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Arg {
+    /// A tensor value.
     Tensor(ValueId),
+    /// A scalar (a number or a bool).
     Scalar(ScalarExpr),
     /// An integer list such as the `&[2, -1]` of `view`.
     Ints(Vec<ScalarExpr>),
+    /// A dtype, as in `x.to_dtype(DType::F16)`.
     DType(DType),
 }
 
 impl Arg {
+    /// The tensor value, if this is a tensor argument.
     pub fn as_tensor(&self) -> Option<ValueId> {
         match self {
             Arg::Tensor(v) => Some(*v),
             _ => None,
         }
     }
+    /// The expression, if this is a scalar argument.
     pub fn as_scalar(&self) -> Option<&ScalarExpr> {
         match self {
             Arg::Scalar(s) => Some(s),
             _ => None,
         }
     }
+    /// The items, if this is an integer list.
     pub fn as_ints(&self) -> Option<&[ScalarExpr]> {
         match self {
             Arg::Ints(v) => Some(v),

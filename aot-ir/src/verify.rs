@@ -30,17 +30,46 @@ use thiserror::Error;
 /// A broken invariant, with where it broke.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum VerifyError {
+    /// A node breaks an invariant.
     #[error("node {node} (`{op}`): {msg}")]
-    Node { node: usize, op: &'static str, msg: String },
+    Node {
+        /// The node's index.
+        node: usize,
+        /// The node's op, by its listing name.
+        op: &'static str,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A parameter is malformed.
     #[error("parameter {param}: {msg}")]
-    Param { param: usize, msg: String },
+    Param {
+        /// The parameter's position.
+        param: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A value's table entry disagrees with the graph.
     #[error("value {value}: {msg}")]
-    Value { value: u32, msg: String },
+    Value {
+        /// The value's id.
+        value: u32,
+        /// What is wrong.
+        msg: String,
+    },
+    /// The graph's outputs are wrong (an undefined value, a count that
+    /// disagrees with the return type): what is wrong.
     #[error("outputs: {0}")]
     Outputs(String),
     /// A graph past the source: which stage, which graph, what broke.
     #[error("{stage} graph `{graph}`: {msg}")]
-    Stage { stage: Stage, graph: String, msg: String },
+    Stage {
+        /// The stage the graph is checked as.
+        stage: Stage,
+        /// The graph's name.
+        graph: String,
+        /// What is wrong.
+        msg: String,
+    },
 }
 
 /// The stages of the IR. Each admits its own primitives.

@@ -37,10 +37,14 @@ pub enum StorageOwner {
 /// The static alias facts of every value.
 #[derive(Clone, Debug)]
 pub struct AliasInfo {
+    /// Per value, its storage class: values with equal ids share storage.
     pub storage: Vec<StorageId>,
+    /// Per storage class, who allocated it.
     pub owners: Vec<StorageOwner>,
     /// The value this one is a view (or detach, or maybe-same) of.
     pub parent: Vec<Option<ValueId>>,
+    /// Per value, how it aliases its `parent`; `None` when it has storage of
+    /// its own.
     pub effect: Vec<Option<AliasEffect>>,
     /// The tensor object this value is: itself, or for `contiguous()` its receiver's identity.
     pub identity: Vec<ValueId>,
@@ -55,6 +59,8 @@ pub struct AliasInfo {
 }
 
 impl AliasInfo {
+    /// Computes the facts of a source graph, assuming what the analysis
+    /// decides for each `reshape`/`contiguous` (see [`AliasInfo::compute_with`]).
     pub fn compute(g: &Graph) -> AliasInfo {
         AliasInfo::compute_with(g, &[])
     }
@@ -165,10 +171,12 @@ impl AliasInfo {
         }
     }
 
+    /// The storage class of `v`.
     pub fn storage_of(&self, v: ValueId) -> StorageId {
         self.storage[v.index()]
     }
 
+    /// Who allocated `v`'s storage.
     pub fn owner_of(&self, v: ValueId) -> StorageOwner {
         self.owners[self.storage_of(v).0 as usize]
     }
@@ -185,7 +193,9 @@ impl AliasInfo {
 /// One layout-changing step, as applied to a receiver.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Step {
+    /// The view or metadata op.
     pub op: OpKind,
+    /// Its arguments after the receiver.
     pub args: Vec<Arg>,
 }
 
@@ -194,7 +204,9 @@ pub struct Step {
 /// sizes, strides and offset whatever the arguments' shapes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LayoutPath {
+    /// The storage class the path starts from.
     pub storage: StorageId,
+    /// The layout-changing steps since, in order.
     pub steps: Vec<Step>,
 }
 

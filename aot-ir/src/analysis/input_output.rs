@@ -14,9 +14,13 @@ use std::collections::BTreeSet;
 pub struct ArgGeometry {
     /// Equal for arguments that are the same tensor object.
     pub identity: usize,
+    /// Sizes.
     pub shape: Vec<usize>,
+    /// Strides, in elements.
     pub stride: Vec<usize>,
+    /// Offset of the first element in the storage, in elements.
     pub storage_offset: usize,
+    /// Whether the argument requires grad.
     pub requires_grad: bool,
 }
 

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 /// What the program says about each input and output, before any call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StaticMeta {
+    /// Per parameter, in signature order (scalars included).
     pub inputs: Vec<InputTemplate>,
+    /// Per output, in order.
     pub outputs: Vec<OutputTemplate>,
     /// Some input's data or metadata is mutated. When false, the runtime can
     /// skip alias checks between arguments entirely.
@@ -39,6 +41,7 @@ pub struct StaticMeta {
 /// Static facts about one parameter.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputTemplate {
+    /// Whether the parameter is a tensor.
     pub is_tensor: bool,
     /// How many in-place data writes reach this input's storage.
     pub data_mutations: u32,
@@ -55,6 +58,7 @@ pub struct InputTemplate {
 }
 
 impl InputTemplate {
+    /// Whether any in-place data write reaches the input.
     pub fn mutates_data(&self) -> bool {
         self.data_mutations > 0
     }
@@ -90,9 +94,11 @@ pub enum OutputAlias {
 /// Static facts about one output.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutputTemplate {
+    /// The returned value.
     pub value: ValueId,
     /// The tensor object returned (outputs with equal identity are the same tensor).
     pub identity: ValueId,
+    /// How the output aliases, before the call's facts.
     pub alias: OutputAlias,
     /// Outputs with the same storage class alias each other.
     pub storage: u32,
@@ -134,8 +140,11 @@ pub struct OutputTemplate {
 /// A call's facts about one argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ArgFacts {
+    /// Whether the argument is a tensor.
     pub is_tensor: bool,
+    /// Whether the tensor requires grad.
     pub requires_grad: bool,
+    /// Whether the tensor is an autograd leaf.
     pub is_leaf: bool,
     /// Arguments with the same id are the very same tensor (passed twice).
     pub identity: usize,
@@ -144,8 +153,11 @@ pub struct ArgFacts {
 /// A call's facts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallFacts {
+    /// Per parameter, in signature order.
     pub args: Vec<ArgFacts>,
+    /// Whether grad mode is on at the call.
     pub grad_enabled: bool,
+    /// The config's `keep_input_mutations` (see [`crate::InputAliasInfo`]).
     pub keep_input_mutations: bool,
     /// What a run on copies of the arguments showed, where the template is
     /// unsure (`StaticMeta::needs_observation`); `None` trusts the template.
@@ -192,6 +204,8 @@ impl Observation {
 /// other, within one observation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ObservedOutput {
+    /// Whether the output is an input, views an input, or has storage the
+    /// function allocated.
     pub alias: ObservedAlias,
     /// Outputs with the same id are the same tensor object; a `base` with
     /// an output's id is that output.

@@ -170,10 +170,13 @@ mod tests {
 /// The operands' ranks (and first batch sizes) of a `matmul` in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MatmulShape {
+    /// The rank of the left operand.
     pub lhs_dim: usize,
+    /// The rank of the right operand.
     pub rhs_dim: usize,
     /// The first size of each operand (its batch size when 3-D).
     pub lhs_first: usize,
+    /// The same for the right operand.
     pub rhs_first: usize,
     /// Whether the operand of higher rank (the right one, transposed, when
     /// it is the higher) folds into a matrix without a copy: it is empty,

@@ -23,8 +23,11 @@ use crate::types::{Arg, ParamType, SpanId, ValueId};
 /// A refusal, to be shown at `span`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
+    /// Where the error points.
     pub span: SpanId,
+    /// What is refused and why.
     pub message: String,
+    /// How to write it instead, when there is a way.
     pub help: Option<String>,
     /// A second location worth showing (the parameter's declaration).
     pub note: Option<(SpanId, String)>,

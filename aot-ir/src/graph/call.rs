@@ -62,7 +62,9 @@ impl CallSite {
 /// One argument of a call.
 #[derive(Clone, Copy, Debug)]
 pub enum CallArg<'a> {
+    /// A tensor or scalar argument, as the node holds it.
     Plain(&'a Arg),
+    /// A struct argument: a field path of a caller's struct parameter.
     Tree(&'a TreeArg),
 }
 

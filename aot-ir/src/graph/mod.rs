@@ -44,6 +44,7 @@ pub struct Graph {
     /// The returned values, in order. A value may appear twice, and a
     /// parameter's value is returned as that very tensor.
     pub outputs: Vec<ValueId>,
+    /// The declared return type.
     pub ret: ReturnKind,
     /// The sizes the body reads (`x.size(d)`, `x.shape()[d]`): per entry
     /// the tensor parameter and the dim (negative from the end). A call's
@@ -64,8 +65,11 @@ pub struct Graph {
 /// metadata change later in the body does not move it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ValueSizeRead {
+    /// The tensor whose size is read.
     pub value: ValueId,
+    /// The dim read (negative counts from the end).
     pub dim: i64,
+    /// How many of the graph's nodes run before the read.
     pub at: usize,
 }
 
@@ -81,6 +85,7 @@ pub enum ReturnKind {
 }
 
 impl ReturnKind {
+    /// How many values the function returns.
     pub fn arity(self) -> usize {
         match self {
             ReturnKind::Unit => 0,
@@ -93,11 +98,14 @@ impl ReturnKind {
 /// One parameter of the signature.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Param {
+    /// The name as written, for messages and the listing.
     pub name: String,
+    /// The declared type.
     pub ty: ParamType,
     /// The tensor value standing for this parameter; `None` for scalars,
     /// which are referenced by position through [`ScalarExpr::Param`].
     pub value: Option<ValueId>,
+    /// Where it is declared, for diagnostics.
     pub span: SpanId,
 }
 
@@ -107,6 +115,7 @@ pub struct ValueInfo {
     /// The `let` name it was bound to, for the listing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The parameter or node that defines it.
     pub def: ValueDef,
 }
 
@@ -165,6 +174,7 @@ pub struct GraphBuilder {
 }
 
 impl GraphBuilder {
+    /// An empty graph named `name`, returning nothing until [`finish`](Self::finish).
     pub fn new(name: impl Into<String>) -> Self {
         GraphBuilder {
             graph: Graph {
@@ -289,6 +299,9 @@ impl GraphBuilder {
         &self.graph
     }
 
+    /// Sets the outputs and the return type, moves the size slots of
+    /// [`ScalarExpr::Size`] and [`ScalarExpr::ValueSize`] behind the
+    /// parameters, and returns the graph.
     pub fn finish(mut self, outputs: Vec<ValueId>, ret: ReturnKind) -> Graph {
         self.graph.outputs = outputs;
         self.graph.ret = ret;
@@ -335,21 +348,27 @@ fn offset_size_slots(e: &mut ScalarExpr, n: usize, m: usize) {
 pub mod args {
     use super::*;
 
+    /// A tensor argument.
     pub fn t(v: ValueId) -> Arg {
         Arg::Tensor(v)
     }
+    /// A float literal.
     pub fn f(x: f64) -> Arg {
         Arg::Scalar(ScalarExpr::F64(x))
     }
+    /// An integer literal.
     pub fn i(x: i64) -> Arg {
         Arg::Scalar(ScalarExpr::I64(x))
     }
+    /// A bool literal.
     pub fn b(x: bool) -> Arg {
         Arg::Scalar(ScalarExpr::Bool(x))
     }
+    /// An integer list of literals.
     pub fn ints(xs: &[i64]) -> Arg {
         Arg::Ints(xs.iter().map(|&x| ScalarExpr::I64(x)).collect())
     }
+    /// A dtype argument.
     pub fn dtype(d: DType) -> Arg {
         Arg::DType(d)
     }

@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 /// One op application: `out = op(args..)`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Node {
+    /// What the node computes.
     pub op: Op,
     /// Receiver first, then the op's arguments (see [`Op`] for the
     /// primitives' arguments).
@@ -47,6 +48,7 @@ pub struct Node {
     /// write through a `detach()` alias, invisible to autograd).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_grad: bool,
+    /// Where in the user's source the node comes from, for diagnostics.
     pub span: SpanId,
 }
 
@@ -58,7 +60,10 @@ pub enum Op {
     /// the plan assumed the result aliases its receiver; the executor
     /// checks it.
     Dsl {
+        /// The DSL op applied.
         op: OpKind,
+        /// Whether the plan assumed the result aliases its receiver; `None` in
+        /// the source and where the aliasing does not matter.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         check_alias: Option<bool>,
     },
@@ -74,7 +79,12 @@ pub enum Op {
     /// `[root, view, args..]`: the next version of `root`: the in-place
     /// `op` applied to `view` (the region `chain` selects of `root`) with
     /// `args`.
-    Mutate { op: OpKind, chain: Vec<ChainStep> },
+    Mutate {
+        /// The in-place DSL op.
+        op: OpKind,
+        /// The view chain from `root` to the written region.
+        chain: Vec<ChainStep>,
+    },
     /// A backward-only primitive.
     Prim(Prim),
     /// `[]`, in a kernel body only: the kernel's input `.0`.
@@ -250,5 +260,10 @@ pub enum ChainStep {
     /// has at call time: regenerates an aliased input from its group's base.
     ArgGeometry(usize),
     /// A view op with its arguments after the receiver.
-    View { op: OpKind, args: Vec<Arg> },
+    View {
+        /// The view op.
+        op: OpKind,
+        /// Its arguments after the receiver.
+        args: Vec<Arg>,
+    },
 }

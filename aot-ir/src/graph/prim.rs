@@ -46,7 +46,10 @@ pub enum Prim {
     ViewScatter(Vec<ChainStep>),
     /// `[g, a, b]`: the gradient of `a` (`rhs` false) or `b` of `a.matmul(b)`,
     /// with matmul's 1-D and batch-broadcasting rules.
-    MatmulGrad { rhs: bool },
+    MatmulGrad {
+        /// Whether the gradient is `b`'s rather than `a`'s.
+        rhs: bool,
+    },
     /// `[x]`: a one-element stand-in with `x`'s shape and dtype (stride 0),
     /// saved for the backward when only `x`'s metadata is read there.
     MetaOf,
@@ -72,7 +75,12 @@ pub enum Prim {
     /// `[g, x_0, .., x_{n-1}, dim]`: the gradient of `x_k` in
     /// `cat(&[x_0, ..], dim)`: the slice of `g` along `dim` where `x_k`
     /// was put (the inputs' shapes give the offsets).
-    CatGrad { k: usize, n: usize },
+    CatGrad {
+        /// The input whose gradient this is.
+        k: usize,
+        /// How many tensors `cat` joined.
+        n: usize,
+    },
     /// `[g, ids, weight]`: the gradient of `weight` in
     /// `ids.embedding(weight)`: the rows of `g` added into zeros shaped
     /// like `weight`, at the rows `ids` names.
@@ -84,6 +92,7 @@ pub enum Prim {
 }
 
 impl Prim {
+    /// The name in listings.
     pub fn name(&self) -> &'static str {
         match self {
             Prim::SumToLike => "sum_to_like",

@@ -31,18 +31,31 @@ pub use compare_int_bool::{compare, comparison_c_op, int_pow, BoolOp, IntOp, INT
 pub trait Compute: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self> {
     /// `v` rounded to this type (how a scalar operand enters an op).
     fn of(v: f64) -> Self;
+    /// `√self`.
     fn sqrt(self) -> Self;
+    /// `|self|`.
     fn abs(self) -> Self;
+    /// `self` to the power `e`.
     fn pow(self, e: Self) -> Self;
+    /// `e^self`.
     fn exp(self) -> Self;
+    /// The natural logarithm.
     fn log(self) -> Self;
+    /// `ln(1 + self)`, accurate near 0.
     fn log1p(self) -> Self;
+    /// `e^self - 1`, accurate near 0.
     fn expm1(self) -> Self;
+    /// Sine.
     fn sin(self) -> Self;
+    /// Cosine.
     fn cos(self) -> Self;
+    /// Hyperbolic tangent.
     fn tanh(self) -> Self;
+    /// `1 / (1 + e^-self)`.
     fn sigmoid(self) -> Self;
+    /// `self * sigmoid(self)`.
     fn silu(self) -> Self;
+    /// The exact (erf) GELU, PyTorch's default: `self/2 (1 + erf(self/√2))`.
     fn gelu(self) -> Self;
     /// `self` if `keep`, else `other`, with `keep` = `self` is NaN or
     /// `self >= other` (`torch.maximum`: NaN wins).
@@ -56,15 +69,19 @@ pub trait Compute: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output =
     fn trig_is_slow(self) -> bool {
         false
     }
+    /// `sin` of an argument that is not slow.
     fn sin_fast(self) -> Self {
         self.sin()
     }
+    /// `sin` of a slow argument.
     fn sin_slow(self) -> Self {
         self.sin()
     }
+    /// `cos` of an argument that is not slow.
     fn cos_fast(self) -> Self {
         self.cos()
     }
+    /// `cos` of a slow argument.
     fn cos_slow(self) -> Self {
         self.cos()
     }
@@ -72,6 +89,7 @@ pub trait Compute: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output =
 
 /// Receives the function of an op from [`with_op`].
 pub trait OpVisitor<C: Compute> {
+    /// What the visit returns.
     type Out;
     /// `f(a, b)`: the op's value at one position; unary ops ignore `b`.
     fn visit<F: Fn(C, C) -> C + Copy + Send + Sync>(self, f: F) -> Self::Out;

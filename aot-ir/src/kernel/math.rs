@@ -51,9 +51,11 @@ pub trait Lanes: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = S
     type Mask: Copy;
     /// A constant.
     fn lit(v: f32) -> Self;
+    /// `|self|`.
     fn abs(self) -> Self;
     /// `self < o` (false when either is NaN).
     fn lt(self, o: Self) -> Self::Mask;
+    /// Whether `self` is NaN.
     fn is_nan(self) -> Self::Mask;
     /// `a` where `m`, else `b`.
     fn select(m: Self::Mask, a: Self, b: Self) -> Self;

@@ -49,8 +49,9 @@ use crate::types::{Arg, ValueId};
 /// a written input group.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InPlaceStore {
-    /// The written group, and which input is its primal (the destination).
+    /// The written input group.
     pub group: usize,
+    /// The kernel input that is the group's primal: where the value is stored.
     pub dest: usize,
     /// The group's final version (what its copy-back reads).
     pub out: ValueId,

@@ -277,8 +277,18 @@ pub struct RenderedKernel {
 /// Why a kernel could not be rendered, or its parameters packed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RenderError {
+    /// A body node that cannot be typed or rendered.
     #[error("kernel `{kernel}`: body node {node}: {msg}")]
-    Body { kernel: String, node: usize, msg: String },
+    Body {
+        /// The kernel's name.
+        kernel: String,
+        /// The body node's index.
+        node: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// The launch parameters could not be packed (sizes, strides or masks
+    /// that do not fit the kernel): what is wrong.
     #[error("kernel parameters: {0}")]
     Params(String),
 }
@@ -497,6 +507,7 @@ fn contiguous_vec4(s: &mut String, name: &str, ins: &[DType], outs: &[DType]) {
 /// An operand's layout, in elements.
 #[derive(Clone, Copy, Debug)]
 pub struct Operand<'a> {
+    /// The index of the operand's first element in its storage.
     pub offset: i64,
     /// One per dimension of the output (0 where broadcast).
     pub strides: &'a [i64],

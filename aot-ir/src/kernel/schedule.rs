@@ -36,7 +36,10 @@ use crate::types::{Arg, ValueId};
 /// input list it is (`None` for a kernel).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Scheduled {
+    /// The stage's nodes in execution order: the input's nodes and the kernels
+    /// that replace some of them.
     pub nodes: Vec<Node>,
+    /// Per node: the index of the input node it is; `None` for a kernel.
     pub origin: Vec<Option<usize>>,
     /// Per node: a `Cow` whose copy only the next write reads, or that
     /// write: an elementwise in-place op on the whole copy

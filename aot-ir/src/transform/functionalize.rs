@@ -44,12 +44,22 @@ pub enum FOutput {
     /// The argument at this parameter position, the very tensor.
     Input(usize),
     /// A view of input group `group`'s storage with `value`'s geometry.
-    AliasOfInput { group: usize, value: ValueId },
+    AliasOfInput {
+        /// The input group whose storage it views.
+        group: usize,
+        /// The functional value with the output's geometry.
+        value: ValueId,
+    },
     /// A tensor the graph allocated.
     Value(ValueId),
     /// A view with `value`'s geometry of the intermediate `base`, which the
     /// graph returns.
-    ViewOfIntermediate { base: ValueId, value: ValueId },
+    ViewOfIntermediate {
+        /// The intermediate the output views; the graph returns it.
+        base: ValueId,
+        /// The functional value with the output's geometry.
+        value: ValueId,
+    },
 }
 
 /// The input groups of one specialisation: arguments that are one tensor
@@ -71,11 +81,16 @@ pub struct InputGroups {
 /// (`verify::Stage::Functional`). Its values are its own, not the source's.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FunctionalGraph {
+    /// The source function's name.
     pub name: String,
     /// The source's parameters (names for the listing, scalar types).
     pub params: Vec<Param>,
+    /// How the call's arguments form input groups: the specialisation this
+    /// graph is for.
     pub groups: InputGroups,
+    /// How many values the graph defines; their ids are below it.
     pub num_values: usize,
+    /// The nodes in program order.
     pub nodes: Vec<Node>,
     /// Per value: the source node it came from (DSL ops and writes), whose
     /// operands an error blames.
@@ -84,6 +99,7 @@ pub struct FunctionalGraph {
     pub mutated_groups: Vec<(usize, ValueId)>,
     /// Per metadata-mutated parameter, the value with its final geometry.
     pub metadata_mutations: Vec<(usize, ValueId)>,
+    /// Per user output, how it is produced.
     pub outputs: Vec<FOutput>,
     /// Per output: whether eager returns an autograd view (a tensor with a
     /// `._base`). A value reached through `detach()`, or an allocated

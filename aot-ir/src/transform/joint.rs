@@ -53,9 +53,12 @@ pub enum OutputKind {
     IntermediateBase,
 }
 
+/// One forward output of the joint graph.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JOutput {
+    /// What the output stands for.
     pub kind: OutputKind,
+    /// The value returned.
     pub value: ValueId,
     /// The tangent it receives, if it is differentiable.
     pub tangent: Option<usize>,
@@ -64,10 +67,13 @@ pub struct JOutput {
 /// The joint graph.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JointGraph {
+    /// The source function's name.
     pub name: String,
     /// The source's parameters (names for the listing, types).
     pub params: Vec<Param>,
+    /// How many primals: one per input group.
     pub num_primals: usize,
+    /// How many values the graph defines; their ids are below it.
     pub num_values: usize,
     /// Forward nodes first, then tangents, then the backward.
     pub nodes: Vec<Node>,
@@ -77,6 +83,9 @@ pub struct JointGraph {
     /// Per value: the source node it came from (the functional graph's
     /// DSL ops and writes; `None` for what the rules added).
     pub src_node: Vec<Option<usize>>,
+    /// The forward outputs in PyTorch's order: final versions of
+    /// data-mutated inputs, metadata-mutated parameters, user outputs,
+    /// intermediate bases.
     pub fw_outputs: Vec<JOutput>,
     /// Per tangent, the forward output it belongs to.
     pub tangents: Vec<usize>,
@@ -90,7 +99,9 @@ pub struct JointGraph {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("joint graph `{name}`: {msg}")]
 pub struct JointError {
+    /// The graph's name.
     pub name: String,
+    /// What is wrong.
     pub msg: String,
 }
 

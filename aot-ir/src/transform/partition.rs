@@ -54,8 +54,11 @@ mod costs;
 /// the joint graph's.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SubGraph {
+    /// The values the graph receives, in order.
     pub inputs: Vec<ValueId>,
+    /// The nodes in execution order.
     pub nodes: Vec<Node>,
+    /// The values the graph returns, in order.
     pub outputs: Vec<ValueId>,
 }
 
@@ -68,7 +71,10 @@ pub struct Partition {
     /// Inputs: the saved values, then the tangents. Outputs: the input
     /// gradients that exist, in parameter order.
     pub backward: SubGraph,
+    /// The values the forward saves for the backward, in order.
     pub saved: Vec<ValueId>,
+    /// How many of the forward's outputs are the joint's forward outputs
+    /// (the rest are the saved values).
     pub num_fw_outputs: usize,
     /// Per source parameter, the gradient's position in the backward's outputs.
     pub grad_slots: Vec<Option<usize>>,

@@ -41,15 +41,25 @@ pub fn comparison_c_op(op: OpKind) -> Option<&'static str> {
 /// of compiled calls take only tensor exponents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IntOp {
+    /// `a + b`.
     Add,
+    /// `a - b`.
     Sub,
+    /// `a * b`.
     Mul,
+    /// The larger of `a` and `b`.
     Maximum,
+    /// The smaller of `a` and `b`.
     Minimum,
+    /// `-a`.
     Neg,
+    /// `|a|`.
     Abs,
+    /// `a * a`.
     Square,
+    /// `a` where positive, else 0.
     Relu,
+    /// `a` to the power `b` (see [`int_pow`]).
     Pow,
 }
 
@@ -155,11 +165,14 @@ pub const INT_POW_C: &str = "static __device__ __forceinline__ long long aot_int
 /// `mul`/`minimum` as and (the rest of arithmetic is an error on bools).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BoolOp {
+    /// `a | b` (`add`, `maximum`).
     Or,
+    /// `a & b` (`mul`, `minimum`).
     And,
 }
 
 impl BoolOp {
+    /// The bool op `op` computes on bool operands, if it is one.
     pub fn of(op: OpKind) -> Option<BoolOp> {
         match op {
             OpKind::Add | OpKind::Maximum => Some(BoolOp::Or),
@@ -168,6 +181,7 @@ impl BoolOp {
         }
     }
 
+    /// The op on two bools.
     #[inline(always)]
     pub fn eval(self, a: bool, b: bool) -> bool {
         match self {

@@ -354,8 +354,11 @@ fn entry(s: &mut String, sh: &Shape<'_>, op: Row, acc: DType, vd: DType, rd: DTy
 /// How to launch a reduction kernel: its parameter words, grid and block.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReduceLaunch {
+    /// The kernel's parameter words (module doc, "ABI").
     pub words: Vec<u64>,
+    /// Blocks in the grid: one per row, or per up to four short rows (at most 65535).
     pub grid: u32,
+    /// Threads per block.
     pub block: u32,
     /// Whether the kernel writes nothing (no rows, or empty rows written
     /// along the row): then it need not be launched.

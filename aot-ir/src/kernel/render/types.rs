@@ -25,7 +25,9 @@ use crate::types::{Arg, ScalarValue};
 /// operands' promotion, while the value is bool).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelTypes {
+    /// Per body value, its dtype.
     pub values: Vec<DType>,
+    /// Per body value, the dtype its op computes in.
     pub compute: Vec<DType>,
 }
 

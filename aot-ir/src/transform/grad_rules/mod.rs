@@ -86,8 +86,15 @@ impl<B: GradBuilder + ?Sized> RuleOps for B {}
 /// The forward output a rule may use: a value, or a view to regenerate from
 /// a mutated root (for in-place ops, whose result is a region of the root).
 pub enum OutRef {
+    /// A value of the forward.
     Value(ValueId),
-    Region { root: ValueId, chain: Vec<ChainStep> },
+    /// The region `chain` selects of root version `root`.
+    Region {
+        /// The root version holding the result.
+        root: ValueId,
+        /// The view chain from `root` to the result.
+        chain: Vec<ChainStep>,
+    },
 }
 
 impl OutRef {
@@ -200,9 +207,13 @@ pub fn regen_vjp<B: GradBuilder>(e: &mut B, root: ValueId, chain: &[ChainStep], 
 /// One in-place op on the region `chain` of root version `root`, producing
 /// root version `out`: `out = scatter(root, op_(view(root), args..))`.
 pub struct MutateSite<'a> {
+    /// The in-place op.
     pub op: OpKind,
+    /// The root version written.
     pub root: ValueId,
+    /// The root version the write produces.
     pub out: ValueId,
+    /// The view chain from `root` to the written region.
     pub chain: &'a [ChainStep],
     /// The op's arguments: the written view (its old value) first.
     pub args: &'a [Arg],
