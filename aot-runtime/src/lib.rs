@@ -36,10 +36,15 @@
 
 pub mod arg;
 pub mod autograd;
+// The backend seam and storages are internals; the CUDA backend's tests
+// (`tests/cuda_*.rs`) reach them with `test-hooks`.
+#[cfg(feature = "test-hooks")]
 pub mod backend;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod backend;
 mod buffer_cache;
 pub mod compiled;
-pub mod counters;
+pub(crate) mod counters;
 mod cpu;
 pub mod cuda;
 pub mod device;
@@ -51,8 +56,13 @@ pub(crate) mod executor;
 mod host_alloc;
 pub mod layout;
 pub mod ops;
+#[cfg(feature = "test-hooks")]
 pub mod storage;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod storage;
 pub mod tensor;
+#[cfg(feature = "test-hooks")]
+pub mod testing;
 pub mod tree;
 pub(crate) mod wrappers;
 pub use wrappers::subclass;

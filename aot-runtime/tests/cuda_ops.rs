@@ -10,8 +10,9 @@ mod cuda_common;
 
 use aot_runtime::backend::CpuStorage;
 use aot_runtime::backend::{Backend, BinaryOp};
-use aot_runtime::cuda::{host_round_trips, CudaStorage};
+use aot_runtime::cuda::CudaStorage;
 use aot_runtime::layout::Layout;
+use aot_runtime::testing::host_round_trips;
 use aot_runtime::DType;
 use cuda_common::{bits, download, on, upload, Gen, CUDA, DTYPES};
 use std::sync::Mutex;

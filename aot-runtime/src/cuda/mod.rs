@@ -62,7 +62,5 @@ pub mod sim;
 #[cfg(test)]
 mod tests;
 
-#[cfg(feature = "cuda")]
-pub use backend::host_round_trips;
 pub use imp::{is_available, is_simulated, CudaStorage};
 pub(crate) use imp::{kernel_sources, op_kernel_sources};

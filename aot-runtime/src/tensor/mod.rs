@@ -20,7 +20,7 @@ mod autograd_meta;
 mod backward_op;
 mod grad_mode;
 mod record;
-mod saved;
+pub(crate) mod saved;
 mod view_op;
 
 pub(crate) use autograd_meta::{AutogradMeta, Edge, Node, ViewInfo};
@@ -29,7 +29,6 @@ pub(crate) use grad_mode::with_grad_mode;
 pub use grad_mode::{is_grad_enabled, no_grad, NoGradGuard};
 pub(crate) use record::{record, record_multi};
 #[doc(hidden)]
-pub use saved::saved_storage_bytes;
 pub(crate) use saved::SavedTensor;
 pub(crate) use view_op::ViewOp;
 
