@@ -7,11 +7,17 @@ use serde::{Deserialize, Serialize};
 /// Element type of a tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DType {
+    /// 32-bit float.
     F32,
+    /// 64-bit float.
     F64,
+    /// IEEE half precision.
     F16,
+    /// bfloat16.
     BF16,
+    /// 64-bit signed integer.
     I64,
+    /// Boolean (one byte).
     Bool,
 }
 
@@ -29,6 +35,7 @@ impl DType {
     /// The floating dtypes.
     pub const FLOATS: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
 
+    /// Whether this is a floating dtype.
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
     }
@@ -40,6 +47,7 @@ impl DType {
             d => d,
         }
     }
+    /// The size of one element, in bytes.
     pub fn size_in_bytes(self) -> usize {
         match self {
             DType::F64 | DType::I64 => 8,
@@ -98,8 +106,11 @@ impl std::fmt::Display for DType {
 
 /// A Rust type that can be a tensor element.
 pub trait WithDType: Copy + Send + Sync + 'static + std::fmt::Debug + PartialEq {
+    /// The dtype of this element type.
     const DTYPE: DType;
+    /// The value as an `f64` (`true` is 1).
     fn to_f64(self) -> f64;
+    /// `v` converted to this type (nonzero is `true`).
     fn from_f64(v: f64) -> Self;
 }
 
@@ -128,12 +139,16 @@ with_dtype_float!(bool, Bool, |v: bool| if v { 1.0 } else { 0.0 }, |v: f64| v !=
 /// dimensionless numbers).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar {
+    /// A float.
     F64(f64),
+    /// An integer.
     I64(i64),
+    /// A boolean.
     Bool(bool),
 }
 
 impl Scalar {
+    /// The value as an `f64` (`true` is 1).
     pub fn to_f64(self) -> f64 {
         match self {
             Scalar::F64(v) => v,

@@ -33,12 +33,15 @@
 //! # Ok::<(), AotError>(())
 //! ```
 #![allow(clippy::needless_range_loop)]
+#![warn(missing_docs)]
 
 pub mod arg;
 pub mod autograd;
 // The backend seam and storages are internals; the CUDA backend's tests
-// (`tests/cuda_*.rs`) reach them with `test-hooks`.
+// (`tests/cuda_*.rs`) reach them with `test-hooks`, which does not make
+// them API (hence no docs required).
 #[cfg(feature = "test-hooks")]
+#[allow(missing_docs)]
 pub mod backend;
 #[cfg(not(feature = "test-hooks"))]
 pub(crate) mod backend;
@@ -57,6 +60,7 @@ mod host_alloc;
 pub mod layout;
 pub mod ops;
 #[cfg(feature = "test-hooks")]
+#[allow(missing_docs)]
 pub mod storage;
 #[cfg(not(feature = "test-hooks"))]
 pub(crate) mod storage;

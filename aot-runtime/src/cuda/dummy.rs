@@ -27,15 +27,19 @@ impl CudaStorage {
     pub(crate) fn placeholder(ordinal: usize, dtype: DType, len: usize) -> CudaStorage {
         CudaStorage { ordinal, dtype, len }
     }
+    /// The device this buffer lives on.
     pub fn device(&self) -> Device {
         Device::Cuda(self.ordinal)
     }
+    /// The buffer's element type.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
+    /// The number of elements.
     pub fn len(&self) -> usize {
         self.len
     }
+    /// Whether the buffer has no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -16,13 +16,12 @@
 //!   `DeviceUnavailable` with the reason that aot-runtime was built without
 //!   the `cuda` feature (candle's dummy CUDA backend).
 //!
-//! With the feature, [`nvrtc`] compiles generated CUDA C to PTX (it needs
-//! NVRTC, not a GPU), and [`sim`] runs the same CUDA C on the CPU (it
+//! With the feature, `nvrtc` compiles generated CUDA C to PTX (it needs
+//! NVRTC, not a GPU), and `sim` runs the same CUDA C on the CPU (it
 //! needs a host C++ compiler), for tests without a GPU.
 //!
-//! Either way [`CudaStorage`] implements [`Backend`](crate::backend::Backend)
-//! and [`is_available`] and [`is_simulated`] exist, so no op or test needs
-//! a `cfg`.
+//! Either way [`CudaStorage`] implements `Backend` and [`is_available`]
+//! and [`is_simulated`] exist, so no op or test needs a `cfg`.
 
 #[cfg(feature = "cuda")]
 mod driver;

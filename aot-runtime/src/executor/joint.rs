@@ -25,7 +25,9 @@ use aot_ir::ScalarValue;
 /// receiver); the caller then runs the eager reference.
 #[derive(Debug)]
 pub enum Outcome<T> {
+    /// It ran: its result.
     Done(T),
+    /// It stopped before writing anything: why.
     Fallback(&'static str),
 }
 

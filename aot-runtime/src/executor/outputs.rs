@@ -58,6 +58,7 @@ impl Outputs {
         self.slots().len()
     }
 
+    /// Whether the call produced no outputs.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
