@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 /// Where a tensor's storage lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Device {
+    /// The host.
     Cpu,
+    /// The CUDA device of this ordinal.
     Cuda(usize),
 }
 

@@ -9,8 +9,11 @@ pub use aot_ir::DType;
 
 /// A Rust type that can be a tensor element.
 pub trait WithDType: Copy + Send + Sync + 'static + std::fmt::Debug + PartialEq {
+    /// The dtype of this element type.
     const DTYPE: DType;
+    /// The value as an `f64` (`true` is 1).
     fn to_f64(self) -> f64;
+    /// `v` converted to this type (nonzero is `true`).
     fn from_f64(v: f64) -> Self;
 }
 
@@ -39,12 +42,16 @@ with_dtype_float!(bool, Bool, |v: bool| if v { 1.0 } else { 0.0 }, |v: f64| v !=
 /// dimensionless numbers).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar {
+    /// A float.
     F64(f64),
+    /// An integer.
     I64(i64),
+    /// A boolean.
     Bool(bool),
 }
 
 impl Scalar {
+    /// The value as an `f64` (`true` is 1).
     pub fn to_f64(self) -> f64 {
         match self {
             Scalar::F64(v) => v,

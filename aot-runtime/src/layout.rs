@@ -93,18 +93,22 @@ impl Layout {
     pub fn new(shape: impl Into<Dims>, stride: impl Into<Dims>, offset: usize) -> Layout {
         Layout { shape: shape.into(), stride: stride.into(), offset }
     }
+    /// The size of each dim.
     #[inline]
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
+    /// The stride of each dim, in elements.
     #[inline]
     pub fn stride(&self) -> &[usize] {
         &self.stride
     }
+    /// The position of the first element in the storage, in elements.
     #[inline]
     pub fn offset(&self) -> usize {
         self.offset
     }
+    /// The number of dims.
     #[inline]
     pub fn rank(&self) -> usize {
         self.shape.len()
@@ -254,6 +258,9 @@ impl Layout {
         Some(new_stride)
     }
 
+    /// `view(shape)`: the same elements in `shape` (one entry may be -1,
+    /// inferred), sharing the storage; an error where the strides cannot express
+    /// it (PyTorch's message: use `reshape`).
     pub fn view(&self, op: &'static str, shape: &[i64]) -> Result<Layout> {
         let new_shape = Layout::infer_shape(op, shape, self.numel())?;
         match self.view_strides(&new_shape) {
@@ -268,6 +275,8 @@ impl Layout {
         }
     }
 
+    /// `transpose(d0, d1)`: dims `d0` and `d1` swapped (negative dims count
+    /// from the end).
     pub fn transpose(&self, op: &'static str, d0: i64, d1: i64) -> Result<Layout> {
         let r = self.rank();
         let (a, b) = (wrap_dim(op, d0, r)?, wrap_dim(op, d1, r)?);
@@ -288,6 +297,8 @@ impl Layout {
         }
     }
 
+    /// `permute(dims)`: the dims reordered, dim `i` of the result being dim
+    /// `dims[i]` of this one.
     pub fn permute(&self, op: &'static str, dims: &[i64]) -> Result<Layout> {
         let r = self.rank();
         if dims.len() != r {
@@ -310,6 +321,7 @@ impl Layout {
         Ok(l)
     }
 
+    /// `unsqueeze(dim)`: a size-1 dim inserted at `dim`.
     pub fn unsqueeze(&self, op: &'static str, dim: i64) -> Result<Layout> {
         let d = wrap_dim(op, dim, self.rank() + 1)?;
         let mut l = self.clone();
@@ -346,6 +358,8 @@ impl Layout {
         l
     }
 
+    /// `expand(shape)`: size-1 dims broadcast to `shape` with stride 0 (-1
+    /// keeps a dim's size; new leading dims may be added).
     pub fn expand(&self, op: &'static str, shape: &[i64]) -> Result<Layout> {
         let r = self.rank();
         if shape.len() < r {
@@ -392,6 +406,8 @@ impl Layout {
         Ok(l)
     }
 
+    /// `select(dim, index)`: the slice at `index` along `dim`, with `dim`
+    /// removed.
     pub fn select(&self, op: &'static str, dim: i64, index: i64) -> Result<Layout> {
         if self.rank() == 0 {
             return Err(AotError::shape(op, "select() cannot be applied to a 0-dim tensor."));
@@ -434,6 +450,8 @@ impl Layout {
         Ok(l)
     }
 
+    /// `narrow(dim, start, length)`: `length` elements of `dim` from
+    /// `start`.
     pub fn narrow(&self, op: &'static str, dim: i64, start: i64, length: i64) -> Result<Layout> {
         if self.rank() == 0 {
             return Err(AotError::shape(op, "narrow() cannot be applied to a 0-dim tensor."));

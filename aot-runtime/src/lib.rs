@@ -38,13 +38,21 @@
 //! # Ok::<(), AotError>(())
 //! ```
 #![allow(clippy::needless_range_loop)]
+#![warn(missing_docs)]
 
 pub mod arg;
 pub mod autograd;
+// The backend seam and storages are internals; the CUDA backend's tests
+// (`tests/cuda_*.rs`) reach them with `test-hooks`, which does not make
+// them API (hence no docs required).
+#[cfg(feature = "test-hooks")]
+#[allow(missing_docs)]
 pub mod backend;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod backend;
 mod buffer_cache;
 pub mod compiled;
-pub mod counters;
+pub(crate) mod counters;
 mod cpu;
 pub mod cuda;
 pub mod device;
@@ -56,8 +64,14 @@ pub(crate) mod executor;
 mod host_alloc;
 pub mod layout;
 pub mod ops;
+#[cfg(feature = "test-hooks")]
+#[allow(missing_docs)]
 pub mod storage;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod storage;
 pub mod tensor;
+#[cfg(feature = "test-hooks")]
+pub mod testing;
 pub mod tree;
 pub(crate) mod wrappers;
 pub use wrappers::subclass;

@@ -90,6 +90,7 @@ impl StorageData {
     pub fn len(&self) -> usize {
         on_backend!(self, s => Backend::len(s))
     }
+    #[cfg(feature = "test-hooks")]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -198,6 +199,7 @@ impl Storage {
     pub fn len(&self) -> usize {
         self.len
     }
+    #[cfg(feature = "test-hooks")]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -70,9 +70,9 @@ fn axpy(dst: &mut Tensor, x: &Tensor, y: &Tensor, a: f64) {
 /// Warms the cache with one call, then checks that the guard and lookup of
 /// the next call with the same pattern hit and allocate nothing.
 fn assert_hit_allocates_nothing(f: &CompiledFn, args: &[Arg], what: &str) {
-    assert!(!aot_runtime::compiled::__private::cache_probe(f, args), "{what}: cold cache");
+    assert!(!aot_runtime::testing::cache_probe(f, args), "{what}: cold cache");
     f.__call(args).expect("warm-up call");
-    let (hit, n) = allocations_in(|| aot_runtime::compiled::__private::cache_probe(f, args));
+    let (hit, n) = allocations_in(|| aot_runtime::testing::cache_probe(f, args));
     assert!(hit, "{what}: the warm-up call should have cached its specialisation");
     assert_eq!(n, 0, "{what}: a cache hit allocated {n} times");
     // The counter does see this thread's allocations: a whole call makes outputs.
@@ -125,7 +125,7 @@ fn a_w1_call_allocates_only_its_tensors() -> Result<()> {
     let (a0, b0) = (a.to_vec::<f32>()?, b.to_vec::<f32>()?);
     w1(&mut a, &mut b, &c, &d, &e, &f)?;
     let args = [Arg::from(&a), Arg::from(&b), Arg::from(&c), Arg::from(&d), Arg::from(&e), Arg::from(&f)];
-    let (hit, n) = allocations_in(|| aot_runtime::compiled::__private::cache_probe(w1::compiled(), &args));
+    let (hit, n) = allocations_in(|| aot_runtime::testing::cache_probe(w1::compiled(), &args));
     assert!(hit && n == 0, "the guard and lookup of a W1 call allocated {n} times");
     let (out, n) = allocations_in(|| w1(&mut a, &mut b, &c, &d, &e, &f));
     // The output tensor and nothing else: the value table and the list of

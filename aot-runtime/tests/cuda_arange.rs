@@ -10,7 +10,8 @@ mod cuda_common;
 
 use aot_runtime::backend::Backend;
 use aot_runtime::backend::CpuStorage;
-use aot_runtime::cuda::{host_round_trips, CudaStorage};
+use aot_runtime::cuda::CudaStorage;
+use aot_runtime::testing::host_round_trips;
 use aot_runtime::{DType, Device, Tensor};
 use cuda_common::{bits, download, on, CUDA, DTYPES};
 

@@ -8,8 +8,9 @@
 mod cuda_common;
 
 use aot_ir::kernel::random::{render_random, RandomKind};
-use aot_runtime::cuda::{host_round_trips, nvrtc};
+use aot_runtime::cuda::nvrtc;
 use aot_runtime::prelude::*;
+use aot_runtime::testing::host_round_trips;
 use cuda_common::{on, CUDA, DTYPES};
 
 fn bits(t: &Tensor) -> Vec<u64> {

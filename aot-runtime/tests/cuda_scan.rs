@@ -12,8 +12,8 @@ mod cuda_common;
 
 use aot_runtime::backend::CpuStorage;
 use aot_runtime::backend::{Backend, Targets};
-use aot_runtime::cuda::host_round_trips;
 use aot_runtime::layout::Layout;
+use aot_runtime::testing::host_round_trips;
 use aot_runtime::{DType, Device, Tensor};
 use cuda_common::{bits, download, layout, on, upload, Gen, CUDA, DTYPES};
 

@@ -9,8 +9,9 @@
 
 mod cuda_common;
 
-use aot_runtime::cuda::{host_round_trips, is_simulated};
+use aot_runtime::cuda::is_simulated;
 use aot_runtime::prelude::*;
+use aot_runtime::testing::host_round_trips;
 use cuda_common::{on, CUDA};
 use std::sync::{Mutex, MutexGuard};
 
@@ -301,7 +302,7 @@ fn compiled_kernels_run_fused_on_the_device() {
     if !on() {
         return;
     }
-    let stats = aot_runtime::compiled::__private::kernel_stats;
+    let stats = aot_runtime::testing::kernel_stats;
     for dtype in [DType::F32, DType::F16] {
         let (x, y) = (randn(&[37, 6], dtype, 21), randn(&[6], dtype, 22));
         let (cx, cy) = (x.to_device(&CUDA).unwrap(), y.to_device(&CUDA).unwrap());

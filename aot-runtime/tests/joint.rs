@@ -9,7 +9,7 @@ use aot_ir::transform::joint::{create_joint, JointGraph, OutputKind};
 use aot_ir::transform::partition::{partition, save_all, Partition};
 use aot_ir::transform::{functionalize, FOutput, InputGroups};
 use aot_ir::{Graph, GraphBuilder, OpKind as K, ParamType, ReturnKind, ScalarExpr, ScalarValue, ValueId};
-use aot_runtime::compiled::__private::joint::{run_backward, run_forward, run_joint};
+use aot_runtime::testing::joint::{run_backward, run_forward, run_joint};
 use aot_runtime::{Arg, CompiledFn, DType, Device, Tensor};
 
 enum In {
@@ -608,7 +608,7 @@ fn saved_bytes_of_the_partition_are_at_most_the_naive_ones() {
                     .cloned()
                     .collect();
             sg.outputs = all_fw;
-            let ts = aot_runtime::compiled::__private::joint::run_subgraph(&sg, b.jg.num_values, &prims, &scalars, &[])
+            let ts = aot_runtime::testing::joint::run_subgraph(&sg, b.jg.num_values, &prims, &scalars, &[])
                 .and_then(|o| o.into_result())
                 .unwrap();
             bytes(&ts)

@@ -113,11 +113,11 @@ mod gpu {
     }
 
     pub fn run(steps: usize) -> BenchResult<()> {
-        let (host0, launches0) = aot_runtime::cuda::host_round_trips();
+        let (host0, launches0) = aot_runtime::testing::host_round_trips();
         w2_vs_hbm()?;
         println!();
         w3_vs_cublas(steps)?;
-        let (host, launches) = aot_runtime::cuda::host_round_trips();
+        let (host, launches) = aot_runtime::testing::host_round_trips();
         println!("  ({} kernel launches, {} primitives through the host in these runs)", launches - launches0, host - host0);
         Ok(())
     }

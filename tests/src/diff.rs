@@ -40,7 +40,7 @@ pub struct Stats {
     pub patterns: Mutex<BTreeMap<&'static str, usize>>,
     /// Why calls failed (both paths), by the eager message with digits removed.
     pub errors: Mutex<BTreeMap<String, usize>>,
-    /// Which path the compiled calls took (`compiled::__private::call_path`).
+    /// Which path the compiled calls took (`CompiledFn::call_path`).
     pub paths: Mutex<BTreeMap<String, usize>>,
 }
 
@@ -314,7 +314,7 @@ impl Call<'_> {
         };
         let eager_rng = aot_runtime::rng_state();
         if first {
-            count(&stats.paths, aot_runtime::compiled::__private::call_path(fc, b_args).unwrap_or_else(|e| format!("error: {e}")));
+            count(&stats.paths, fc.call_path(b_args).unwrap_or_else(|e| format!("error: {e}")));
         }
         restart();
         let compiled = fc.__call(b_args);

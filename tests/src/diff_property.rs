@@ -192,7 +192,7 @@ fn check_sizes(f: &CompiledFn, prog: &Program) -> Result<(), String> {
     // A program that fails before a read (hostile programs index past a
     // dim, say) fails the same way in both runs, which `check_call`
     // compares; only the sizes of a program that gets that far are checked.
-    let Ok(got) = aot_runtime::compiled::__private::value_sizes(f, &args) else { return Ok(()) };
+    let Ok(got) = aot_runtime::testing::value_sizes(f, &args) else { return Ok(()) };
     if got != prog.sizes {
         return Err(format!("propagated sizes {got:?}, but the generator's shapes give {:?}", prog.sizes));
     }
@@ -259,7 +259,7 @@ pub fn run_property(name: &'static str, cases: u32) {
         }
         None => TestRunner::new(config),
     };
-    let hits_before = aot_runtime::compiled::__private::last_call_hits();
+    let hits_before = aot_runtime::testing::last_call_hits();
     let strategy = proptest::collection::vec(any::<u32>(), 0..512).prop_map(move |v| Stream(name, v));
     let result = runner.run(&strategy, |choices| run_case(&choices.1, &opts, &stats));
     let summary = stats.summary(name, start.elapsed().as_secs_f64());
@@ -292,7 +292,7 @@ pub fn run_property(name: &'static str, cases: u32) {
         // Repeated calls must have reached the last-call memo (other tests
         // in the process may add to the count, never take from it).
         assert!(get(&stats.repeated) > 0, "no case called twice: {summary}");
-        assert!(aot_runtime::compiled::__private::last_call_hits() > hits_before, "no repeated call hit the last-call memo: {summary}");
+        assert!(aot_runtime::testing::last_call_hits() > hits_before, "no repeated call hit the last-call memo: {summary}");
     }
 }
 

@@ -23,7 +23,7 @@ fn oracle_call_paths() {
                 continue;
             }
             total += 1;
-            let path = aot_runtime::compiled::__private::call_path(f, &args).unwrap_or_else(|e| format!("error: {e}"));
+            let path = f.call_path(&args).unwrap_or_else(|e| format!("error: {e}"));
             if path.starts_with("eager") {
                 eager.push(format!("{name}/{}: {path}", call.label));
             }
@@ -78,7 +78,7 @@ fn a_training_step_runs_compiled() {
     let w = Tensor::randn(&[3, 2], DType::F32, &dev, 3).unwrap().requires_grad_(true).unwrap();
     let b = Tensor::zeros(&[2], DType::F32, &dev).unwrap().requires_grad_(true).unwrap();
     let loss_args = [Arg::from(&x), Arg::from(&y), Arg::from(&w), Arg::from(&b)];
-    assert_eq!(aot_runtime::compiled::__private::call_path(training_step::loss::compiled(), &loss_args).unwrap(), "compiled training");
+    assert_eq!(training_step::loss::compiled().call_path(&loss_args).unwrap(), "compiled training");
     let l = training_step::loss(&x, &y, &w, &b).unwrap();
     assert_eq!(l.grad_fn_name(), Some("CompiledFunctionBackward"));
     l.backward().unwrap();
@@ -90,7 +90,7 @@ fn a_training_step_runs_compiled() {
     let mut wm = w.clone();
     let before = w.to_vec::<f32>().unwrap();
     let step_args = [Arg::from(&w), Arg::from(&buf), Arg::from(&g), Arg::from(0.1), Arg::from(0.9)];
-    assert_eq!(aot_runtime::compiled::__private::call_path(training_step::sgd_momentum::compiled(), &step_args).unwrap(), "inference");
+    assert_eq!(training_step::sgd_momentum::compiled().call_path(&step_args).unwrap(), "inference");
     training_step::sgd_momentum(&mut wm, &mut buf, &g, 0.1, 0.9).unwrap();
     assert!(w.is_leaf() && w.requires_grad() && w.grad_fn_name().is_none());
     let (after, gv) = (w.to_vec::<f32>().unwrap(), g.to_vec::<f32>().unwrap());
@@ -100,10 +100,7 @@ fn a_training_step_runs_compiled() {
 
     let xg = Tensor::randn(&[4, 3], DType::F32, &dev, 4).unwrap().requires_grad_(true).unwrap();
     let rm = Tensor::zeros(&[3], DType::F32, &dev).unwrap();
-    assert_eq!(
-        aot_runtime::compiled::__private::call_path(training_step::norm::compiled(), &[Arg::from(&xg), Arg::from(&rm)]).unwrap(),
-        "compiled training"
-    );
+    assert_eq!(training_step::norm::compiled().call_path(&[Arg::from(&xg), Arg::from(&rm)]).unwrap(), "compiled training");
     let out = training_step::norm(&xg, &mut rm.clone()).unwrap();
     assert_eq!(out.grad_fn_name(), Some("CompiledFunctionBackward"));
     assert!(!rm.requires_grad(), "the running mean was updated under no_grad");

@@ -5,7 +5,6 @@
 //! fields that require grad. Each compiled call is checked against the same
 //! code written with eager tensor ops.
 
-use aot_runtime::compiled::__private::call_path;
 use aot_runtime::prelude::*;
 use aot_runtime::tree::LeafKind;
 use aot_tests::models::{mlp_loss, Mlp};
@@ -98,7 +97,7 @@ fn gradients_reach_the_fields_that_require_grad() -> Result<()> {
     let x = Tensor::randn(&[6, 3], DType::F64, &Device::Cpu, 3)?;
     let y = Tensor::randn(&[6, 2], DType::F64, &Device::Cpu, 4)?;
     let args = [Arg::tree(&m), Arg::from(&x), Arg::from(&y)];
-    assert_eq!(call_path(mlp_loss::compiled(), &args)?, "compiled training");
+    assert_eq!(mlp_loss::compiled().call_path(&args)?, "compiled training");
     let loss = mlp_loss(&m, &x, &y)?;
     loss.backward()?;
     let h = x.matmul(&e.w1)?.add(&e.b1)?.relu()?;
@@ -327,7 +326,7 @@ fn probe_loss(m: &Mlp, x: &Tensor, y: &Tensor) -> Tensor {
 
 #[test]
 fn struct_calls_are_cached_like_plain_calls() -> Result<()> {
-    use aot_runtime::compiled::__private::{cache_probe, num_specializations};
+    use aot_runtime::testing::{cache_probe, num_specializations};
     let m = Mlp::new(80)?;
     let x = Tensor::randn(&[2, 3], DType::F64, &Device::Cpu, 81)?;
     let y = Tensor::randn(&[2, 2], DType::F64, &Device::Cpu, 82)?;

@@ -6,8 +6,8 @@
 //! callee, and with shapes that do not fit (an error before anything is
 //! written).
 
-use aot_runtime::compiled::__private::num_specializations;
 use aot_runtime::prelude::*;
+use aot_runtime::testing::num_specializations;
 
 fn vals(t: &Tensor) -> Vec<f64> {
     t.to_vec::<f64>().expect("values")

@@ -64,14 +64,8 @@ fn worker(w: &Tensor, k: usize) {
 fn concurrent_compiled_training_and_eager_backward_accumulate_exactly() {
     let w = vec3([1.0, -2.0, 3.0]).requires_grad_(true).expect("leaf");
     let x = vec3(data(1).0);
-    assert_eq!(
-        aot_runtime::compiled::__private::call_path(dot::compiled(), &[Arg::from(&w), Arg::from(&x)]).expect("path"),
-        "compiled training"
-    );
-    assert_eq!(
-        aot_runtime::compiled::__private::call_path(dot::compiled(), &[Arg::from(&x), Arg::from(&w)]).expect("path"),
-        "compiled training"
-    );
+    assert_eq!(dot::compiled().call_path(&[Arg::from(&w), Arg::from(&x)]).expect("path"), "compiled training");
+    assert_eq!(dot::compiled().call_path(&[Arg::from(&x), Arg::from(&w)]).expect("path"), "compiled training");
     let start = std::time::Instant::now();
     std::thread::scope(|s| {
         for k in 0..THREADS {
@@ -91,5 +85,5 @@ fn concurrent_compiled_training_and_eager_backward_accumulate_exactly() {
     assert_eq!(w.grad().expect("grad").to_vec::<f64>().expect("values"), expect);
     // (w, x) and (x, w) training, (w, x) under no_grad, (x, x): one
     // specialisation each, however many threads built them at once.
-    assert_eq!(aot_runtime::compiled::__private::num_specializations(dot::compiled()), 4);
+    assert_eq!(aot_runtime::testing::num_specializations(dot::compiled()), 4);
 }

@@ -285,10 +285,10 @@ fn ptx_is_cached_on_disk() {
     // A source of its own (the first compile may find it cached already).
     let src = format!("{}\n// the PTX cache test\n", k[0].source);
     let first = nvrtc::compile_ptx_cached(&k[0].name, &src, "compute_80").expect("compile");
-    let runs = nvrtc::nvrtc_runs();
+    let runs = aot_runtime::testing::nvrtc_runs();
     let second = nvrtc::compile_ptx_cached(&k[0].name, &src, "compute_80").expect("cached");
     assert_eq!(first, second);
-    assert_eq!(nvrtc::nvrtc_runs(), runs, "the second compile ran NVRTC");
+    assert_eq!(aot_runtime::testing::nvrtc_runs(), runs, "the second compile ran NVRTC");
 }
 
 /// The contiguous path of an elementwise kernel loads and stores f32 four

@@ -70,9 +70,9 @@ fn compiled_matches_eager_with_autograd_and_no_grad() {
 /// Runs `f` and checks that compiled calls ran fused kernels of the kernel
 /// stage meanwhile: the comparisons above went through the fused path.
 fn fused_kernels_ran(f: impl FnOnce()) {
-    let (before, _) = aot_runtime::compiled::__private::kernel_stats();
+    let (before, _) = aot_runtime::testing::kernel_stats();
     f();
-    let (fused, op_by_op) = aot_runtime::compiled::__private::kernel_stats();
+    let (fused, op_by_op) = aot_runtime::testing::kernel_stats();
     println!("kernels run fused: {} (process total; op by op: {op_by_op})", fused - before);
     // Both backends run the kernel stage's kernels fused (CUDA renders
     // and launches them).
@@ -84,7 +84,7 @@ fn fused_kernels_ran(f: impl FnOnce()) {
 
 #[cfg(feature = "cuda")]
 fn cuda_kernels_ran() {
-    let (host, launched) = aot_runtime::cuda::host_round_trips();
+    let (host, launched) = aot_runtime::testing::host_round_trips();
     println!("CUDA: {launched} kernel launches, {host} primitives through the host (process totals)");
     assert!(launched > 0, "no CUDA kernel ran");
 }

@@ -117,7 +117,7 @@ fn if_on_a_bool_parameter_picks_a_variant_per_value() -> Result<()> {
     let g_false = f.graph_for(&[Arg::from(&x), Arg::from(&w), Arg::from(false)])?.to_string();
     let g_true = f.graph_for(&[Arg::from(&x), Arg::from(&w), Arg::from(true)])?.to_string();
     assert!(g_true.contains("dropout") && !g_false.contains("dropout"), "{g_true}\n{g_false}");
-    assert_eq!(aot_runtime::compiled::__private::num_specializations(f), 2);
+    assert_eq!(aot_runtime::testing::num_specializations(f), 2);
     assert_eq!(f.call_path(&[Arg::from(&x), Arg::from(&w), Arg::from(true)])?, "inference");
     // A gradient through the eval variant.
     let wg = w.copy()?.requires_grad_(true)?;

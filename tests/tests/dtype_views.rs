@@ -6,8 +6,8 @@
 //! one storage as different dtypes (a synthetic base of the storage's
 //! bytes), with eager's results.
 
-use aot_runtime::compiled::__private::num_specializations;
 use aot_runtime::prelude::*;
+use aot_runtime::testing::num_specializations;
 use half::{bf16, f16};
 
 fn cpu() -> Device {

@@ -102,7 +102,7 @@ fn wrong_arity_and_argument_kinds_are_errors() {
                 }
             }
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                (f.explain(args).is_err(), aot_runtime::compiled::__private::call_path(&f, args).is_err(), f.run_eager(args).is_err())
+                (f.explain(args).is_err(), f.call_path(args).is_err(), f.run_eager(args).is_err())
             }));
             let (explain, path, eager) = r.unwrap_or_else(|_| panic!("a call with bad arguments panicked:\n{}\n{tpl}", prog.graph));
             // (An accepted extreme scalar is compared with eager by the

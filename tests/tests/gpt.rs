@@ -7,8 +7,8 @@
 #[path = "../../examples/gpt/model.rs"]
 mod model;
 
-use aot_runtime::compiled::__private::{call_path, num_specializations};
 use aot_runtime::prelude::*;
+use aot_runtime::testing::num_specializations;
 use aot_runtime::tree::LeafKind;
 use model::{adamw, decode_step, gpt_forward, AdamState, Config, Gpt, KvCache};
 
@@ -110,7 +110,7 @@ fn decoding_with_the_cache_gives_the_full_forward_logits() -> Result<()> {
     let k0 = cache.k[0].clone();
     let (tok, p) = (ids(vec![0; BATCH], &[BATCH, 1]), ids(vec![0], &[1]));
     let args = [Arg::tree(&m), Arg::tree(&cache), (&tok).into(), (&p).into(), 1i64.into(), nh.into()];
-    assert_eq!(call_path(decode_step::compiled(), &args)?, "inference");
+    assert_eq!(decode_step::compiled().call_path(&args)?, "inference");
     let xs = x.to_vec::<i64>()?;
     for pos in 0..CFG.ctx {
         let tok = ids((0..BATCH).map(|r| xs[r * CFG.ctx + pos]).collect(), &[BATCH, 1]);
@@ -194,11 +194,11 @@ fn the_compiled_training_step_equals_eager() -> Result<()> {
     let p = 0.1;
     let nh = sizes().2;
     let args = [Arg::tree(&got), (&x).into(), (&y).into(), nh.into(), p.into()];
-    assert_eq!(call_path(gpt_forward::compiled(), &args)?, "compiled training");
+    assert_eq!(gpt_forward::compiled().call_path(&args)?, "compiled training");
     // Struct arguments are flattened for the kernel listing too.
     assert!(!gpt_forward::compiled().kernels(&args)?.is_empty(), "the training step lists its kernels");
     let args = [Arg::tree(&got), Arg::tree(&st), Arg::tree(&got), 0.1.into(), 1i64.into(), 0.1.into(), 0.1.into(), 0.1.into(), 0.1.into()];
-    assert_eq!(call_path(adamw::compiled(), &args)?, "inference", "AdamW records no history");
+    assert_eq!(adamw::compiled().call_path(&args)?, "inference", "AdamW records no history");
     // With gradients of their own (not the parameters themselves), each
     // parameter's update is one kernel storing p, m and v in place.
     let g0 = got.zeros_like()?;

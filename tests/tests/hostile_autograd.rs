@@ -36,7 +36,7 @@ fn a_view_taken_before_its_base_required_grad_is_refused_before_any_write() -> R
     leaf.requires_grad_(true)?;
     let src = Tensor::ones(&[2], DType::F32, &dev())?.requires_grad_(true)?;
     let before = TensorSnapshot::take(&leaf);
-    let path = aot_runtime::compiled::__private::call_path(add_into::compiled(), &[(&v).into(), (&src).into()])?;
+    let path = add_into::compiled().call_path(&[(&v).into(), (&src).into()])?;
     assert_eq!(path, "eager reference: argument 0 is a view taken before its base required grad");
     let r = add_into(&mut v.clone(), &src);
     assert!(r.is_err(), "eager refuses an in-place write to a view of a leaf that requires grad");
@@ -86,7 +86,7 @@ fn a_view_of_a_non_leaf_that_requires_grad_runs_compiled_and_matches_eager() -> 
     };
     let (w, h, src) = mk()?;
     let v = h.narrow(0, 1, 2)?;
-    assert_eq!(aot_runtime::compiled::__private::call_path(add_into::compiled(), &[(&v).into(), (&src).into()])?, "compiled training");
+    assert_eq!(add_into::compiled().call_path(&[(&v).into(), (&src).into()])?, "compiled training");
     add_into(&mut v.clone(), &src)?;
     h.mul(&h)?.sum()?.backward()?;
     let (we, he, srce) = mk()?;
@@ -212,10 +212,7 @@ fn a_no_grad_view_of_an_argument_written_later_runs_compiled_and_matches_eager()
         let c = Tensor::from_vec(vec![0.3f64, 0.7], &[2], &dev())?;
         let args = [(&a).into(), (&c).into()];
         let o = if compiled {
-            assert_eq!(
-                aot_runtime::compiled::__private::call_path(no_grad_view_then_written_once::compiled(), &args)?,
-                "compiled training"
-            );
+            assert_eq!(no_grad_view_then_written_once::compiled().call_path(&args)?, "compiled training");
             no_grad_view_then_written_once(&a, &mut c.clone())?
         } else {
             no_grad_view_then_written_once::compiled().run_eager(&args)?.remove(0)

@@ -3,8 +3,8 @@
 //! and equals eager; with a scalar exponent it stays eager's op, so a
 //! negative scalar exponent is eager's error.
 
-use aot_runtime::compiled::__private::kernel_stats;
 use aot_runtime::prelude::*;
+use aot_runtime::testing::kernel_stats;
 use aot_runtime::Arg;
 
 #[aot_fn]
@@ -67,10 +67,10 @@ fn a_tensor_exponent_on_cuda_equals_the_cpu() {
     let b = i64s(&[3, 2, 0, -2, -3, -4, 0, 40, 1, 63, -1, 19], &[4, 3]);
     let cuda = Device::Cuda(0);
     let (ca, cb) = (a.to_device(&cuda).unwrap(), b.to_device(&cuda).unwrap());
-    let (host0, _) = aot_runtime::cuda::host_round_trips();
+    let (host0, _) = aot_runtime::testing::host_round_trips();
     let c = pow_tt(&ca, &cb).unwrap();
     assert_eq!(c.device(), cuda);
-    assert_eq!(aot_runtime::cuda::host_round_trips().0, host0, "no op went through the host");
+    assert_eq!(aot_runtime::testing::host_round_trips().0, host0, "no op went through the host");
     assert_eq!(c.to_vec::<i64>().unwrap(), pow_tt(&a, &b).unwrap().to_vec::<i64>().unwrap());
     // eager's one-op kernels on the device agree too
     assert_eq!(ca.pow(&cb).unwrap().to_vec::<i64>().unwrap(), a.pow(&b).unwrap().to_vec::<i64>().unwrap());

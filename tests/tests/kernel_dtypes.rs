@@ -7,8 +7,8 @@
 
 use aot_ir::graph::args::{dtype as dtype_arg, f, i, t};
 use aot_ir::{GraphBuilder, OpKind, ReturnKind, ValueId};
-use aot_runtime::compiled::__private::kernel_stats;
 use aot_runtime::prelude::*;
+use aot_runtime::testing::kernel_stats;
 use aot_runtime::{Arg, CompiledFn};
 use proptest::prelude::*;
 use std::sync::Mutex;

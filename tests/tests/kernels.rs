@@ -2,8 +2,8 @@
 //! shapes, strides and dtypes, for inference and training calls; and
 //! checks that the fused path is the one taken.
 
-use aot_runtime::compiled::__private::kernel_stats;
 use aot_runtime::prelude::*;
+use aot_runtime::testing::kernel_stats;
 use aot_runtime::Arg;
 use proptest::prelude::*;
 use std::sync::Mutex;
@@ -187,7 +187,7 @@ fn written_inputs_take_the_calls_buffer_without_a_copy_or_a_copy_back() {
     let ((mut p, mut buf), (ep, ebuf)) = (mk(), mk());
     let view = p.narrow(0, 2, 3).unwrap();
     let (vp, vb) = (p.version(), buf.version());
-    use aot_runtime::compiled::__private::{copied_write_backs, in_place_kernels, swapped_write_backs};
+    use aot_runtime::testing::{copied_write_backs, in_place_kernels, swapped_write_backs};
     let (swapped, copied, in_place) = (swapped_write_backs(), copied_write_backs(), in_place_kernels());
     sgd_momentum(&mut p, &mut buf, &g, 0.1, 0.9).unwrap();
     // Reinplacing: one kernel stored over buf and p themselves.

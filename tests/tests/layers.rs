@@ -112,6 +112,14 @@ fn root_reexports(lib: &str) -> BTreeMap<String, String> {
     out
 }
 
+/// Whether `name` is a file of unit tests (`tests.rs`, `tests_*.rs`,
+/// `*_tests.rs`, `testutil.rs`), whose imports are not layered; the
+/// `testing` module is code of the crate and is.
+fn is_unit_test_file(name: &str) -> bool {
+    let stem = name.trim_end_matches(".rs");
+    stem == "tests" || stem == "testutil" || stem.starts_with("tests_") || stem.ends_with("_tests")
+}
+
 /// Per top-level module of `krate`, the top-level modules it imports.
 fn imports(krate: &str) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
     let src = root().join(krate).join("src");
@@ -132,7 +140,7 @@ fn imports(krate: &str) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> 
         let rel = f.strip_prefix(&src).unwrap();
         let name = f.file_name().unwrap().to_string_lossy();
         let first = rel.components().next().unwrap().as_os_str().to_string_lossy().trim_end_matches(".rs").to_string();
-        if first == "lib" || first == "main" || name.contains("test") {
+        if first == "lib" || first == "main" || is_unit_test_file(&name) {
             continue;
         }
         out.entry(first.clone()).or_default();

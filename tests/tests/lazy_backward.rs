@@ -3,8 +3,8 @@
 //! the first backward does, once per specialisation, and the gradients are
 //! eager's.
 
-use aot_runtime::compiled::__private::{backward_compiles, call_path};
 use aot_runtime::prelude::*;
+use aot_runtime::testing::backward_compiles;
 use aot_runtime::Arg;
 use std::sync::Mutex;
 
@@ -28,7 +28,7 @@ fn the_backward_compiles_on_the_first_backward_only() {
     let (x, w) = inputs(1);
     let before = backward_compiles();
     let l = loss(&x, &w).unwrap();
-    let path = call_path(loss::compiled(), &[Arg::from(&x), Arg::from(&w)]).unwrap();
+    let path = loss::compiled().call_path(&[Arg::from(&x), Arg::from(&w)]).unwrap();
     assert!(path.contains("compiled"), "{path}");
     assert_eq!(backward_compiles(), before, "the forward alone compiled the backward");
     // Forwards that never run a backward never compile it either.

@@ -4,8 +4,8 @@
 //! never over a value read later, returned, aliased by a view, or owned by
 //! the caller.
 
-use aot_runtime::compiled::__private::{fresh_writes, last_peak_values, reused_buffers};
 use aot_runtime::prelude::*;
+use aot_runtime::testing::{fresh_writes, last_peak_values, reused_buffers};
 use aot_runtime::Arg;
 use std::sync::Mutex;
 

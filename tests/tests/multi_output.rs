@@ -6,8 +6,8 @@
 //! take one kernel per written argument, and ones that are not dense take
 //! the ordinary plan, still with eager's results.
 
-use aot_runtime::compiled::__private::in_place_kernels;
 use aot_runtime::prelude::*;
+use aot_runtime::testing::in_place_kernels;
 use aot_runtime::Arg;
 use std::sync::Mutex;
 

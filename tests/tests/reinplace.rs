@@ -6,8 +6,8 @@
 //! destination that is part of a larger storage) run their ordinary plan,
 //! with eager's results or eager's errors.
 
-use aot_runtime::compiled::__private::{copied_write_backs, fresh_writes, in_place_kernels, reused_buffers, swapped_write_backs};
 use aot_runtime::prelude::*;
+use aot_runtime::testing::{copied_write_backs, fresh_writes, in_place_kernels, reused_buffers, swapped_write_backs};
 use aot_runtime::Arg;
 use std::sync::Mutex;
 

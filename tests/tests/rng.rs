@@ -4,8 +4,8 @@
 //! and compiled draw the same masks and leave the generator in the same
 //! state; a training step run twice from one seed gives the same bits.
 
-use aot_runtime::compiled::__private::saved_storage_bytes;
 use aot_runtime::prelude::*;
+use aot_runtime::testing::saved_storage_bytes;
 
 /// The generator is global: tests that seed it take turns.
 static GENERATOR: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -6,8 +6,8 @@
 //! function, a zero-trip loop, a bound read from a computed tensor's size,
 //! nested loops, and the errors.
 
-use aot_runtime::compiled::__private::{num_loop_stages, num_specializations};
 use aot_runtime::prelude::*;
+use aot_runtime::testing::{num_loop_stages, num_specializations};
 
 fn vals(t: &Tensor) -> Vec<f64> {
     t.to_vec::<f64>().expect("values")

@@ -3,8 +3,8 @@
 //! cheap elementwise ops) must not save more than eager does. Run with
 //! `--nocapture` for the report.
 
-use aot_runtime::compiled::__private::saved_storage_bytes;
 use aot_runtime::prelude::*;
+use aot_runtime::testing::saved_storage_bytes;
 
 #[aot_fn]
 fn mlp(x: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor, y: &Tensor) -> Tensor {

@@ -24,14 +24,20 @@ use aot_ir::{Graph, ParamType, ScalarValue};
 /// ```
 #[derive(Clone, Copy)]
 pub enum Arg<'a> {
+    /// A tensor (a `Tensor` or `&mut Tensor` parameter).
     Tensor(&'a Tensor),
     /// A struct of tensors (a parameter such as `m: &Mlp`), flattened into
     /// its leaves at the call ([`Arg::tree`]).
     Tree(&'a dyn TensorTree),
+    /// An `f64` scalar.
     F64(f64),
+    /// An `f32` scalar.
     F32(f32),
+    /// An `i64` scalar.
     I64(i64),
+    /// A `usize` scalar.
     Usize(usize),
+    /// A `bool` scalar.
     Bool(bool),
 }
 

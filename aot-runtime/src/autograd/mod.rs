@@ -22,8 +22,6 @@ mod eager_rules;
 mod engine;
 pub(crate) mod grad_eval;
 
-#[doc(hidden)]
-pub use crate::tensor::saved_storage_bytes;
 pub use crate::tensor::{is_grad_enabled, no_grad, NoGradGuard};
 
 use crate::error::Result;

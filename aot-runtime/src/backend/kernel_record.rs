@@ -17,7 +17,9 @@ use std::cell::RefCell;
 /// which evaluates the kernel stage itself, the kernel's listing).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelSource {
+    /// The kernel's entry point.
     pub name: String,
+    /// Its source: CUDA C, or the CPU's listing of the kernel.
     pub source: String,
 }
 

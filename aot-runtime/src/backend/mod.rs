@@ -73,6 +73,8 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
     fn dtype(&self) -> DType;
     /// The number of elements of the buffer.
     fn len(&self) -> usize;
+    /// Whether the buffer has no elements.
+    #[cfg(any(test, feature = "test-hooks"))]
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -134,7 +136,9 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
     /// `dst` (same shape), in row-major order; positions that `ld` visits
     /// more than once receive every addend.
     fn scatter_add(&self, op: &'static str, ls: &Layout, dst: &mut Self, ld: &Layout) -> Result<()>;
-    /// Sets the positions of `l` to `value` converted to the buffer's dtype.
+    /// Sets the positions of `l` to `value` converted to the buffer's dtype
+    /// (for tests: eager ops fill through `copy_strided`).
+    #[cfg(any(test, feature = "test-hooks"))]
     fn fill(&mut self, op: &'static str, l: &Layout, value: f64) -> Result<()>;
 
     // ---- indexing along a dim ----------------------------------------------
@@ -324,6 +328,7 @@ pub(crate) enum OpKernels {
 /// values of its scalar slots (`ScalarSlots::of(kernel).values(..)`). The
 /// CPU backend evaluates the [`FusedProgram`] instead and ignores it.
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub struct KernelCall<'a> {
     pub kernel: &'a aot_ir::kernel::Kernel,
     pub types: &'a aot_ir::kernel::render::KernelTypes,

@@ -3,8 +3,6 @@
 //! from it (the CPU in `cpu/random.rs`, CUDA on the device), so it sits
 //! with the trait.
 
-use aot_ir::kernel::philox::{block, uniform_f64};
-
 /// A Philox generator's state: the key, and the next block to draw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rng {
@@ -29,10 +27,11 @@ impl Rng {
     }
 
     /// One uniform f64 on [0, 1) (53 bits); takes a block.
+    #[cfg(test)]
     pub fn uniform(&mut self) -> f64 {
-        let w = block(self.seed, self.offset);
+        let w = aot_ir::kernel::philox::block(self.seed, self.offset);
         self.offset = self.offset.wrapping_add(1);
-        uniform_f64(w[0], w[1])
+        aot_ir::kernel::philox::uniform_f64(w[0], w[1])
     }
 
     /// Takes the blocks of a draw of `n` elements, `per` to a block, that

@@ -60,7 +60,9 @@ pub struct GraphSignature {
     pub user_inputs: Vec<String>,
     /// Output names of the function's results.
     pub user_outputs: Vec<String>,
+    /// Graph input name -> the parameter it takes.
     pub inputs_to_parameters: BTreeMap<String, String>,
+    /// Graph input name -> the buffer it takes.
     pub inputs_to_buffers: BTreeMap<String, String>,
     /// Output name of a buffer's new value -> the buffer.
     pub buffers_to_mutate: BTreeMap<String, String>,
@@ -74,8 +76,11 @@ pub struct GraphSignature {
 /// which input, and which forward output is the loss.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct BackwardSignature {
+    /// Backward output name -> the parameter it is the gradient of.
     pub gradients_to_parameters: BTreeMap<String, String>,
+    /// Backward output name -> the user input it is the gradient of.
     pub gradients_to_user_inputs: BTreeMap<String, String>,
+    /// The name of the forward output that is the loss.
     pub loss_output: String,
 }
 

@@ -18,6 +18,7 @@ use aot_ir::{Arg, Graph, ScalarExpr, ScalarValue};
 /// What `#[aot_fn]` traced for one function (emitted by the macro).
 #[derive(Debug)]
 pub struct Source {
+    /// The function's name.
     pub name: &'static str,
     /// The graph of each variant (one per combination of the switch
     /// parameters' values), as JSON.

@@ -22,16 +22,7 @@ use crate::error::Result;
 use crate::tensor::is_grad_enabled;
 use crate::tensor::Tensor;
 use aot_ir::{Graph, StaticMeta};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-
-/// Calls answered from a memo, in this process (`__private::last_call_hits`).
-static HITS: AtomicU64 = AtomicU64::new(0);
-
-/// How many calls a memo answered, in this process.
-pub(crate) fn hits_in_process() -> u64 {
-    HITS.load(Ordering::Relaxed)
-}
 
 /// One remembered call (see the module doc).
 struct Memo {
@@ -69,7 +60,7 @@ impl LastCall {
             return None;
         }
         memo.hits += 1;
-        HITS.fetch_add(1, Ordering::Relaxed);
+        crate::counters::bump(crate::counters::Counter::LastCallHits);
         Some((memo.probe.clone(), memo.spec.clone()))
     }
 

@@ -168,6 +168,7 @@ impl Loops {
     }
 
     /// How many specialisations the unrolled functions have cached.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn num_specializations(&self) -> usize {
         let built = |s: &Stage| s.done.get().and_then(|r| r.as_ref().ok()).map_or(0, |f| f.num_specializations());
         let stages = self.stages.lock().unwrap_or_else(|p| p.into_inner());
@@ -175,6 +176,7 @@ impl Loops {
     }
 
     /// How many unrolled stages are cached.
+    #[cfg(feature = "test-hooks")]
     pub(crate) fn num_stages(&self) -> usize {
         self.stages.lock().unwrap_or_else(|p| p.into_inner()).map.len()
     }

@@ -42,6 +42,8 @@ mod boundary;
 mod eager_fallback;
 mod graph_signature;
 mod inline;
+#[cfg(feature = "test-hooks")]
+pub(crate) mod introspect;
 pub(crate) mod kernels;
 pub(crate) mod last_call;
 mod loops;
@@ -566,6 +568,7 @@ impl CompiledFn {
     }
 
     /// How many specialisations are cached (of every variant).
+    #[cfg(any(test, feature = "test-hooks"))]
     fn num_specializations(&self) -> usize {
         match (&self.variants, &self.loops) {
             (Some(v), _) => v.all().iter().map(CompiledFn::num_specializations).sum(),
@@ -592,8 +595,7 @@ impl std::ops::Deref for Picked<'_> {
     }
 }
 
-/// Support for the code `#[aot_fn]` generates, and hooks for the
-/// project's own tests. Not a public API.
+/// Support for the code `#[aot_fn]` generates. Not a public API.
 #[doc(hidden)]
 #[path = "private_api.rs"]
 pub mod __private;

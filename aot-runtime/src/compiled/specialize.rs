@@ -550,6 +550,7 @@ impl SpecCache {
 
     /// True when a call with these arguments would hit the cache. Computes
     /// the key and looks it up exactly as a call does.
+    #[cfg(feature = "test-hooks")]
     pub(crate) fn contains(&self, meta: &StaticMeta, args: &[Arg]) -> bool {
         let probe = ProbeKey::of(args, meta);
         self.lookup(probe.hash(), &probe).is_some()
@@ -561,11 +562,12 @@ impl SpecCache {
 }
 
 // The probe lives here, with the cache it inspects.
+#[cfg(feature = "test-hooks")]
 impl super::CompiledFn {
     /// Whether a call with these arguments finds its specialisation cached:
     /// the guard key and lookup of [`__call`](super::CompiledFn::__call),
     /// nothing else. For tests of the allocation-free hit path
-    /// (`__private::cache_probe`).
+    /// (`testing::cache_probe`).
     pub(crate) fn cache_probe(&self, args: &[Arg]) -> bool {
         self.cache.contains(&self.meta, args)
     }

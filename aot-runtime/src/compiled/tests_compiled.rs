@@ -84,7 +84,7 @@ fn alternating_alias_patterns_respecialise() {
         let row01 = x.narrow(1, 0, 2).expect("view");
         check(&f, &[&row0, &x.narrow(0, 1, 1).expect("view")], &[]);
         check(&f, &[&row01, &x], &[]);
-        assert_eq!(super::__private::num_specializations(&f), 4, "round {round}");
+        assert_eq!(f.num_specializations(), 4, "round {round}");
     }
 }
 
@@ -175,14 +175,14 @@ fn each_requires_grad_pattern_gets_its_own_specialisation() {
     for round in 0..2 {
         let plain = f.__call(&[Arg::from(&x), Arg::from(&y)]).expect("call");
         assert!(!plain[0].requires_grad());
-        assert_eq!(super::__private::call_path(&f, &[Arg::from(&x), Arg::from(&y)]).expect("path"), "inference");
+        assert_eq!(f.call_path(&[Arg::from(&x), Arg::from(&y)]).expect("path"), "inference");
         let grad = f.__call(&[Arg::from(&xg), Arg::from(&y)]).expect("call");
         assert!(grad[0].requires_grad(), "round {round}: the output of a call with a grad input requires grad");
-        assert_eq!(super::__private::call_path(&f, &[Arg::from(&xg), Arg::from(&y)]).expect("path"), "compiled training");
+        assert_eq!(f.call_path(&[Arg::from(&xg), Arg::from(&y)]).expect("path"), "compiled training");
         grad[0].backward().expect("backward");
         assert_eq!(xg.grad().expect("grad").to_vec::<f32>().expect("values"), y.to_vec::<f32>().expect("values"));
         xg.set_grad(None);
-        assert_eq!(super::__private::num_specializations(&f), 2, "round {round}");
+        assert_eq!(f.num_specializations(), 2, "round {round}");
     }
 }
 

@@ -93,6 +93,7 @@ impl Backend for CpuStorage {
     fn scatter_add(&self, _op: &'static str, ls: &Layout, dst: &mut Self, ld: &Layout) -> Result<()> {
         cpu::scatter_add(self, ls, dst, ld)
     }
+    #[cfg(any(test, feature = "test-hooks"))]
     fn fill(&mut self, op: &'static str, l: &Layout, value: f64) -> Result<()> {
         crate::layout::check_layout(op, l, CpuStorage::len(self))?;
         cpu::fill(self, l, value);

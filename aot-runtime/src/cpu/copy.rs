@@ -3,7 +3,7 @@
 
 use super::elem::{typed, Elem};
 use super::output::OutOrder;
-use super::strided::{check_layout, for_each_pair, map1, map1_into, Plan};
+use super::strided::{check_layout, for_each_pair, map1, map1_into};
 use crate::backend::CpuStorage;
 use crate::dtype::{DType, WithDType};
 use crate::error::{AotError, Result};
@@ -81,6 +81,7 @@ pub fn copy_strided(src: &CpuStorage, ls: &Layout, dst: &mut CpuStorage, ld: &La
 }
 
 /// Sets the positions of `l` in `dst` to `v` converted to the dtype of `dst`.
+#[cfg(any(test, feature = "test-hooks"))]
 pub fn fill(dst: &mut CpuStorage, l: &Layout, v: f64) {
     fn go<T: Elem>(d: &mut [T], l: &Layout, x: T) {
         let n = l.numel();
@@ -90,7 +91,7 @@ pub fn fill(dst: &mut CpuStorage, l: &Layout, v: f64) {
         if l.is_contiguous() {
             d[l.offset..l.offset + n].fill(x);
         } else {
-            let plan = Plan::new(&l.shape, [l]);
+            let plan = super::strided::Plan::new(&l.shape, [l]);
             let [st] = plan.inner_stride();
             plan.for_each_run(0, n, |_, [s], len| {
                 for j in 0..len {

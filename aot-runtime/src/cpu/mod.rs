@@ -62,7 +62,9 @@ mod elementwise_tests;
 mod testutil;
 
 pub use binary::{binary, binary_assign, binary_assign_dense, binary_dense, binary_scalar, where_cond};
-pub use copy::{cast, copy_strided, fill, scatter_add};
+#[cfg(any(test, feature = "test-hooks"))]
+pub use copy::fill;
+pub use copy::{cast, copy_strided, scatter_add};
 pub use index::{gather, scatter};
 pub use matmul::matmul;
 pub use random::{dropout_mask, rand_uniform, randn};

@@ -22,30 +22,22 @@
 //! error) run on the host:
 //! the operands are downloaded, the CPU backend computes, the result is
 //! uploaded. That is correct everywhere and slow on a GPU;
-//! [`host_round_trips`] counts them, so tests can tell which ops ran
+//! `Counter::HostRoundTrips` counts them, so tests can tell which ops ran
 //! kernels.
 
 use super::device::Gpu;
-use super::kernels::{self, Buf, OneOp, Use, KERNEL_LAUNCHES};
+use super::kernels::{self, Buf, OneOp, Use};
 use super::reduce::{self, EagerRow};
 use super::CudaStorage;
 use crate::backend::CpuStorage;
 use crate::backend::{Backend, Distribution, FusedProgram, FusedReduceProgram, Indexed, KernelCall, Rng, Targets};
+use crate::counters::{bump, Counter};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use aot_ir::OpKind;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-static HOST_ROUND_TRIPS: AtomicU64 = AtomicU64::new(0);
-
-/// How many CUDA primitives ran on the host (no kernel yet), and how many
-/// launched a kernel, in this process.
-pub fn host_round_trips() -> (u64, u64) {
-    (HOST_ROUND_TRIPS.load(Ordering::Relaxed), KERNEL_LAUNCHES.load(Ordering::Relaxed))
-}
 
 impl CudaStorage {
     /// The whole buffer on the host.
@@ -63,7 +55,7 @@ impl CudaStorage {
 
     /// Runs `f` on the host copy of `self` and uploads its result.
     pub(super) fn on_host(&self, op: &'static str, f: impl FnOnce(&CpuStorage) -> Result<CpuStorage>) -> Result<CudaStorage> {
-        HOST_ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
+        bump(Counter::HostRoundTrips);
         let out = f(&self.host(op)?)?;
         CudaStorage::upload(op, self.ordinal, &out)
     }
@@ -199,7 +191,7 @@ impl Backend for CudaStorage {
         }
         let r = rhs.host(op.name())?;
         let mut me = self.host(op.name())?;
-        HOST_ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
+        bump(Counter::HostRoundTrips);
         me.binary_assign(op, l, &r, lr)?;
         *self = CudaStorage::upload(op.name(), self.ordinal, &me)?;
         Ok(())
@@ -221,7 +213,7 @@ impl Backend for CudaStorage {
             return CudaStorage::launch_new(op, a.ordinal, &one, &[(a, la), (self, lc), (b, lb)], &[], a.dtype, out);
         }
         let (ha, hb) = (a.host(op)?, b.host(op)?);
-        HOST_ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
+        bump(Counter::HostRoundTrips);
         let r = self.host(op)?.where_cond(op, lc, &ha, la, &hb, lb, out)?;
         CudaStorage::upload(op, a.ordinal, &r)
     }
@@ -240,6 +232,7 @@ impl Backend for CudaStorage {
     fn scatter_add(&self, op: &'static str, ls: &Layout, dst: &mut Self, ld: &Layout) -> Result<()> {
         super::ops::scatter_add(self, op, ls, dst, ld)
     }
+    #[cfg(any(test, feature = "test-hooks"))]
     fn fill(&mut self, op: &'static str, l: &Layout, value: f64) -> Result<()> {
         // A one-element buffer of the value, read through stride 0.
         let one_value = <CpuStorage as Backend>::full(op, &Device::Cpu, self.dtype, 1, value)?;

@@ -123,6 +123,7 @@ macro_rules! unavailable_backend {
             fn scatter_add(&self, op: &'static str, _: &Layout, _: &mut Self, _: &Layout) -> Result<()> {
                 Err(CudaStorage::unavailable(op))
             }
+            #[cfg(any(test, feature = "test-hooks"))]
             fn fill(&mut self, op: &'static str, _: &Layout, _: f64) -> Result<()> {
                 Err(CudaStorage::unavailable(op))
             }

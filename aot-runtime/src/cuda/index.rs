@@ -13,7 +13,6 @@
 //!   row-major order (the CPU's last write) and puts it.
 
 use super::device::Gpu;
-use super::kernels::KERNEL_LAUNCHES;
 use super::ops::{check_within, grid, i64_bytes, plan_pairs, put, scatter_plan, unit, BLOCK};
 use super::sim::Entry;
 use super::CudaStorage;
@@ -21,7 +20,6 @@ use crate::backend::Indexed;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
-use std::sync::atomic::Ordering;
 
 /// The storage offsets of `l`'s elements at the index's positions.
 fn host_offsets(op: &'static str, l: &Layout, ix: &Indexed<'_, CudaStorage>) -> Result<Vec<usize>> {
@@ -55,7 +53,7 @@ fn take(src: &CudaStorage, op: &'static str, from: &[i64], gpu: &Gpu) -> Result<
     let from = gpu.upload(op, &i64_bytes(from))?;
     let (source, entry) = take_source(src.dtype);
     let bufs = [&out.mem, &src.mem, &from].map(|m| m.address(gpu));
-    KERNEL_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    crate::counters::bump(crate::counters::Counter::KernelLaunches);
     // SAFETY: `out` is new with `n` elements of `src`'s dtype; every
     // offset of `from` lies inside `src` (a layout checked against it).
     unsafe { gpu.launch(op, &source, &entry, (grid(n), BLOCK), &bufs, &[n as u64]) }?;

@@ -15,9 +15,6 @@ use crate::layout::Layout;
 use aot_ir::kernel::render::{pack_params, render_cuda_typed, KernelTypes, Operand, ScalarSlots};
 use aot_ir::kernel::Kernel;
 use aot_ir::{Arg, Node, Op, OpKind, ScalarExpr, ValueId};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-pub(super) static KERNEL_LAUNCHES: AtomicU64 = AtomicU64::new(0);
 
 /// A buffer of a launch: its address on the device, layout and dtype.
 #[derive(Clone, Copy)]
@@ -153,7 +150,7 @@ pub(super) unsafe fn launch_outputs(
     let words =
         pack_params(&sizes, Operand { offset: oo, strides: &os }, &ins, scalars).map_err(|e| AotError::internal(name, e.to_string()))?;
     let grid = u32::try_from(numel.div_ceil(256).clamp(1, 1024)).unwrap_or(1024);
-    KERNEL_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    crate::counters::bump(crate::counters::Counter::KernelLaunches);
     // SAFETY: this function's contract, which the launch's is.
     unsafe { gpu.launch(name, &r.source, &entry, (grid, 256), &bufs, &words) }
 }

@@ -16,13 +16,12 @@
 //!   `DeviceUnavailable` with the reason that aot-runtime was built without
 //!   the `cuda` feature (candle's dummy CUDA backend).
 //!
-//! With the feature, [`nvrtc`] compiles generated CUDA C to PTX (it needs
-//! NVRTC, not a GPU), and [`sim`] runs the same CUDA C on the CPU (it
+//! With the feature, `nvrtc` compiles generated CUDA C to PTX (it needs
+//! NVRTC, not a GPU), and `sim` runs the same CUDA C on the CPU (it
 //! needs a host C++ compiler), for tests without a GPU.
 //!
-//! Either way [`CudaStorage`] implements [`Backend`](crate::backend::Backend)
-//! and [`is_available`] and [`is_simulated`] exist, so no op or test needs
-//! a `cfg`.
+//! Either way [`CudaStorage`] implements `Backend` and [`is_available`]
+//! and [`is_simulated`] exist, so no op or test needs a `cfg`.
 
 #[cfg(feature = "cuda")]
 mod driver;
@@ -62,8 +61,6 @@ pub mod sim;
 #[cfg(test)]
 mod tests;
 
-#[cfg(feature = "cuda")]
-pub use backend::host_round_trips;
 pub use imp::{is_available, is_simulated, CudaStorage};
 pub(crate) use imp::{kernel_sources, op_kernel_sources};
 
@@ -72,15 +69,19 @@ use crate::dtype::DType;
 
 /// The buffer's metadata, the same with or without the feature.
 impl CudaStorage {
+    /// The device this buffer lives on.
     pub fn device(&self) -> Device {
         Device::Cuda(self.ordinal)
     }
+    /// The buffer's element type.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
+    /// The number of elements.
     pub fn len(&self) -> usize {
         self.len
     }
+    /// Whether the buffer has no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

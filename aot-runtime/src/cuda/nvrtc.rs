@@ -22,15 +22,7 @@
 use crate::error::{AotError, Result};
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
-
-static NVRTC_RUNS: AtomicU64 = AtomicU64::new(0);
-
-/// How many times this process ran NVRTC.
-pub fn nvrtc_runs() -> u64 {
-    NVRTC_RUNS.load(Ordering::Relaxed)
-}
 
 /// The folder of cached PTX, if a cache folder can be named.
 fn cache_dir() -> Option<PathBuf> {
@@ -185,7 +177,7 @@ pub fn compile_ptx(name: &str, source: &str, arch: &'static str) -> Result<Strin
         name: Some(format!("{name}.cu")),
         ..Default::default()
     };
-    NVRTC_RUNS.fetch_add(1, Ordering::Relaxed);
+    crate::counters::bump(crate::counters::Counter::NvrtcRuns);
     let failed = |log: String| AotError::KernelCompile { op: "nvrtc", kernel: name.to_string(), arch: arch.to_string(), log };
     match std::panic::catch_unwind(|| cudarc::nvrtc::compile_ptx_with_opts(source, opts).map(|p| p.to_src())) {
         Ok(Ok(ptx)) => Ok(ptx),

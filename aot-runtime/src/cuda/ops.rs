@@ -31,7 +31,7 @@
 
 use super::backend::{binary_kind, renders};
 use super::device::{Gpu, Mem};
-use super::kernels::{self, OneOp, Use, KERNEL_LAUNCHES};
+use super::kernels::{self, OneOp, Use};
 use super::sim::Entry;
 use super::CudaStorage;
 use crate::backend::Backend;
@@ -40,7 +40,6 @@ use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use aot_ir::OpKind;
 use std::fmt::Write as _;
-use std::sync::atomic::Ordering;
 
 pub(super) const BLOCK: u32 = 256;
 
@@ -270,7 +269,7 @@ pub(super) fn scatter_plan(src: &CudaStorage, op: &'static str, p: Plan, dst: &m
     let sums = CudaStorage { mem: gpu.alloc(op, u * 8)?, dtype: sum_dtype, len: u, ordinal: dst.ordinal };
     let (source, entry) = gather_source(src.dtype, dst.dtype);
     let bufs = [&sums.mem, &dst.mem, &src.mem, &at, &starts, &from].map(|m: &Mem| m.address(gpu));
-    KERNEL_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    crate::counters::bump(crate::counters::Counter::KernelLaunches);
     // SAFETY: every buffer is live on this device with the entry's pointer
     // types; `plan` took each offset from a layout checked against its
     // buffer, and `starts` has `u + 1` entries; only `sums` (new) is written.
@@ -284,7 +283,7 @@ pub(super) fn scatter_plan(src: &CudaStorage, op: &'static str, p: Plan, dst: &m
 pub(super) fn put(op: &'static str, gpu: &Gpu, dst: &mut CudaStorage, vals: &CudaStorage, at: &Mem, n: usize) -> Result<()> {
     let (source, entry) = put_source(dst.dtype);
     let bufs = [&dst.mem, &vals.mem, at].map(|m: &Mem| m.address(gpu));
-    KERNEL_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    crate::counters::bump(crate::counters::Counter::KernelLaunches);
     // SAFETY: `dst` is borrowed mutably and each `at[u]` is a distinct
     // offset inside it (checked layouts, deduplicated by the plan); `vals`
     // holds `n` elements of `dst`'s dtype.

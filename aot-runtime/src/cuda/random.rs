@@ -3,7 +3,6 @@
 //! CPU backend does, so a seed gives the same bits on the CPU and on CUDA.
 
 use super::device::gpu;
-use super::kernels::KERNEL_LAUNCHES;
 use super::sim::Entry;
 use super::CudaStorage;
 use crate::backend::{Distribution, Rng};
@@ -11,7 +10,6 @@ use crate::dtype::DType;
 use crate::error::Result;
 use aot_ir::kernel::random::{lanes, render_random, RandomKind};
 use half::{bf16, f16};
-use std::sync::atomic::Ordering;
 
 /// Dropout's kept value as the bits of a `dtype` element (the CPU's
 /// conversion of `scale`).
@@ -46,7 +44,7 @@ pub(super) fn fill(op: &'static str, ordinal: usize, dist: Distribution, dtype: 
         let blocks = n.div_ceil(per);
         let grid = u32::try_from(blocks.div_ceil(256).clamp(1, 1024)).unwrap_or(1024);
         let words = [n as u64, seed, offset, p.to_bits(), kept];
-        KERNEL_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+        crate::counters::bump(crate::counters::Counter::KernelLaunches);
         // SAFETY: `mem` is a new buffer of this device holding `n`
         // elements of `dtype`, the entry's pointer type; the kernel writes
         // elements `0..n` only, and nothing else uses `mem` yet.

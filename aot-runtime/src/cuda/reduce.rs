@@ -11,7 +11,7 @@
 //! out of range) is handed to the caller's host path, which reports it.
 
 use super::device::Gpu;
-use super::kernels::{operand, Buf, KERNEL_LAUNCHES};
+use super::kernels::{operand, Buf};
 use super::sim::Entry;
 use crate::backend::KernelCall;
 use crate::dtype::DType;
@@ -20,7 +20,6 @@ use crate::layout::{contiguous_strides, Layout};
 use aot_ir::kernel::render::{pack_reduce_params, render_cuda_typed, KernelTypes, Operand, ScalarSlots};
 use aot_ir::kernel::Kernel;
 use aot_ir::{Arg, Node, Op, OpKind, ScalarExpr, ValueId};
-use std::sync::atomic::Ordering;
 
 /// A reduction launch: what is reduced, and where the result goes.
 pub(super) struct Rows<'a> {
@@ -65,7 +64,7 @@ pub(super) unsafe fn launch(
     pointers.extend(inputs.iter().map(|b| format!("const {} *", b.dtype.storage())));
     let entry = Entry { name: r.name.clone(), pointers, sync: true };
     let bufs: Vec<u64> = std::iter::once(out.addr).chain(inputs.iter().map(|b| b.addr)).collect();
-    KERNEL_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    crate::counters::bump(crate::counters::Counter::KernelLaunches);
     // SAFETY: this function's contract, which the launch's is.
     unsafe { gpu.launch(name, &r.source, &entry, (l.grid, l.block), &bufs, &l.words) }
 }

@@ -20,7 +20,6 @@
 //! primitive runs (`backend::OpKernels`), for `kernels_for`.
 
 use super::device::Gpu;
-use super::kernels::KERNEL_LAUNCHES;
 use super::ops::{check_within, grid, i64_bytes, BLOCK};
 use super::sim::Entry;
 use super::CudaStorage;
@@ -30,7 +29,6 @@ use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use std::fmt::Write as _;
-use std::sync::atomic::Ordering;
 
 /// A translation unit: headers for `dtypes`, the double conversions, the
 /// parameter struct of `name` (one `long long` per field, in order) and
@@ -236,7 +234,7 @@ fn line_bases(op: &'static str, l: &Layout, dim: usize) -> Result<Vec<i64>> {
 }
 
 pub(super) fn launch(op: &'static str, gpu: &Gpu, s: &Source, n: usize, bufs: &[u64], words: &[u64]) -> Result<()> {
-    KERNEL_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    crate::counters::bump(crate::counters::Counter::KernelLaunches);
     // SAFETY: the callers pass live buffers of this device of the entry's
     // pointer types, sized for every element the parameters address
     // (layouts checked against their buffers), each written buffer new.

@@ -35,6 +35,7 @@
 
 use super::liveness::Liveness;
 use crate::arg::{scalar_values, Arg, Bases};
+use crate::counters::PeakValues;
 use crate::error::{AotError, Result};
 use crate::eval::dispatch::{exec, exec_node, replay, ArgGeometrySource, Values};
 use crate::eval::prims::{eval_prim, scalar};
@@ -76,7 +77,8 @@ pub(crate) enum Inputs<'a> {
     Bound,
     /// Input group `g` is the call's base of group `g`.
     Bases(&'a Bases<'a, 'a>),
-    /// By position.
+    /// By position (the joint executors of `testing::joint`).
+    #[cfg(feature = "test-hooks")]
     Tensors { primals: &'a [Tensor], tangents: &'a [Tensor] },
 }
 
@@ -84,6 +86,7 @@ impl Inputs<'_> {
     fn primal(&self, g: usize) -> Result<Tensor> {
         let t = match self {
             Inputs::Bases(b) => b.get(g),
+            #[cfg(feature = "test-hooks")]
             Inputs::Tensors { primals, .. } => primals.get(g).cloned(),
             Inputs::Bound => None,
         };
@@ -92,6 +95,7 @@ impl Inputs<'_> {
 
     fn tangent(&self, i: usize) -> Result<Tensor> {
         match self {
+            #[cfg(feature = "test-hooks")]
             Inputs::Tensors { tangents, .. } => tangents.get(i).cloned(),
             _ => None,
         }
@@ -195,13 +199,11 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
     cx: &Ctx<'_, G>,
     track: &mut Track<'_>,
 ) -> std::result::Result<(), Stop> {
-    // How many values the table holds, and the most it held (for tests).
-    let mut held = env.iter().filter(|t| t.is_some()).count();
-    let mut peak = held;
+    let mut peak = PeakValues::start(|| env.iter().filter(|t| t.is_some()).count());
     for (i, node) in nodes.iter().enumerate() {
         let before = if cx.origin.is_empty() { Some(i) } else { cx.origin.get(i).copied().flatten() };
         if before.and_then(|k| cx.skip.get(k)).copied().unwrap_or(false) {
-            held -= release(env, cx.live.after(i), cx.mode);
+            peak.released(release(env, cx.live.after(i), cx.mode));
             continue;
         }
         let t = {
@@ -242,23 +244,12 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
         };
         if let Some(out) = node.out {
             let slot = env.get_mut(out.index()).ok_or_else(|| internal(format!("value {out} out of range")))?;
-            held += usize::from(slot.replace(t).is_none());
-            peak = peak.max(held);
+            peak.stored(slot.replace(t).is_none());
         }
-        held -= release(env, cx.live.after(i), cx.mode);
+        peak.released(release(env, cx.live.after(i), cx.mode));
     }
-    PEAK_VALUES.with(|p| p.set(peak));
+    peak.finish();
     Ok(())
-}
-
-thread_local! {
-    static PEAK_VALUES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// The most values the table held at once during the last run that
-/// finished on this thread.
-pub(crate) fn last_peak_values() -> usize {
-    PEAK_VALUES.with(std::cell::Cell::get)
 }
 
 /// Drops the values `dead` from the table (their last reader has run);

@@ -2,7 +2,7 @@
 //! backward partitions, run by the one interpreter ([`super::interp`]) in
 //! its joint mode, grad mode off: the graph is its own autograd.
 //!
-//! [`run_backward`] reads only the saved values the forward returned and the
+//! [`backward`] reads only the saved values the forward returned and the
 //! tangents; the caller checks the saved values' version counters first, so
 //! a compiled backward refuses exactly when a value *it* saved was modified
 //! in place (which values are saved is the partitioner's choice, see
@@ -14,6 +14,7 @@ use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use crate::tensor::NoGradGuard;
 use crate::tensor::Tensor;
+#[cfg(feature = "test-hooks")]
 use aot_ir::transform::joint::JointGraph;
 use aot_ir::transform::partition::{Partition, SubGraph};
 use aot_ir::ScalarValue;
@@ -24,7 +25,9 @@ use aot_ir::ScalarValue;
 /// receiver); the caller then runs the eager reference.
 #[derive(Debug)]
 pub enum Outcome<T> {
+    /// It ran: its result.
     Done(T),
+    /// It stopped before writing anything: why.
     Fallback(&'static str),
 }
 
@@ -67,6 +70,7 @@ pub(crate) fn liveness(sg: &SubGraph, num_values: usize) -> Liveness {
 }
 
 /// Runs the whole joint graph: (forward outputs, per-parameter gradients).
+#[cfg(feature = "test-hooks")]
 pub fn run_joint(
     jg: &JointGraph,
     primals: &[Tensor],
@@ -86,6 +90,7 @@ pub fn run_joint(
 }
 
 /// Runs a forward or backward graph on its inputs; returns its outputs.
+#[cfg(feature = "test-hooks")]
 pub fn run_subgraph(
     sg: &SubGraph,
     num_values: usize,
@@ -97,7 +102,7 @@ pub fn run_subgraph(
 }
 
 /// `zero_inputs[i]`: input `i` is a stand-in zero (a tangent that never
-/// arrived); see [`run_backward`]. `live`: the graph's liveness, from its
+/// arrived); see [`backward`]. `live`: the graph's liveness, from its
 /// plan (computed here when there is none).
 fn subgraph(
     sg: &SubGraph,
@@ -136,7 +141,9 @@ fn subgraph(
     Ok(sg.outputs.iter().map(|v| get(&env, *v).cloned()).collect::<Result<Vec<_>>>()?)
 }
 
-/// The compiled forward: (forward outputs, saved values), or a fallback.
+/// The compiled forward: (forward outputs, saved values), or a fallback
+/// (`forward` without a plan's liveness).
+#[cfg(feature = "test-hooks")]
 pub fn run_forward(
     p: &Partition,
     primals: &[Tensor],
@@ -146,7 +153,8 @@ pub fn run_forward(
     forward(p, None, primals, scalars, geometry)
 }
 
-/// [`run_forward`] with the forward's liveness from its plan.
+/// The compiled forward: (forward outputs, saved values), or a fallback.
+/// `live`: the forward's liveness, from its plan (computed when `None`).
 pub(crate) fn forward(
     p: &Partition,
     live: Option<&Liveness>,
@@ -163,14 +171,9 @@ pub(crate) fn forward(
     })
 }
 
-/// The compiled backward: per-parameter gradients.
-///
-/// `arrived[i]`: tangent `i` is a real gradient. The others are zeros
-/// standing in for outputs that received none, and every value computed
-/// from them by a product is zero too: it is set to zero rather than
-/// computed (the interpreter's zero tracking), so a non-finite forward
-/// value on such a path (`0 * inf`) cannot reach a gradient, as it cannot
-/// in eager, which never runs that path.
+/// The compiled backward: per-parameter gradients (`backward` without a
+/// plan's liveness).
+#[cfg(feature = "test-hooks")]
 pub fn run_backward(
     p: &Partition,
     saved: &[Tensor],
@@ -182,7 +185,15 @@ pub fn run_backward(
     backward(p, None, saved, tangents, arrived, scalars, geometry)
 }
 
-/// [`run_backward`] with the backward's liveness from its plan.
+/// The compiled backward: per-parameter gradients. `live`: the backward's
+/// liveness, from its plan (computed when `None`).
+///
+/// `arrived[i]`: tangent `i` is a real gradient. The others are zeros
+/// standing in for outputs that received none, and every value computed
+/// from them by a product is zero too: it is set to zero rather than
+/// computed (the interpreter's zero tracking), so a non-finite forward
+/// value on such a path (`0 * inf`) cannot reach a gradient, as it cannot
+/// in eager, which never runs that path.
 pub(crate) fn backward(
     p: &Partition,
     live: Option<&Liveness>,

@@ -23,6 +23,7 @@
 use super::interp::{blame, get, zero_result, Ctx, Stop};
 use crate::backend::kernel_record::{self, RanKernel};
 use crate::backend::{FusedProgram, FusedRhs, FusedStep, KernelCall};
+use crate::counters::{bump, Counter};
 use crate::dtype::{DType, Scalar};
 use crate::error::{AotError, Result};
 use crate::eval::dispatch::{exec_node, ArgGeometrySource};
@@ -35,20 +36,11 @@ use crate::tensor::Tensor;
 use aot_ir::kernel::render::{KernelTypes, ScalarSlots};
 use aot_ir::kernel::Kernel;
 use aot_ir::{Arg as IrArg, Node, Op, OpKind, Prim, ScalarValue};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 mod inplace;
 mod reduce;
 
-pub(crate) use inplace::{count as inplace_count, Reinplace};
-
-static FUSED: AtomicU64 = AtomicU64::new(0);
-static OP_BY_OP: AtomicU64 = AtomicU64::new(0);
-
-/// How many kernels ran fused, and how many op by op, in this process.
-pub fn stats() -> (u64, u64) {
-    (FUSED.load(Ordering::Relaxed), OP_BY_OP.load(Ordering::Relaxed))
-}
+pub(crate) use inplace::Reinplace;
 
 /// The value of kernel node `node`. `zeros`: the backward's zero tracking,
 /// if on (the kernel's own entry is set here). `over`: an input that dies
@@ -66,11 +58,11 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
     let any_zero = zeros.as_ref().is_some_and(|z| node.tensor_args().any(|v| z.get(v.index()).copied().unwrap_or(false)));
     if !any_zero {
         if let Some(t) = fused(k, &inputs, cx.scalars, over) {
-            FUSED.fetch_add(1, Ordering::Relaxed);
+            bump(Counter::FusedKernels);
             return Ok(t?);
         }
     }
-    OP_BY_OP.fetch_add(1, Ordering::Relaxed);
+    bump(Counter::OpByOpKernels);
     let zin: Vec<bool> = match &zeros {
         Some(z) => node.tensor_args().map(|v| z.get(v.index()).copied().unwrap_or(false)).collect(),
         None => Vec::new(),

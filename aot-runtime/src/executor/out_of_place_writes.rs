@@ -8,17 +8,10 @@
 //! When `x` (or `p` itself) dies at the write and nothing else holds it,
 //! the pass writes over its buffer ([`over_dying`]): no new buffer at all.
 
+use crate::counters::{bump, Counter};
 use crate::eval::dispatch::{exec, Values};
 use crate::tensor::Tensor;
 use aot_ir::{Arg as IrArg, OpKind, ScalarValue};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-static FRESH: AtomicU64 = AtomicU64::new(0);
-
-/// How many writes ran out of place, without their copy, in this process.
-pub(crate) fn count() -> u64 {
-    FRESH.load(Ordering::Relaxed)
-}
 
 /// The out-of-place op of an in-place one this path takes: the binary
 /// arithmetic ones.
@@ -58,7 +51,7 @@ pub(crate) fn over_dying<G: crate::eval::dispatch::ArgGeometrySource + ?Sized>(
         return None;
     };
     let r = super::reuse::fresh(kind, p, operand, k, env, cx.scalars)?;
-    FRESH.fetch_add(1, Ordering::Relaxed);
+    bump(Counter::FreshWrites);
     Some(r)
 }
 
@@ -81,7 +74,7 @@ pub(crate) fn out_of_place(
     let rl = r.layout();
     let same = r.dtype() == p.dtype() && rl.shape == l.shape && rl.stride == l.stride && rl.offset == 0 && r.storage_len() == l.numel();
     if same {
-        FRESH.fetch_add(1, Ordering::Relaxed);
+        bump(Counter::FreshWrites);
     }
     same.then_some(r)
 }

@@ -31,6 +31,7 @@ impl Outputs {
         self.0.len()
     }
 
+    /// Whether the call produced no outputs.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -50,6 +50,7 @@ impl Dims {
         }
     }
 
+    /// The dims.
     #[inline]
     pub fn as_slice(&self) -> &[usize] {
         match &self.0 {
@@ -58,6 +59,7 @@ impl Dims {
         }
     }
 
+    /// The dims, mutably.
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [usize] {
         match &mut self.0 {
@@ -87,6 +89,7 @@ impl Dims {
         }
     }
 
+    /// Appends a dim.
     pub fn push(&mut self, x: usize) {
         match &mut self.0 {
             Repr::Inline { len, buf } if (*len as usize) < INLINE_DIMS => {

@@ -6,9 +6,13 @@ use super::Layout;
 /// How two layouts on one storage overlap (PyTorch's `get_overlap_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Overlap {
+    /// No storage position is shared.
     No,
+    /// The same positions, in the same order.
     Full,
+    /// Some positions are shared.
     Partial,
+    /// Not decided: too costly to work out for these layouts.
     TooHard,
 }
 

@@ -52,9 +52,11 @@ impl Tensor {
         Tensor::from_storage(data, preserve_layout(&self.layout()))
     }
 
+    /// Zeros with this tensor's shape, dtype, device and layout order.
     pub fn zeros_like(&self) -> Result<Tensor> {
         self.full_like(0.0)
     }
+    /// Ones with this tensor's shape, dtype, device and layout order.
     pub fn ones_like(&self) -> Result<Tensor> {
         self.full_like(1.0)
     }

@@ -224,12 +224,15 @@ impl Tensor {
     pub fn add_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
         binary_inplace("add_", OpKind::Add, self, rhs.into())
     }
+    /// In-place `self -= rhs`; returns `self`.
     pub fn sub_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
         binary_inplace("sub_", OpKind::Sub, self, rhs.into())
     }
+    /// In-place `self *= rhs`; returns `self`.
     pub fn mul_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
         binary_inplace("mul_", OpKind::Mul, self, rhs.into())
     }
+    /// In-place `self /= rhs`; returns `self`.
     pub fn div_<'a>(&self, rhs: impl Into<Operand<'a>>) -> Result<Tensor> {
         binary_inplace("div_", OpKind::Div, self, rhs.into())
     }
@@ -273,24 +276,30 @@ impl Tensor {
             Ok(out)
         })
     }
+    /// Fills `self` with zeros; returns `self`.
     pub fn zero_(&self) -> Result<Tensor> {
         self.fill_(0.0)
     }
+    /// Clamps `self` to `[min, max]` in place (float dtypes); returns `self`.
     pub fn clamp_(&self, min: f64, max: f64) -> Result<Tensor> {
         self.float_only("clamp_")?;
         inplace("clamp_", self, &[], |cur| cur.clamp(min, max))
     }
+    /// In-place `relu`; returns `self`.
     pub fn relu_(&self) -> Result<Tensor> {
         inplace("relu_", self, &[], |cur| cur.relu())
     }
+    /// In-place `sigmoid` (float dtypes); returns `self`.
     pub fn sigmoid_(&self) -> Result<Tensor> {
         self.float_only("sigmoid_")?;
         inplace("sigmoid_", self, &[], |cur| cur.sigmoid())
     }
+    /// In-place `exp` (float dtypes); returns `self`.
     pub fn exp_(&self) -> Result<Tensor> {
         self.float_only("exp_")?;
         inplace("exp_", self, &[], |cur| cur.exp())
     }
+    /// In-place negation; returns `self`.
     pub fn neg_(&self) -> Result<Tensor> {
         inplace("neg_", self, &[], |cur| cur.neg())
     }

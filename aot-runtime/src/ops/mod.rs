@@ -1,8 +1,8 @@
 //! Eager ops: the reference semantics. Each op works out PyTorch's dtype,
 //! shape and result layout, computes through the primitives of its
-//! operands' [`Storage`](crate::storage::Storage) (which dispatch to the
-//! device's [`Backend`](crate::backend::Backend)), and records its gradient
-//! rule (a `BackwardOp`) when autograd is on. One file per family.
+//! operands' `Storage` (which dispatch to the device's `Backend`), and
+//! records its gradient rule (a `BackwardOp`) when autograd is on. One
+//! file per family.
 
 pub(crate) mod binary;
 mod cat;
@@ -35,7 +35,9 @@ use crate::tensor::Tensor;
 /// `a.mul(&b)`, `a.mul(3.0)` and `a.mul(2)` all work.
 #[derive(Clone, Copy, Debug)]
 pub enum Operand<'a> {
+    /// A tensor (broadcast against the receiver).
     Tensor(&'a Tensor),
+    /// A number.
     Scalar(Scalar),
 }
 

@@ -73,9 +73,11 @@ impl Tensor {
     pub fn sum_dim(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         reduce(OpKind::SumDim, "sum_dim", self, dims, keepdim, dims.is_empty())
     }
+    /// Mean over `dims` (an empty list reduces every dim).
     pub fn mean_dim(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         reduce(OpKind::MeanDim, "mean_dim", self, dims, keepdim, dims.is_empty())
     }
+    /// Maximum over `dims` (an empty list reduces every dim); not for bool.
     pub fn amax_dim(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         if self.dtype() == DType::Bool {
             return Err(AotError::dtype("amax_dim", "amax is not supported for bool tensors"));
@@ -112,9 +114,11 @@ impl Tensor {
         record(&out, &[Some(&x)], || Ok(BackwardOp::Softmax { out: SavedTensor::save(&out), dim: d, log }))?;
         Ok(out)
     }
+    /// Softmax along `dim` (float dtypes).
     pub fn softmax(&self, dim: i64) -> Result<Tensor> {
         self.softmax_impl(dim, false)
     }
+    /// Log of the softmax along `dim` (float dtypes).
     pub fn log_softmax(&self, dim: i64) -> Result<Tensor> {
         self.softmax_impl(dim, true)
     }

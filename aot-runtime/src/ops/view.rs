@@ -61,6 +61,7 @@ impl Tensor {
         }
         self.transpose(0, 1)
     }
+    /// A view with dims `d0` and `d1` swapped.
     pub fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
         let r = self.rank();
         let (a, b) = (crate::layout::wrap_dim("transpose", d0, r)?, crate::layout::wrap_dim("transpose", d1, r)?);
@@ -69,12 +70,14 @@ impl Tensor {
         }
         self.view_op(ViewOp::Transpose(a, b))
     }
+    /// A view with the dims reordered: dim `i` is this tensor's `dims[i]`.
     pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
         let l = self.layout().permute("permute", dims)?;
         let r = self.rank();
         let d: Vec<usize> = dims.iter().map(|&d| crate::layout::wrap_dim("permute", d, r)).collect::<Result<_>>()?;
         make_view(self, l, ViewOp::Permute(d))
     }
+    /// A view with a size-1 dim inserted at `dim`.
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
         let d = crate::layout::wrap_dim("unsqueeze", dim, self.rank() + 1)?;
         self.view_op(ViewOp::Unsqueeze(d))
@@ -88,11 +91,14 @@ impl Tensor {
         let d = crate::layout::wrap_dim("squeeze", dim, self.rank())?;
         self.view_op(ViewOp::Squeeze(d))
     }
+    /// A view broadcast to `shape` (size-1 dims repeat with stride 0; -1
+    /// keeps a dim).
     pub fn expand(&self, shape: &[i64]) -> Result<Tensor> {
         let l = self.layout().expand("expand", shape)?;
         let s = l.shape.to_vec();
         make_view(self, l, ViewOp::Expand(s))
     }
+    /// The view at `index` along `dim`, with `dim` removed.
     pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
         let l = self.layout().select("select", dim, index)?;
         let r = self.rank();
@@ -110,6 +116,7 @@ impl Tensor {
         let e = (if end < 0 { end + n } else { end }).clamp(0, n).max(s as i64) as usize;
         make_view(self, l, ViewOp::Slice { dim: d, start: s, end: e, step: step as usize })
     }
+    /// The view of `length` elements of `dim` from `start`.
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
         let l = self.layout().narrow("narrow", dim, start, length)?;
         let d = crate::layout::wrap_dim("narrow", dim, self.rank())?;
@@ -156,6 +163,8 @@ impl Tensor {
         Ok(self.clone())
     }
 
+    /// `t` in place: changes this tensor's own layout (a metadata
+    /// mutation, recorded in its history); returns `self`.
     pub fn t_(&self) -> Result<Tensor> {
         self.layout().t("t_")?;
         if self.rank() < 2 {
@@ -163,6 +172,7 @@ impl Tensor {
         }
         self.metadata_mutation(ViewOp::Transpose(0, 1))
     }
+    /// `transpose` in place (a metadata mutation); returns `self`.
     pub fn transpose_(&self, d0: i64, d1: i64) -> Result<Tensor> {
         let r = self.rank();
         let (a, b) = (crate::layout::wrap_dim("transpose_", d0, r)?, crate::layout::wrap_dim("transpose_", d1, r)?);
@@ -171,10 +181,12 @@ impl Tensor {
         }
         self.metadata_mutation(ViewOp::Transpose(a, b))
     }
+    /// `unsqueeze` in place (a metadata mutation); returns `self`.
     pub fn unsqueeze_(&self, dim: i64) -> Result<Tensor> {
         let d = crate::layout::wrap_dim("unsqueeze_", dim, self.rank() + 1)?;
         self.metadata_mutation(ViewOp::Unsqueeze(d))
     }
+    /// `squeeze` in place (a metadata mutation); returns `self`.
     pub fn squeeze_(&self, dim: i64) -> Result<Tensor> {
         if self.rank() == 0 {
             crate::layout::wrap_dim("squeeze_", dim, 0)?;
@@ -183,6 +195,7 @@ impl Tensor {
         let d = crate::layout::wrap_dim("squeeze_", dim, self.rank())?;
         self.metadata_mutation(ViewOp::Squeeze(d))
     }
+    /// `as_strided` in place (a metadata mutation); returns `self`.
     pub fn as_strided_(&self, size: &[usize], stride: &[usize], offset: usize) -> Result<Tensor> {
         self.metadata_mutation(ViewOp::AsStrided { size: size.to_vec(), stride: stride.to_vec(), offset })
     }

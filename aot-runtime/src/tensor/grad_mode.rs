@@ -18,6 +18,7 @@ pub struct NoGradGuard {
 }
 
 impl NoGradGuard {
+    /// Turns gradient recording off; the drop restores the previous mode.
     #[allow(clippy::new_without_default)]
     pub fn new() -> NoGradGuard {
         let prev = GRAD_ENABLED.with(|g| g.replace(false));

@@ -20,7 +20,7 @@ mod autograd_meta;
 mod backward_op;
 mod grad_mode;
 mod record;
-mod saved;
+pub(crate) mod saved;
 mod view_op;
 
 pub(crate) use autograd_meta::{AutogradMeta, Edge, Node, ViewInfo};
@@ -29,7 +29,6 @@ pub(crate) use grad_mode::with_grad_mode;
 pub use grad_mode::{is_grad_enabled, no_grad, NoGradGuard};
 pub(crate) use record::{record, record_multi};
 #[doc(hidden)]
-pub use saved::saved_storage_bytes;
 pub(crate) use saved::SavedTensor;
 pub(crate) use view_op::ViewOp;
 
@@ -130,9 +129,11 @@ impl Tensor {
         let n = checked_numel("full", shape)?;
         Ok(Tensor::from_storage(Storage::full("full", device, dtype, n, value)?, Layout::contiguous(shape)))
     }
+    /// A tensor of `shape` filled with zeros.
     pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
         Tensor::full(shape, 0.0, dtype, device)
     }
+    /// A tensor of `shape` filled with ones.
     pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
         Tensor::full(shape, 1.0, dtype, device)
     }
@@ -193,30 +194,39 @@ impl Tensor {
     pub(crate) fn id(&self) -> usize {
         self.0.id
     }
+    /// The size of each dim.
     pub fn shape(&self) -> Vec<usize> {
         self.state().layout.shape.to_vec()
     }
+    /// The stride of each dim, in elements.
     pub fn stride(&self) -> Vec<usize> {
         self.state().layout.stride.to_vec()
     }
+    /// Where the first element sits in the storage, in elements.
     pub fn storage_offset(&self) -> usize {
         self.state().layout.offset
     }
+    /// The number of dims.
     pub fn rank(&self) -> usize {
         self.state().layout.rank()
     }
+    /// The number of dims (PyTorch's `dim()`).
     pub fn dim(&self) -> usize {
         self.rank()
     }
+    /// The number of elements.
     pub fn numel(&self) -> usize {
         self.state().layout.numel()
     }
+    /// The element type.
     pub fn dtype(&self) -> DType {
         self.0.storage.dtype()
     }
+    /// The device of the storage.
     pub fn device(&self) -> Device {
         self.0.storage.device()
     }
+    /// Whether the layout is row-major contiguous.
     pub fn is_contiguous(&self) -> bool {
         self.state().layout.is_contiguous()
     }

@@ -1,5 +1,6 @@
-//! [`SavedTensor`]: a tensor kept for backward with the version it had,
-//! and [`saved_storage_bytes`], which measures what was saved.
+//! `SavedTensor`: a tensor kept for backward with the version it had, and
+//! (with `test-hooks`) `saved_storage_bytes`, which measures what was
+//! saved.
 
 use crate::error::{AotError, Result};
 use crate::tensor::Tensor;
@@ -11,6 +12,7 @@ pub(crate) struct SavedTensor {
     pub(crate) version: u64,
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 thread_local! {
     /// While [`saved_storage_bytes`] runs: every tensor saved for backward.
     static SAVE_LOG: std::cell::RefCell<Option<Vec<Tensor>>> = const { std::cell::RefCell::new(None) };
@@ -20,7 +22,7 @@ thread_local! {
 /// bytes of the distinct storages the saved tensors keep alive. Eager ops
 /// and compiled calls save through the same type, so the two can be
 /// compared (the partitioner's saved bytes against eager autograd's).
-#[doc(hidden)]
+#[cfg(any(test, feature = "test-hooks"))]
 pub fn saved_storage_bytes<R>(f: impl FnOnce() -> R) -> (R, usize) {
     let outer = SAVE_LOG.with(|l| l.replace(Some(Vec::new())));
     let r = f();
@@ -37,6 +39,7 @@ pub fn saved_storage_bytes<R>(f: impl FnOnce() -> R) -> (R, usize) {
 impl SavedTensor {
     /// Saves `t`'s current value (an alias: no copy) without its history.
     pub(crate) fn save(t: &Tensor) -> SavedTensor {
+        #[cfg(any(test, feature = "test-hooks"))]
         SAVE_LOG.with(|l| {
             if let Some(log) = l.borrow_mut().as_mut() {
                 log.push(t.clone());

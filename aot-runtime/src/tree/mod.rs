@@ -79,7 +79,9 @@ pub use subclass_meta::SubclassCreationMeta;
 /// `named_buffers` tell them apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LeafKind {
+    /// A trained parameter.
     Parameter,
+    /// A `#[buffer]` field.
     Buffer,
 }
 
@@ -88,6 +90,7 @@ pub enum LeafKind {
 pub struct Leaf {
     /// The field path from the root, `.`-separated (`l1.w`, `layers.0`).
     pub path: String,
+    /// Parameter or buffer.
     pub kind: LeafKind,
     /// The tree's own tensor handle (the same tensor, not a copy).
     pub tensor: Tensor,

@@ -87,13 +87,13 @@ pub(crate) fn apply(
         if only_in_env(fg, env, src) && dst.storage().swap_data(src.storage()) {
             // The final version's buffer becomes the caller's: no copy.
             dst.storage().bump_version();
-            SWAPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            crate::counters::bump(crate::counters::Counter::SwappedWriteBacks);
             continue;
         }
         if !crate::executor::direct_kernels::copy_storage(&dst, src) {
             dst.storage_as_1d().copy_(&src.storage_as_1d())?;
         }
-        COPIED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        crate::counters::bump(crate::counters::Counter::CopiedWriteBacks);
     }
     let mut regenerated: Vec<(aot_ir::ValueId, Tensor)> = Vec::new();
     let mut results = Outputs::with_capacity(fg.outputs.len());
@@ -136,20 +136,6 @@ pub(crate) fn apply(
         results.push(r);
     }
     Ok(results)
-}
-
-static SWAPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static COPIED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// How many written input groups the epilogue copied back, in this process.
-pub(crate) fn copied_write_backs() -> u64 {
-    COPIED.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// How many written input groups took their new buffer without a copy, in
-/// this process.
-pub(crate) fn swapped_write_backs() -> u64 {
-    SWAPPED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Whether nothing but the run's own values holds `t`'s storage, and no

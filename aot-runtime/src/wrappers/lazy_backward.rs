@@ -6,7 +6,7 @@
 //! forward whose outputs are dropped) never pays for it.
 //!
 //! The compiled backward is kept with the plan, so every later backward of
-//! the specialisation reuses it. [`backward_compiles`] counts the
+//! the specialisation reuses it. `Counter::BackwardCompiles` counts the
 //! compilations, for tests.
 
 use super::compilers;
@@ -15,15 +15,7 @@ use crate::executor::liveness::Liveness;
 use aot_ir::transform::joint::JointGraph;
 use aot_ir::transform::partition::Partition;
 use aot_ir::Param;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
-
-static BACKWARD_COMPILES: AtomicU64 = AtomicU64::new(0);
-
-/// How many backward stages were compiled, in this process.
-pub(crate) fn backward_compiles() -> u64 {
-    BACKWARD_COMPILES.load(Ordering::Relaxed)
-}
 
 /// The compiled backward: the partition with its backward scheduled, and
 /// that stage's liveness.
@@ -51,7 +43,7 @@ impl AutogradLazyBackwardCompileInfo {
     /// scheduled), compiled on the first call.
     pub(crate) fn get(&self, jg: &JointGraph, partition: &Partition) -> Result<&CompiledBackwardStage> {
         let compiled = self.compiled.get_or_init(|| {
-            BACKWARD_COMPILES.fetch_add(1, Ordering::Relaxed);
+            crate::counters::bump(crate::counters::Counter::BackwardCompiles);
             let backward = compilers::bw_compiler(&jg.name, partition, &self.params)?;
             let partition = Partition { backward, ..partition.clone() };
             let live = crate::executor::joint::liveness(&partition.backward, partition.num_values);

@@ -50,7 +50,7 @@ fn more_patterns_than_capacity_keep_the_cache_at_capacity_and_evicted_keys_are_r
             // In the second sweep every key was evicted and is rebuilt.
             assert!(!probe(&f, ra, rb), "sweep {sweep}: ({ra}, {rb}) should have been evicted");
             assert_eq!(call(&f, ra, rb), (ra as f64 + 1.0) * (rb as f64 + 2.0), "sweep {sweep}: ({ra}, {rb})");
-            assert_eq!(crate::compiled::__private::num_specializations(&f), (n + 1 + sweep * pats.len()).min(DEFAULT_CAPACITY));
+            assert_eq!(f.num_specializations(), (n + 1 + sweep * pats.len()).min(DEFAULT_CAPACITY));
         }
         // The most recent DEFAULT_CAPACITY patterns are the ones kept.
         let kept = pats.len() - DEFAULT_CAPACITY;
@@ -128,7 +128,7 @@ fn threads_building_one_key_at_once_share_one_specialisation() {
             .collect();
         handles.into_iter().map(|h| h.join().expect("thread")).collect()
     });
-    assert_eq!(crate::compiled::__private::num_specializations(&f), 1);
+    assert_eq!(f.num_specializations(), 1);
     assert!(specs.iter().all(|s| Arc::ptr_eq(s, &specs[0])));
 }
 
@@ -143,10 +143,10 @@ fn concurrent_calls_over_more_patterns_than_capacity_stay_bounded_and_right() {
                 for n in 0..3 * pats.len() {
                     let (ra, rb) = pats[(n * 7 + k * 13) % pats.len()];
                     assert_eq!(call(f, ra, rb), (ra as f64 + 1.0) * (rb as f64 + 2.0));
-                    assert!(crate::compiled::__private::num_specializations(f) <= DEFAULT_CAPACITY);
+                    assert!(f.num_specializations() <= DEFAULT_CAPACITY);
                 }
             });
         }
     });
-    assert_eq!(crate::compiled::__private::num_specializations(&f), DEFAULT_CAPACITY);
+    assert_eq!(f.num_specializations(), DEFAULT_CAPACITY);
 }

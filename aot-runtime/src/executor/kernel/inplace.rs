@@ -21,6 +21,7 @@
 use super::{plan_of, slot_values, Plan, Val};
 use crate::arg::Bases;
 use crate::backend::{FusedProgram, KernelCall};
+use crate::counters::{bump, Counter};
 use crate::error::{AotError, Result};
 use crate::ops::binary::broadcast_layout;
 use crate::storage::Storage;
@@ -29,14 +30,6 @@ use aot_ir::kernel::reinplace::InPlaceKernel;
 use aot_ir::kernel::render::{KernelTypes, ScalarSlots};
 use aot_ir::transform::FunctionalGraph;
 use aot_ir::{Op, ScalarValue};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-static IN_PLACE: AtomicU64 = AtomicU64::new(0);
-
-/// How many kernels stored over an argument's own storage, in this process.
-pub(crate) fn count() -> u64 {
-    IN_PLACE.load(Ordering::Relaxed)
-}
 
 /// One way of running a graph's writes in place: its kernels, and per
 /// kernel, per input, the input group whose base it reads (a primal, or
@@ -137,7 +130,7 @@ impl Reinplace {
                 }
                 return Err(AotError::internal("reinplace", format!("kernel `{}` declined after it was checked", k.kernel.name)));
             }
-            IN_PLACE.fetch_add(1, Ordering::Relaxed);
+            bump(Counter::InPlaceKernels);
             for st in &k.stores {
                 let slot = env.get_mut(st.out.index()).ok_or_else(|| AotError::internal("reinplace", format!("no value {}", st.out)))?;
                 *slot = c.inputs.get(st.dest).cloned();
