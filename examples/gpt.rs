@@ -36,9 +36,9 @@ use std::time::Instant;
 
 /// The corpus: a few of this repository's sources, a few hundred KB.
 const CORPUS: [&str; 6] = [
-    include_str!("../aot-runtime/src/tensor/mod.rs"),
-    include_str!("../aot-runtime/src/tree/mod.rs"),
-    include_str!("../aot-runtime/src/compiled/mod.rs"),
+    include_str!("../aot-runtime/src/tensor.rs"),
+    include_str!("../aot-runtime/src/tree.rs"),
+    include_str!("../aot-runtime/src/compiled.rs"),
     include_str!("../aot-ir/src/op.rs"),
     include_str!("../aot-macros/src/ast.rs"),
     include_str!("../aot-macros/src/lower.rs"),

@@ -597,5 +597,5 @@ impl std::ops::Deref for Picked<'_> {
 
 /// Support for the code `#[aot_fn]` generates. Not a public API.
 #[doc(hidden)]
-#[path = "private_api.rs"]
+#[path = "compiled/private_api.rs"]
 pub mod __private;
