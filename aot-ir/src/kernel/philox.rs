@@ -65,6 +65,33 @@ pub fn block(seed: u64, b: u64) -> [u32; 4] {
     philox4x32_10([b as u32, (b >> 32) as u32, 0, 0], [seed as u32, (seed >> 32) as u32])
 }
 
+/// The blocks `first, first + 1, ..` (`N` of them) of the stream under
+/// `seed`, as [`block`] computes them one by one: the rounds run over
+/// arrays of counters, so that a caller compiled for wide vectors
+/// (`#[inline(always)]` into a SIMD-dispatched loop) computes `N` blocks
+/// per instruction.
+#[inline(always)]
+pub fn blocks<const N: usize>(seed: u64, first: u64) -> [[u32; 4]; N] {
+    let (mut c0, mut c1, mut c2, mut c3) = ([0u32; N], [0u32; N], [0u32; N], [0u32; N]);
+    for j in 0..N {
+        let b = first.wrapping_add(j as u64);
+        (c0[j], c1[j]) = (b as u32, (b >> 32) as u32);
+    }
+    let (mut k0, mut k1) = (seed as u32, (seed >> 32) as u32);
+    for round in 0..10 {
+        if round > 0 {
+            (k0, k1) = (k0.wrapping_add(W0), k1.wrapping_add(W1));
+        }
+        for j in 0..N {
+            let p0 = u64::from(M0) * u64::from(c0[j]);
+            let p1 = u64::from(M1) * u64::from(c2[j]);
+            let (n0, n2) = ((p1 >> 32) as u32 ^ c1[j] ^ k0, (p0 >> 32) as u32 ^ c3[j] ^ k1);
+            (c0[j], c1[j], c2[j], c3[j]) = (n0, p1 as u32, n2, p0 as u32);
+        }
+    }
+    std::array::from_fn(|j| [c0[j], c1[j], c2[j], c3[j]])
+}
+
 /// `2^-24`: the spacing of the uniform f32 values.
 const TWO_M24: f32 = 5.960_464_5e-8;
 

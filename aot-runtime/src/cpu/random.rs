@@ -19,13 +19,15 @@ use crate::backend::{CpuStorage, Rng};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::host_alloc::try_vec;
-use aot_ir::kernel::philox::{block, normal_pair, uniform_f32, uniform_f64};
+use aot_ir::kernel::philox::{blocks, normal_pair, uniform_f32, uniform_f64};
 use aot_ir::kernel::random::{lanes, RandomKind};
 use half::{bf16, f16};
 use rayon::prelude::*;
 
 /// Draws of at least this many elements fill in parallel.
 const PAR_MIN: usize = 1 << 16;
+/// Blocks computed together: one AVX-512 register of 32-bit counters.
+const BATCH: usize = 16;
 
 impl Rng {
     /// `n` elements, `per` to a block, lane `k` of block `w` giving
@@ -34,11 +36,16 @@ impl Rng {
         let mut v: Vec<T> = try_vec(op, n)?;
         let (seed, start) = (self.seed, self.offset);
         let fill = |first_block: u64, piece: &mut Vec<T>, len: usize| {
-            for (j, b) in (0..len.div_ceil(per)).zip(first_block..) {
-                let w = block(seed, b);
-                let lanes = per.min(len - j * per);
-                piece.extend((0..lanes).map(|k| f(&w, k)));
-            }
+            super::fused_elementwise::simd(|| {
+                let n_blocks = len.div_ceil(per);
+                for j0 in (0..n_blocks).step_by(BATCH) {
+                    let batch = blocks::<BATCH>(seed, first_block.wrapping_add(j0 as u64));
+                    for (j, w) in (j0..n_blocks).zip(&batch) {
+                        let lanes = per.min(len - j * per);
+                        piece.extend((0..lanes).map(|k| f(w, k)));
+                    }
+                }
+            })
         };
         if n < PAR_MIN {
             fill(start, &mut v, n);

@@ -31,6 +31,10 @@ pub(crate) fn eval_view_prim(p: &Prim, tensors: &[Option<Tensor>], replay: Repla
     match p {
         Prim::ViewGrad(chain) => {
             let (root, g) = (tensor(0)?, tensor(1)?);
+            let zeros = || Tensor::zeros(&root.shape(), root.dtype(), &g.device());
+            if let Some(t) = write_through_view(zeros, chain, replay, g)? {
+                return Ok(t);
+            }
             let m = mirror_view(root, chain, replay)?;
             let mut buf = vec![0f64; m.len];
             scatter_add(&mut buf, &m.view, g)?;
@@ -53,6 +57,10 @@ pub(crate) fn eval_view_prim(p: &Prim, tensors: &[Option<Tensor>], replay: Repla
         }
         Prim::ViewScatter(chain) => {
             let (root, g, src) = (tensor(0)?, tensor(1)?, tensor(2)?);
+            let copy_of_g = || Tensor::zeros(&g.shape(), g.dtype(), &g.device())?.copy_(g);
+            if let Some(t) = write_through_view(copy_of_g, chain, replay, src)? {
+                return Ok(t);
+            }
             let m = mirror_view(root, chain, replay)?;
             let mut buf = vec![0f64; m.len];
             scatter_add(&mut buf, &m.root, g)?;
@@ -64,6 +72,31 @@ pub(crate) fn eval_view_prim(p: &Prim, tensors: &[Option<Tensor>], replay: Repla
         }
         _ => Err(internal(format!("{} is not a view primitive", p.name()))),
     }
+}
+
+/// The fast road for chains of plain views (narrow, transpose, reshape of
+/// a contiguous buffer, ...): `base()`, a fresh contiguous tensor of root's
+/// shape, with `src` copied through `chain`'s view of it, as PyTorch's
+/// `slice_backward` writes into zeros. `None` where the chain addresses
+/// storage itself, or its replay on `base()` copies or overlaps (an
+/// `expand`): the mirror then sums per element. Runs without grad, as the
+/// mirror does, so both roads give the same detached result.
+fn write_through_view(base: impl FnOnce() -> Result<Tensor>, chain: &[ChainStep], replay: Replay, src: &Tensor) -> Result<Option<Tensor>> {
+    if needs_geometry(chain) {
+        return Ok(None);
+    }
+    crate::tensor::no_grad(|| {
+        let base = base()?;
+        let view = replay(&base, &logical_chain(chain))?;
+        if !view.shares_storage_with(&base) || !view.layout().is_non_overlapping() {
+            return Ok(None);
+        }
+        // The mirror expands `src` to the view's shape; a shape it cannot
+        // take goes there too, for the mirror's own error.
+        let Ok(src) = src.expand(&i64s(&view.shape())) else { return Ok(None) };
+        view.copy_(&src)?;
+        Ok(Some(base))
+    })
 }
 
 /// `chain` with each `view` replaced by `reshape`: the same elements,

@@ -1,7 +1,7 @@
 //! Philox4x32-10 against the known-answer vectors of its authors' Random123
 //! library, and the C version against the Rust one (host compiler).
 
-use super::{philox4x32_10, PHILOX_C};
+use super::{block, blocks, philox4x32_10, PHILOX_C};
 use std::fmt::Write as _;
 use std::process::Command;
 
@@ -13,6 +13,16 @@ fn known_answers() {
         philox4x32_10([0x243f_6a88, 0x85a3_08d3, 0x1319_8a2e, 0x0370_7344], [0xa409_3822, 0x299f_31d0]),
         [0xd16c_fe09, 0x94fd_cceb, 0x5001_e420, 0x2412_6ea1]
     );
+}
+
+#[test]
+fn blocks_agree_with_block() {
+    for (seed, first) in [(0, 0), (u64::MAX, u64::MAX - 5), (0x1234_5678_9abc_def0, 1 << 32), (7, (1 << 32) - 3)] {
+        let batch = blocks::<16>(seed, first);
+        for (j, w) in batch.iter().enumerate() {
+            assert_eq!(*w, block(seed, first.wrapping_add(j as u64)), "seed {seed} block {first} + {j}");
+        }
+    }
 }
 
 #[test]
