@@ -414,7 +414,7 @@ fn block_range<T: Stored>(
 /// runtime dispatch: AVX-512, AVX2 or the baseline), so that the op loops
 /// inlined into it vectorise at that width.
 #[inline(always)]
-pub(super) fn simd(f: impl FnOnce()) {
+fn simd(f: impl FnOnce()) {
     pulp::Arch::new().dispatch(f);
 }
 

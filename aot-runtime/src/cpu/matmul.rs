@@ -50,34 +50,46 @@ impl GemmElem for f64 {
     const ONE: Self = 1.0;
 }
 
-/// Sizes and strides of one batched operand `[batch, rows, cols]`.
-#[derive(Clone, Copy)]
+/// Where each matrix of one batched operand `[..batch, rows, cols]` starts,
+/// and its row and column strides.
 struct Operand {
-    offset: usize,
-    batch_stride: usize,
+    /// Per matrix, in row-major order of the batch dims, its first element.
+    starts: Vec<usize>,
     rs: isize,
     cs: isize,
 }
 
 impl Operand {
     fn new(l: &Layout) -> Result<Operand> {
+        let r = l.rank();
         // The stride of a size-1 dim is never used to step; make it 0 so any
         // value fits in an isize.
         let eff = |d: usize| if l.shape[d] <= 1 { 0 } else { l.stride[d] };
         let signed = |s: usize| isize::try_from(s).map_err(|_| AotError::internal(OP, format!("stride {s} does not fit in isize")));
-        Ok(Operand { offset: l.offset, batch_stride: eff(0), rs: signed(eff(1))?, cs: signed(eff(2))? })
+        let batch = Layout::new(l.shape[..r - 2].to_vec(), l.stride[..r - 2].to_vec(), l.offset);
+        Ok(Operand { starts: batch.offsets().collect(), rs: signed(eff(r - 2))?, cs: signed(eff(r - 1))? })
     }
 }
 
-/// Batched matmul: `la` is `[batch, m, k]`, `lb` is `[batch, k, n]` (any
-/// strides; a batch stride of 0 broadcasts). The output is a contiguous
-/// `[batch, m, n]` buffer of the operands' (common) dtype.
+/// Batched matmul: `la` is `[..batch, m, k]`, `lb` is `[..batch, k, n]`
+/// with the same batch dims (any strides, so attention's heads of a
+/// transposed projection are read in place; a batch stride of 0
+/// broadcasts). The output is a contiguous `[batch, m, n]` buffer of the
+/// operands' (common) dtype, `batch` the product of the batch dims.
 pub fn matmul(a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout) -> Result<CpuStorage> {
-    if la.rank() != 3 || lb.rank() != 3 {
-        return Err(AotError::shape(OP, format!("batched matmul expects 3-D operands, got shapes {:?} and {:?}", la.shape, lb.shape)));
+    if la.rank() < 3 || la.rank() != lb.rank() || la.shape[..la.rank() - 2] != lb.shape[..lb.rank() - 2] {
+        return Err(AotError::shape(
+            OP,
+            format!(
+                "batched matmul expects operands of rank 3 or more with the same batch dims, got shapes {:?} and {:?}",
+                la.shape, lb.shape
+            ),
+        ));
     }
-    let (batch, m, k) = (la.shape[0], la.shape[1], la.shape[2]);
-    let (batch_b, k_b, n) = (lb.shape[0], lb.shape[1], lb.shape[2]);
+    let r = la.rank();
+    let (m, k) = (la.shape[r - 2], la.shape[r - 1]);
+    let (k_b, n) = (lb.shape[r - 2], lb.shape[r - 1]);
+    let (batch, batch_b): (usize, usize) = (la.shape[..r - 2].iter().product(), lb.shape[..r - 2].iter().product());
     if batch != batch_b {
         return Err(AotError::shape(OP, format!("batch sizes differ: {batch} and {batch_b} (shapes {:?} and {:?})", la.shape, lb.shape)));
     }
@@ -111,7 +123,13 @@ struct Dims {
 /// The operand widened to a contiguous f32 buffer and its layout. A batch
 /// dim of stride 0 stays stride 0 (the matrix is widened once).
 fn widen<T: FloatElem<C = f32>>(x: &[T], l: &Layout) -> Result<(Vec<f32>, Layout)> {
-    let (batch, r, c) = (l.shape[0], l.shape[1], l.shape[2]);
+    let rank = l.rank();
+    let (r, c) = (l.shape[rank - 2], l.shape[rank - 1]);
+    let batch: usize = l.shape[..rank - 2].iter().product();
+    if rank > 3 {
+        let data = map1(OP, x, l, T::to_c)?;
+        return Ok((data, Layout::contiguous(&[batch, r, c])));
+    }
     let broadcast = batch > 1 && l.stride[0] == 0;
     let shape = [if broadcast { 1 } else { batch }, r, c];
     let src = Layout::new(shape.to_vec(), l.stride.clone(), l.offset);
@@ -142,8 +160,8 @@ fn gemm_batched<T: GemmElem>(d: Dims, x: &[T], la: &Layout, y: &[T], lb: &Layout
     let work = m.saturating_mul(n).saturating_mul(k);
     // `dst` is the output matrix `bi` (m*n elements, row-major).
     let one = |bi: usize, dst: &mut [MaybeUninit<T>], par: Parallelism| {
-        let lhs = &x[pa.offset + bi * pa.batch_stride..];
-        let rhs = &y[pb.offset + bi * pb.batch_stride..];
+        let lhs = &x[pa.starts[bi]..];
+        let rhs = &y[pb.starts[bi]..];
         // A column-major right operand (`a @ w.t()`) is repacked row-major
         // first where the product is large: `gemm` 0.19 packs it at about
         // 55% of its row-major speed, and the copy costs k*n moves against
@@ -156,8 +174,8 @@ fn gemm_batched<T: GemmElem>(d: Dims, x: &[T], la: &Layout, y: &[T], lb: &Layout
             Some(p) => (&p[..], 1, n as isize),
             None => (rhs, pb.cs, pb.rs),
         };
-        // SAFETY: `gemm` reads lhs[i*rs + p*cs] for i < m, p < k: with the
-        // batch offset these are storage indices of `la`, all below
+        // SAFETY: `gemm` reads lhs[i*rs + p*cs] for i < m, p < k: from the
+        // matrix's start these are storage indices of `la`, all below
         // `x.len()` (checked by `check_layout`), so they lie in `lhs`; the
         // same holds for `rhs` (p < k, j < n) with `lb` and `y`. `dst` is an
         // exclusively borrowed slice of exactly m*n elements written at
@@ -253,15 +271,16 @@ fn naive_i64(d: Dims, x: &[i64], la: &Layout, y: &[i64], lb: &Layout) -> Result<
     if out.is_empty() {
         return Ok(out);
     }
-    let (sa, sb) = (&la.stride, &lb.stride);
+    let (pa, pb) = (Operand::new(la)?, Operand::new(lb)?);
+    let (ars, acs, brs, bcs) = (pa.rs as usize, pa.cs as usize, pb.rs as usize, pb.cs as usize);
     let per_batch = |start: usize, dst: &mut [i64]| {
         let bi = start / (m * n);
         for i in 0..m {
             for p in 0..k {
-                let av = x[la.offset + bi * sa[0] + i * sa[1] + p * sa[2]];
-                let brow = lb.offset + bi * sb[0] + p * sb[1];
+                let av = x[pa.starts[bi] + i * ars + p * acs];
+                let brow = pb.starts[bi] + p * brs;
                 for (j, o) in dst[i * n..(i + 1) * n].iter_mut().enumerate() {
-                    *o = o.wrapping_add(av.wrapping_mul(y[brow + j * sb[2]]));
+                    *o = o.wrapping_add(av.wrapping_mul(y[brow + j * bcs]));
                 }
             }
         }
@@ -327,6 +346,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Two batch dims that no single stride covers (attention's heads,
+    /// `[b, t, h, d]` transposed to `[b, h, t, d]`), in every dtype: the
+    /// same values as the contiguous copy multiplied as one batch (to the
+    /// rounding of the sums' order).
+    #[test]
+    fn strided_batch_dims_match_contiguous_copy() {
+        let (b, h, t, d) = (3, 4, 5, 6);
+        let heads = |seed| {
+            let l = Layout::contiguous(&[b, t, h, d]).transpose("t", 1, 2).unwrap();
+            (random_values(b * t * h * d, -1.0, 1.0, seed), l)
+        };
+        let ((da, la), (db, lb)) = (heads(31), heads(32));
+        let lb = lb.transpose("t", 2, 3).unwrap();
+        let flat = |v: &[f64], l: &Layout| -> (Vec<f64>, Layout) {
+            (l.offsets().map(|o| v[o]).collect(), Layout::contiguous(&[b * h, l.shape[2], l.shape[3]]))
+        };
+        let ((ca, cla), (cb, clb)) = (flat(&da, &la), flat(&db, &lb));
+        for dtype in DType::FLOATS {
+            let out = matmul(&storage(dtype, &da), &la, &storage(dtype, &db), &lb).unwrap();
+            let want = matmul(&storage(dtype, &ca), &cla, &storage(dtype, &cb), &clb).unwrap();
+            // `gemm` may sum in another order for other strides.
+            assert_close(&values(&out), &values(&want), tol(dtype) * d as f64, &format!("{dtype}"));
+        }
+        let ints = |v: &[f64]| CpuStorage::I64(v.iter().map(|x| (x * 10.0) as i64).collect());
+        let out = matmul(&ints(&da), &la, &ints(&db), &lb).unwrap();
+        assert_eq!(values(&out), values(&matmul(&ints(&ca), &cla, &ints(&cb), &clb).unwrap()));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! matmul / mm / bmm with PyTorch's rank rules and batch broadcasting.
 
 use super::check_same_device;
+use crate::device::Device;
 use crate::error::{AotError, Result};
 use crate::layout::{broadcast_shapes, checked_numel, Layout};
 use crate::tensor::Tensor;
@@ -28,22 +29,48 @@ fn batched(op: &'static str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     checked_numel(op, &out_shape)?;
     let nb: usize = batch.iter().product();
     // Bring each operand to a 3-D layout [nb, rows, cols]; a stride-0 batch
-    // stays free, anything else multi-dim is materialised.
-    let to3 = |t: &Tensor, rows: usize, cols: usize| -> Result<Tensor> {
+    // stays free. The CPU reads several batch dims through their strides
+    // (attention's heads of a transposed projection); elsewhere several
+    // batch dims that are not one run of strides are materialised.
+    let expand = |t: &Tensor, rows: usize, cols: usize| -> Result<Tensor> {
         let mut full = batch.clone();
         full.extend([rows, cols]);
-        let e = crate::tensor::with_grad_mode(false, || t.expand(&shape_i64(&full)))?;
-        let l = e.layout();
-        if batch.len() <= 1 {
-            let (bs, rs, cs) = if batch.is_empty() { (0, l.stride[0], l.stride[1]) } else { (l.stride[0], l.stride[1], l.stride[2]) };
-            return Ok(e.alias_with_layout(Layout::new(vec![nb, rows, cols], vec![bs, rs, cs], l.offset)));
-        }
-        let c = e.copy_as(op, e.dtype(), Layout::contiguous(&l.shape))?;
-        Ok(c.alias_with_layout(Layout::contiguous(&[nb, rows, cols])))
+        crate::tensor::with_grad_mode(false, || t.expand(&shape_i64(&full)))
     };
-    let (a3, b3) = (to3(a, m, k)?, to3(b, k, n)?);
+    let (ea, eb) = (expand(a, m, k)?, expand(b, k, n)?);
+    // Several batch dims that one stride does not cover are read through
+    // their strides on the CPU (attention's heads of a transposed
+    // projection), both operands alike; elsewhere such an operand is
+    // materialised.
+    let on_cpu = a.device() == Device::Cpu;
+    let (ja, jb) = (joined_batch_stride(&ea.layout(), batch.len()), joined_batch_stride(&eb.layout(), batch.len()));
+    let (a3, b3) = if on_cpu && (ja.is_none() || jb.is_none()) { (ea, eb) } else { (to3(op, ea, ja, nb)?, to3(op, eb, jb, nb)?) };
     let data = a3.storage().matmul(op, &a3.layout(), b3.storage(), &b3.layout())?;
     Ok(Tensor::from_storage(data, Layout::contiguous(&out_shape)))
+}
+
+/// The one stride that steps through the first `nb_dims` (batch) dims of
+/// `l`, counting only those of more than one element (0 when there are
+/// none), or `None` when no single stride does.
+fn joined_batch_stride(l: &Layout, nb_dims: usize) -> Option<usize> {
+    let steps: Vec<(usize, usize)> = (0..nb_dims).filter(|&d| l.shape[d] > 1).map(|d| (l.shape[d], l.stride[d])).collect();
+    steps.windows(2).all(|w| w[0].1 == w[1].0 * w[1].1).then(|| steps.last().map_or(0, |&(_, s)| s))
+}
+
+/// `e` (`[..batch, rows, cols]`, `nb` matrices) as a 3-D operand: an alias
+/// with the batch stride `joined` where one covers the batch dims, else a
+/// contiguous copy.
+fn to3(op: &'static str, e: Tensor, joined: Option<usize>, nb: usize) -> Result<Tensor> {
+    let l = e.layout();
+    let r = l.rank();
+    let (rows, cols) = (l.shape[r - 2], l.shape[r - 1]);
+    match joined {
+        Some(bs) => Ok(e.alias_with_layout(Layout::new(vec![nb, rows, cols], vec![bs, l.stride[r - 2], l.stride[r - 1]], l.offset))),
+        None => {
+            let c = e.copy_as(op, e.dtype(), Layout::contiguous(&l.shape))?;
+            Ok(c.alias_with_layout(Layout::contiguous(&[nb, rows, cols])))
+        }
+    }
 }
 
 impl Tensor {
