@@ -67,7 +67,8 @@ use std::time::{Duration, Instant};
 
 /// A profile: one row per kernel or op and device, sorted by total time
 /// (longest first), and the allocators' statistics. `Display` prints it
-/// as a table.
+/// as a table: `{}` the first [`TABLE_ROWS`](Self::TABLE_ROWS) rows,
+/// `{:#}` every row.
 #[derive(Clone, Debug)]
 pub struct Profile {
     rows: Vec<ProfileRow>,
@@ -136,6 +137,10 @@ pub struct AllocatorStats {
 }
 
 impl Profile {
+    /// The rows that `{}` prints (the longest); the rest are summed up in
+    /// one line. `{:#}` prints every row.
+    pub const TABLE_ROWS: usize = 40;
+
     /// The rows, longest total time first.
     pub fn rows(&self) -> &[ProfileRow] {
         &self.rows

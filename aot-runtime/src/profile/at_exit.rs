@@ -55,7 +55,7 @@ pub(super) fn since_start() -> Duration {
 extern "C" fn print_report() {
     let _ = std::panic::catch_unwind(|| {
         if let Some(p) = super::process_profile() {
-            eprintln!("aot profile (AOT_LOG=profile, every thread of the process):\n{p}");
+            eprintln!("aot profile (AOT_LOG=profile, every thread of the process):\n{p:#}");
         }
     });
 }

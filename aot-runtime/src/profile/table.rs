@@ -1,5 +1,7 @@
 //! A [`Profile`] printed as a table: a header with the wall time and the
-//! rows' total, one line per row (longest first), then the allocators.
+//! rows' total, one line per row (longest first; `{}` prints the first
+//! [`Profile::TABLE_ROWS`] and sums up the rest, `{:#}` prints them all),
+//! then the allocators.
 //! Times are printed in s, ms or us, bytes in decimal units (kB, MB, GB),
 //! as the rates are (GB/s, GFLOP/s).
 
@@ -58,7 +60,9 @@ fn percent(part: f64, whole: f64) -> String {
 
 impl Display for Profile {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let names: Vec<String> = self.rows.iter().map(|r| name(&r.name)).collect();
+        let shown = if f.alternate() { self.rows.len() } else { self.rows.len().min(Profile::TABLE_ROWS) };
+        let (rows, rest) = self.rows.split_at(shown);
+        let names: Vec<String> = rows.iter().map(|r| name(&r.name)).collect();
         let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max("Name".len());
         let heads = ["Device", "Calls", "Total", "Share", "Avg", "Bytes", "Rate"];
         let widths = [7, 8, 11, 7, 11, 10, 15];
@@ -79,7 +83,7 @@ impl Display for Profile {
         }
         writeln!(f, "{line}")?;
         writeln!(f, "{rule}")?;
-        for (r, n) in self.rows.iter().zip(&names) {
+        for (r, n) in rows.iter().zip(&names) {
             let cells = [
                 r.device.to_string(),
                 r.calls.to_string(),
@@ -94,6 +98,11 @@ impl Display for Profile {
                 let _ = write!(line, "  {cell:>c$}");
             }
             writeln!(f, "{line}")?;
+        }
+        if !rest.is_empty() {
+            let (calls, t) = rest.iter().fold((0, Duration::ZERO), |(c, t), r| (c + r.calls, t + r.total));
+            let share = percent(t.as_secs_f64(), total.as_secs_f64());
+            writeln!(f, "... {} more rows ({{:#}} prints them): {calls} calls, {} ({share})", rest.len(), time(t))?;
         }
         writeln!(f, "{rule}")?;
         for a in &self.allocators {
@@ -142,5 +151,26 @@ mod tests {
         };
         assert_eq!(rate(&row), "4.00 GB/s");
         assert_eq!(row.average(), Duration::from_millis(500));
+    }
+
+    #[test]
+    fn plain_display_sums_up_the_rows_past_the_limit() {
+        let n = Profile::TABLE_ROWS + 5;
+        let rows = (0..n)
+            .map(|i| ProfileRow {
+                name: format!("op{i}"),
+                device: Device::Cpu,
+                calls: 1,
+                total: Duration::from_millis((n - i) as u64),
+                bytes: 0,
+                flops: 0,
+                share: 0.0,
+            })
+            .collect();
+        let p = Profile { rows, wall: Duration::from_secs(1), allocators: Vec::new() };
+        let (short, full) = (p.to_string(), format!("{p:#}"));
+        assert!(short.contains("op0 ") && !short.contains(&format!("op{} ", n - 1)), "{short}");
+        assert!(short.contains("... 5 more rows ({:#} prints them): 5 calls, 15.000 ms"), "{short}");
+        assert!(full.contains(&format!("op{} ", n - 1)) && !full.contains("more rows"), "{full}");
     }
 }
