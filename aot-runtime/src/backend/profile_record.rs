@@ -8,7 +8,7 @@
 //! - into the innermost open scope of its thread ([`Scope`], one per
 //!   `profile(..)`), and
 //! - into the process table when the whole process is profiled
-//!   (`AOT_LOG=profile`, [`set_process_wide`]).
+//!   (`AOT_LOG=profile`, [`set_read`]).
 //!
 //! One atomic, [`GATE`], says whether anything records: it holds whether
 //! `AOT_LOG` was read, whether the process is profiled, and how many scopes
@@ -20,8 +20,8 @@
 //! A device that runs work asynchronously times it with events
 //! ([`DeviceEvents`]); their times are read later ([`Table::resolve`]),
 //! when a scope closes, when the process table is read, and every
-//! [`RESOLVE_EVERY`] pending calls, so recording never waits for the
-//! device.
+//! [`RESOLVE_EVERY`] pending calls, so recording waits for the device at
+//! most once per that many calls.
 
 use crate::device::Device;
 use std::cell::{Cell, RefCell};
@@ -290,14 +290,18 @@ impl<'a> Span<'a> {
         events: impl FnOnce() -> Option<Box<dyn DeviceEvents>>,
     ) -> Option<Span<'a>> {
         let process = gate & PROCESS != 0;
-        let scoped = LOCAL.with(|l| {
-            let scoped = !l.scopes.borrow().is_empty();
-            let opens = l.depth.get() == 0 && (scoped || process);
-            if opens {
-                l.depth.set(1);
-            }
-            opens.then_some(scoped)
-        })?;
+        // `try_with`: a call made while the thread's locals are torn down
+        // is not recorded.
+        let scoped = LOCAL
+            .try_with(|l| {
+                let scoped = !l.scopes.borrow().is_empty();
+                let opens = l.depth.get() == 0 && (scoped || process);
+                if opens {
+                    l.depth.set(1);
+                }
+                opens.then_some(scoped)
+            })
+            .ok()??;
         let cost = cost();
         let events = events();
         Some(Span { device, name, cost, scoped, process, events, start: Instant::now() })
