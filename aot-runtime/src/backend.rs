@@ -8,7 +8,9 @@
 //!   its dtype dispatch, `cpu_storage.rs`), the generator state ([`Rng`])
 //!   and the host-side offsets of a gather or scatter (`index_offsets.rs`);
 //! - the record of the kernels a call runs (`kernel_record.rs`), which the
-//!   storage and the executor note into with plain data.
+//!   storage and the executor note into with plain data;
+//! - the profiler's record (`profile_record.rs`): the storage times each
+//!   backend call into it, and `crate::profile` reads it.
 //!
 //! The implementations are the layer above, side by side: the CPU's in
 //! `crate::cpu`, CUDA's in `crate::cuda`, which picks the real cudarc
@@ -31,6 +33,7 @@ mod cpu_storage;
 pub(crate) mod fused_program;
 mod index_offsets;
 pub(crate) mod kernel_record;
+pub(crate) mod profile_record;
 mod rng;
 
 use crate::device::Device;

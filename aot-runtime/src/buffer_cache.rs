@@ -22,6 +22,9 @@
 //! the page faults of new memory; buffers freed anywhere else stay with
 //! the system allocator, and the bound keeps the cache from holding memory
 //! the rest of the process would reuse.
+//!
+//! The cache counts its lookups and hits ([`stats`], under the lock every
+//! lookup takes anyway), which the profiler reports.
 
 use std::any::{Any, TypeId};
 use std::cell::Cell;
@@ -72,9 +75,31 @@ struct Entry {
 struct Cache {
     entries: Vec<Entry>,
     bytes: usize,
+    /// Counted under the lock, which every lookup takes anyway.
+    stats: Stats,
 }
 
-static CACHE: Mutex<Cache> = Mutex::new(Cache { entries: Vec::new(), bytes: 0 });
+/// What the cache did since the process started, for the profiler.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stats {
+    /// Requests that searched the cache (of a size it keeps, while it held
+    /// buffers of that tier), and their bytes.
+    pub lookups: u64,
+    pub bytes_looked_up: u64,
+    /// Of those, the requests a kept buffer served.
+    pub hits: u64,
+    /// The bytes of the buffers it holds now.
+    pub bytes_held: u64,
+}
+
+static CACHE: Mutex<Cache> =
+    Mutex::new(Cache { entries: Vec::new(), bytes: 0, stats: Stats { lookups: 0, bytes_looked_up: 0, hits: 0, bytes_held: 0 } });
+
+/// The cache's statistics.
+pub(crate) fn stats() -> Stats {
+    let c = cache();
+    Stats { bytes_held: c.bytes as u64, ..c.stats }
+}
 
 fn limit() -> usize {
     static LIMIT: OnceLock<usize> = OnceLock::new();
@@ -95,8 +120,11 @@ pub(crate) fn take<T: Send + 'static>(n: usize) -> Option<Vec<T>> {
         return None;
     }
     let mut c = cache();
+    c.stats.lookups += 1;
+    c.stats.bytes_looked_up += bytes as u64;
     let ty = TypeId::of::<T>();
     let at = c.entries.iter().position(|e| e.ty == ty && e.capacity >= n && e.capacity - e.capacity / 8 <= n)?;
+    c.stats.hits += 1;
     let e = c.remove(at);
     let mut v = *e.buf.downcast::<Vec<T>>().ok()?;
     v.clear();

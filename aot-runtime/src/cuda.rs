@@ -21,7 +21,9 @@
 //! needs a host C++ compiler), for tests without a GPU.
 //!
 //! Either way [`CudaStorage`] implements `Backend` and [`is_available`]
-//! and [`is_simulated`] exist, so no op or test needs a `cfg`.
+//! and [`is_simulated`] exist, so no op or test needs a `cfg`; so do the
+//! profiler's clocks and allocator statistics (`profiling.rs`; none
+//! without the feature).
 
 #[cfg(feature = "cuda")]
 mod driver;
@@ -51,6 +53,8 @@ pub mod nvrtc;
 #[cfg(feature = "cuda")]
 mod ops;
 #[cfg(feature = "cuda")]
+mod profiling;
+#[cfg(feature = "cuda")]
 mod random;
 #[cfg(feature = "cuda")]
 mod reduce;
@@ -61,11 +65,31 @@ pub mod sim;
 #[cfg(test)]
 mod tests;
 
+#[cfg(not(feature = "cuda"))]
+pub(crate) use dummy::{allocator_stats, device_events};
 pub use imp::{is_available, is_simulated, CudaStorage};
 pub(crate) use imp::{kernel_sources, op_kernel_sources};
+#[cfg(feature = "cuda")]
+pub(crate) use profiling::{allocator_stats, device_events};
 
 use crate::device::Device;
 use crate::dtype::DType;
+
+/// One CUDA device's allocator, as the profiler reports it: counts since
+/// the process started, and the memory pool's bytes now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PoolStats {
+    pub ordinal: usize,
+    /// The simulator (host memory, no pool).
+    pub simulated: bool,
+    /// Buffers allocated, and their bytes.
+    pub buffers: u64,
+    pub bytes: u64,
+    /// The bytes the device's memory pool holds from the driver, now and
+    /// at most (`None`: no pool, or the simulator).
+    pub reserved: Option<u64>,
+    pub peak_reserved: Option<u64>,
+}
 
 /// The buffer's metadata, the same with or without the feature.
 impl CudaStorage {

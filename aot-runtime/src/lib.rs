@@ -40,6 +40,7 @@
 #![allow(clippy::needless_range_loop)]
 #![warn(missing_docs)]
 
+mod aot_log;
 pub mod arg;
 pub mod autograd;
 // The backend seam and storages are internals; the CUDA backend's tests
@@ -64,6 +65,7 @@ pub(crate) mod executor;
 mod host_alloc;
 pub mod layout;
 pub mod ops;
+pub mod profile;
 #[cfg(feature = "test-hooks")]
 #[allow(missing_docs)]
 pub mod storage;
@@ -87,6 +89,7 @@ pub use device::Device;
 pub use dtype::{DType, Scalar, WithDType};
 pub use error::{AotError, Result};
 pub use ops::{manual_seed, rng_state, set_rng_state, Operand};
+pub use profile::{profile, Profile};
 pub use tensor::Tensor;
 pub use tensor::{is_grad_enabled, no_grad, NoGradGuard};
 pub use tree::TensorTree;

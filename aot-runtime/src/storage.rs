@@ -16,16 +16,24 @@
 //! counter, and its locks hand the primitives the root's bytes as its own
 //! dtype (`storage/dtype_view.rs`).
 //!
+//! Every backend call is timed here for the profiler (`crate::profile`):
+//! each primitive opens a span around its backend call, which counts the
+//! bytes it reads and writes (and a matmul's flops); off, a span is one
+//! atomic load. A primitive built from others opens its span first, so
+//! the others are not recorded apart.
+//!
 //! Every buffer whose length comes from a shape is allocated by
 //! `host_alloc::try_vec` (or the helpers on it): a request that is too
 //! large is an [`AotError::OutOfMemory`] naming the op, never an abort.
 
+use crate::backend::profile_record::{Cost, Span};
 use crate::backend::{dispatch_cpu, Backend, CpuStorage, Distribution, Rng};
 use crate::cuda::CudaStorage;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
+use crate::profile::{moved, span};
 use aot_ir::OpKind;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -94,6 +102,20 @@ impl StorageData {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// `r`, a new storage made by `span`'s call, its bytes counted as written
+/// (the span records as it drops here).
+fn made(span: Option<Span<'_>>, r: Result<Storage>) -> Result<Storage> {
+    if let (Some(mut p), Ok(s)) = (span, &r) {
+        p.add_bytes(s.bytes());
+    }
+    r
+}
+
+/// The bytes of `n` elements of `dtype`, read or written.
+fn elems(n: usize, dtype: DType) -> Cost {
+    Cost { bytes: (n * dtype.size_in_bytes()) as u64, flops: 0 }
 }
 
 fn mismatch(op: &'static str, a: Device, b: Device) -> AotError {
@@ -203,12 +225,17 @@ impl Storage {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// The size of the buffer in bytes.
+    pub(crate) fn bytes(&self) -> u64 {
+        (self.len * self.dtype.size_in_bytes()) as u64
+    }
 }
 
 /// The backend primitives, dispatched on the device of the operands.
 impl Storage {
     /// `n` elements of `dtype` on `device`, each `value`.
     pub(crate) fn full(op: &'static str, device: &Device, dtype: DType, n: usize, value: f64) -> Result<Storage> {
+        let _p = span(*device, op, || elems(n, dtype));
         let data = match device {
             Device::Cpu => StorageData::Cpu(Backend::full(op, device, dtype, n, value)?),
             Device::Cuda(_) => StorageData::Cuda(Backend::full(op, device, dtype, n, value)?),
@@ -219,14 +246,17 @@ impl Storage {
     /// `kernels_for`: CUDA runs it as a kernel of its own).
     pub(crate) fn arange(op: &'static str, device: &Device, dtype: DType, n: usize, start: f64, step: f64) -> Result<Storage> {
         crate::backend::kernel_record::note_op(crate::backend::OpKernels::Arange { dtype });
+        let _p = span(*device, op, || elems(n, dtype));
         let data = match device {
             Device::Cpu => StorageData::Cpu(Backend::arange(op, device, dtype, n, start, step)?),
             Device::Cuda(_) => StorageData::Cuda(Backend::arange(op, device, dtype, n, start, step)?),
         };
         Ok(Storage::new(data))
     }
-    /// A storage on `device` holding the host buffer `data`.
+    /// A storage on `device` holding the host buffer `data`. On the CPU
+    /// the buffer is moved, so only an upload is profiled.
     pub(crate) fn from_host(op: &'static str, device: &Device, data: CpuStorage) -> Result<Storage> {
+        let _p = matches!(device, Device::Cuda(_)).then(|| span(*device, op, || elems(data.len(), data.dtype()))).flatten();
         let data = match device {
             Device::Cpu => StorageData::Cpu(Backend::from_host(op, device, data)?),
             Device::Cuda(_) => StorageData::Cuda(Backend::from_host(op, device, data)?),
@@ -236,6 +266,12 @@ impl Storage {
     /// `n` values of `dtype` on `device`, drawn from `dist` with `rng`.
     pub(crate) fn random(op: &'static str, device: &Device, dist: Distribution, dtype: DType, n: usize, rng: &mut Rng) -> Result<Storage> {
         crate::backend::kernel_record::note_random(dist, dtype);
+        let stream = match dist {
+            Distribution::Uniform => "philox/uniform",
+            Distribution::Normal => "philox/normal",
+            Distribution::Dropout { .. } => "philox/dropout",
+        };
+        let _p = span(*device, stream, || elems(n, dtype));
         let data = match device {
             Device::Cpu => StorageData::Cpu(Backend::random(op, device, dist, dtype, n, rng)?),
             Device::Cuda(_) => StorageData::Cuda(Backend::random(op, device, dist, dtype, n, rng)?),
@@ -244,24 +280,31 @@ impl Storage {
     }
     /// The elements of `l`, row-major, as a host buffer of `dtype`.
     pub(crate) fn to_host(&self, op: &'static str, l: &Layout, dtype: DType) -> Result<CpuStorage> {
+        let _p = span(self.device, op, || moved(&[(l, self.dtype)], &[(&Layout::contiguous(&l.shape), dtype)]));
         on_backend!(&*self.read(), s => s.to_host(op, l, dtype))
     }
     /// The elements of `l`, contiguous, in a new storage on `device`.
     pub(crate) fn to_device(&self, op: &'static str, l: &Layout, device: &Device) -> Result<Storage> {
+        // Timed on the CUDA side of the transfer, if either is.
+        let on = if matches!(self.device, Device::Cuda(_)) { self.device } else { *device };
+        let _p = span(on, op, || moved(&[(l, self.dtype)], &[(&Layout::contiguous(&l.shape), self.dtype)]));
         let host = self.to_host(op, l, self.dtype)?;
         Storage::from_host(op, device, host)
     }
 
     pub(crate) fn unary(&self, op: OpKind, l: &Layout, out: &Layout) -> Result<Storage> {
-        map_backend!(&*self.read(), s => s.unary(op, l, out)).map(Storage::new)
+        let p = span(self.device, op.name(), || moved(&[(l, self.dtype)], &[]));
+        made(p, map_backend!(&*self.read(), s => s.unary(op, l, out)).map(Storage::new))
     }
     pub(crate) fn clamp(&self, op: &'static str, l: &Layout, min: Option<f64>, max: Option<f64>, out: &Layout) -> Result<Storage> {
-        map_backend!(&*self.read(), s => s.clamp(op, l, min, max, out)).map(Storage::new)
+        let p = span(self.device, op, || moved(&[(l, self.dtype)], &[]));
+        made(p, map_backend!(&*self.read(), s => s.clamp(op, l, min, max, out)).map(Storage::new))
     }
     pub(crate) fn binary(&self, op: OpKind, la: &Layout, rhs: &Storage, lb: &Layout, out: &Layout) -> Result<Storage> {
         let name = op.name();
         same_device(name, self, &[rhs])?;
-        self.read2(rhs, |a, b| map_backend2!(name, (a, b), (x, y) => x.binary(op, la, y, lb, out))).map(Storage::new)
+        let p = span(self.device, name, || moved(&[(la, self.dtype), (lb, rhs.dtype)], &[]));
+        made(p, self.read2(rhs, |a, b| map_backend2!(name, (a, b), (x, y) => x.binary(op, la, y, lb, out))).map(Storage::new))
     }
     /// `self[l] = self[l] op rhs[lr]` in place, `rhs` another storage. The
     /// caller bumps the version.
@@ -271,6 +314,7 @@ impl Storage {
         if self.same(rhs) {
             return Err(AotError::internal(name, "binary_assign with its own storage as operand"));
         }
+        let _p = span(self.device, name, || moved(&[(l, self.dtype), (lr, rhs.dtype)], &[(l, self.dtype)]));
         let (src, mut d) = (rhs.read(), self.write());
         match (&mut *d, &*src) {
             (StorageData::Cpu(d), StorageData::Cpu(s)) => d.binary_assign(op, l, s, lr),
@@ -283,7 +327,11 @@ impl Storage {
     pub(crate) fn binary_dense(&self, op: OpKind, ra: Range<usize>, rhs: &Storage, rb: Range<usize>) -> Result<Storage> {
         let name = op.name();
         same_device(name, self, &[rhs])?;
-        self.read2(rhs, |a, b| map_backend2!(name, (a, b), (x, y) => x.binary_dense(op, ra.clone(), y, rb.clone()))).map(Storage::new)
+        let p = span(self.device, name, || elems(ra.len(), self.dtype).plus(elems(rb.len(), rhs.dtype)));
+        made(
+            p,
+            self.read2(rhs, |a, b| map_backend2!(name, (a, b), (x, y) => x.binary_dense(op, ra.clone(), y, rb.clone()))).map(Storage::new),
+        )
     }
     /// [`Backend::binary_assign_dense`]: `self[ra] op= rhs[rb]`, `rhs`
     /// another storage. The caller bumps the version.
@@ -293,6 +341,8 @@ impl Storage {
         if self.same(rhs) {
             return Err(AotError::internal(name, "binary_assign_dense with its own storage as operand"));
         }
+        // `self[ra]` read and written, `rhs[rb]` read.
+        let _p = span(self.device, name, || elems(2 * ra.len(), self.dtype).plus(elems(rb.len(), rhs.dtype)));
         let (src, mut d) = (rhs.read(), self.write());
         match (&mut *d, &*src) {
             (StorageData::Cpu(d), StorageData::Cpu(s)) => d.binary_assign_dense(op, ra, s, rb),
@@ -301,7 +351,8 @@ impl Storage {
         }
     }
     pub(crate) fn binary_scalar(&self, op: OpKind, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Storage> {
-        map_backend!(&*self.read(), x => x.binary_scalar(op, la, s, scalar_first, out)).map(Storage::new)
+        let p = span(self.device, op.name(), || moved(&[(la, self.dtype)], &[]));
+        made(p, map_backend!(&*self.read(), x => x.binary_scalar(op, la, s, scalar_first, out)).map(Storage::new))
     }
     /// `cond ? a : b` with `self` the condition.
     #[allow(clippy::too_many_arguments)]
@@ -316,6 +367,22 @@ impl Storage {
         out: &Layout,
     ) -> Result<Storage> {
         same_device(op, self, &[a, b])?;
+        let p = span(self.device, op, || moved(&[(lc, self.dtype), (la, a.dtype), (lb, b.dtype)], &[]));
+        made(p, self.where_cond_in(op, lc, a, la, b, lb, out))
+    }
+
+    /// [`Storage::where_cond`] inside its span.
+    #[allow(clippy::too_many_arguments)]
+    fn where_cond_in(
+        &self,
+        op: &'static str,
+        lc: &Layout,
+        a: &Storage,
+        la: &Layout,
+        b: &Storage,
+        lb: &Layout,
+        out: &Layout,
+    ) -> Result<Storage> {
         // Dtype views of one root are read from copies (one lock each).
         if [self, a, b].iter().any(|s| s.is_dtype_view()) {
             let plain = |s: &Storage, l: &Layout| -> Result<(Storage, Layout)> {
@@ -347,7 +414,8 @@ impl Storage {
         Ok(Storage::new(data))
     }
     pub(crate) fn cast(&self, op: &'static str, l: &Layout, dtype: DType, out: &Layout) -> Result<Storage> {
-        map_backend!(&*self.read(), s => s.cast(op, l, dtype, out)).map(Storage::new)
+        let p = span(self.device, op, || moved(&[(l, self.dtype)], &[]));
+        made(p, map_backend!(&*self.read(), s => s.cast(op, l, dtype, out)).map(Storage::new))
     }
 
     /// Copies the elements of `ls` in `self` to the positions of `ld` in
@@ -355,6 +423,7 @@ impl Storage {
     /// source is read out first. The caller bumps `dst`'s version.
     pub(crate) fn copy_into(&self, op: &'static str, ls: &Layout, dst: &Storage, ld: &Layout) -> Result<()> {
         same_device(op, self, &[dst])?;
+        let _p = span(self.device, op, || moved(&[(ls, self.dtype)], &[(ld, dst.dtype)]));
         if self.same(dst) {
             let tl = Layout::contiguous(&ls.shape);
             let tmp = self.cast(op, ls, self.dtype, &tl)?;
@@ -374,6 +443,8 @@ impl Storage {
         if self.same(dst) {
             return Err(AotError::internal(op, "scatter_add into its own source"));
         }
+        // Each destination element is read and written.
+        let _p = span(self.device, op, || moved(&[(ls, self.dtype), (ld, dst.dtype)], &[(ld, dst.dtype)]));
         let (src, mut d) = (self.read(), dst.write());
         match (&*src, &mut *d) {
             (StorageData::Cpu(s), StorageData::Cpu(d)) => s.scatter_add(op, ls, d, ld),
@@ -382,16 +453,21 @@ impl Storage {
         }
     }
     pub(crate) fn reduce(&self, op: OpKind, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Storage> {
-        map_backend!(&*self.read(), s => s.reduce(op, l, dims, keepdim)).map(Storage::new)
+        let p = span(self.device, op.name(), || moved(&[(l, self.dtype)], &[]));
+        made(p, map_backend!(&*self.read(), s => s.reduce(op, l, dims, keepdim)).map(Storage::new))
     }
     pub(crate) fn var(&self, op: &'static str, l: &Layout, dims: &[usize], correction: i64, keepdim: bool) -> Result<Storage> {
-        map_backend!(&*self.read(), s => s.var(op, l, dims, correction, keepdim)).map(Storage::new)
+        let p = span(self.device, op, || moved(&[(l, self.dtype)], &[]));
+        made(p, map_backend!(&*self.read(), s => s.var(op, l, dims, correction, keepdim)).map(Storage::new))
     }
     pub(crate) fn softmax(&self, op: &'static str, l: &Layout, dim: usize, log: bool) -> Result<Storage> {
-        map_backend!(&*self.read(), s => s.softmax(op, l, dim, log)).map(Storage::new)
+        let p = span(self.device, op, || moved(&[(l, self.dtype)], &[]));
+        made(p, map_backend!(&*self.read(), s => s.softmax(op, l, dim, log)).map(Storage::new))
     }
+    /// Counts `2·m·n·k` flops per batch (`profile::matmul_cost`).
     pub(crate) fn matmul(&self, op: &'static str, la: &Layout, rhs: &Storage, lb: &Layout) -> Result<Storage> {
         same_device(op, self, &[rhs])?;
+        let _p = span(self.device, op, || crate::profile::matmul_cost(la, lb, self.dtype));
         self.read2(rhs, |a, b| map_backend2!(op, (a, b), (x, y) => x.matmul(op, la, y, lb))).map(Storage::new)
     }
 }

@@ -8,6 +8,7 @@
 //! a GPU (the simulator has one device). Otherwise `Device::Cuda(i)` is GPU
 //! `i` when the driver loads and reports it.
 
+use super::profiling::AllocCount;
 use super::sim::{Entry, SimModule};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
@@ -42,12 +43,14 @@ unsafe impl DeviceRepr for ParamWords {}
 /// A real GPU.
 #[derive(Debug)]
 pub(crate) struct Real {
-    stream: Arc<CudaStream>,
+    pub(super) stream: Arc<CudaStream>,
     arch: &'static str,
     /// Loaded kernels by a hash of their source.
     functions: Mutex<HashMap<u64, CudaFunction>>,
     /// The cuBLAS handle on `stream`, made on first use (or why not).
     blas: OnceLock<std::result::Result<CudaBlas, String>>,
+    /// The buffers allocated, for the profiler.
+    allocs: AllocCount,
 }
 
 /// A CUDA device.
@@ -70,9 +73,11 @@ pub(crate) fn simulated() -> bool {
     std::env::var("AOT_CUDA_SIM").is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
+/// The devices opened so far, by ordinal.
+static OPEN: OnceLock<Mutex<HashMap<usize, &'static Gpu>>> = OnceLock::new();
+
 /// The device `ordinal`, opened on first use.
 pub(crate) fn gpu(op: &'static str, ordinal: usize) -> Result<&'static Gpu> {
-    static OPEN: OnceLock<Mutex<HashMap<usize, &'static Gpu>>> = OnceLock::new();
     let open = OPEN.get_or_init(Default::default);
     let mut open = open.lock().map_err(|_| AotError::internal(op, "the CUDA device table lock was poisoned"))?;
     if let Some(g) = open.get(&ordinal) {
@@ -81,6 +86,14 @@ pub(crate) fn gpu(op: &'static str, ordinal: usize) -> Result<&'static Gpu> {
     let g: &'static Gpu = Box::leak(Box::new(open_gpu(op, ordinal)?));
     open.insert(ordinal, g);
     Ok(g)
+}
+
+/// The devices opened so far, by ordinal.
+pub(super) fn opened() -> Vec<(usize, &'static Gpu)> {
+    let Some(open) = OPEN.get() else { return Vec::new() };
+    let mut all: Vec<(usize, &'static Gpu)> = open.lock().map(|m| m.iter().map(|(&i, &g)| (i, g)).collect()).unwrap_or_default();
+    all.sort_by_key(|&(i, _)| i);
+    all
 }
 
 fn open_gpu(op: &'static str, ordinal: usize) -> Result<Gpu> {
@@ -101,7 +114,13 @@ fn open_gpu(op: &'static str, ordinal: usize) -> Result<Gpu> {
     keep_freed_memory(&ctx);
     let (major, minor) = ctx.compute_capability().map_err(|e| driver(op, e))?;
     let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
-    Ok(Gpu::Real(Real { stream: ctx.default_stream(), arch, functions: Mutex::new(HashMap::new()), blas: OnceLock::new() }))
+    Ok(Gpu::Real(Real {
+        stream: ctx.default_stream(),
+        arch,
+        functions: Mutex::new(HashMap::new()),
+        blas: OnceLock::new(),
+        allocs: AllocCount::new(),
+    }))
 }
 
 /// Buffers are allocated stream-ordered from the device's default memory
@@ -127,8 +146,23 @@ fn keep_freed_memory(ctx: &CudaContext) {
 }
 
 impl Gpu {
+    /// The buffers allocated on this device.
+    pub(super) fn alloc_count(&self) -> &AllocCount {
+        static SIM: AllocCount = AllocCount::new();
+        match self {
+            Gpu::Sim => &SIM,
+            Gpu::Real(r) => &r.allocs,
+        }
+    }
+
     /// A zeroed buffer of `bytes` bytes.
     pub(crate) fn alloc(&self, op: &'static str, bytes: usize) -> Result<Mem> {
+        let m = self.alloc_zeroed(op, bytes)?;
+        self.alloc_count().note(bytes);
+        Ok(m)
+    }
+
+    fn alloc_zeroed(&self, op: &'static str, bytes: usize) -> Result<Mem> {
         match self {
             Gpu::Sim => {
                 let words = bytes.div_ceil(8);

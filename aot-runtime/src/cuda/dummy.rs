@@ -172,3 +172,13 @@ macro_rules! unavailable_backend {
     };
 }
 unavailable_backend!();
+
+/// No events: this build has no CUDA device to time.
+pub(crate) fn device_events(_ordinal: usize) -> Option<Box<dyn crate::backend::profile_record::DeviceEvents>> {
+    None
+}
+
+/// No CUDA allocator in this build.
+pub(crate) fn allocator_stats() -> Vec<super::PoolStats> {
+    Vec::new()
+}

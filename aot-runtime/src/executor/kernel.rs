@@ -170,7 +170,7 @@ fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>], over: 
     let slots = slot_values(k, scalars);
     let call = KernelCall { kernel: k, types: &types, slots: &slots };
     let storage = over
-        .and_then(|i| Storage::fused_over("fused kernel", &program, &operands, i, &p.out))
+        .and_then(|i| Storage::fused_over("fused kernel", &k.name, &program, &operands, i, &p.out))
         .or_else(|| Storage::fused_kernel("fused kernel", &program, &call, &operands, &p.out))?;
     let t = storage.map(|s| Tensor::from_storage(s, p.out));
     if let Ok(t) = &t {

@@ -92,7 +92,7 @@ pub(crate) fn elementwise(
     };
     let step = [FusedStep::new(op, 0, rhs, 1 + usize::from(b.is_some()), a.dtype())];
     let inputs: Vec<(&Storage, Layout)> = std::iter::once((&**a.storage(), la)).chain(b.map(|(b, lb)| (&**b.storage(), lb))).collect();
-    over(&step, inputs, k, out, a.dtype())
+    over(op, &step, inputs, k, out, a.dtype())
 }
 
 /// A fresh write's new version, `op(p, x)` with the out-of-place `op` of
@@ -124,7 +124,7 @@ pub(crate) fn fresh(
     let step = [FusedStep::new(op, 0, rhs, 1 + usize::from(x.is_some()), p.dtype())];
     let inputs: Vec<(&Storage, Layout)> =
         std::iter::once((&**p.storage(), lp.clone())).chain(x.map(|(x, l)| (&**x.storage(), l))).collect();
-    over(&step, inputs, k, lp, p.dtype())
+    over(op, &step, inputs, k, lp, p.dtype())
 }
 
 fn scalar_f64(arg: &IrArg, scalars: &[Option<ScalarValue>]) -> Option<f64> {
@@ -133,14 +133,21 @@ fn scalar_f64(arg: &IrArg, scalars: &[Option<ScalarValue>]) -> Option<f64> {
 
 /// Runs the one-step program `step` on `inputs` over input `k`'s buffer,
 /// with the result laid out as `out`.
-fn over(step: &[FusedStep; 1], inputs: Vec<(&Storage, Layout)>, k: usize, out: Layout, dtype: crate::DType) -> Option<Result<Tensor>> {
+fn over(
+    op: OpKind,
+    step: &[FusedStep; 1],
+    inputs: Vec<(&Storage, Layout)>,
+    k: usize,
+    out: Layout,
+    dtype: crate::DType,
+) -> Option<Result<Tensor>> {
     if !dtype.is_float() || inputs.iter().any(|(s, _)| s.dtype() != dtype) {
         return None;
     }
     let dtypes = [dtype; 3];
     let n = inputs.len();
     let program = FusedProgram { steps: step, num_values: n + 1, stored: n, dtypes: &dtypes[..n + 1], read: &[true, true][..n] };
-    let r = Storage::fused_over("elementwise", &program, &inputs, k, &out)?;
+    let r = Storage::fused_over("elementwise", op.name(), &program, &inputs, k, &out)?;
     Some(r.map(|s| Tensor::from_storage(s, out)))
 }
 
@@ -185,7 +192,7 @@ mod tests {
                 let inputs = [(&**a.storage(), a.layout()), (&**b.storage(), b.layout())];
                 let anew = Storage::fused("test", &p, &inputs, &out).unwrap().unwrap();
                 let anew = Tensor::from_storage(anew, out.clone()).to_vec::<f64>().unwrap();
-                let over = Storage::fused_over("test", &p, &inputs, k, &out).expect("qualifies").unwrap();
+                let over = Storage::fused_over("test", "test", &p, &inputs, k, &out).expect("qualifies").unwrap();
                 let over = Tensor::from_storage(over, out.clone());
                 assert_eq!(over.stride(), a.stride());
                 let (got, want): (Vec<u64>, Vec<u64>) =
@@ -213,7 +220,7 @@ mod tests {
             ("dtypes differ", [(&**a.storage(), a.layout()), (&**wide.storage(), wide.layout())], a.layout()),
         ];
         for (what, inputs, out) in cases {
-            assert!(Storage::fused_over("test", &p, &inputs, 0, &out).is_none(), "{what}");
+            assert!(Storage::fused_over("test", "test", &p, &inputs, 0, &out).is_none(), "{what}");
             assert_eq!(a.storage().read_len(), 20, "{what}: nothing taken");
         }
     }

@@ -1,10 +1,11 @@
 //! The kernel stage's kernels on a storage's backend: [`Storage::fused_kernel`]
 //! (an elementwise kernel) and [`Storage::fused_reduce`] (a kernel with a
 //! reduction), dispatched to the CPU evaluator or the CUDA backend by where
-//! the inputs live.
+//! the inputs live. Each is profiled under its kernel's name.
 
 use super::dtype_view::DataRead;
-use super::{Storage, StorageData};
+use super::{made, Storage, StorageData};
+use crate::backend::profile_record::{Cost, Span};
 use crate::backend::CpuStorage;
 use crate::backend::{Backend, FusedProgram, KernelCall};
 use crate::cuda::CudaStorage;
@@ -40,11 +41,14 @@ impl Storage {
         inputs: &[(&Storage, Layout)],
         out: &Layout,
     ) -> Option<Result<Storage>> {
-        Storage::on_one_backend(
+        let row = call.map_or(name, |c| c.kernel.name.as_str());
+        let span = kernel_span(row, inputs);
+        let r = Storage::on_one_backend(
             inputs,
             |cpu| CpuStorage::fused(name, p, call, cpu, out),
             |cuda| CudaStorage::fused(name, p, call, cuda, out),
-        )
+        );
+        kernel_made(span, r)
     }
 
     /// `cpu` on the host data of `inputs` if they all are on the host,
@@ -113,10 +117,38 @@ impl Storage {
         inputs: &[(&Storage, Layout)],
         out: &Layout,
     ) -> Option<Result<Storage>> {
-        Storage::on_one_backend(
+        let span = kernel_span(&call.kernel.name, inputs);
+        let r = Storage::on_one_backend(
             inputs,
             |cpu| CpuStorage::fused_reduce(name, p, call, cpu, out),
             |cuda| CudaStorage::fused_reduce(name, p, call, cuda, out),
-        )
+        );
+        kernel_made(span, r)
+    }
+}
+
+/// What a kernel over `inputs` reads: each input's elements once.
+pub(super) fn reads(inputs: &[(&Storage, Layout)]) -> Cost {
+    let bytes = inputs.iter().map(|(s, l)| crate::profile::footprint(l, s.dtype)).sum();
+    Cost { bytes, flops: 0 }
+}
+
+/// The span of the kernel `row` over `inputs` (on the first one's device).
+pub(super) fn kernel_span<'a>(row: &'a str, inputs: &[(&Storage, Layout)]) -> Option<Span<'a>> {
+    let (first, _) = inputs.first()?;
+    crate::profile::span(first.device, row, || reads(inputs))
+}
+
+/// `r`, the result of `span`'s kernel; a declined kernel (`None`) ran
+/// nothing and is not recorded.
+pub(super) fn kernel_made(span: Option<Span<'_>>, r: Option<Result<Storage>>) -> Option<Result<Storage>> {
+    match r {
+        Some(r) => Some(made(span, r)),
+        None => {
+            if let Some(s) = span {
+                s.cancel();
+            }
+            None
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! one stored over written arguments' own buffers (reinplacing).
 
 use super::dtype_view::{DataRead, DataWrite};
+use super::fused_dispatch::{kernel_made, kernel_span};
 use super::{Storage, StorageData};
 use crate::backend::{Backend, CpuStorage, FusedProgram};
 use crate::cuda::CudaStorage;
@@ -18,9 +19,10 @@ impl Storage {
     /// and `inputs[k]`'s storage is left empty, to be dropped. `None`:
     /// declined (not all CPU buffers of one float dtype, the layout or
     /// length differs, or the buffer is also another input's); nothing
-    /// changed.
+    /// changed. It is profiled as `row`.
     pub(crate) fn fused_over(
         name: &'static str,
+        row: &str,
         p: &FusedProgram<'_>,
         inputs: &[(&Storage, Layout)],
         k: usize,
@@ -35,8 +37,9 @@ impl Storage {
         if !others_cpu || *layout != *out || !crate::layout::is_dense_output(out) || donor.len != out.numel() {
             return None;
         }
+        let span = kernel_span(row, inputs);
         let mut held = donor.write();
-        let StorageData::Cpu(own) = &mut *held else { return None };
+        let StorageData::Cpu(own) = &mut *held else { return kernel_made(span, None) };
         let dst = std::mem::replace(own, CpuStorage::Bool(Vec::new()));
         // The donor's entry stands for it and is not read.
         let hole = CpuStorage::Bool(Vec::new());
@@ -60,11 +63,11 @@ impl Storage {
         match CpuStorage::fused_over(name, p, &cpu, k, dst, out) {
             Ok(r) => {
                 crate::counters::bump(crate::counters::Counter::ReusedBuffers);
-                Some(r.map(|d| Storage::new(StorageData::Cpu(d))))
+                kernel_made(span, Some(r.map(|d| Storage::new(StorageData::Cpu(d)))))
             }
             Err(dst) => {
                 *own = dst;
-                None
+                kernel_made(span, None)
             }
         }
     }
@@ -93,7 +96,6 @@ impl Storage {
         dests: &[(usize, usize)],
         out: &Layout,
     ) -> Option<Result<()>> {
-        let is_dest = |i: usize| dests.iter().any(|&(k, _)| k == i);
         if inputs.iter().any(|(s, _)| s.is_dtype_view()) {
             return None;
         }
@@ -108,6 +110,30 @@ impl Storage {
         if !inputs.iter().all(|(s, _)| s.device == first.device) || !crate::layout::is_dense_output(out) {
             return None;
         }
+        let mut span = kernel_span(&call.kernel.name, inputs);
+        if let Some(s) = &mut span {
+            s.add_bytes(dests.iter().map(|&(k, _)| crate::profile::footprint(out, inputs[k].0.dtype)).sum());
+        }
+        let r = Storage::fused_in_place_on(name, p, call, inputs, dests, out, first.device);
+        if r.is_none() {
+            if let Some(s) = span {
+                s.cancel();
+            }
+        }
+        r
+    }
+
+    /// [`Storage::fused_in_place`] once its operands are checked.
+    fn fused_in_place_on(
+        name: &'static str,
+        p: &FusedProgram<'_>,
+        call: &crate::backend::KernelCall<'_>,
+        inputs: &[(&Storage, Layout)],
+        dests: &[(usize, usize)],
+        out: &Layout,
+        device: Device,
+    ) -> Option<Result<()>> {
+        let is_dest = |i: usize| dests.iter().any(|&(k, _)| k == i);
         // Locks taken in address order, so calls over the same storages in
         // another order cannot deadlock.
         let mut order: Vec<usize> = (0..inputs.len()).collect();
@@ -128,7 +154,7 @@ impl Storage {
         // Each input's buffer on this backend; a destination's is `None`
         // (it is in `own`); an input on another backend declines.
         let layout = |i: usize| inputs[i].1.clone();
-        if matches!(first.device, Device::Cpu) {
+        if matches!(device, Device::Cpu) {
             let cpu = (0..inputs.len())
                 .map(|i| match guard(i) {
                     Some(StorageData::Cpu(c)) => Some((Some(c), layout(i))),

@@ -30,20 +30,15 @@ pub(crate) fn kernels_enabled() -> bool {
     *ON.get_or_init(|| std::env::var("AOT_KERNELS").map_or(true, |v| v != "0"))
 }
 
-/// Whether `AOT_LOG` (a comma-separated list) names `what`.
-fn log_enabled_for(what: &str) -> bool {
-    std::env::var("AOT_LOG").is_ok_and(|v| v.split(',').any(|w| w.trim() == what))
-}
-
 fn log_enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| log_enabled_for("kernels"))
+    *ON.get_or_init(|| crate::aot_log::names("kernels"))
 }
 
 /// `AOT_LOG=graphs`: each scheduled stage's listing when it is built.
 fn log_graphs() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| log_enabled_for("graphs"))
+    *ON.get_or_init(|| crate::aot_log::names("graphs"))
 }
 
 /// `nodes` scheduled, verified as `stage` with the values `inputs` defined
