@@ -10,16 +10,16 @@ use std::time::Instant;
 
 /// One `gemm` shape: `m x k` times `k x n`, each operand row-major or
 /// transposed (a column-major view, as the backward's transposes are).
-struct Shape {
-    name: &'static str,
-    m: usize,
-    k: usize,
-    n: usize,
-    lhs_t: bool,
-    rhs_t: bool,
+pub(crate) struct Shape {
+    pub name: &'static str,
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    pub lhs_t: bool,
+    pub rhs_t: bool,
 }
 
-const SHAPES: [Shape; 8] = [
+pub(crate) const SHAPES: [Shape; 8] = [
     Shape { name: "fwd x@w1", m: BATCH, k: IN, n: HIDDEN, lhs_t: false, rhs_t: false },
     Shape { name: "fwd h1@w2", m: BATCH, k: HIDDEN, n: HIDDEN, lhs_t: false, rhs_t: false },
     Shape { name: "fwd h2@w3", m: BATCH, k: HIDDEN, n: CLASSES, lhs_t: false, rhs_t: false },

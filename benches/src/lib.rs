@@ -1,8 +1,9 @@
-//! Benchmarks of aot against candle (issues 12 and 13). Each workload is a
-//! module with a `run` function returning its figures; the binaries in
-//! `src/bin/` print them: one per workload (`w1`, `w2`, `w3`,
-//! `eager_unary`), and `all`, which runs every workload in one process and
-//! ends with a summary table of the targets ([`summary`]).
+//! Benchmarks of aot against candle and PyTorch. Each workload is a module
+//! with a `run` function returning its figures; the binaries in `src/bin/`
+//! print them: one per workload (`w1`, `w2`, `w3`, `w4`, `eager_unary`),
+//! `gemm` (the GEMM candidates on W3's shapes, [`gemm_candidates`]), and
+//! `all`, which runs every workload in one process and ends with a summary
+//! table of the targets ([`summary`]).
 //!
 //! Peak memory comes from the counting allocator of [`alloc`], which each
 //! binary that reports it declares as its global allocator.
@@ -10,11 +11,13 @@
 pub mod alloc;
 pub mod cuda;
 pub mod eager_unary;
+pub mod gemm_candidates;
 pub mod gemm_ceiling;
 pub mod summary;
 pub mod w1;
 pub mod w2;
 pub mod w3;
+pub mod w4;
 
 use std::time::Instant;
 

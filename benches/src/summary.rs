@@ -1,7 +1,7 @@
-//! The summary table of the `all` binary: one row per figure, with the
-//! issue-13 target where there is one, in Markdown.
+//! The summary table of the `all` binary: one row per figure, with its
+//! target where there is one, in Markdown.
 
-use crate::{eager_unary, gemm_ceiling, mib, w1, w2, w3};
+use crate::{eager_unary, gemm_ceiling, mib, w1, w2, w3, w4};
 
 /// A target on a ratio: at least or at most a bound.
 #[derive(Clone, Copy)]
@@ -54,6 +54,7 @@ pub struct All {
     pub w1: w1::Report,
     pub w2: w2::Report,
     pub w3: w3::Report,
+    pub w4: w4::Report,
     pub gemm: gemm_ceiling::Report,
     pub unary: eager_unary::Report,
 }
@@ -114,6 +115,17 @@ impl All {
                 )
             },
         ];
+        let w4 = &self.w4;
+        let torch = w4.torch_best().map_or("PyTorch not found".to_string(), |t| format!("{t:.0} tok/s PyTorch eager"));
+        let aot = format!("{:.0} tok/s compiled, {:.0} eager", w4.compiled(), w4.eager());
+        rows.push(Row {
+            ratio: w4.compiled_over_torch().map(|r| ("compiled/PyTorch", r)),
+            ..row("W4 gpt training step", aot.clone(), "—".to_string(), torch)
+        });
+        rows.push(Row {
+            ratio: Some(("compiled/eager", w4.compiled_over_eager())),
+            ..row("W4 gpt training step", aot, "—".to_string(), "aot eager".to_string())
+        });
         for op in &self.unary.ops {
             // Only tanh has a target; the other ops show the same comparison.
             let target = (op.name == "tanh").then_some(Target::AtMost(2.0));

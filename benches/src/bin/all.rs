@@ -1,14 +1,16 @@
 //! Every benchmark in one process: W1, W3 (whose step is a
 //! `train_mlp` step: steps/s = 1000 / ms per step), `gemm` alone on W3's
-//! shapes, W2, and eager single-op throughput, on aot and on candle. Prints
-//! each workload's figures and ratios as its own binary does, then a
-//! summary table in Markdown with the targets.
+//! shapes, W4 (the `gpt` example's training step, against PyTorch when a
+//! Python with torch is found), W2, and eager single-op throughput, on aot
+//! and on candle. Prints each workload's figures and ratios as its own
+//! binary does, then a summary table in Markdown with the targets.
 //!
 //! `cargo run --release --manifest-path benches/Cargo.toml --bin all`
-//! (`W3_STEPS=n` sets W3's number of timed steps.) With `--features cuda`
+//! (`W3_STEPS=n` and `W4_STEPS=n` set W3's and W4's numbers of timed
+//! steps; `AOT_BENCH_PYTHON` names the Python with torch.) With `--features cuda`
 //! and `-- --device cuda`: W2 and W3 on a GPU instead ([`aot_benches::cuda`]).
 
-use aot_benches::{alloc::Counting, cores, eager_unary, gemm_ceiling, summary::All, w1, w2, w3, BenchResult};
+use aot_benches::{alloc::Counting, cores, eager_unary, gemm_ceiling, summary::All, w1, w2, w3, w4, BenchResult};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -29,6 +31,10 @@ fn main() -> BenchResult<()> {
     w3.print();
     let gemm = gemm_ceiling::run();
     println!();
+    let w4_steps: usize = std::env::var("W4_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(30);
+    let w4 = w4::run(w4_steps)?;
+    w4.print();
+    println!();
     let w2 = w2::run()?;
     w2.print();
     println!();
@@ -37,6 +43,6 @@ fn main() -> BenchResult<()> {
     println!();
     println!("Summary ({} cores; medians of one run; targets as ratios within this run):", cores());
     println!();
-    print!("{}", All { w1, w2, w3, gemm, unary }.markdown());
+    print!("{}", All { w1, w2, w3, w4, gemm, unary }.markdown());
     Ok(())
 }
