@@ -22,7 +22,8 @@ use crate::host_alloc::try_vec;
 use aot_ir::kernel::philox::{blocks, normal_pair, uniform_f32, uniform_f64};
 use aot_ir::kernel::random::{lanes, RandomKind};
 use half::{bf16, f16};
-use rayon::prelude::*;
+use super::strided::par_chunks;
+use std::mem::MaybeUninit;
 
 /// Draws of at least this many elements fill in parallel.
 const PAR_MIN: usize = 1 << 16;
@@ -35,36 +36,37 @@ impl Rng {
     fn draw<T: Send>(&mut self, op: &'static str, n: usize, per: usize, f: impl Fn(&[u32; 4], usize) -> T + Sync) -> Result<Vec<T>> {
         let mut v: Vec<T> = try_vec(op, n)?;
         let (seed, start) = (self.seed, self.offset);
-        let fill = |first_block: u64, piece: &mut Vec<T>, len: usize| {
-            let n_blocks = len.div_ceil(per);
-            for j0 in (0..n_blocks).step_by(BATCH) {
-                let batch = batch(seed, first_block.wrapping_add(j0 as u64));
-                for (j, w) in (j0..n_blocks).zip(&batch) {
-                    let lanes = per.min(len - j * per);
-                    piece.extend((0..lanes).map(|k| f(w, k)));
-                }
+        // `out` holds the elements from `first` on (a multiple of `per`).
+        let fill = |first: usize, out: &mut [MaybeUninit<T>]| {
+            let first_block = start.wrapping_add((first / per) as u64);
+            match per {
+                4 => fill_lanes::<T, 4>(seed, first_block, out, &f),
+                _ => fill_lanes::<T, 2>(seed, first_block, out, &f),
             }
         };
+        let spare = &mut v.spare_capacity_mut()[..n];
         if n < PAR_MIN {
-            fill(start, &mut v, n);
+            fill(0, spare);
         } else {
-            // Pieces of whole blocks, drawn in parallel and joined in order.
-            let piece = per * 4096;
-            let parts: Vec<Vec<T>> = (0..n.div_ceil(piece))
-                .into_par_iter()
-                .map(|p| {
-                    let len = piece.min(n - p * piece);
-                    let mut out = Vec::with_capacity(len);
-                    fill(start.wrapping_add((p * piece / per) as u64), &mut out, len);
-                    out
-                })
-                .collect();
-            for part in parts {
-                v.extend(part);
-            }
+            // Pieces of whole batches of blocks, each written in place.
+            par_chunks(spare, per * BATCH * 256, &fill);
         }
+        // SAFETY: `fill_lanes` wrote every one of the `n` slots (its loops
+        // cover each chunk of `spare` element by element).
+        unsafe { v.set_len(n) };
         self.offset = start.wrapping_add(n.div_ceil(per) as u64);
         Ok(v)
+    }
+}
+
+/// Writes every slot of `out`: element `i` is lane `i % PER` of block
+/// `first_block + i / PER`, mapped by `f`.
+fn fill_lanes<T, const PER: usize>(seed: u64, first_block: u64, out: &mut [MaybeUninit<T>], f: &impl Fn(&[u32; 4], usize) -> T) {
+    for (c, chunk) in out.chunks_mut(PER * BATCH).enumerate() {
+        let blocks = batch(seed, first_block.wrapping_add((c * BATCH) as u64));
+        for (i, o) in chunk.iter_mut().enumerate() {
+            o.write(f(&blocks[i / PER], i % PER));
+        }
     }
 }
 
