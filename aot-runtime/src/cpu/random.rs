@@ -60,44 +60,45 @@ impl Rng {
 }
 
 /// Writes every slot of `out`: element `i` is lane `i % PER` of block
-/// `first_block + i / PER`, mapped by `f`.
+/// `first_block + i / PER`, mapped by `f`. Compiled for the widest vectors
+/// this CPU has: the Philox rounds' 32x32-bit products take one
+/// `vpmuludq` per eight blocks on AVX-512, and the lanes' map vectorises
+/// with them.
 fn fill_lanes<T, const PER: usize>(seed: u64, first_block: u64, out: &mut [MaybeUninit<T>], f: &impl Fn(&[u32; 4], usize) -> T) {
-    for (c, chunk) in out.chunks_mut(PER * BATCH).enumerate() {
-        let blocks = batch(seed, first_block.wrapping_add((c * BATCH) as u64));
-        for (i, o) in chunk.iter_mut().enumerate() {
-            o.write(f(&blocks[i / PER], i % PER));
-        }
-    }
-}
-
-/// The blocks `first..first + BATCH` under `seed`, computed with the
-/// widest vectors this CPU has (the rounds' 32x32-bit products are one
-/// `vpmuludq` per eight blocks on AVX-512, per two on the baseline).
-fn batch(seed: u64, first: u64) -> [[u32; 4]; BATCH] {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512F (checked on the line above).
-            return unsafe { batch_avx512(seed, first) };
+            return unsafe { fill_lanes_avx512::<T, PER, _>(seed, first_block, out, f) };
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked on the line above).
-            return unsafe { batch_avx2(seed, first) };
+            return unsafe { fill_lanes_avx2::<T, PER, _>(seed, first_block, out, f) };
         }
     }
-    blocks::<BATCH>(seed, first)
+    fill_lanes_body::<T, PER, _>(seed, first_block, out, f)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn batch_avx512(seed: u64, first: u64) -> [[u32; 4]; BATCH] {
-    blocks::<BATCH>(seed, first)
+unsafe fn fill_lanes_avx512<T, const PER: usize, F: Fn(&[u32; 4], usize) -> T>(seed: u64, first_block: u64, out: &mut [MaybeUninit<T>], f: &F) {
+    fill_lanes_body::<T, PER, F>(seed, first_block, out, f)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn batch_avx2(seed: u64, first: u64) -> [[u32; 4]; BATCH] {
-    blocks::<BATCH>(seed, first)
+unsafe fn fill_lanes_avx2<T, const PER: usize, F: Fn(&[u32; 4], usize) -> T>(seed: u64, first_block: u64, out: &mut [MaybeUninit<T>], f: &F) {
+    fill_lanes_body::<T, PER, F>(seed, first_block, out, f)
+}
+
+#[inline(always)]
+fn fill_lanes_body<T, const PER: usize, F: Fn(&[u32; 4], usize) -> T>(seed: u64, first_block: u64, out: &mut [MaybeUninit<T>], f: &F) {
+    for (c, chunk) in out.chunks_mut(PER * BATCH).enumerate() {
+        let blocks = blocks::<BATCH>(seed, first_block.wrapping_add((c * BATCH) as u64));
+        for (i, o) in chunk.iter_mut().enumerate() {
+            o.write(f(&blocks[i / PER], i % PER));
+        }
+    }
 }
 
 /// Elements per block ([`lanes`]: two for uniform f64, else four).
