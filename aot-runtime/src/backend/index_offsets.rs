@@ -31,8 +31,23 @@ pub fn index_offsets(op: &'static str, l: &Layout, ix: &Indexed<'_, CpuStorage>)
     let base = Layout::new(li.shape.clone(), stride, l.offset);
     let size = l.shape[dim];
     let mut out = crate::host_alloc::try_vec(op, li.numel())?;
-    for (b, io) in base.offsets().zip(li.offsets()) {
-        out.push(b + check_value(op, index[io], dim, size)? * dim_stride);
+    // Row by row along the last dim, whose steps are constant (an
+    // embedding's index is one value per row, broadcast along it).
+    let r = li.rank();
+    let row = |l: &Layout| Layout::new(l.shape[..r - 1].to_vec(), l.stride[..r - 1].to_vec(), l.offset);
+    let (len, bs, is) = (li.shape[r - 1], base.stride[r - 1], li.stride[r - 1]);
+    if li.numel() == 0 {
+        return Ok(out);
+    }
+    for (b, io) in row(&base).offsets().zip(row(li).offsets()) {
+        if is == 0 {
+            let at = b + check_value(op, index[io], dim, size)? * dim_stride;
+            out.extend((0..len).map(|j| at + j * bs));
+        } else {
+            for j in 0..len {
+                out.push(b + j * bs + check_value(op, index[io + j * is], dim, size)? * dim_stride);
+            }
+        }
     }
     Ok(out)
 }

@@ -138,6 +138,27 @@ pub(super) fn add_at(
         return Ok(());
     }
     let mut adds = crate::host_alloc::try_collect(op, pairs.map(|(o, i)| (o, src.get_f64(i))))?;
+    // Many addends into a destination not much larger (an embedding's
+    // backward) sum in a dense f64 buffer, in the pairs' order: the same
+    // additions as the sorted road, without the sort.
+    if repeats && dst.len() <= adds.len().saturating_mul(4) {
+        let mut acc = crate::host_alloc::try_filled(op, dst.len(), f64::NAN)?;
+        let mut seen = crate::host_alloc::try_filled(op, dst.len(), false)?;
+        crate::dispatch_cpu!(dst, d => {
+            for &(o, v) in &adds {
+                if !std::mem::replace(&mut seen[o], true) {
+                    acc[o] = d[o].to_f64();
+                }
+                acc[o] += v;
+            }
+            for ((x, &a), &s) in d.iter_mut().zip(&acc).zip(&seen) {
+                if s {
+                    *x = WithDType::from_f64(a);
+                }
+            }
+        });
+        return Ok(());
+    }
     if repeats {
         adds.sort_by_key(|&(o, _)| o);
     }
