@@ -15,6 +15,7 @@
 //! - dropout's mask: four elements, each `scale` where its uniform f32 is
 //!   `>= p`, else 0.
 
+use super::strided::par_chunks;
 use crate::backend::{CpuStorage, Rng};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -22,7 +23,6 @@ use crate::host_alloc::try_vec;
 use aot_ir::kernel::philox::{blocks, normal_pair, uniform_f32, uniform_f64};
 use aot_ir::kernel::random::{lanes, RandomKind};
 use half::{bf16, f16};
-use super::strided::par_chunks;
 use std::mem::MaybeUninit;
 
 /// Draws of at least this many elements fill in parallel.
@@ -81,13 +81,23 @@ fn fill_lanes<T, const PER: usize>(seed: u64, first_block: u64, out: &mut [Maybe
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn fill_lanes_avx512<T, const PER: usize, F: Fn(&[u32; 4], usize) -> T>(seed: u64, first_block: u64, out: &mut [MaybeUninit<T>], f: &F) {
+unsafe fn fill_lanes_avx512<T, const PER: usize, F: Fn(&[u32; 4], usize) -> T>(
+    seed: u64,
+    first_block: u64,
+    out: &mut [MaybeUninit<T>],
+    f: &F,
+) {
     fill_lanes_body::<T, PER, F>(seed, first_block, out, f)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn fill_lanes_avx2<T, const PER: usize, F: Fn(&[u32; 4], usize) -> T>(seed: u64, first_block: u64, out: &mut [MaybeUninit<T>], f: &F) {
+unsafe fn fill_lanes_avx2<T, const PER: usize, F: Fn(&[u32; 4], usize) -> T>(
+    seed: u64,
+    first_block: u64,
+    out: &mut [MaybeUninit<T>],
+    f: &F,
+) {
     fill_lanes_body::<T, PER, F>(seed, first_block, out, f)
 }
 
