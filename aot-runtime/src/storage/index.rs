@@ -12,7 +12,7 @@ impl Storage {
     /// `li`), as a new contiguous buffer of `li`'s shape.
     pub(crate) fn gather(&self, op: &'static str, l: &Layout, dim: usize, index: &Storage, li: &Layout) -> Result<Storage> {
         same_device(op, self, &[index])?;
-        crate::backend::kernel_record::note_op(crate::backend::OpKernels::Gather { dtype: self.dtype() });
+        super::note(li.numel(), || crate::backend::OpKernels::Gather { dtype: self.dtype() });
         let data = self.read2(index, |s, i| match (s, i) {
             (StorageData::Cpu(s), StorageData::Cpu(i)) => s.gather(op, l, Indexed { index: i, layout: li, dim }).map(StorageData::Cpu),
             (StorageData::Cuda(s), StorageData::Cuda(i)) => s.gather(op, l, Indexed { index: i, layout: li, dim }).map(StorageData::Cuda),
@@ -42,7 +42,7 @@ impl Storage {
         if self.same(dst) || index.same(dst) {
             return Err(AotError::internal(op, "scatter into its own source or index"));
         }
-        crate::backend::kernel_record::note_op(crate::backend::OpKernels::Scatter { dtype: dst.dtype(), accumulate });
+        super::note(li.numel(), || crate::backend::OpKernels::Scatter { dtype: dst.dtype(), accumulate });
         let mut d = dst.write();
         self.read2(index, |s, i| match (s, i, &mut *d) {
             (StorageData::Cpu(s), StorageData::Cpu(i), StorageData::Cpu(d)) => {

@@ -4,8 +4,7 @@
 //! [`Backend`] methods of the same names). Each is noted for
 //! `kernels_for`'s listing ([`OpKernels`]).
 
-use super::{mismatch, same_device, Storage, StorageData};
-use crate::backend::kernel_record::note_op;
+use super::{mismatch, note, same_device, Storage, StorageData};
 use crate::backend::{Backend, OpKernels, Targets};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -34,7 +33,7 @@ impl Storage {
     /// The cumulative sum of `l` along `dim` (from the end if `reverse`),
     /// contiguous with `l`'s shape.
     pub(crate) fn cumsum(&self, op: &'static str, l: &Layout, dim: usize, reverse: bool) -> Result<Storage> {
-        note_op(OpKernels::Cumsum { dtype: self.dtype() });
+        note(l.numel(), || OpKernels::Cumsum { dtype: self.dtype() });
         let data = match &*self.read() {
             StorageData::Cpu(s) => StorageData::Cpu(s.cumsum(op, l, dim, reverse)?),
             StorageData::Cuda(s) => StorageData::Cuda(s.cumsum(op, l, dim, reverse)?),
@@ -45,7 +44,7 @@ impl Storage {
     /// `(values, indices)` of the extremes along `dim` of `l` (see
     /// [`Backend::extreme`]), contiguous.
     pub(crate) fn extreme(&self, op: &'static str, l: &Layout, dim: usize, max: bool) -> Result<(Storage, Storage)> {
-        note_op(OpKernels::Extreme { dtype: self.dtype(), max });
+        note(l.numel(), || OpKernels::Extreme { dtype: self.dtype(), max });
         let (v, i) = match &*self.read() {
             StorageData::Cpu(s) => s.extreme(op, l, dim, max).map(|(v, i)| (StorageData::Cpu(v), StorageData::Cpu(i)))?,
             StorageData::Cuda(s) => s.extreme(op, l, dim, max).map(|(v, i)| (StorageData::Cuda(v), StorageData::Cuda(i)))?,
@@ -56,7 +55,7 @@ impl Storage {
     /// `nll_loss` of the `[N, C]` input `l` with targets `t`: one element.
     pub(crate) fn nll_loss(&self, op: &'static str, l: &Layout, t: LossTargets<'_>) -> Result<Storage> {
         same_device(op, self, &[t.index])?;
-        note_op(OpKernels::NllLoss { dtype: self.dtype() });
+        note(1, || OpKernels::NllLoss { dtype: self.dtype() });
         self.read2(t.index, |x, i| match (x, i) {
             (StorageData::Cpu(x), StorageData::Cpu(i)) => x.nll_loss(op, l, t.on(i)).map(StorageData::Cpu),
             (StorageData::Cuda(x), StorageData::Cuda(i)) => x.nll_loss(op, l, t.on(i)).map(StorageData::Cuda),
@@ -69,7 +68,7 @@ impl Storage {
     /// `lg`): `[N, C]` of `dtype`.
     pub(crate) fn nll_loss_backward(&self, op: &'static str, lg: &Layout, t: LossTargets<'_>, dtype: DType) -> Result<Storage> {
         same_device(op, self, &[t.index])?;
-        note_op(OpKernels::NllLossBackward { grad: self.dtype(), dtype });
+        note(t.layout.numel() * t.classes, || OpKernels::NllLossBackward { grad: self.dtype(), dtype });
         self.read2(t.index, |g, i| match (g, i) {
             (StorageData::Cpu(g), StorageData::Cpu(i)) => g.nll_loss_backward(op, lg, t.on(i), dtype).map(StorageData::Cpu),
             (StorageData::Cuda(g), StorageData::Cuda(i)) => g.nll_loss_backward(op, lg, t.on(i), dtype).map(StorageData::Cuda),
