@@ -3,8 +3,10 @@
 //!
 //! - `forward_loss`: the whole forward pass and the mean cross-entropy
 //!   against one-hot targets, differentiated by `loss.backward()`;
-//! - `sgd_momentum`: the optimizer step, in-place updates of a parameter and
-//!   its momentum buffer under `no_grad!`.
+//! - `sgd_step`: the optimizer step of every parameter (`sgd_momentum`:
+//!   in-place updates of a parameter and its momentum buffer under
+//!   `no_grad!`), in one call, so that on CUDA the six updates are one
+//!   launch.
 //!
 //! The data are Gaussian blobs: each of the 10 classes has a fixed random
 //! centre in 784 dimensions and every sample is its class centre plus
@@ -70,6 +72,43 @@ pub(crate) fn sgd_momentum(p: &mut Tensor, buf: &mut Tensor, g: &Tensor, lr: f64
         buf.mul_(momentum).add_(g);
         p.sub_(buf * lr);
     }
+}
+
+/// The MLP's parameters (or their momentum buffers, or their gradients).
+#[derive(TensorTree)]
+pub(crate) struct Mlp {
+    pub(crate) w1: Tensor,
+    pub(crate) b1: Tensor,
+    pub(crate) w2: Tensor,
+    pub(crate) b2: Tensor,
+    pub(crate) w3: Tensor,
+    pub(crate) b3: Tensor,
+}
+
+impl Mlp {
+    fn tensors(&self) -> [&Tensor; 6] {
+        [&self.w1, &self.b1, &self.w2, &self.b2, &self.w3, &self.b3]
+    }
+    fn new([w1, b1, w2, b2, w3, b3]: [Tensor; 6]) -> Mlp {
+        Mlp { w1, b1, w2, b2, w3, b3 }
+    }
+    /// `f` of each tensor.
+    fn map<E>(&self, f: impl Fn(&Tensor) -> std::result::Result<Tensor, E>) -> std::result::Result<Mlp, E> {
+        let [w1, b1, w2, b2, w3, b3] = self.tensors();
+        Ok(Mlp::new([f(w1)?, f(b1)?, f(w2)?, f(b2)?, f(w3)?, f(b3)?]))
+    }
+}
+
+/// The SGD step of every parameter, in one call (PyTorch's `foreach`
+/// optimizers): on CUDA the six updates, of one code, are one launch.
+#[aot_fn]
+pub(crate) fn sgd_step(p: &mut Mlp, buf: &mut Mlp, g: &Mlp, lr: f64, momentum: f64) {
+    sgd_momentum(&mut p.w1, &mut buf.w1, &g.w1, lr, momentum);
+    sgd_momentum(&mut p.b1, &mut buf.b1, &g.b1, lr, momentum);
+    sgd_momentum(&mut p.w2, &mut buf.w2, &g.w2, lr, momentum);
+    sgd_momentum(&mut p.b2, &mut buf.b2, &g.b2, lr, momentum);
+    sgd_momentum(&mut p.w3, &mut buf.w3, &g.w3, lr, momentum);
+    sgd_momentum(&mut p.b3, &mut buf.b3, &g.b3, lr, momentum);
 }
 
 /// SplitMix64: the labels' random numbers, deterministic and dependency-free.
@@ -154,16 +193,16 @@ fn main() -> ExitCode {
 fn train() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let (dev, steps) = options()?;
     let he = |fan_in: usize| (2.0 / fan_in as f64).sqrt();
-    let mut params = vec![
+    let mut params = Mlp::new([
         param(&[IN, HIDDEN], he(IN), 1, &dev)?,
         param(&[HIDDEN], 0.0, 0, &dev)?,
         param(&[HIDDEN, HIDDEN], he(HIDDEN), 2, &dev)?,
         param(&[HIDDEN], 0.0, 0, &dev)?,
         param(&[HIDDEN, CLASSES], (1.0 / HIDDEN as f64).sqrt(), 3, &dev)?,
         param(&[CLASSES], 0.0, 0, &dev)?,
-    ];
-    let mut momentum_bufs = params.iter().map(|p| Tensor::zeros(&p.shape(), DType::F32, &dev)).collect::<Result<Vec<_>>>()?;
-    let n_params: usize = params.iter().map(Tensor::numel).sum();
+    ]);
+    let mut momentum_bufs = params.map(|p| Tensor::zeros(&p.shape(), DType::F32, &dev))?;
+    let n_params: usize = params.tensors().iter().map(|t| t.numel()).sum();
     println!(
         "MLP {IN}-{HIDDEN}-{HIDDEN}-{CLASSES} ({n_params} parameters) on {dev}, batch {BATCH}, {steps} steps of SGD (lr {LR}, momentum {MOMENTUM})"
     );
@@ -178,16 +217,14 @@ fn train() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     for step in 1..=steps {
         let (x, y) = data.batch(step, &dev)?;
-        let [w1, b1, w2, b2, w3, b3] = &params[..] else { unreachable!("six parameters") };
-        let loss = forward_loss(&x, &y, w1, b1, w2, b2, w3, b3)?;
-        for p in &params {
+        let p = &params;
+        let loss = forward_loss(&x, &y, &p.w1, &p.b1, &p.w2, &p.b2, &p.w3, &p.b3)?;
+        for p in params.tensors() {
             p.set_grad(None); // zero_grad(set_to_none=True)
         }
         loss.backward()?;
-        for (p, buf) in params.iter_mut().zip(momentum_bufs.iter_mut()) {
-            let g = p.grad().ok_or("a parameter got no gradient")?;
-            sgd_momentum(p, buf, &g, LR, MOMENTUM)?;
-        }
+        let grads = params.map(|p| p.grad().ok_or("a parameter got no gradient"))?;
+        sgd_step(&mut params, &mut momentum_bufs, &grads, LR, MOMENTUM)?;
 
         let value = loss.item::<f32>()?;
         if !value.is_finite() {

@@ -8,7 +8,10 @@
 //!   its dtype dispatch, `cpu_storage.rs`), the generator state ([`Rng`])
 //!   and the host-side offsets of a gather or scatter (`index_offsets.rs`);
 //! - the record of the kernels a call runs (`kernel_record.rs`), which the
-//!   storage and the executor note into with plain data;
+//!   storage, the executor and the CUDA device note into with plain data;
+//!   the primitives as the storage notes them (`op_kernels.rs`), and the
+//!   one-op kernels of the kernel stage that stand for the elementwise
+//!   ones and the eager reductions (`one_op.rs`);
 //! - the profiler's record (`profile_record.rs`): the storage times each
 //!   backend call into it, and `crate::profile` reads it.
 //!
@@ -33,6 +36,8 @@ mod cpu_storage;
 pub(crate) mod fused_program;
 mod index_offsets;
 pub(crate) mod kernel_record;
+pub(crate) mod one_op;
+mod op_kernels;
 pub(crate) mod profile_record;
 mod rng;
 
@@ -48,6 +53,7 @@ pub use fused_program::{
 };
 pub use index_offsets::index_offsets;
 pub use kernel_record::KernelSource;
+pub(crate) use op_kernels::OpKernels;
 pub use rng::Rng;
 use std::ops::Range;
 
@@ -250,6 +256,16 @@ pub trait Backend: Sized + std::fmt::Debug + Send + Sync {
         None
     }
 
+    /// Several in-place kernels of one code (`segs`, each as
+    /// [`fused_in_place`](Self::fused_in_place) takes one, its destinations
+    /// among its inputs) in one launch; each segment's inputs are laid out
+    /// as its `out`, and no buffer a segment writes is another segment's.
+    /// `None`: declined, nothing written (the caller runs them one by one).
+    /// Declined by default (only a device has launches to save).
+    fn fused_in_place_segments(_op: &'static str, _segs: &[InPlaceSegment<'_, Self>]) -> Option<Result<()>> {
+        None
+    }
+
     /// A reduction kernel (a reduction with its fused prologue and
     /// epilogue: the program `p`, or `call`'s kernel) over `inputs`, each
     /// laid out over the reduction's input shape, into a new buffer for
@@ -289,40 +305,17 @@ pub struct Targets<'a, S> {
     pub count: usize,
 }
 
-/// A primitive that the CUDA backend runs as kernels of its own (not the
-/// kernel stage's): the storage notes each as it runs, on any device, so
-/// that `kernels_for` lists their CUDA sources in the order a call runs
-/// them (`cuda::op_kernel_sources`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum OpKernels {
-    /// [`Backend::gather`] of a buffer of `dtype`.
-    Gather {
-        dtype: DType,
-    },
-    /// [`Backend::scatter`] into a buffer of `dtype`.
-    Scatter {
-        dtype: DType,
-        accumulate: bool,
-    },
-    Cumsum {
-        dtype: DType,
-    },
-    /// [`Backend::arange`] into a buffer of `dtype`.
-    Arange {
-        dtype: DType,
-    },
-    Extreme {
-        dtype: DType,
-        max: bool,
-    },
-    NllLoss {
-        dtype: DType,
-    },
-    /// `grad`: the output gradient's dtype; `dtype`: the result's.
-    NllLossBackward {
-        grad: DType,
-        dtype: DType,
-    },
+/// One kernel of [`Backend::fused_in_place_segments`]: `read` says which
+/// inputs its body reads, `dests` pairs an input with the body value
+/// stored over it.
+#[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub struct InPlaceSegment<'a, S> {
+    pub read: &'a [bool],
+    pub call: KernelCall<'a>,
+    pub inputs: Vec<(&'a S, Layout)>,
+    pub dests: &'a [(usize, usize)],
+    pub out: &'a Layout,
 }
 
 /// A kernel of the kernel stage as one call runs it, for a backend that

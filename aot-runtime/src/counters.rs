@@ -45,7 +45,12 @@ pub enum Counter {
     /// CPU backend, uploaded).
     #[cfg(feature = "cuda")]
     HostRoundTrips,
-    /// CUDA kernels launched.
+    /// Products cuBLAS computes (on the simulator, the CPU's gemm in its
+    /// stead): launches of library kernels, not counted as
+    /// [`Counter::KernelLaunches`].
+    #[cfg(feature = "cuda")]
+    CublasGemms,
+    /// CUDA kernels launched (of aot's CUDA C).
     #[cfg(feature = "cuda")]
     KernelLaunches,
 }

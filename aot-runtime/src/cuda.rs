@@ -9,7 +9,8 @@
 //!   random fills from the generator's Philox stream (`random.rs`),
 //!   `arange` (`arange.rs`), the
 //!   kernels of compiled calls rendered as the kernel stage fused them
-//!   (`fused_kernels.rs`), the rest through the host. Without a GPU (and without
+//!   (`fused_kernels.rs`), the rest through the host; `listing.rs` gives
+//!   the sources a noted primitive launches, for `kernels_for`. Without a GPU (and without
 //!   the simulator) every request is `AotError::DeviceUnavailable` naming
 //!   the op and the reason;
 //! - `dummy` (no feature): a stand-in whose every primitive returns
@@ -48,6 +49,8 @@ mod fused_kernels;
 mod index;
 #[cfg(feature = "cuda")]
 mod kernels;
+#[cfg(feature = "cuda")]
+mod listing;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
 #[cfg(feature = "cuda")]

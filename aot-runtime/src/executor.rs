@@ -30,7 +30,9 @@
 //! The executors do not route calls or apply their effects: the runtime
 //! wrappers (`wrappers`) and `CompiledFn` (`compiled`) sit above and call
 //! them. The kernel stage reports each kernel it runs to the recording
-//! behind `CompiledFn::kernels` (`compiled::kernels::note_kernel`).
+//! behind `CompiledFn::kernels` (`backend::kernel_record::note_kernel`);
+//! the primitives note themselves in the storage, and so does a single
+//! op that `reuse` writes over its operand's buffer.
 
 pub(crate) mod deferred_writes;
 pub(crate) mod direct_kernels;

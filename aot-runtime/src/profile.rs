@@ -278,8 +278,11 @@ pub(crate) fn moved(reads: &[(&Layout, DType)], writes: &[(&Layout, DType)]) -> 
 
 /// A batched matmul of `la` `[b, m, k]` and `lb` `[b, k, n]` of `dtype`.
 pub(crate) fn matmul_cost(la: &Layout, lb: &Layout, dtype: DType) -> Cost {
+    // `[..batch, m, k]` and `[..batch, k, n]`, with one batch dim or more.
+    let r = la.rank().min(lb.rank());
     let dim = |l: &Layout, i: usize| l.shape.get(i).copied().unwrap_or(1) as u64;
-    let (b, m, k, n) = (dim(la, 0).max(dim(lb, 0)), dim(la, 1), dim(la, 2), dim(lb, 2));
+    let b = (0..r.saturating_sub(2)).map(|i| dim(la, i).max(dim(lb, i))).product::<u64>();
+    let (m, k, n) = (dim(la, r.saturating_sub(2)), dim(la, r.saturating_sub(1)), dim(lb, r.saturating_sub(1)));
     let out = b * m * n * dtype.size_in_bytes() as u64;
     Cost { bytes: footprint(la, dtype) + footprint(lb, dtype) + out, flops: 2 * b * m * n * k }
 }

@@ -7,7 +7,8 @@
 //! lock the buffers, check that every operand is on one device (else
 //! [`AotError::DeviceMismatch`] naming the op and both devices), and call
 //! the [`Backend`] method of that device; the kernel-stage entries
-//! (`fused_dispatch.rs`, `fused_into_buffers.rs`) pick the backend the same way. The eager ops
+//! (`fused_dispatch.rs`, `fused_into_buffers.rs`, `fused_segments.rs`)
+//! pick the backend the same way. The eager ops
 //! use only these methods; none of them sees a `CpuStorage`. A few
 //! accessors read a host buffer directly (`to_vec`, `get_f64`).
 //!
@@ -26,8 +27,10 @@
 //! `host_alloc::try_vec` (or the helpers on it): a request that is too
 //! large is an [`AotError::OutOfMemory`] naming the op, never an abort.
 
+use crate::backend::kernel_record::note_op;
+use crate::backend::one_op::EagerRow;
 use crate::backend::profile_record::{Cost, Span};
-use crate::backend::{dispatch_cpu, Backend, CpuStorage, Distribution, Rng};
+use crate::backend::{dispatch_cpu, Backend, CpuStorage, Distribution, OpKernels, Rng};
 use crate::cuda::CudaStorage;
 use crate::device::Device;
 use crate::dtype::DType;
@@ -42,8 +45,10 @@ use std::sync::{Arc, RwLock};
 mod dtype_view;
 mod fused_dispatch;
 mod fused_into_buffers;
+mod fused_segments;
 mod index;
 mod scan;
+pub(crate) use fused_segments::Segment;
 pub(crate) use scan::LossTargets;
 
 /// Where a storage's bytes live: a buffer of one backend.
@@ -131,6 +136,24 @@ fn same_device(op: &'static str, first: &Storage, rest: &[&Storage]) -> Result<(
 }
 
 static NEXT_STORAGE_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// Notes a primitive for `kernels_for` (`kernel_record`) when it has
+/// elements to compute: over no element, no kernel runs.
+#[inline]
+fn note(numel: usize, k: impl FnOnce() -> OpKernels) {
+    if numel > 0 {
+        note_op(k);
+    }
+}
+
+/// The number of elements of a reduction of `l` over `dims` (all if
+/// empty), or of `l` itself for a softmax.
+fn reduced_numel(l: &Layout, dims: &[usize], rows: bool) -> usize {
+    if rows {
+        return l.numel();
+    }
+    l.shape.iter().enumerate().filter(|(d, _)| !dims.is_empty() && !dims.contains(d)).map(|(_, &n)| n).product()
+}
 
 /// The shared buffer behind tensors, with PyTorch's version counter.
 #[derive(Debug)]
@@ -245,7 +268,7 @@ impl Storage {
     /// `n` values `start + i * step` of `dtype` on `device` (noted for
     /// `kernels_for`: CUDA runs it as a kernel of its own).
     pub(crate) fn arange(op: &'static str, device: &Device, dtype: DType, n: usize, start: f64, step: f64) -> Result<Storage> {
-        crate::backend::kernel_record::note_op(crate::backend::OpKernels::Arange { dtype });
+        note(n, || OpKernels::Arange { dtype });
         let _p = span(*device, op, || elems(n, dtype));
         let data = match device {
             Device::Cpu => StorageData::Cpu(Backend::arange(op, device, dtype, n, start, step)?),
@@ -265,7 +288,7 @@ impl Storage {
     }
     /// `n` values of `dtype` on `device`, drawn from `dist` with `rng`.
     pub(crate) fn random(op: &'static str, device: &Device, dist: Distribution, dtype: DType, n: usize, rng: &mut Rng) -> Result<Storage> {
-        crate::backend::kernel_record::note_random(dist, dtype);
+        crate::backend::kernel_record::note_random(dist, dtype, n);
         let stream = match dist {
             Distribution::Uniform => "philox/uniform",
             Distribution::Normal => "philox/normal",
@@ -293,16 +316,19 @@ impl Storage {
     }
 
     pub(crate) fn unary(&self, op: OpKind, l: &Layout, out: &Layout) -> Result<Storage> {
+        note(out.numel(), || OpKernels::Unary { op, dtype: self.dtype, rank: out.rank() });
         let p = span(self.device, op.name(), || moved(&[(l, self.dtype)], &[]));
         made(p, map_backend!(&*self.read(), s => s.unary(op, l, out)).map(Storage::new))
     }
     pub(crate) fn clamp(&self, op: &'static str, l: &Layout, min: Option<f64>, max: Option<f64>, out: &Layout) -> Result<Storage> {
+        note(out.numel(), || OpKernels::Clamp { dtype: self.dtype, min: min.is_some(), max: max.is_some(), rank: out.rank() });
         let p = span(self.device, op, || moved(&[(l, self.dtype)], &[]));
         made(p, map_backend!(&*self.read(), s => s.clamp(op, l, min, max, out)).map(Storage::new))
     }
     pub(crate) fn binary(&self, op: OpKind, la: &Layout, rhs: &Storage, lb: &Layout, out: &Layout) -> Result<Storage> {
         let name = op.name();
         same_device(name, self, &[rhs])?;
+        note(out.numel(), || OpKernels::Binary { op, lhs: self.dtype, rhs: rhs.dtype, rank: out.rank(), assign: false });
         let p = span(self.device, name, || moved(&[(la, self.dtype), (lb, rhs.dtype)], &[]));
         made(p, self.read2(rhs, |a, b| map_backend2!(name, (a, b), (x, y) => x.binary(op, la, y, lb, out))).map(Storage::new))
     }
@@ -314,6 +340,7 @@ impl Storage {
         if self.same(rhs) {
             return Err(AotError::internal(name, "binary_assign with its own storage as operand"));
         }
+        note(l.numel(), || OpKernels::Binary { op, lhs: self.dtype, rhs: rhs.dtype, rank: l.rank(), assign: true });
         let _p = span(self.device, name, || moved(&[(l, self.dtype), (lr, rhs.dtype)], &[(l, self.dtype)]));
         let (src, mut d) = (rhs.read(), self.write());
         match (&mut *d, &*src) {
@@ -323,7 +350,7 @@ impl Storage {
         }
     }
     /// [`Backend::binary_dense`]: `self[ra] op rhs[rb]`, operands checked
-    /// by the caller.
+    /// by the caller (which notes the eager op it stands for).
     pub(crate) fn binary_dense(&self, op: OpKind, ra: Range<usize>, rhs: &Storage, rb: Range<usize>) -> Result<Storage> {
         let name = op.name();
         same_device(name, self, &[rhs])?;
@@ -351,6 +378,7 @@ impl Storage {
         }
     }
     pub(crate) fn binary_scalar(&self, op: OpKind, la: &Layout, s: f64, scalar_first: bool, out: &Layout) -> Result<Storage> {
+        note(out.numel(), || OpKernels::BinaryScalar { op, dtype: self.dtype, scalar_first, rank: out.rank() });
         let p = span(self.device, op.name(), || moved(&[(la, self.dtype)], &[]));
         made(p, map_backend!(&*self.read(), x => x.binary_scalar(op, la, s, scalar_first, out)).map(Storage::new))
     }
@@ -392,6 +420,7 @@ impl Storage {
             let ((c, lc), (a, la), (b, lb)) = (plain(self, lc)?, plain(a, la)?, plain(b, lb)?);
             return c.where_cond(op, &lc, &a, &la, &b, &lb, out);
         }
+        note(out.numel(), || OpKernels::Where { cond: self.dtype, a: a.dtype, b: b.dtype, rank: out.rank() });
         // A storage named twice is locked once.
         let c = self.read();
         let ga = (!std::ptr::eq(a, self)).then(|| a.read());
@@ -414,6 +443,7 @@ impl Storage {
         Ok(Storage::new(data))
     }
     pub(crate) fn cast(&self, op: &'static str, l: &Layout, dtype: DType, out: &Layout) -> Result<Storage> {
+        note(out.numel(), || OpKernels::Cast { from: self.dtype, to: dtype, rank: out.rank() });
         let p = span(self.device, op, || moved(&[(l, self.dtype)], &[]));
         made(p, map_backend!(&*self.read(), s => s.cast(op, l, dtype, out)).map(Storage::new))
     }
@@ -429,6 +459,7 @@ impl Storage {
             let tmp = self.cast(op, ls, self.dtype, &tl)?;
             return tmp.copy_into(op, &tl, dst, ld);
         }
+        note(ld.numel(), || OpKernels::Cast { from: self.dtype, to: dst.dtype, rank: ld.rank() });
         let (src, mut d) = (self.read(), dst.write());
         match (&*src, &mut *d) {
             (StorageData::Cpu(s), StorageData::Cpu(d)) => s.copy_strided(op, ls, d, ld),
@@ -443,6 +474,10 @@ impl Storage {
         if self.same(dst) {
             return Err(AotError::internal(op, "scatter_add into its own source"));
         }
+        note(ls.numel(), || {
+            let direct = ld.is_non_overlapping() && ls.shape == ld.shape && self.dtype == dst.dtype && dst.dtype.is_float();
+            OpKernels::ScatterAdd { src: self.dtype, dst: dst.dtype, direct, rank: ld.rank() }
+        });
         // Each destination element is read and written.
         let _p = span(self.device, op, || moved(&[(ls, self.dtype), (ld, dst.dtype)], &[(ld, dst.dtype)]));
         let (src, mut d) = (self.read(), dst.write());
@@ -453,21 +488,34 @@ impl Storage {
         }
     }
     pub(crate) fn reduce(&self, op: OpKind, l: &Layout, dims: &[usize], keepdim: bool) -> Result<Storage> {
+        self.note_reduce(EagerRow::Reduce(op), l, dims);
         let p = span(self.device, op.name(), || moved(&[(l, self.dtype)], &[]));
         made(p, map_backend!(&*self.read(), s => s.reduce(op, l, dims, keepdim)).map(Storage::new))
     }
     pub(crate) fn var(&self, op: &'static str, l: &Layout, dims: &[usize], correction: i64, keepdim: bool) -> Result<Storage> {
+        self.note_reduce(EagerRow::Var { correction }, l, dims);
         let p = span(self.device, op, || moved(&[(l, self.dtype)], &[]));
         made(p, map_backend!(&*self.read(), s => s.var(op, l, dims, correction, keepdim)).map(Storage::new))
     }
     pub(crate) fn softmax(&self, op: &'static str, l: &Layout, dim: usize, log: bool) -> Result<Storage> {
+        self.note_reduce(EagerRow::Softmax { log }, l, &[dim]);
         let p = span(self.device, op, || moved(&[(l, self.dtype)], &[]));
         made(p, map_backend!(&*self.read(), s => s.softmax(op, l, dim, log)).map(Storage::new))
     }
     /// Counts `2·m·n·k` flops per batch (`profile::matmul_cost`).
     pub(crate) fn matmul(&self, op: &'static str, la: &Layout, rhs: &Storage, lb: &Layout) -> Result<Storage> {
         same_device(op, self, &[rhs])?;
+        // The output's elements: the batch dims (one or more), `m` and `n`.
+        let r = la.rank().min(lb.rank());
+        let numel = if r >= 2 { la.shape[..r - 1].iter().product::<usize>() * lb.shape[r - 1] } else { 0 };
+        note(numel, || OpKernels::Matmul { lhs: self.dtype, rhs: rhs.dtype, la: la.clone(), lb: lb.clone() });
         let _p = span(self.device, op, || crate::profile::matmul_cost(la, lb, self.dtype));
         self.read2(rhs, |a, b| map_backend2!(op, (a, b), (x, y) => x.matmul(op, la, y, lb))).map(Storage::new)
+    }
+
+    /// Notes an eager reduction (see [`note`]).
+    fn note_reduce(&self, row: EagerRow, l: &Layout, dims: &[usize]) {
+        let rows = matches!(row, EagerRow::Softmax { .. });
+        note(reduced_numel(l, dims, rows), || OpKernels::Reduce { row, dtype: self.dtype, layout: l.clone(), dims: dims.to_vec() });
     }
 }

@@ -6,7 +6,7 @@
 //! The counters are those of `counters` ([`Counter`], [`count`]); the
 //! functions below name the ones tests read most.
 
-pub use crate::compiled::introspect::{cache_probe, num_loop_stages, num_specializations, value_sizes};
+pub use crate::compiled::introspect::{cache_probe, num_loop_stages, num_specializations, training_listing, value_sizes};
 pub use crate::counters::{count, Counter};
 pub use crate::tensor::saved::saved_storage_bytes;
 
@@ -76,6 +76,14 @@ pub fn last_peak_values() -> usize {
 #[cfg(feature = "cuda")]
 pub fn host_round_trips() -> (u64, u64) {
     (count(Counter::HostRoundTrips), count(Counter::KernelLaunches))
+}
+
+/// How many products cuBLAS computed (on the simulator: the CPU's gemm
+/// in its stead), in this process; kernel launches of a library, which
+/// [`host_round_trips`] does not count.
+#[cfg(feature = "cuda")]
+pub fn cublas_gemms() -> u64 {
+    count(Counter::CublasGemms)
 }
 
 /// How many times this process ran NVRTC.

@@ -2,7 +2,8 @@
 //! `kernels_for(&args, &Device::Cuda(0))` reports for every call of both
 //! oracle corpora, for a few thousand programs of the differential tests
 //! (drawn as `run_case` draws them, with their alias patterns and autograd
-//! states), for the `train_mlp` example's functions and for the `gpt`
+//! states), for the `train_mlp` example's functions (its optimizer step a
+//! launch of segments) and for the `gpt`
 //! example's (training step, AdamW, KV-cache decode step), and for a
 //! function of the ops the CUDA backend runs as kernels of its own
 //! (gathers and scatters, `cumsum`, `argmax`, `max_dim`, `cross_entropy`,
@@ -128,6 +129,20 @@ impl Collected {
         let g = Tensor::randn(&[i, h], DType::F32, &Device::Cpu, 9)?;
         let args = [Arg::from(&mut w), Arg::from(&mut buf), Arg::from(&g), 0.02.into(), 0.9.into()];
         self.add("train_mlp sgd_momentum", train_mlp::sgd_momentum::compiled(), &args);
+        let mlp = |seed: u64| -> Result<train_mlp::Mlp> {
+            let t = |s: &[usize], k: u64| Tensor::randn(s, DType::F32, &Device::Cpu, seed + k);
+            Ok(train_mlp::Mlp {
+                w1: t(&[i, h], 0)?,
+                b1: t(&[h], 1)?,
+                w2: t(&[h, h], 2)?,
+                b2: t(&[h], 3)?,
+                w3: t(&[h, c], 4)?,
+                b3: t(&[c], 5)?,
+            })
+        };
+        let (p, buf, g) = (mlp(10)?, mlp(20)?, mlp(30)?);
+        let args = [Arg::tree(&p), Arg::tree(&buf), Arg::tree(&g), 0.02.into(), 0.9.into()];
+        self.add("train_mlp sgd_step", train_mlp::sgd_step::compiled(), &args);
         Ok(())
     }
 

@@ -110,9 +110,11 @@ mod body;
 pub mod fibers;
 pub mod host;
 mod reduce;
+mod segments;
 mod types;
 
 pub use reduce::{pack_reduce_params, ReduceLaunch};
+pub use segments::{launch_blocks, pack_segments, render_cuda_segments, same_code, segments_per_launch};
 
 pub use types::KernelTypes;
 
@@ -303,6 +305,21 @@ pub fn render_cuda(k: &Kernel, dtype: DType, rank: usize, scalars: &ScalarSlots)
 /// [`render_cuda`] with the body values' types given (the runtime's plan of
 /// a call, see [`KernelTypes`]).
 pub fn render_cuda_typed(k: &Kernel, types: &KernelTypes, rank: usize, scalars: &ScalarSlots) -> Result<RenderedKernel, RenderError> {
+    check(k, types)?;
+    let name = c_name(k);
+    if let Some(r) = k.reduction() {
+        if !k.extra_outs.is_empty() {
+            return Err(RenderError::Body { kernel: k.name.clone(), node: r, msg: "a multi-output kernel with a reduction".into() });
+        }
+        return reduce::render(k, r, types, rank, scalars, name);
+    }
+    let (mut s, ins, outs) = elementwise_parts(k, types, rank, scalars, &name)?;
+    entry(&mut s, &name, &ins, &outs, rank, Head::Global);
+    Ok(RenderedKernel { name, source: s })
+}
+
+/// The types cover the body, and the loads come first, in order.
+fn check(k: &Kernel, types: &KernelTypes) -> Result<(), RenderError> {
     if types.values.len() != k.num_values || types.compute.len() != k.num_values {
         return Err(RenderError::Body {
             kernel: k.name.clone(),
@@ -310,27 +327,41 @@ pub fn render_cuda_typed(k: &Kernel, types: &KernelTypes, rank: usize, scalars: 
             msg: format!("types for {} of {} values", types.values.len(), k.num_values),
         });
     }
-    let name: String = k.name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
-    let name = if name.starts_with(|c: char| c.is_ascii_digit()) || name.is_empty() { format!("k_{name}") } else { name };
-    let inputs = k.num_inputs();
     if let Some((i, n)) = k.body.iter().enumerate().find(|(i, n)| matches!(n.op, Op::Load(j) if j != *i)) {
         return Err(RenderError::Body { kernel: k.name.clone(), node: i, msg: format!("`{}` out of order", n.op.name()) });
     }
-    if let Some(r) = k.reduction() {
-        if !k.extra_outs.is_empty() {
-            return Err(RenderError::Body { kernel: k.name.clone(), node: r, msg: "a multi-output kernel with a reduction".into() });
-        }
-        return reduce::render(k, r, types, rank, scalars, name);
-    }
+    Ok(())
+}
+
+/// An elementwise kernel's unit up to its entry: the preamble, the
+/// parameter struct and the body function; and the storage dtypes of its
+/// inputs and outputs.
+fn elementwise_parts(
+    k: &Kernel,
+    types: &KernelTypes,
+    rank: usize,
+    scalars: &ScalarSlots,
+    name: &str,
+) -> Result<(String, Vec<DType>, Vec<DType>), RenderError> {
+    let inputs = k.num_inputs();
     let body = body::render_body(k, types, scalars)?;
     let mut s = preamble(k, types, rank, &body.helpers);
-    params_struct(&mut s, &name, &["numel", "contiguous"], rank, inputs, scalars.exprs().len());
-    let ins = &types.values[..inputs];
+    params_struct(&mut s, name, &["numel", "contiguous"], rank, inputs, scalars.exprs().len());
+    let ins = types.values[..inputs].to_vec();
     let outs = k.outs().map(|v| types.values.get(v.index()).copied()).collect::<Option<Vec<DType>>>();
     let outs = outs.ok_or_else(|| RenderError::Body { kernel: k.name.clone(), node: 0, msg: "a stored value beyond the body's".into() })?;
-    body_fn(&mut s, &name, ins, &outs, &body);
-    entry(&mut s, &name, ins, &outs, rank);
-    Ok(RenderedKernel { name, source: s })
+    body_fn(&mut s, name, &ins, &outs, &body);
+    Ok((s, ins, outs))
+}
+
+/// `k`'s name as a C identifier.
+fn c_name(k: &Kernel) -> String {
+    let name: String = k.name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if name.starts_with(|c: char| c.is_ascii_digit()) || name.is_empty() {
+        format!("k_{name}")
+    } else {
+        name
+    }
 }
 
 /// The unit's first lines: a comment, the headers its types need, and the
@@ -410,24 +441,41 @@ fn body_fn(s: &mut String, name: &str, ins: &[DType], outs: &[DType], body: &bod
     let _ = writeln!(s, "    return {};\n}}", outs[0].store(&format!("c{}", body.out)));
 }
 
+/// Whose blocks an entry's loop spreads over: the launch's (the kernel's
+/// entry point), or a segment's of a launch of segments (`segments.rs`),
+/// given as `block` and `blocks`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Head {
+    Global,
+    Segment,
+}
+
 /// The entry point: the grid-stride loop, with the contiguous fast path.
 /// A multi-output kernel's further outputs are `out1 ..`, at `out`'s
-/// positions.
-fn entry(s: &mut String, name: &str, ins: &[DType], outs: &[DType], rank: usize) {
+/// positions. For a [`Head::Segment`], the same loop as the device
+/// function `aot_run_<name>`.
+fn entry(s: &mut String, name: &str, ins: &[DType], outs: &[DType], rank: usize, head: Head) {
     let inputs = ins.len();
     let mut params = vec![format!("{} *out", outs[0].storage())];
     params.extend(outs.iter().enumerate().skip(1).map(|(j, d)| format!("{} *out{j}", d.storage())));
     params.extend(ins.iter().enumerate().map(|(j, d)| format!("const {} *in{j}", d.storage())));
-    params.push(format!("const aot_params_{name} p"));
     let call = |idx: &dyn Fn(usize) -> String, at: &str| -> String {
         let mut args: Vec<String> = ins.iter().enumerate().map(|(j, d)| d.load(&format!("in{j}[{}]", idx(j)))).collect();
         args.push("p".into());
         args.extend((1..outs.len()).map(|j| format!("out{j}[{at}]")));
         format!("aot_body_{name}({})", args.join(", "))
     };
-    let _ = writeln!(s, "extern \"C\" __global__ void {name}({}) {{", params.join(", "));
-    s.push_str("    const long long step = (long long)blockDim.x * gridDim.x;\n");
-    s.push_str("    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n");
+    if head == Head::Global {
+        params.push(format!("const aot_params_{name} p"));
+        let _ = writeln!(s, "extern \"C\" __global__ void {name}({}) {{", params.join(", "));
+        s.push_str("    const long long step = (long long)blockDim.x * gridDim.x;\n");
+        s.push_str("    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n");
+    } else {
+        params.extend([format!("const aot_params_{name} &p"), "const long long block".into(), "const long long blocks".into()]);
+        let _ = writeln!(s, "static __device__ __forceinline__ void aot_run_{name}({}) {{", params.join(", "));
+        s.push_str("    const long long step = (long long)blockDim.x * blocks;\n");
+        s.push_str("    const long long first = block * blockDim.x + threadIdx.x;\n");
+    }
     s.push_str("    if (p.contiguous) {\n");
     contiguous_vec4(s, name, ins, outs);
     s.push_str("        for (long long i = first; i < p.numel; i += step) {\n");

@@ -33,3 +33,17 @@ pub fn value_sizes(f: &CompiledFn, args: &[Arg]) -> Result<Vec<i64>> {
     let start = g.params.len() + g.sizes.len();
     Ok(values.get(start..).unwrap_or(&[]).iter().map(|v| if let Some(aot_ir::ScalarValue::I64(n)) = v { *n } else { -1 }).collect())
 }
+
+/// The partitioned forward and backward that a call with these arguments
+/// runs when it records gradients, as a listing (both scheduled into
+/// kernels; listing the backward compiles it, as `lazy_backward` does on
+/// the first `backward()`).
+pub fn training_listing(f: &CompiledFn, args: &[Arg]) -> Result<String> {
+    let f = f.variant(args)?;
+    f.with_flat(args, |args| {
+        crate::arg::scalar_values(&f.graph, args)?;
+        let spec = f.cache.get(&f.graph, &f.meta, args)?;
+        let training = spec.plan.training(&f.graph).map_err(|why| crate::error::AotError::unsupported("training_listing", why))?;
+        Ok(training.compiled_backward()?.partition.listing(&training.joint))
+    })
+}

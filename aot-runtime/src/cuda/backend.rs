@@ -26,11 +26,12 @@
 //! kernels.
 
 use super::device::Gpu;
-use super::kernels::{self, Buf, OneOp, Use};
+use super::kernels::{self, Buf};
 use super::reduce::{self, EagerRow};
 use super::CudaStorage;
+use crate::backend::one_op::OneOp;
 use crate::backend::CpuStorage;
-use crate::backend::{Backend, Distribution, FusedProgram, FusedReduceProgram, Indexed, KernelCall, Rng, Targets};
+use crate::backend::{Backend, Distribution, FusedProgram, FusedReduceProgram, InPlaceSegment, Indexed, KernelCall, Rng, Targets};
 use crate::counters::{bump, Counter};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -161,7 +162,7 @@ impl Backend for CudaStorage {
     fn unary(&self, op: OpKind, l: &Layout, out: &Layout) -> Result<Self> {
         let kind = unary_kind(op)?;
         if renders(kind, self.dtype) {
-            let one = OneOp { op: kind, uses: &[Use::Input(0)], cast: None, compute: self.dtype };
+            let one = OneOp::unary(kind, self.dtype);
             return CudaStorage::launch_new(op.name(), self.ordinal, &one, &[(self, l)], &[], self.dtype, out);
         }
         self.on_host(op.name(), |h| h.unary(op, l, out))
@@ -173,7 +174,7 @@ impl Backend for CudaStorage {
         let kind = binary_kind(op)?;
         if rhs.dtype == self.dtype && renders(kind, self.dtype) {
             let dtype = if op.is_comparison() { DType::Bool } else { self.dtype };
-            let one = OneOp { op: kind, uses: &[Use::Input(0), Use::Input(1)], cast: None, compute: self.dtype };
+            let one = OneOp::binary(kind, self.dtype);
             return CudaStorage::launch_new(op.name(), self.ordinal, &one, &[(self, la), (rhs, lb)], &[], dtype, out);
         }
         let b = rhs.host(op.name())?;
@@ -183,7 +184,7 @@ impl Backend for CudaStorage {
         let kind = binary_kind(op)?;
         if rhs.dtype == self.dtype && !op.is_comparison() && renders(kind, self.dtype) {
             let gpu = self.gpu(op.name())?;
-            let one = OneOp { op: kind, uses: &[Use::Input(0), Use::Input(1)], cast: None, compute: self.dtype };
+            let one = OneOp::binary(kind, self.dtype);
             let (me, other) = (self.buf(gpu, l), rhs.buf(gpu, lr));
             // SAFETY: `self` is borrowed mutably, and written where it is
             // read, with the same layout; `rhs` is another live buffer.
@@ -209,7 +210,7 @@ impl Backend for CudaStorage {
     fn where_cond(&self, op: &'static str, lc: &Layout, a: &Self, la: &Layout, b: &Self, lb: &Layout, out: &Layout) -> Result<Self> {
         if self.dtype == DType::Bool && a.dtype == b.dtype {
             // `a.where_(cond, b)`: the inputs are loaded as (a, cond, b).
-            let one = OneOp { op: OpKind::Where, uses: &[Use::Input(0), Use::Input(1), Use::Input(2)], cast: None, compute: a.dtype };
+            let one = OneOp::where_cond(a.dtype);
             return CudaStorage::launch_new(op, a.ordinal, &one, &[(a, la), (self, lc), (b, lb)], &[], a.dtype, out);
         }
         let (ha, hb) = (a.host(op)?, b.host(op)?);
@@ -218,12 +219,12 @@ impl Backend for CudaStorage {
         CudaStorage::upload(op, a.ordinal, &r)
     }
     fn cast(&self, op: &'static str, l: &Layout, dtype: DType, out: &Layout) -> Result<Self> {
-        let one = OneOp { op: OpKind::ToDtype, uses: &[Use::Input(0)], cast: Some(dtype), compute: dtype };
+        let one = OneOp::cast(dtype);
         CudaStorage::launch_new(op, self.ordinal, &one, &[(self, l)], &[], dtype, out)
     }
     fn copy_strided(&self, op: &'static str, ls: &Layout, dst: &mut Self, ld: &Layout) -> Result<()> {
         let gpu = self.gpu(op)?;
-        let one = OneOp { op: OpKind::ToDtype, uses: &[Use::Input(0)], cast: Some(dst.dtype), compute: dst.dtype };
+        let one = OneOp::cast(dst.dtype);
         let (src, to) = (self.buf(gpu, ls), dst.buf(gpu, ld));
         // SAFETY: `dst` is borrowed mutably and is another buffer than
         // `self`; both are live buffers of this device.
@@ -266,17 +267,17 @@ impl Backend for CudaStorage {
     }
     fn matmul(&self, op: &'static str, la: &Layout, rhs: &Self, lb: &Layout) -> Result<Self> {
         let gpu = self.gpu(op)?;
-        let (&[batch, m, _], Some(&n)) = (&la.shape[..], lb.shape.get(2)) else {
-            return Err(AotError::internal(op, "matmul takes 3-D layouts"));
-        };
-        // The simulator has no cuBLAS: its matmul is the CPU's, on the host.
-        if self.dtype == rhs.dtype && matches!(gpu, Gpu::Real(_)) {
-            let len = batch * m * n;
-            let mem = gpu.alloc(op, len * self.dtype.size_in_bytes())?;
-            let (a, b, out) = (self.mem.address(gpu), rhs.mem.address(gpu), mem.address(gpu));
-            // SAFETY: both operands are live buffers of this device holding
-            // their layouts' elements (checked by the eager op); `mem` is new.
-            if len == 0 || unsafe { gpu.gemm(op, self.dtype, (a, la), (b, lb), out)? } {
+        if let Some(g) = super::cublas::plan(self.dtype, rhs.dtype, la, lb) {
+            super::cublas::note(self.dtype, &g);
+            // The simulator has no cuBLAS: the CPU's gemm below stands in.
+            if let Gpu::Real(_) = gpu {
+                let len = g.batch as usize * g.m as usize * g.n as usize;
+                let mem = gpu.alloc(op, len * self.dtype.size_in_bytes())?;
+                let (a, b, out) = (self.mem.address(gpu), rhs.mem.address(gpu), mem.address(gpu));
+                // SAFETY: both operands are live buffers of this device
+                // holding their layouts' elements (checked by the eager op),
+                // `g` is `plan`'s for these layouts, and `mem` is new.
+                unsafe { gpu.gemm(op, self.dtype, &g, (a, la), (b, lb), out) }?;
                 return Ok(CudaStorage { mem, dtype: self.dtype, len, ordinal: self.ordinal });
             }
         }
@@ -322,6 +323,9 @@ impl Backend for CudaStorage {
             .map(|(i, (s, l))| Some((s.or_else(|| dests.iter().position(|&(k, _)| k == i).map(|j| own[j]))?, l.clone())))
             .collect::<Option<Vec<_>>>()?;
         super::fused_kernels::fused_in_place(op, p, call, &inputs, dests, out)
+    }
+    fn fused_in_place_segments(op: &'static str, segs: &[InPlaceSegment<'_, Self>]) -> Option<Result<()>> {
+        super::fused_kernels::fused_in_place_segments(op, segs)
     }
     fn fused_reduce(
         op: &'static str,

@@ -12,7 +12,15 @@
 //! stride (op `T`). [`gemm_args`] works this out, and a CPU test checks it
 //! against a column-major reference on every layout; only the call itself
 //! needs a GPU.
+//!
+//! [`plan`] decides which products cuBLAS takes, on a GPU and on the
+//! simulator alike: the simulator computes them with the CPU's gemm in
+//! cuBLAS's stead, and both note the call for `kernels_for` ([`note`]).
+//! cuBLAS's kernels have no CUDA C of ours, so their listing is a comment
+//! that names the call and its arguments.
 
+use crate::backend::{kernel_record, KernelSource};
+use crate::dtype::DType;
 use crate::layout::Layout;
 
 /// The arguments of one strided batched cuBLAS gemm, in cuBLAS's terms
@@ -75,6 +83,44 @@ pub(crate) fn gemm_args(la: &Layout, lb: &Layout) -> Option<GemmArgs> {
         stride_c: (m * n) as i64,
         batch: int(batch)?,
     })
+}
+
+/// The gemm cuBLAS runs for the product of `la` (of `da`) and `lb` (of
+/// `db`): one float dtype, operands cuBLAS reads as they are laid out, and
+/// at least one result element. `None`: the product runs on the host.
+pub(crate) fn plan(da: DType, db: DType, la: &Layout, lb: &Layout) -> Option<GemmArgs> {
+    let (&[batch, m, _], Some(&n)) = (&la.shape[..], lb.shape.get(2)) else { return None };
+    let float = da == db && matches!(da, DType::F32 | DType::F64 | DType::F16 | DType::BF16);
+    (float && batch * m * n > 0).then(|| gemm_args(la, lb)).flatten()
+}
+
+/// The listing of the cuBLAS call `g` of `dtype`.
+pub(crate) fn listing(dtype: DType, g: &GemmArgs) -> KernelSource {
+    let t = |t: bool| if t { "CUBLAS_OP_T" } else { "CUBLAS_OP_N" };
+    let source = format!(
+        "// cuBLAS (a library kernel, no CUDA C of aot's): cublasGemmStridedBatchedEx({}, {}, m={}, n={}, k={}, \
+         lda={}, ldb={}, ldc={}, strides {}/{}/{}, batch={}), {} operands\n",
+        t(g.transa),
+        t(g.transb),
+        g.m,
+        g.n,
+        g.k,
+        g.lda,
+        g.ldb,
+        g.ldc,
+        g.stride_a,
+        g.stride_b,
+        g.stride_c,
+        g.batch,
+        dtype.name()
+    );
+    KernelSource { name: format!("cublasGemmStridedBatchedEx_{}", dtype.name()), source }
+}
+
+/// Counts the cuBLAS call `g` and notes it for `kernels_for`.
+pub(crate) fn note(dtype: DType, g: &GemmArgs) {
+    crate::counters::bump(crate::counters::Counter::CublasGemms);
+    kernel_record::note_launch(|| listing(dtype, g));
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@
 
 use super::profiling::AllocCount;
 use super::sim::{Entry, SimModule};
+use crate::backend::kernel_record;
+use crate::backend::KernelSource;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
@@ -218,6 +220,8 @@ impl Gpu {
     /// Launches the entry `entry` of the rendered unit `source` over
     /// `grid` blocks of `block` threads, with `bufs` (the address of each
     /// pointer argument, from [`Mem::address`]) and the parameter words.
+    /// Every kernel of the backend launches here, so this is where launches
+    /// are counted and noted for `kernels_for`.
     ///
     /// # Safety
     /// The addresses must be live buffers of this device, of the entry's
@@ -232,6 +236,8 @@ impl Gpu {
         bufs: &[u64],
         words: &[u64],
     ) -> Result<()> {
+        crate::counters::bump(crate::counters::Counter::KernelLaunches);
+        kernel_record::note_launch(|| KernelSource { name: entry.name.clone(), source: source.to_string() });
         match self {
             Gpu::Sim => {
                 let m = SimModule::build(&[source], std::slice::from_ref(entry))?;
@@ -262,24 +268,32 @@ impl Gpu {
 }
 
 impl Gpu {
-    /// `out` (contiguous `[batch, m, n]`) `= a · b` through cuBLAS (see
-    /// `cublas.rs`). `Ok(false)`: not done here (the simulator, which has
-    /// no cuBLAS, or operands that need a contiguous copy); the caller
-    /// computes it otherwise.
+    /// `out` (contiguous `[batch, m, n]`) `= a · b` through cuBLAS, with
+    /// the arguments `g` that `cublas::plan` worked out for these layouts
+    /// (see `cublas.rs`). Only a real GPU has cuBLAS: the simulator is an
+    /// internal error here (its caller computes on the host instead).
     ///
     /// # Safety
     /// The addresses are live buffers of this device of `dtype`, holding
-    /// the layouts' elements; `out` holds `batch * m * n` and is used by
-    /// nothing else during the call.
-    pub(crate) unsafe fn gemm(&self, op: &'static str, dtype: DType, a: (u64, &Layout), b: (u64, &Layout), out: u64) -> Result<bool> {
-        let Gpu::Real(r) = self else { return Ok(false) };
-        let Some(g) = super::cublas::gemm_args(a.1, b.1) else { return Ok(false) };
+    /// the layouts' elements; `g` is `cublas::plan`'s for these layouts;
+    /// `out` holds `batch * m * n` and is used by nothing else during the
+    /// call.
+    pub(crate) unsafe fn gemm(
+        &self,
+        op: &'static str,
+        dtype: DType,
+        g: &super::cublas::GemmArgs,
+        a: (u64, &Layout),
+        b: (u64, &Layout),
+        out: u64,
+    ) -> Result<()> {
+        let Gpu::Real(r) = self else { return Err(AotError::internal(op, "cuBLAS on the simulator")) };
         let (ty, compute) = match dtype {
             DType::F32 => (blas_sys::cudaDataType::CUDA_R_32F, blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F),
             DType::F64 => (blas_sys::cudaDataType::CUDA_R_64F, blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_64F),
             DType::F16 => (blas_sys::cudaDataType::CUDA_R_16F, blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F),
             DType::BF16 => (blas_sys::cudaDataType::CUDA_R_16BF, blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F),
-            _ => return Ok(false),
+            _ => return Err(AotError::internal(op, format!("a cuBLAS gemm of {dtype:?}"))),
         };
         let blas = r
             .blas
@@ -334,7 +348,7 @@ impl Gpu {
             )
         }
         .map_err(|e| unavailable(op, format!("cuBLAS: {e:?}")))?;
-        Ok(true)
+        Ok(())
     }
 }
 

@@ -64,4 +64,4 @@ pub(crate) fn kernel_sources() -> Result<()> {
     Ok(())
 }
 
-pub(crate) use super::scan::op_kernel_sources;
+pub(crate) use super::listing::op_kernel_sources;

@@ -50,7 +50,7 @@ pub(crate) fn kernel_sources() -> Result<()> {
 
 /// The CUDA sources of a primitive's own kernels need the `cuda` feature
 /// (`kernel_sources` reports it first).
-pub(crate) fn op_kernel_sources(_: crate::backend::OpKernels) -> Result<Vec<crate::backend::KernelSource>> {
+pub(crate) fn op_kernel_sources(_: &crate::backend::OpKernels) -> Result<Vec<crate::backend::KernelSource>> {
     kernel_sources().map(|()| Vec::new())
 }
 

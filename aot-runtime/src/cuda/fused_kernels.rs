@@ -7,6 +7,10 @@
 //! kernel, its types and its rank, so a kernel compiles once per
 //! specialisation.
 //!
+//! Several in-place kernels of one code, whose operands are each laid out
+//! alike, launch as one kernel of segments
+//! ([`fused_in_place_segments`], `aot_ir::kernel::render::segments`).
+//!
 //! A kernel is declined (`None`: the executor runs its ops one by one,
 //! each a kernel of its own where it has one) where the call does not fit
 //! what was planned: inputs of other dtypes than the plan's, scalar slots
@@ -16,12 +20,15 @@
 use super::device::{gpu, Gpu};
 use super::kernels::{self, Buf};
 use super::reduce::{self, Rows};
+use super::sim::Entry;
 use super::CudaStorage;
-use crate::backend::{FusedProgram, FusedReduceProgram, KernelCall};
+use crate::backend::{FusedProgram, FusedReduceProgram, InPlaceSegment, KernelCall};
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{AotError, Result};
 use crate::layout::{contiguous_strides, Layout};
-use aot_ir::kernel::render::ScalarSlots;
+use aot_ir::kernel::render::{
+    launch_blocks, pack_params, pack_segments, render_cuda_segments, same_code, segments_per_launch, Operand, ScalarSlots,
+};
 
 /// The device and the output dtype, when the call fits its inputs (see
 /// the module doc).
@@ -163,4 +170,69 @@ pub(super) fn fused_reduce(
         Ok(CudaStorage { mem, dtype, len: n, ordinal })
     };
     Some(run())
+}
+
+/// `Backend::fused_in_place_segments` for CUDA: the segments' kernels (one
+/// code, one set of types) as launches of segments, each segment's
+/// operands flat (laid out as its `out`, which is dense over its whole
+/// buffer). `None`: a segment does not fit that; nothing launched.
+pub(super) fn fused_in_place_segments(name: &'static str, segs: &[InPlaceSegment<'_, CudaStorage>]) -> Option<Result<()>> {
+    let first = segs.first()?;
+    let (k, types) = (first.call.kernel, first.call.types);
+    let mut ordinal = None;
+    for seg in segs {
+        let (o, dtype) = fits(&seg.call, &seg.inputs)?;
+        let stored: Vec<usize> = seg.call.kernel.outs().map(|v| v.index()).collect();
+        let same = same_code(seg.call.kernel, k) && seg.call.types == types && *ordinal.get_or_insert(o) == o;
+        let flat = seg.inputs.iter().all(|(_, l)| l.shape == seg.out.shape && l.stride == seg.out.stride)
+            && seg.out.offset == 0
+            && crate::layout::is_dense_output(seg.out);
+        let dests_ok = seg.dests.iter().map(|&(_, v)| v).eq(stored.iter().copied())
+            && seg.dests.iter().all(|&(i, _)| seg.inputs.get(i).is_some_and(|(d, _)| d.dtype == dtype && d.len == seg.out.numel()));
+        let unread = seg.inputs.iter().zip(seg.read).any(|((s, _), &read)| !read && s.len == 0);
+        if !same || !flat || !dests_ok || unread || seg.out.numel() == 0 {
+            return None;
+        }
+    }
+    let ordinal = ordinal?;
+    let run = || -> Result<()> {
+        let g = gpu(name, ordinal)?;
+        for chunk in segs.chunks(segments_per_launch(k)) {
+            launch_segments(name, g, chunk)?;
+        }
+        Ok(())
+    };
+    Some(run())
+}
+
+/// One launch of `segs` (checked by [`fused_in_place_segments`]).
+fn launch_segments(name: &'static str, g: &Gpu, segs: &[InPlaceSegment<'_, CudaStorage>]) -> Result<()> {
+    let call = &segs[0].call;
+    let internal = |e: aot_ir::kernel::render::RenderError| AotError::internal(name, e.to_string());
+    let r = render_cuda_segments(call.kernel, call.types, &ScalarSlots::of(call.kernel), segs.len()).map_err(internal)?;
+    let (mut pointers, mut bufs, mut params, mut blocks) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for seg in segs {
+        let n = seg.out.numel();
+        for &(i, _) in seg.dests {
+            let d = seg.inputs[i].0;
+            pointers.push(format!("{} *", d.dtype.storage()));
+            bufs.push(d.mem.address(g));
+        }
+        for (s, _) in &seg.inputs {
+            pointers.push(format!("const {} *", s.dtype.storage()));
+            bufs.push(s.mem.address(g));
+        }
+        let ins: Vec<Operand<'_>> = seg.inputs.iter().map(|(_, l)| Operand { offset: l.offset as i64, strides: &[1] }).collect();
+        params.push(pack_params(&[n as i64], Operand { offset: 0, strides: &[1] }, &ins, seg.call.slots).map_err(internal)?);
+        blocks.push(launch_blocks(n));
+    }
+    let words = pack_segments(&blocks, &params);
+    let grid: u32 = blocks.iter().sum();
+    let entry = Entry { name: r.name.clone(), pointers, sync: false };
+    // SAFETY: every segment's inputs are live buffers of this device (the
+    // storage holds their locks), laid out flat over `n` elements within
+    // them, and each output is a destination input's buffer, written where
+    // the same thread reads it; no buffer a segment writes is another
+    // segment's (checked by the storage).
+    unsafe { g.launch(name, &r.source, &entry, (grid, 256), &bufs, &words) }
 }

@@ -53,7 +53,6 @@ fn take(src: &CudaStorage, op: &'static str, from: &[i64], gpu: &Gpu) -> Result<
     let from = gpu.upload(op, &i64_bytes(from))?;
     let (source, entry) = take_source(src.dtype);
     let bufs = [&out.mem, &src.mem, &from].map(|m| m.address(gpu));
-    crate::counters::bump(crate::counters::Counter::KernelLaunches);
     // SAFETY: `out` is new with `n` elements of `src`'s dtype; every
     // offset of `from` lies inside `src` (a layout checked against it).
     unsafe { gpu.launch(op, &source, &entry, (grid(n), BLOCK), &bufs, &[n as u64]) }?;

@@ -9,12 +9,12 @@
 
 use super::device::Gpu;
 use super::sim::Entry;
+use crate::backend::one_op::{kernel, OneOp};
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
 use aot_ir::kernel::render::{pack_params, render_cuda_typed, KernelTypes, Operand, ScalarSlots};
 use aot_ir::kernel::Kernel;
-use aot_ir::{Arg, Node, Op, OpKind, ScalarExpr, ValueId};
 
 /// A buffer of a launch: its address on the device, layout and dtype.
 #[derive(Clone, Copy)]
@@ -24,64 +24,11 @@ pub(super) struct Buf<'a> {
     pub dtype: DType,
 }
 
-/// An operand of the kernel's op after the loads: input `i`, or scalar
-/// parameter slot `k`.
-#[derive(Clone, Copy)]
-pub(super) enum Use {
-    Input(u32),
-    Scalar(usize),
-}
-
-/// One op over loaded inputs: `op(uses..)` computed in `compute`; `cast`
-/// is `to_dtype`'s target.
-pub(super) struct OneOp<'a> {
-    pub op: OpKind,
-    pub uses: &'a [Use],
-    pub cast: Option<DType>,
-    pub compute: DType,
-}
-
-/// The kernel and its types.
-fn kernel(one: &OneOp<'_>, inputs: &[DType], out: DType) -> (Kernel, KernelTypes) {
-    let n = inputs.len() as u32;
-    let mut body: Vec<Node> = (0..n).map(|i| Node::new(Op::Load(i as usize), vec![], Some(ValueId(i)))).collect();
-    let mut args: Vec<Arg> = one
-        .uses
-        .iter()
-        .map(|u| match u {
-            Use::Input(i) => Arg::Tensor(ValueId(*i)),
-            Use::Scalar(k) => Arg::Scalar(ScalarExpr::Param(*k)),
-        })
-        .collect();
-    if let Some(d) = one.cast {
-        args.push(Arg::DType(d));
-    }
-    body.push(Node::new(one.op, args, Some(ValueId(n))));
-    let num_values = n as usize + 1;
-    let name = match one.cast {
-        Some(d) => format!("aot_to_{}", d.name()),
-        None => format!("aot_{}", one.op.name()),
-    };
-    let k = Kernel {
-        name,
-        body,
-        num_values,
-        out: ValueId(n),
-        extra_outs: Vec::new(),
-        stage_values: (0..num_values as u32).map(ValueId).collect(),
-    };
-    let values: Vec<DType> = inputs.iter().copied().chain([out]).collect();
-    let mut compute = values.clone();
-    compute[n as usize] = one.compute;
-    (k, KernelTypes { values, compute })
-}
-
-/// The source of the one-op cast of `from` to `to` for rank `rank`, as
-/// `CudaStorage::cast` launches it (for `kernels_for`'s listing).
-pub(super) fn cast_source(name: &'static str, from: DType, to: DType, rank: usize) -> Result<crate::backend::KernelSource> {
-    let one = OneOp { op: OpKind::ToDtype, uses: &[Use::Input(0)], cast: Some(to), compute: to };
-    let (k, types) = kernel(&one, &[from], to);
-    let r = render_cuda_typed(&k, &types, rank, &ScalarSlots::of(&k)).map_err(|e| AotError::internal(name, e.to_string()))?;
+/// The source `launch` renders for `one` over inputs of `inputs`' dtypes
+/// into `out` of rank `rank` (for `kernels_for`'s listing).
+pub(super) fn one_op_source(one: &OneOp<'_>, inputs: &[DType], out: DType, rank: usize) -> Result<crate::backend::KernelSource> {
+    let (k, types) = kernel(one, inputs, out);
+    let r = render_cuda_typed(&k, &types, rank, &ScalarSlots::of(&k)).map_err(|e| AotError::internal("kernels_for", e.to_string()))?;
     Ok(crate::backend::KernelSource { name: r.name, source: r.source })
 }
 
@@ -150,7 +97,6 @@ pub(super) unsafe fn launch_outputs(
     let words =
         pack_params(&sizes, Operand { offset: oo, strides: &os }, &ins, scalars).map_err(|e| AotError::internal(name, e.to_string()))?;
     let grid = u32::try_from(numel.div_ceil(256).clamp(1, 1024)).unwrap_or(1024);
-    crate::counters::bump(crate::counters::Counter::KernelLaunches);
     // SAFETY: this function's contract, which the launch's is.
     unsafe { gpu.launch(name, &r.source, &entry, (grid, 256), &bufs, &words) }
 }

@@ -31,9 +31,10 @@
 
 use super::backend::{binary_kind, renders};
 use super::device::{Gpu, Mem};
-use super::kernels::{self, OneOp, Use};
+use super::kernels;
 use super::sim::Entry;
 use super::CudaStorage;
+use crate::backend::one_op::OneOp;
 use crate::backend::Backend;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
@@ -61,12 +62,12 @@ pub(super) fn clamp(
         // The CPU's error, from the same code.
         return x.on_host(op, |h| h.clamp(op, l, min, max, out));
     }
-    let bound = |kind: OpKind| OneOp { op: kind, uses: &[Use::Input(0), Use::Scalar(0)], cast: None, compute: d };
+    let bound = |kind: OpKind| OneOp::with_scalar(kind, false, d);
     let (first, rest) = match (min, max) {
         (Some(lo), hi) => ((bound(OpKind::Maximum), lo), hi),
         (None, Some(hi)) => ((bound(OpKind::Minimum), hi), None),
         (None, None) => {
-            let copy = OneOp { op: OpKind::ToDtype, uses: &[Use::Input(0)], cast: Some(d), compute: d };
+            let copy = OneOp::cast(d);
             return CudaStorage::launch_new(op, x.ordinal, &copy, &[(x, l)], &[], d, out);
         }
     };
@@ -82,7 +83,7 @@ pub(super) fn clamp(
 }
 
 /// Whether `op` of a tensor of `dtype` with a scalar has a kernel.
-fn scalar_renders(op: OpKind, dtype: DType) -> bool {
+pub(super) fn scalar_renders(op: OpKind, dtype: DType) -> bool {
     let Ok(kind) = binary_kind(op) else { return false };
     match dtype {
         DType::Bool => op.is_comparison() || matches!(kind, OpKind::Add | OpKind::Mul | OpKind::Maximum | OpKind::Minimum),
@@ -99,8 +100,7 @@ pub(super) fn binary_scalar(a: &CudaStorage, op: OpKind, la: &Layout, s: f64, sc
     // The scalar converts as the CPU converts it: to the compute type for
     // float arithmetic, to the tensor's dtype otherwise (the renderer's
     // rules for a scalar slot).
-    let uses: &[Use] = if scalar_first { &[Use::Scalar(0), Use::Input(0)] } else { &[Use::Input(0), Use::Scalar(0)] };
-    let one = OneOp { op: binary_kind(op)?, uses, cast: None, compute: a.dtype };
+    let one = OneOp::with_scalar(binary_kind(op)?, scalar_first, a.dtype);
     CudaStorage::launch_new(op.name(), a.ordinal, &one, &[(a, la)], &[s], dtype, out)
 }
 
@@ -128,7 +128,7 @@ pub(super) fn scatter_add(src: &CudaStorage, op: &'static str, ls: &Layout, dst:
     }
     let gpu = dst.gpu(op)?;
     if ld.is_non_overlapping() && ls.shape == ld.shape && src.dtype == dst.dtype && dst.dtype.is_float() {
-        let one = OneOp { op: OpKind::Add, uses: &[Use::Input(0), Use::Input(1)], cast: None, compute: dst.dtype };
+        let one = OneOp::binary(OpKind::Add, dst.dtype);
         let (me, from) = (dst.buf(gpu, ld), src.buf(gpu, ls));
         // SAFETY: `dst` is borrowed mutably, read and written with one
         // layout; `src` is another live buffer (the storage refuses a
@@ -269,7 +269,6 @@ pub(super) fn scatter_plan(src: &CudaStorage, op: &'static str, p: Plan, dst: &m
     let sums = CudaStorage { mem: gpu.alloc(op, u * 8)?, dtype: sum_dtype, len: u, ordinal: dst.ordinal };
     let (source, entry) = gather_source(src.dtype, dst.dtype);
     let bufs = [&sums.mem, &dst.mem, &src.mem, &at, &starts, &from].map(|m: &Mem| m.address(gpu));
-    crate::counters::bump(crate::counters::Counter::KernelLaunches);
     // SAFETY: every buffer is live on this device with the entry's pointer
     // types; `plan` took each offset from a layout checked against its
     // buffer, and `starts` has `u + 1` entries; only `sums` (new) is written.
@@ -283,7 +282,6 @@ pub(super) fn scatter_plan(src: &CudaStorage, op: &'static str, p: Plan, dst: &m
 pub(super) fn put(op: &'static str, gpu: &Gpu, dst: &mut CudaStorage, vals: &CudaStorage, at: &Mem, n: usize) -> Result<()> {
     let (source, entry) = put_source(dst.dtype);
     let bufs = [&dst.mem, &vals.mem, at].map(|m: &Mem| m.address(gpu));
-    crate::counters::bump(crate::counters::Counter::KernelLaunches);
     // SAFETY: `dst` is borrowed mutably and each `at[u]` is a distinct
     // offset inside it (checked layouts, deduplicated by the plan); `vals`
     // holds `n` elements of `dst`'s dtype.

@@ -44,7 +44,6 @@ pub(super) fn fill(op: &'static str, ordinal: usize, dist: Distribution, dtype: 
         let blocks = n.div_ceil(per);
         let grid = u32::try_from(blocks.div_ceil(256).clamp(1, 1024)).unwrap_or(1024);
         let words = [n as u64, seed, offset, p.to_bits(), kept];
-        crate::counters::bump(crate::counters::Counter::KernelLaunches);
         // SAFETY: `mem` is a new buffer of this device holding `n`
         // elements of `dtype`, the entry's pointer type; the kernel writes
         // elements `0..n` only, and nothing else uses `mem` yet.

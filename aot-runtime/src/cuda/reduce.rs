@@ -13,13 +13,14 @@
 use super::device::Gpu;
 use super::kernels::{operand, Buf};
 use super::sim::Entry;
+use crate::backend::one_op::row_kernel;
+pub(super) use crate::backend::one_op::EagerRow;
 use crate::backend::KernelCall;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::{contiguous_strides, Layout};
-use aot_ir::kernel::render::{pack_reduce_params, render_cuda_typed, KernelTypes, Operand, ScalarSlots};
-use aot_ir::kernel::Kernel;
-use aot_ir::{Arg, Node, Op, OpKind, ScalarExpr, ValueId};
+use aot_ir::kernel::render::{pack_reduce_params, render_cuda_typed, Operand, ScalarSlots};
+use aot_ir::OpKind;
 
 /// A reduction launch: what is reduced, and where the result goes.
 pub(super) struct Rows<'a> {
@@ -64,49 +65,8 @@ pub(super) unsafe fn launch(
     pointers.extend(inputs.iter().map(|b| format!("const {} *", b.dtype.storage())));
     let entry = Entry { name: r.name.clone(), pointers, sync: true };
     let bufs: Vec<u64> = std::iter::once(out.addr).chain(inputs.iter().map(|b| b.addr)).collect();
-    crate::counters::bump(crate::counters::Counter::KernelLaunches);
     // SAFETY: this function's contract, which the launch's is.
     unsafe { gpu.launch(name, &r.source, &entry, (l.grid, l.block), &bufs, &l.words) }
-}
-
-/// An eager reduction's op.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum EagerRow {
-    Reduce(OpKind),
-    Var { correction: i64 },
-    Softmax { log: bool },
-}
-
-/// The one-op kernel of `row` for an operand of `dtype`; `None` where
-/// eager refuses that dtype (the caller's host path reports it).
-fn one_op(row: EagerRow, dtype: DType) -> Option<(Kernel, KernelTypes, Vec<f64>)> {
-    let t = Arg::Tensor(ValueId(0));
-    let no_dims = Arg::Ints(vec![]);
-    let keep = Arg::Scalar(ScalarExpr::Bool(false));
-    let (op, args, slots) = match row {
-        EagerRow::Reduce(op) if op.is_fold_reduction() => (op, vec![t, no_dims, keep], vec![]),
-        // Not a reduction: the host path reports it.
-        EagerRow::Reduce(_) => return None,
-        // The correction is a slot, so one compiled kernel serves them all.
-        EagerRow::Var { correction } => {
-            (OpKind::VarDim, vec![t, no_dims, Arg::Scalar(ScalarExpr::Param(0)), keep], vec![correction as f64])
-        }
-        EagerRow::Softmax { log } => {
-            let op = if log { OpKind::LogSoftmax } else { OpKind::Softmax };
-            (op, vec![t, Arg::Scalar(ScalarExpr::I64(-1))], vec![])
-        }
-    };
-    let body = vec![Node::new(Op::Load(0), vec![], Some(ValueId(0))), Node::new(op, args, Some(ValueId(1)))];
-    let k = Kernel {
-        name: format!("aot_{}", op.name()),
-        body,
-        num_values: 2,
-        out: ValueId(1),
-        extra_outs: Vec::new(),
-        stage_values: vec![ValueId(0), ValueId(1)],
-    };
-    let types = KernelTypes::infer(&k, &[dtype]).ok()?;
-    Some((k, types, slots))
 }
 
 /// The output's layout over `S` (`shape`): contiguous over the kept dims
@@ -154,7 +114,7 @@ pub(super) unsafe fn eager(
     reduced: &[bool],
     out: (u64, DType),
 ) -> Result<()> {
-    let Some((k, types, slots)) = one_op(row, input.dtype) else {
+    let Some((k, types, slots)) = row_kernel(row, input.dtype) else {
         return Err(AotError::internal(name, format!("no reduction kernel of {:?}: `plan` admits only what eager computes", input.dtype)));
     };
     if types.values[1] != out.1 {
@@ -166,6 +126,15 @@ pub(super) unsafe fn eager(
     let call = KernelCall { kernel: &k, types: &types, slots: &slots };
     // SAFETY: the caller's guarantee.
     unsafe { launch(name, gpu, &call, &[input], Buf { addr: out.0, layout: &layout, dtype: out.1 }, &rows) }
+}
+
+/// The source [`eager`] launches for `row` over an operand of `dtype`
+/// laid out with rank `rank` (for `kernels_for`'s listing).
+pub(super) fn eager_source(row: EagerRow, dtype: DType, rank: usize) -> Result<crate::backend::KernelSource> {
+    let internal = |msg: String| AotError::internal("kernels_for", msg);
+    let (k, types, _) = row_kernel(row, dtype).ok_or_else(|| internal(format!("no reduction kernel of {dtype:?}")))?;
+    let r = render_cuda_typed(&k, &types, rank, &ScalarSlots::of(&k)).map_err(|e| internal(e.to_string()))?;
+    Ok(crate::backend::KernelSource { name: r.name, source: r.source })
 }
 
 #[cfg(test)]

@@ -15,16 +15,13 @@
 //!   thread (the CPU's order; a loss has one value) and rounds once; its
 //!   gradient writes every element of `[N, C]` in one pass. The targets'
 //!   values were checked on the host by the eager op.
-//!
-//! [`op_kernel_sources`] gives the sources of every kernel that a noted
-//! primitive runs (`backend::OpKernels`), for `kernels_for`.
 
 use super::device::Gpu;
 use super::ops::{check_within, grid, i64_bytes, BLOCK};
 use super::sim::Entry;
 use super::CudaStorage;
 use crate::backend::KernelSource;
-use crate::backend::{OpKernels, Targets};
+use crate::backend::Targets;
 use crate::dtype::DType;
 use crate::error::{AotError, Result};
 use crate::layout::Layout;
@@ -82,7 +79,7 @@ pub(super) fn cumsum_dtype(d: DType) -> DType {
 
 /// `out[(o * len + k) * inner + n] = Σ_{j ≤ k} src[bases[u] + j * stride]`
 /// per line `u = o * inner + n` (from the end if `reverse`).
-fn cumsum_source(d: DType) -> Source {
+pub(super) fn cumsum_source(d: DType) -> Source {
     let name = format!("aot_cumsum_{}", d.name());
     let (kd, od) = (d, cumsum_dtype(d));
     let (acc, load, store) = if d.is_float() {
@@ -114,7 +111,7 @@ fn cumsum_source(d: DType) -> Source {
 
 /// Per line `u`: `idx[u]`, the first index of the extreme of
 /// `src[bases[u] + k * stride]`, and `vals[u]`, the element there.
-fn extreme_source(d: DType, max: bool) -> Source {
+pub(super) fn extreme_source(d: DType, max: bool) -> Source {
     let name = format!("aot_{}_dim_{}", if max { "max" } else { "min" }, d.name());
     let kd = d;
     let (cmp_t, load) = match d {
@@ -154,7 +151,7 @@ fn extreme_source(d: DType, max: bool) -> Source {
 }
 
 /// `out[0] = -(Σ x[r, t[r]] over counted rows, in double) / count`.
-fn nll_source(d: DType) -> Source {
+pub(super) fn nll_source(d: DType) -> Source {
     let name = format!("aot_nll_loss_{}", d.name());
     let kd = d;
     let body = format!(
@@ -177,7 +174,7 @@ fn nll_source(d: DType) -> Source {
 }
 
 /// `out[r, c] = (t[r] == c, counted) ? -g / count : 0` over `[N, C]`.
-fn nll_backward_source(g: DType, d: DType) -> Source {
+pub(super) fn nll_backward_source(g: DType, d: DType) -> Source {
     let name = format!("aot_nll_loss_backward_{}_{}", g.name(), d.name());
     let (gd, kd) = (g, d);
     let body = format!(
@@ -198,31 +195,6 @@ fn nll_backward_source(g: DType, d: DType) -> Source {
     Source::new(name, &[g, d], &["n", "classes", "g_off", "t_off", "ts", "count", "ignore"], &pointers, &body)
 }
 
-/// The sources of the kernels a noted primitive runs on CUDA, in order.
-pub(crate) fn op_kernel_sources(k: OpKernels) -> Result<Vec<KernelSource>> {
-    use super::index::take_source;
-    use super::ops::{gather_source, put_source};
-    let pair = |(source, entry): (String, Entry)| KernelSource { name: entry.name, source };
-    Ok(match k {
-        OpKernels::Gather { dtype } => vec![pair(take_source(dtype))],
-        OpKernels::Scatter { dtype, accumulate: false } => vec![pair(take_source(dtype)), pair(put_source(dtype))],
-        OpKernels::Scatter { dtype, accumulate: true } => {
-            let mut v = vec![pair(gather_source(dtype, dtype))];
-            let sums = super::ops::sum_dtype(dtype, dtype);
-            if sums != dtype {
-                v.push(super::kernels::cast_source("scatter", sums, dtype, 1)?);
-            }
-            v.push(pair(put_source(dtype)));
-            v
-        }
-        OpKernels::Cumsum { dtype } => vec![cumsum_source(dtype).listed()],
-        OpKernels::Arange { dtype } => vec![super::arange::arange_source(dtype).listed()],
-        OpKernels::Extreme { dtype, max } => vec![extreme_source(dtype, max).listed()],
-        OpKernels::NllLoss { dtype } => vec![nll_source(dtype).listed()],
-        OpKernels::NllLossBackward { grad, dtype } => vec![nll_backward_source(grad, dtype).listed()],
-    })
-}
-
 /// The first offset of each line of `l` along `dim`, in row-major order
 /// of the other dims.
 fn line_bases(op: &'static str, l: &Layout, dim: usize) -> Result<Vec<i64>> {
@@ -234,7 +206,6 @@ fn line_bases(op: &'static str, l: &Layout, dim: usize) -> Result<Vec<i64>> {
 }
 
 pub(super) fn launch(op: &'static str, gpu: &Gpu, s: &Source, n: usize, bufs: &[u64], words: &[u64]) -> Result<()> {
-    crate::counters::bump(crate::counters::Counter::KernelLaunches);
     // SAFETY: the callers pass live buffers of this device of the entry's
     // pointer types, sized for every element the parameters address
     // (layouts checked against their buffers), each written buffer new.

@@ -68,7 +68,10 @@ pub(crate) fn eval_prim(p: &Prim, args: &[IrArg], tensors: &[Option<Tensor>], sc
         Prim::CastLike => tensor(0)?.to_dtype(tensor(1)?.dtype()),
         Prim::OpMath => tensor(0)?.to_dtype(tensor(0)?.dtype().opmath()),
         Prim::ReshapeLike => tensor(0)?.reshape(&i64s(&tensor(1)?.shape())),
-        Prim::ExpandLike => tensor(0)?.expand(&i64s(&tensor(1)?.shape()))?.contiguous(),
+        // A view, as PyTorch's sum backward (`grad.expand(sizes)`): its
+        // readers broadcast it (no copy, no kernel), and a leaf's `.grad`
+        // gets a dense copy of its own (`autograd::engine::into_grad`).
+        Prim::ExpandLike => tensor(0)?.expand(&i64s(&tensor(1)?.shape())),
         Prim::KeepDims => {
             let (g, like) = (tensor(0)?, tensor(1)?);
             let keepdim = matches!(scalar(args.get(3), scalars)?, ScalarValue::Bool(true));

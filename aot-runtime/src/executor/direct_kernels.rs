@@ -21,6 +21,7 @@
 //! A step that does not qualify returns `None` and runs the eager op, which
 //! also reports every error; nothing here fails on user input.
 
+use crate::backend::{kernel_record, OpKernels};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::layout::Layout;
@@ -107,6 +108,8 @@ pub(crate) fn write_checked(w: &DenseWrite, target: &Tensor, operand: &Tensor) -
         return false;
     }
     t.bump_version();
+    let (dtype, rank) = (t.dtype(), target.rank());
+    kernel_record::note_op(|| OpKernels::Binary { op: w.op, lhs: dtype, rhs: dtype, rank, assign: true });
     true
 }
 
@@ -198,12 +201,21 @@ pub(crate) fn binary_on(op: OpKind, a: &Tensor, b: &Tensor) -> Option<Tensor> {
         if ra.len() >= crate::backend::PAR_MIN {
             return None;
         }
+        let dtype = a.dtype();
+        // The eager op's primitive, for `kernels_for` (the devices without
+        // this path run that).
+        let note = || {
+            let rank = la.rank();
+            kernel_record::note_op(|| OpKernels::Binary { op: bop, lhs: dtype, rhs: dtype, rank, assign: inplace });
+        };
         if inplace {
             a.storage().binary_assign_dense(bop, ra, b.storage(), rb).ok()?;
             a.storage().bump_version();
+            note();
             return Some(a.clone());
         }
         let data = a.storage().binary_dense(bop, ra, b.storage(), rb).ok()?;
+        note();
         Some(Tensor::from_storage(data, Layout::contiguous(&la.shape)))
     })
 }

@@ -56,10 +56,16 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
 ) -> std::result::Result<Tensor, Stop> {
     let inputs = node.tensor_args().map(|v| get(env, v)).collect::<Result<Vec<_>>>()?;
     let any_zero = zeros.as_ref().is_some_and(|z| node.tensor_args().any(|v| z.get(v.index()).copied().unwrap_or(false)));
+    let mark = kernel_record::mark();
+    let mut declined = false;
     if !any_zero {
-        if let Some(t) = fused(k, &inputs, cx.scalars, over) {
-            bump(Counter::FusedKernels);
-            return Ok(t?);
+        match fused(k, &inputs, cx.scalars, over) {
+            Fused::Ran(t) => {
+                bump(Counter::FusedKernels);
+                return Ok(t?);
+            }
+            Fused::Declined => declined = true,
+            Fused::Unplanned => {}
         }
     }
     bump(Counter::OpByOpKernels);
@@ -77,7 +83,11 @@ pub(crate) fn run<G: ArgGeometrySource + ?Sized>(
             *slot = true;
         }
     }
-    note_ran(k, &inputs, &t, None);
+    // The ops noted themselves as they ran; a kernel only the backend
+    // declined is one kernel where the kernel stage is rendered.
+    if declined {
+        kernel_record::note_declined(mark, || ran_kernel(k, &inputs, &t, None));
+    }
     Ok(t)
 }
 
@@ -138,18 +148,26 @@ fn internal(msg: String) -> AotError {
     AotError::Internal { op: "kernel", msg }
 }
 
-/// The kernel fused on its inputs' backend; `None` where [`plan`] finds
-/// it outside what the fused path computes as eager does, or the backend
-/// declines.
-fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>], over: Option<usize>) -> Option<Result<Tensor>> {
+/// What the fused path made of a kernel.
+pub(super) enum Fused {
+    /// It ran as one kernel.
+    Ran(Result<Tensor>),
+    /// It was planned, and the backend declined it.
+    Declined,
+    /// It is outside what the fused path computes as eager does.
+    Unplanned,
+}
+
+/// The kernel fused on its inputs' backend (see [`Fused`]).
+fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>], over: Option<usize>) -> Fused {
     if let Some(r) = k.reduction() {
-        let t = reduce::fused(k, r, inputs, scalars)?;
-        if let Ok(t) = &t {
+        let f = reduce::fused(k, r, inputs, scalars);
+        if let Fused::Ran(Ok(t)) = &f {
             note_ran(k, inputs, t, None);
         }
-        return Some(t);
+        return f;
     }
-    let p = plan(k, inputs, scalars)?;
+    let Some(p) = plan(k, inputs, scalars) else { return Fused::Unplanned };
     let program = FusedProgram { steps: &p.steps, num_values: k.num_values, stored: k.out.index(), dtypes: &p.dtypes, read: &p.read };
     // An input read only for its dtype: any layout of the output's shape.
     let unread = || broadcast_layout(&Layout::new(vec![], vec![], 0), &p.out.shape);
@@ -171,12 +189,13 @@ fn fused(k: &Kernel, inputs: &[&Tensor], scalars: &[Option<ScalarValue>], over: 
     let call = KernelCall { kernel: k, types: &types, slots: &slots };
     let storage = over
         .and_then(|i| Storage::fused_over("fused kernel", &k.name, &program, &operands, i, &p.out))
-        .or_else(|| Storage::fused_kernel("fused kernel", &program, &call, &operands, &p.out))?;
+        .or_else(|| Storage::fused_kernel("fused kernel", &program, &call, &operands, &p.out));
+    let Some(storage) = storage else { return Fused::Declined };
     let t = storage.map(|s| Tensor::from_storage(s, p.out));
     if let Ok(t) = &t {
         note_ran(k, inputs, t, Some(&|| p.dtypes.iter().copied().zip(compute.iter().copied()).collect()));
     }
-    Some(t)
+    Fused::Ran(t)
 }
 
 /// The values of `k`'s scalar slots for a call with these scalars; none
@@ -447,16 +466,20 @@ pub(crate) fn binary_op(op: OpKind) -> Option<OpKind> {
     op.is_binary_elementwise().then_some(op)
 }
 
-/// Notes a kernel that ran (`kernel_record`): `types` gives the plan's
-/// value and compute dtypes, where the kernel ran from a plan.
-pub(super) fn note_ran(k: &Kernel, inputs: &[&Tensor], out: &Tensor, types: Option<&dyn Fn() -> Vec<(DType, DType)>>) {
-    kernel_record::note_kernel(|| {
-        // A reduction kernel is rendered for the rank of the reduction's
-        // input, the broadcast of its prologue's inputs.
-        let rank = match k.reduction() {
-            Some(_) => inputs.iter().zip(k.prologue()).filter(|(_, pro)| *pro).map(|(t, _)| t.rank()).max().unwrap_or(0),
-            None => out.rank(),
-        };
-        RanKernel { kernel: k.clone(), inputs: inputs.iter().map(|t| t.dtype()).collect(), types: types.map(|f| f()), rank }
-    });
+/// Notes a kernel that ran as one kernel (`kernel_record`): `types` gives
+/// the plan's value and compute dtypes, where the kernel ran from a plan.
+fn note_ran(k: &Kernel, inputs: &[&Tensor], out: &Tensor, types: Option<&dyn Fn() -> Vec<(DType, DType)>>) {
+    kernel_record::note_kernel(|| ran_kernel(k, inputs, out, types));
+}
+
+/// The record of kernel `k` that computed `out` from `inputs`.
+pub(super) fn ran_kernel(k: &Kernel, inputs: &[&Tensor], out: &Tensor, types: Option<&dyn Fn() -> Vec<(DType, DType)>>) -> RanKernel {
+    // A reduction kernel is rendered for the rank of the reduction's
+    // input, the broadcast of its prologue's inputs.
+    let rank = match k.reduction() {
+        Some(_) => inputs.iter().zip(k.prologue()).filter(|(_, pro)| *pro).map(|(t, _)| t.rank()).max().unwrap_or(0),
+        None => out.rank(),
+    };
+    let (inputs, types) = (inputs.iter().map(|t| t.dtype()).collect(), types.map(|f| f()));
+    RanKernel { kernel: k.clone(), inputs, types, rank, empty: out.numel() == 0, in_place: None }
 }

@@ -16,7 +16,7 @@
 
 use super::kernel::binary_op;
 use super::liveness::Liveness;
-use crate::backend::{FusedProgram, FusedRhs, FusedStep};
+use crate::backend::{FusedProgram, FusedRhs, FusedStep, OpKernels};
 use crate::error::Result;
 use crate::eval::prims::scalar;
 use crate::layout::{elementwise_layout, Layout};
@@ -148,6 +148,17 @@ fn over(
     let n = inputs.len();
     let program = FusedProgram { steps: step, num_values: n + 1, stored: n, dtypes: &dtypes[..n + 1], read: &[true, true][..n] };
     let r = Storage::fused_over("elementwise", op.name(), &program, &inputs, k, &out)?;
+    if r.is_ok() && out.numel() > 0 {
+        // The eager op's primitive, which the devices without this path run.
+        crate::backend::kernel_record::note_op(|| {
+            let (op, rank) = (step[0].op, out.rank());
+            match step[0].rhs {
+                FusedRhs::None => OpKernels::Unary { op, dtype, rank },
+                FusedRhs::Value(_) => OpKernels::Binary { op, lhs: dtype, rhs: dtype, rank, assign: false },
+                FusedRhs::Scalar(_) => OpKernels::BinaryScalar { op, dtype, scalar_first: false, rank },
+            }
+        });
+    }
     Some(r.map(|s| Tensor::from_storage(s, out)))
 }
 

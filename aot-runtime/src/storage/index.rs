@@ -13,7 +13,7 @@ impl Storage {
     /// `li`), as a new contiguous buffer of `li`'s shape.
     pub(crate) fn gather(&self, op: &'static str, l: &Layout, dim: usize, index: &Storage, li: &Layout) -> Result<Storage> {
         same_device(op, self, &[index])?;
-        crate::backend::kernel_record::note_op(crate::backend::OpKernels::Gather { dtype: self.dtype() });
+        super::note(li.numel(), || crate::backend::OpKernels::Gather { dtype: self.dtype() });
         // The index, and the one element it picks per position.
         let p = crate::profile::span(self.device, op, || moved(&[(li, index.dtype)], &[]).plus(elems(li.numel(), self.dtype)));
         let data = self.read2(index, |s, i| match (s, i) {
@@ -45,7 +45,7 @@ impl Storage {
         if self.same(dst) || index.same(dst) {
             return Err(AotError::internal(op, "scatter into its own source or index"));
         }
-        crate::backend::kernel_record::note_op(crate::backend::OpKernels::Scatter { dtype: dst.dtype(), accumulate });
+        super::note(li.numel(), || crate::backend::OpKernels::Scatter { dtype: dst.dtype(), accumulate });
         // The source and the index, and per position one destination
         // element written (read first if accumulating).
         let dst_bytes = elems(li.numel() * (1 + usize::from(accumulate)), dst.dtype);

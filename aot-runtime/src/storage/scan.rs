@@ -4,8 +4,7 @@
 //! [`Backend`] methods of the same names). Each is noted for
 //! `kernels_for`'s listing ([`OpKernels`]).
 
-use super::{elems, made, mismatch, same_device, Storage, StorageData};
-use crate::backend::kernel_record::note_op;
+use super::{elems, made, mismatch, note, same_device, Storage, StorageData};
 use crate::backend::{Backend, OpKernels, Targets};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -35,7 +34,7 @@ impl Storage {
     /// The cumulative sum of `l` along `dim` (from the end if `reverse`),
     /// contiguous with `l`'s shape.
     pub(crate) fn cumsum(&self, op: &'static str, l: &Layout, dim: usize, reverse: bool) -> Result<Storage> {
-        note_op(OpKernels::Cumsum { dtype: self.dtype() });
+        note(l.numel(), || OpKernels::Cumsum { dtype: self.dtype() });
         let p = span(self.device, op, || moved(&[(l, self.dtype)], &[]));
         let data = match &*self.read() {
             StorageData::Cpu(s) => s.cumsum(op, l, dim, reverse).map(StorageData::Cpu),
@@ -47,7 +46,7 @@ impl Storage {
     /// `(values, indices)` of the extremes along `dim` of `l` (see
     /// [`Backend::extreme`]), contiguous.
     pub(crate) fn extreme(&self, op: &'static str, l: &Layout, dim: usize, max: bool) -> Result<(Storage, Storage)> {
-        note_op(OpKernels::Extreme { dtype: self.dtype(), max });
+        note(l.numel(), || OpKernels::Extreme { dtype: self.dtype(), max });
         // The values, and an i64 index per value.
         let out = l.numel() / l.shape.get(dim).copied().unwrap_or(1).max(1);
         let written = elems(out, self.dtype).plus(elems(out, DType::I64));
@@ -62,7 +61,7 @@ impl Storage {
     /// `nll_loss` of the `[N, C]` input `l` with targets `t`: one element.
     pub(crate) fn nll_loss(&self, op: &'static str, l: &Layout, t: LossTargets<'_>) -> Result<Storage> {
         same_device(op, self, &[t.index])?;
-        note_op(OpKernels::NllLoss { dtype: self.dtype() });
+        note(1, || OpKernels::NllLoss { dtype: self.dtype() });
         // The targets, and the one element each picks.
         let picked = elems(t.layout.numel(), self.dtype);
         let p = span(self.device, op, || moved(&[(t.layout, t.index.dtype)], &[]).plus(picked));
@@ -78,7 +77,7 @@ impl Storage {
     /// `lg`): `[N, C]` of `dtype`.
     pub(crate) fn nll_loss_backward(&self, op: &'static str, lg: &Layout, t: LossTargets<'_>, dtype: DType) -> Result<Storage> {
         same_device(op, self, &[t.index])?;
-        note_op(OpKernels::NllLossBackward { grad: self.dtype(), dtype });
+        note(t.layout.numel() * t.classes, || OpKernels::NllLossBackward { grad: self.dtype(), dtype });
         let p = span(self.device, op, || moved(&[(lg, self.dtype), (t.layout, t.index.dtype)], &[]));
         let r = self.read2(t.index, |g, i| match (g, i) {
             (StorageData::Cpu(g), StorageData::Cpu(i)) => g.nll_loss_backward(op, lg, t.on(i), dtype).map(StorageData::Cpu),

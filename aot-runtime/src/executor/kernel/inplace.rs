@@ -17,17 +17,23 @@
 //! must share one layout and dtype; where they do not, the call runs the
 //! graph's one-kernel-per-group set instead, with the same checks.
 //! Otherwise the call runs its ordinary plan.
+//!
+//! Consecutive kernels of one code that touch none of one another's
+//! groups (an optimizer step over many parameters, one kernel each) run as
+//! one launch of segments where the backend has them (CUDA), else one
+//! after another.
 
 use super::{plan_of, slot_values, Plan, Val};
 use crate::arg::Bases;
+use crate::backend::kernel_record::{self, RanKernel};
 use crate::backend::{FusedProgram, KernelCall};
 use crate::counters::{bump, Counter};
 use crate::error::{AotError, Result};
 use crate::ops::binary::broadcast_layout;
-use crate::storage::Storage;
+use crate::storage::{Segment, Storage};
 use crate::tensor::Tensor;
 use aot_ir::kernel::reinplace::InPlaceKernel;
-use aot_ir::kernel::render::{KernelTypes, ScalarSlots};
+use aot_ir::kernel::render::{same_code, KernelTypes, ScalarSlots};
 use aot_ir::transform::FunctionalGraph;
 use aot_ir::{Op, ScalarValue};
 
@@ -77,6 +83,63 @@ impl KernelSet {
     fn ready(&self, bases: &Bases, scalars: &[Option<ScalarValue>]) -> Option<Vec<Checked>> {
         self.kernels.iter().zip(&self.sources).map(|(k, sources)| check(k, sources, bases, scalars)).collect()
     }
+
+    /// How many kernels from `i` on (at least 1) may run as one launch of
+    /// segments: of one code and one set of types, each with its operands
+    /// laid out as its result (flat), none writing a group another reads.
+    fn batch(&self, checked: &[Checked], i: usize) -> usize {
+        let (Some(first), Some(c)) = (self.kernels.get(i), checked.get(i)) else { return 1 };
+        let writes_into = |j: usize, l: usize| self.kernels[j].stores.iter().any(|st| self.sources[l].contains(&st.group));
+        let mut n = 1;
+        while let (Some(k), Some(ck)) = (self.kernels.get(i + n), checked.get(i + n)) {
+            let new = i + n;
+            let independent = (i..new).all(|j| !writes_into(j, new) && !writes_into(new, j));
+            if !flat(c) || !flat(ck) || !same_code(&k.kernel, &first.kernel) || ck.plan.dtypes != c.plan.dtypes || !independent {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+}
+
+/// Whether every operand of a checked kernel is laid out as its result,
+/// which has elements (a segment of a launch of segments).
+fn flat(c: &Checked) -> bool {
+    let out = &c.plan.out;
+    out.numel() > 0 && c.plan.loaded.iter().all(|l| broadcast_layout(l, &out.shape).stride == out.stride)
+}
+
+/// The kernels `ks` (a [`KernelSet::batch`]) stored over their
+/// destinations in one launch of segments; `false`: declined (the backend
+/// has no such launches), nothing written.
+fn run_segments(ks: &[InPlaceKernel], cs: &[Checked]) -> Result<bool> {
+    let types: Vec<KernelTypes> =
+        cs.iter().map(|c| KernelTypes { values: c.plan.dtypes.to_vec(), compute: c.plan.dtypes.to_vec() }).collect();
+    let segs: Vec<Segment<'_>> = ks
+        .iter()
+        .zip(cs)
+        .zip(&types)
+        .map(|((k, c), types)| Segment {
+            read: &c.plan.read,
+            call: KernelCall { kernel: &k.kernel, types, slots: &c.slots },
+            inputs: c.inputs.iter().zip(&c.plan.loaded).map(|(t, l)| (&**t.storage(), broadcast_layout(l, &c.plan.out.shape))).collect(),
+            dests: k.kernel.outs().zip(&k.stores).map(|(v, st)| (st.dest, v.index())).collect(),
+            out: c.plan.out.clone(),
+        })
+        .collect();
+    match Storage::fused_in_place_segments("fused kernel", &segs) {
+        None => Ok(false),
+        Some(r) => {
+            r?;
+            let mark = kernel_record::mark();
+            for (k, c) in ks.iter().zip(cs) {
+                note_in_place(k, c);
+            }
+            kernel_record::note_segments(mark);
+            Ok(true)
+        }
+    }
 }
 
 impl Reinplace {
@@ -88,11 +151,6 @@ impl Reinplace {
             None => None,
         };
         Some(Reinplace { fused, single: KernelSet::of(fg, r.single)? })
-    }
-
-    /// The kernels a call that is [`ready`](Self::ready) runs.
-    pub(crate) fn kernels(&self, ready: &Ready) -> &[InPlaceKernel] {
-        &self.set(ready).kernels
     }
 
     /// Both sets of kernels, named: the multi-output ones (where there are
@@ -121,20 +179,39 @@ impl Reinplace {
 
     /// Runs the checked kernels, each over its destinations, and leaves the
     /// written groups' final values (the arguments themselves) in `env`.
-    /// `Ok(false)`: the first kernel declined and nothing was written.
+    /// Consecutive kernels of one code that touch none of one another's
+    /// groups ([`KernelSet::batch`]) run as one launch of segments where
+    /// the backend has them. `Ok(false)`: the first kernel declined and
+    /// nothing was written.
     pub(crate) fn run(&self, ready: &Ready, env: &mut [Option<Tensor>]) -> Result<bool> {
-        for (i, (k, c)) in self.kernels(ready).iter().zip(&ready.checked).enumerate() {
-            if !run_one(k, c)? {
-                if i == 0 {
-                    return Ok(false);
+        let set = self.set(ready);
+        let mut i = 0;
+        while i < set.kernels.len() {
+            let n = set.batch(&ready.checked, i);
+            let (ks, cs) = (&set.kernels[i..i + n], &ready.checked[i..i + n]);
+            if n == 1 || !run_segments(ks, cs)? {
+                let mark = kernel_record::mark();
+                for (j, (k, c)) in ks.iter().zip(cs).enumerate() {
+                    if !run_one(k, c)? {
+                        if i + j == 0 {
+                            return Ok(false);
+                        }
+                        return Err(AotError::internal("reinplace", format!("kernel `{}` declined after it was checked", k.kernel.name)));
+                    }
                 }
-                return Err(AotError::internal("reinplace", format!("kernel `{}` declined after it was checked", k.kernel.name)));
+                if n > 1 {
+                    kernel_record::note_segments(mark);
+                }
             }
-            bump(Counter::InPlaceKernels);
-            for st in &k.stores {
-                let slot = env.get_mut(st.out.index()).ok_or_else(|| AotError::internal("reinplace", format!("no value {}", st.out)))?;
-                *slot = c.inputs.get(st.dest).cloned();
+            for (k, c) in ks.iter().zip(cs) {
+                bump(Counter::InPlaceKernels);
+                for st in &k.stores {
+                    let slot =
+                        env.get_mut(st.out.index()).ok_or_else(|| AotError::internal("reinplace", format!("no value {}", st.out)))?;
+                    *slot = c.inputs.get(st.dest).cloned();
+                }
             }
+            i += n;
         }
         Ok(true)
     }
@@ -190,9 +267,18 @@ fn run_one(k: &InPlaceKernel, c: &Checked) -> Result<bool> {
         None => Ok(false),
         Some(r) => {
             r?;
-            let inputs: Vec<&Tensor> = c.inputs.iter().collect();
-            super::note_ran(&k.kernel, &inputs, &c.inputs[k.stores[0].dest], Some(&|| p.dtypes.iter().map(|&d| (d, d)).collect()));
+            note_in_place(k, c);
             Ok(true)
         }
     }
+}
+
+/// Notes kernel `k`, which ran stored over its destinations.
+fn note_in_place(k: &InPlaceKernel, c: &Checked) {
+    kernel_record::note_kernel(|| {
+        let inputs: Vec<&Tensor> = c.inputs.iter().collect();
+        let types = || c.plan.dtypes.iter().map(|&d| (d, d)).collect();
+        let ran = super::ran_kernel(&k.kernel, &inputs, &c.inputs[k.stores[0].dest], Some(&types));
+        RanKernel { in_place: Some(k.clone()), ..ran }
+    });
 }

@@ -14,10 +14,9 @@
 //! (for softmax and `keepdim` reductions) `S`, an input both folded and
 //! read per output.
 
-use super::{elementwise_step, float_inputs};
+use super::{elementwise_step, float_inputs, Fused};
 use crate::backend::FusedRhs;
 use crate::backend::{FusedReduceProgram, FusedRowOp, FusedStep, KernelCall};
-use crate::error::Result;
 use crate::eval::prims::{ints, scalar};
 use crate::layout::{is_dense_output, wrap_dim, Layout};
 use crate::ops::binary::broadcast_layout;
@@ -44,9 +43,9 @@ struct Plan {
 }
 
 /// Kernel `k` (its reduction at body index `r`) fused on its inputs'
-/// backend; `None` where [`plan`] or the backend declines.
-pub(super) fn fused(k: &Kernel, r: usize, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<Result<Tensor>> {
-    let p = plan(k, r, inputs, scalars)?;
+/// backend (see [`Fused`]).
+pub(super) fn fused(k: &Kernel, r: usize, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Fused {
+    let Some(p) = plan(k, r, inputs, scalars) else { return Fused::Unplanned };
     let program = FusedReduceProgram {
         prologue: &p.prologue,
         op: p.op,
@@ -62,12 +61,14 @@ pub(super) fn fused(k: &Kernel, r: usize, inputs: &[&Tensor], scalars: &[Option<
     };
     let operands: Vec<(&Storage, Layout)> = inputs.iter().zip(&p.operands).map(|(t, l)| (&**t.storage(), l.clone())).collect();
     // Every value of a planned reduction kernel has the inputs' float dtype.
-    let d = inputs.first()?.dtype();
+    let Some(d) = inputs.first().map(|t| t.dtype()) else { return Fused::Unplanned };
     let types = KernelTypes { values: vec![d; k.num_values], compute: vec![d; k.num_values] };
     let slots = super::slot_values(k, scalars);
     let call = KernelCall { kernel: k, types: &types, slots: &slots };
-    let storage = Storage::fused_reduce("fused kernel", &program, &call, &operands, &p.out)?;
-    Some(storage.map(|s| Tensor::from_storage(s, p.out)))
+    match Storage::fused_reduce("fused kernel", &program, &call, &operands, &p.out) {
+        Some(storage) => Fused::Ran(storage.map(|s| Tensor::from_storage(s, p.out))),
+        None => Fused::Declined,
+    }
 }
 
 fn plan(k: &Kernel, r: usize, inputs: &[&Tensor], scalars: &[Option<ScalarValue>]) -> Option<Plan> {
