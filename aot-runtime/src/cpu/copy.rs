@@ -190,4 +190,28 @@ mod tests {
         scatter_add(&src, &Layout::contiguous(&[3]), &mut dst, &Layout::new(vec![3], vec![0], 0)).unwrap();
         assert_eq!(dst, CpuStorage::I64(vec![big.wrapping_add(big) - 2, 0]));
     }
+
+    /// Repeated positions sum in the pairs' order, in f64, rounded once per
+    /// position: the dense buffer (a destination at most four times the
+    /// addends) and the sorted road (a larger one) give the same f32 bits.
+    #[test]
+    fn repeated_float_addends_sum_alike_on_both_roads() {
+        let src: Vec<f32> = (0..64).map(|i| 1.0e-8 + (i as f32) * 0.37 - 11.0).collect();
+        let positions: Vec<usize> = (0..64).map(|i| (i * 7) % 5).collect();
+        for len in [5, 1000] {
+            let mut dst = CpuStorage::F32((0..len).map(|i| i as f32 * 0.5).collect());
+            let pairs = positions.iter().copied().zip(0..src.len());
+            add_at("scatter_add", &CpuStorage::F32(src.clone()), &mut dst, pairs, true).unwrap();
+            let CpuStorage::F32(got) = dst else { panic!("dtype changed") };
+            for (o, &g) in got.iter().enumerate() {
+                let mut want = o as f64 * 0.5;
+                for (&p, &v) in positions.iter().zip(&src) {
+                    if p == o {
+                        want += f64::from(v);
+                    }
+                }
+                assert_eq!(g, want as f32, "position {o} of {len}");
+            }
+        }
+    }
 }
